@@ -1,0 +1,108 @@
+//! Fan-out: run a job on many hosts with bounded concurrency, collect one report per host,
+//! and stop starting new hosts after the first failure when asked to (`--fail-fast`). Hosts
+//! already running are allowed to finish: cutting a half-done install is worse than waiting.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use tokio::sync::Semaphore;
+use tokio::task::JoinSet;
+
+use crate::error::{Error, Result};
+use crate::event::{EventKind, Events, HostEvents};
+use crate::inventory::Host;
+use crate::step::{Job, JobOutput};
+use crate::transport::Connector;
+
+#[derive(Clone, Debug)]
+pub struct FanOut {
+    pub parallel: usize,
+    pub fail_fast: bool,
+}
+
+/// Default concurrency: enough for a few hundred VMs at once. A connection costs one socket and
+/// a few hundred KiB here, and handshakes are CPU-bound on the controller either way.
+pub const DEFAULT_PARALLEL: usize = 256;
+
+impl Default for FanOut {
+    fn default() -> Self {
+        FanOut { parallel: DEFAULT_PARALLEL, fail_fast: false }
+    }
+}
+
+#[derive(Debug)]
+pub struct HostReport<T> {
+    pub node: String,
+    pub result: Result<T>,
+    pub elapsed: Duration,
+}
+
+/// Run `f` for every host; reports come back in inventory order.
+pub async fn for_each_host<T, F, Fut>(hosts: &[Host], opts: &FanOut, events: &Events, f: F) -> Vec<HostReport<T>>
+where
+    T: Send + 'static,
+    F: Fn(Host, HostEvents) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<T>> + Send + 'static,
+{
+    let sem = Arc::new(Semaphore::new(opts.parallel.max(1)));
+    let failed = Arc::new(AtomicBool::new(false));
+    let f = Arc::new(f);
+    let mut set = JoinSet::new();
+    for (i, host) in hosts.iter().cloned().enumerate() {
+        let (sem, failed, f, ev) = (sem.clone(), failed.clone(), f.clone(), events.for_host(&host.name));
+        let fail_fast = opts.fail_fast;
+        set.spawn(async move {
+            let _permit = sem.acquire_owned().await.expect("semaphore never closed");
+            let node = host.name.clone();
+            if fail_fast && failed.load(Ordering::SeqCst) {
+                let e = Error::Skipped { node: node.clone() };
+                ev.emit(EventKind::Done { ok: false, ms: 0, error: Some(e.to_string()), error_kind: Some(e.kind()) });
+                return (i, HostReport { node, result: Err(e), elapsed: Duration::ZERO });
+            }
+            ev.emit(EventKind::Start);
+            let start = Instant::now();
+            let result = f(host, ev.clone()).await;
+            let elapsed = start.elapsed();
+            if result.is_err() {
+                failed.store(true, Ordering::SeqCst);
+            }
+            let (error, error_kind) = match &result {
+                Ok(_) => (None, None),
+                Err(e) => (Some(e.to_string()), Some(e.kind())),
+            };
+            ev.emit(EventKind::Done { ok: result.is_ok(), ms: elapsed.as_millis() as u64, error, error_kind });
+            (i, HostReport { node, result, elapsed })
+        });
+    }
+    let mut out: Vec<Option<HostReport<T>>> = (0..hosts.len()).map(|_| None).collect();
+    while let Some(joined) = set.join_next().await {
+        match joined {
+            Ok((i, r)) => out[i] = Some(r),
+            Err(e) => std::panic::resume_unwind(e.into_panic()),
+        }
+    }
+    out.into_iter().map(|r| r.expect("every host reported")).collect()
+}
+
+/// Connect, run the host's job, disconnect. One connection per host for the whole job.
+pub async fn run_jobs(
+    hosts: &[Host],
+    jobs: Arc<dyn Fn(&Host) -> Result<Job> + Send + Sync>,
+    connector: Arc<dyn Connector>,
+    opts: &FanOut,
+    events: &Events,
+) -> Vec<HostReport<JobOutput>> {
+    for_each_host(hosts, opts, events, move |host, ev| {
+        let (jobs, connector) = (jobs.clone(), connector.clone());
+        async move {
+            let job = jobs(&host)?;
+            let t = connector.connect(&host, &ev).await?;
+            let res = job.run(t.as_ref(), &ev).await;
+            t.close().await;
+            res
+        }
+    })
+    .await
+}

@@ -1,0 +1,589 @@
+//! The inventory: which hosts exist, how to reach them, and which groups they belong to.
+//!
+//! Group names are the VNFD's `aspect_id` / `vdu_id` (e.g. `master_instance`), so a request's
+//! `additionalParams` can name them directly; `cps` holds named connection points such as the HA
+//! VIP. Every host field may be given under `defaults` and overridden per host. Unknown keys are
+//! errors (a typo like `pasword_env` must not silently fall back to no password), and secrets are
+//! loaded into [`Secret`] at once so they never reach a log.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::error::{Error, Result};
+use crate::secret::Secret;
+
+/// How a server's host key is checked against `known_hosts`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum HostKeyCheck {
+    /// The key must already be in known_hosts.
+    Strict,
+    /// Unknown hosts are recorded on first contact (TOFU); a changed key is refused.
+    AcceptNew,
+    /// No check at all; only allowed with `--insecure-no-host-key-check`, warns per host.
+    Off,
+}
+
+/// Every per-host setting; used both for `defaults` and for each host entry.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct HostSpec {
+    name: Option<String>,
+    ssh_ip: Option<String>,
+    nic_ip: Option<String>,
+    user: Option<String>,
+    port: Option<u16>,
+    password: Option<String>,
+    password_env: Option<String>,
+    password_file: Option<String>,
+    identity_file: Option<String>,
+    identity_passphrase_env: Option<String>,
+    identity_passphrase_file: Option<String>,
+    known_hosts: Option<String>,
+    host_key_check: Option<HostKeyCheck>,
+    jump: Option<Vec<String>>,
+    become_password: Option<String>,
+    become_password_env: Option<String>,
+    become_password_file: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct InventoryFile {
+    #[serde(default)]
+    defaults: HostSpec,
+    #[serde(default)]
+    groups: indexmap_like::OrderedGroups,
+    #[serde(default)]
+    cps: BTreeMap<String, String>,
+}
+
+/// Credentials for one login. At least one of them is set, or the agent is used.
+#[derive(Clone, Debug, Default)]
+pub struct Auth {
+    pub password: Option<Secret>,
+    pub identity_file: Option<PathBuf>,
+    pub identity_passphrase: Option<Secret>,
+    /// Use ssh-agent (`SSH_AUTH_SOCK`): set when no key and no password are configured.
+    pub agent: bool,
+}
+
+/// One hop of a ProxyJump chain.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Jump {
+    pub user: String,
+    pub addr: String,
+    pub port: u16,
+}
+
+impl std::fmt::Display for Jump {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}@{}", self.user, fmt_addr(&self.addr, self.port))
+    }
+}
+
+/// A fully resolved host: nothing left to look up at connect time.
+#[derive(Clone, Debug)]
+pub struct Host {
+    pub name: String,
+    pub addr: String,
+    pub port: u16,
+    pub nic_ip: Option<String>,
+    pub user: String,
+    pub auth: Auth,
+    pub known_hosts: PathBuf,
+    pub host_key_check: HostKeyCheck,
+    pub jump: Vec<Jump>,
+    pub become_password: Option<Secret>,
+    pub groups: Vec<String>,
+}
+
+impl Host {
+    /// `addr:port`, with brackets for IPv6 literals.
+    pub fn endpoint(&self) -> String {
+        fmt_addr(&self.addr, self.port)
+    }
+}
+
+pub fn fmt_addr(addr: &str, port: u16) -> String {
+    if addr.contains(':') {
+        format!("[{addr}]:{port}")
+    } else {
+        format!("{addr}:{port}")
+    }
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Inventory {
+    /// Hosts in the order they first appear in the file.
+    pub hosts: Vec<Host>,
+    /// Group name → indexes into `hosts`, in file order.
+    pub groups: Vec<(String, Vec<usize>)>,
+    /// Named connection points (e.g. `vip_CP`).
+    pub cps: BTreeMap<String, String>,
+}
+
+/// Options that come from the command line rather than the file.
+#[derive(Clone, Debug, Default)]
+pub struct LoadOptions {
+    /// `--insecure-no-host-key-check`: permits `host_key_check: off`.
+    pub allow_insecure: bool,
+}
+
+impl Inventory {
+    pub fn load(path: &Path, opts: &LoadOptions) -> Result<Inventory> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| Error::input(path.display().to_string(), "inventory", format!("cannot read: {e}")))?;
+        let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        Self::parse(&text, &path.display().to_string(), &base, &|k| std::env::var(k).ok(), opts)
+    }
+
+    /// Parse inventory text. `env` looks up environment variables (a parameter so tests need
+    /// not mutate the process environment). Relative paths are resolved against `base`.
+    pub fn parse(
+        text: &str,
+        file: &str,
+        base: &Path,
+        env: &dyn Fn(&str) -> Option<String>,
+        opts: &LoadOptions,
+    ) -> Result<Inventory> {
+        let raw: InventoryFile =
+            serde_norway::from_str(text).map_err(|e| Error::input(file, "inventory", e.to_string()))?;
+        for key in ["name", "ssh_ip", "nic_ip"] {
+            let set = match key {
+                "name" => raw.defaults.name.is_some(),
+                "ssh_ip" => raw.defaults.ssh_ip.is_some(),
+                _ => raw.defaults.nic_ip.is_some(),
+            };
+            if set {
+                return Err(Error::input(file, format!("defaults.{key}"), "is per host; it cannot be a default"));
+            }
+        }
+        let ctx = Ctx { file, base, env, opts };
+        let mut inv = Inventory { cps: raw.cps, ..Default::default() };
+        let mut by_name: BTreeMap<String, usize> = BTreeMap::new();
+        let mut pending: Vec<(usize, HostSpec, String)> = Vec::new();
+        for (group, entries) in raw.groups.0 {
+            let mut members = Vec::new();
+            for (i, entry) in entries.into_iter().enumerate() {
+                let at = format!("groups.{group}[{i}]");
+                let name = entry
+                    .name
+                    .clone()
+                    .ok_or_else(|| Error::input(file, format!("{at}.name"), "is required"))?;
+                let merged = merge(&raw.defaults, &entry);
+                let idx = if let Some(&idx) = by_name.get(&name) {
+                    let prev = &pending[idx].1;
+                    if prev.ssh_ip != merged.ssh_ip || prev.port != merged.port || prev.user != merged.user {
+                        return Err(Error::input(
+                            file,
+                            format!("{at}"),
+                            format!("host '{name}' appears again with a different ssh_ip/port/user"),
+                        ));
+                    }
+                    idx
+                } else {
+                    by_name.insert(name.clone(), pending.len());
+                    pending.push((pending.len(), merged, at));
+                    pending.len() - 1
+                };
+                if !members.contains(&idx) {
+                    members.push(idx);
+                }
+            }
+            inv.groups.push((group, members));
+        }
+        // Resolve after all names are known, so `jump:` may name another inventory host.
+        let names: BTreeMap<String, HostSpec> =
+            pending.iter().map(|(_, s, _)| (s.name.clone().unwrap_or_default(), s.clone())).collect();
+        for (_, spec, at) in &pending {
+            inv.hosts.push(ctx.resolve(spec, at, &names)?);
+        }
+        for (group, members) in &inv.groups {
+            for &m in members {
+                inv.hosts[m].groups.push(group.clone());
+            }
+        }
+        Ok(inv)
+    }
+
+    /// Hosts selected by `--group`/`--host` (empty selectors mean every host), in file order.
+    pub fn select(&self, groups: &[String], hosts: &[String]) -> Result<Vec<Host>> {
+        for g in groups {
+            if !self.groups.iter().any(|(name, _)| name == g) {
+                let known: Vec<&str> = self.groups.iter().map(|(n, _)| n.as_str()).collect();
+                return Err(Error::input("--group", g.clone(), format!("no such group (groups: {})", known.join(", "))));
+            }
+        }
+        for h in hosts {
+            if !self.hosts.iter().any(|x| &x.name == h) {
+                return Err(Error::input("--host", h.clone(), "no such host in the inventory"));
+            }
+        }
+        let picked: Vec<Host> = self
+            .hosts
+            .iter()
+            .filter(|h| {
+                (groups.is_empty() && hosts.is_empty())
+                    || h.groups.iter().any(|g| groups.contains(g))
+                    || hosts.contains(&h.name)
+            })
+            .cloned()
+            .collect();
+        if picked.is_empty() {
+            return Err(Error::input("inventory", "groups", "selects no host"));
+        }
+        Ok(picked)
+    }
+}
+
+fn merge(d: &HostSpec, h: &HostSpec) -> HostSpec {
+    macro_rules! pick {
+        ($($f:ident),*) => { HostSpec { $($f: h.$f.clone().or_else(|| d.$f.clone()),)* } };
+    }
+    let mut m = pick!(
+        name, ssh_ip, nic_ip, user, port, password, password_env, password_file, identity_file,
+        identity_passphrase_env, identity_passphrase_file, known_hosts, host_key_check, jump,
+        become_password, become_password_env, become_password_file
+    );
+    // A host that sets its own credential source replaces the default one rather than being
+    // merged with it: `password:` on a host must win over `defaults.password_env`.
+    if h.password.is_some() || h.password_env.is_some() || h.password_file.is_some() {
+        m.password = h.password.clone();
+        m.password_env = h.password_env.clone();
+        m.password_file = h.password_file.clone();
+    }
+    if h.become_password.is_some() || h.become_password_env.is_some() || h.become_password_file.is_some() {
+        m.become_password = h.become_password.clone();
+        m.become_password_env = h.become_password_env.clone();
+        m.become_password_file = h.become_password_file.clone();
+    }
+    m
+}
+
+struct Ctx<'a> {
+    file: &'a str,
+    base: &'a Path,
+    env: &'a dyn Fn(&str) -> Option<String>,
+    opts: &'a LoadOptions,
+}
+
+impl Ctx<'_> {
+    fn err(&self, at: &str, field: &str, msg: impl Into<String>) -> Error {
+        Error::input(self.file, format!("{at}.{field}"), msg)
+    }
+
+    fn path(&self, p: &str) -> PathBuf {
+        let expanded = if let Some(rest) = p.strip_prefix("~/") {
+            dirs::home_dir().unwrap_or_default().join(rest)
+        } else {
+            PathBuf::from(p)
+        };
+        if expanded.is_absolute() { expanded } else { self.base.join(expanded) }
+    }
+
+    /// One secret from exactly one of: inline value, environment variable, file.
+    fn secret(
+        &self,
+        at: &str,
+        prefix: &str,
+        inline: &Option<String>,
+        env: &Option<String>,
+        file: &Option<String>,
+    ) -> Result<Option<Secret>> {
+        let given = [inline.is_some(), env.is_some(), file.is_some()].iter().filter(|b| **b).count();
+        if given > 1 {
+            return Err(self.err(at, prefix, format!("set only one of {prefix}, {prefix}_env, {prefix}_file")));
+        }
+        if let Some(v) = inline {
+            return Ok(Some(Secret::new(v.clone())));
+        }
+        if let Some(var) = env {
+            return match (self.env)(var) {
+                Some(v) if !v.is_empty() => Ok(Some(Secret::new(v))),
+                _ => Err(self.err(at, &format!("{prefix}_env"), format!("environment variable {var} is not set or empty"))),
+            };
+        }
+        if let Some(f) = file {
+            let path = self.path(f);
+            let v = std::fs::read_to_string(&path)
+                .map_err(|e| self.err(at, &format!("{prefix}_file"), format!("cannot read {}: {e}", path.display())))?;
+            let v = v.strip_suffix('\n').unwrap_or(&v).strip_suffix('\r').unwrap_or(v.strip_suffix('\n').unwrap_or(&v));
+            return Ok(Some(Secret::new(v.to_string())));
+        }
+        Ok(None)
+    }
+
+    fn resolve(&self, s: &HostSpec, at: &str, names: &BTreeMap<String, HostSpec>) -> Result<Host> {
+        let name = s.name.clone().unwrap_or_default();
+        validate_name(&name).map_err(|m| self.err(at, "name", m))?;
+        let addr = s.ssh_ip.clone().ok_or_else(|| self.err(at, "ssh_ip", "is required"))?;
+        validate_addr(&addr).map_err(|m| self.err(at, "ssh_ip", m))?;
+        if let Some(nic) = &s.nic_ip {
+            validate_addr(nic).map_err(|m| self.err(at, "nic_ip", m))?;
+        }
+        let port = s.port.unwrap_or(22);
+        if port == 0 {
+            return Err(self.err(at, "port", "must be 1..65535"));
+        }
+        let user = s.user.clone().unwrap_or_else(|| "root".to_string());
+        if user.is_empty() || user.contains(['@', ':', '\0', '\n']) {
+            return Err(self.err(at, "user", "is not a valid user name"));
+        }
+        let password = self.secret(at, "password", &s.password, &s.password_env, &s.password_file)?;
+        let identity_passphrase =
+            self.secret(at, "identity_passphrase", &None, &s.identity_passphrase_env, &s.identity_passphrase_file)?;
+        let identity_file = s.identity_file.as_deref().map(|p| self.path(p));
+        if let Some(p) = &identity_file {
+            if !p.is_file() {
+                return Err(self.err(at, "identity_file", format!("{} does not exist", p.display())));
+            }
+        }
+        if identity_passphrase.is_some() && identity_file.is_none() {
+            return Err(self.err(at, "identity_passphrase_env", "is set but identity_file is not"));
+        }
+        let agent = password.is_none() && identity_file.is_none();
+        if agent && (self.env)("SSH_AUTH_SOCK").is_none() {
+            return Err(self.err(
+                at,
+                "password",
+                "no credential: set password/password_env/password_file or identity_file, or run an ssh-agent (SSH_AUTH_SOCK)",
+            ));
+        }
+        let host_key_check = s.host_key_check.unwrap_or(HostKeyCheck::AcceptNew);
+        if host_key_check == HostKeyCheck::Off && !self.opts.allow_insecure {
+            return Err(self.err(at, "host_key_check", "'off' requires --insecure-no-host-key-check on the command line"));
+        }
+        let known_hosts = self.path(s.known_hosts.as_deref().unwrap_or("~/.ssh/known_hosts"));
+        let become_password =
+            self.secret(at, "become_password", &s.become_password, &s.become_password_env, &s.become_password_file)?;
+        let mut jump = Vec::new();
+        for (i, j) in s.jump.clone().unwrap_or_default().iter().enumerate() {
+            jump.push(parse_jump(j, &user, names).map_err(|m| self.err(at, &format!("jump[{i}]"), m))?);
+        }
+        Ok(Host {
+            name,
+            addr,
+            port,
+            nic_ip: s.nic_ip.clone(),
+            user,
+            auth: Auth { password, identity_file, identity_passphrase, agent },
+            known_hosts,
+            host_key_check,
+            jump,
+            become_password,
+            groups: Vec::new(),
+        })
+    }
+}
+
+fn validate_name(name: &str) -> std::result::Result<(), String> {
+    if name.is_empty() || name.len() > 253 {
+        return Err("must be 1..253 characters".into());
+    }
+    if !name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.')) {
+        return Err(format!("'{name}' may only contain letters, digits, '-', '_' and '.'"));
+    }
+    Ok(())
+}
+
+/// An address is an IP literal or a DNS name; nothing else may reach a socket or a shell.
+fn validate_addr(addr: &str) -> std::result::Result<(), String> {
+    if addr.parse::<std::net::IpAddr>().is_ok() {
+        return Ok(());
+    }
+    let ok = !addr.is_empty()
+        && addr.len() <= 253
+        && addr.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.'))
+        && !addr.starts_with('-');
+    if ok { Ok(()) } else { Err(format!("'{addr}' is not an IP address or host name")) }
+}
+
+/// `[user@]host[:port]`, where host may name another inventory host.
+fn parse_jump(s: &str, default_user: &str, names: &BTreeMap<String, HostSpec>) -> std::result::Result<Jump, String> {
+    let (user, rest) = match s.rsplit_once('@') {
+        Some((u, r)) => (Some(u.to_string()), r),
+        None => (None, s),
+    };
+    let (host, port) = if let Some(inner) = rest.strip_prefix('[') {
+        let (h, after) = inner.split_once(']').ok_or_else(|| format!("'{s}': unclosed '['"))?;
+        let port = match after.strip_prefix(':') {
+            Some(p) => Some(p.parse::<u16>().map_err(|_| format!("'{s}': bad port"))?),
+            None => None,
+        };
+        (h.to_string(), port)
+    } else {
+        match rest.rsplit_once(':') {
+            Some((h, p)) if !h.contains(':') => (h.to_string(), Some(p.parse::<u16>().map_err(|_| format!("'{s}': bad port"))?)),
+            _ => (rest.to_string(), None),
+        }
+    };
+    if let Some(spec) = names.get(&host) {
+        let addr = spec.ssh_ip.clone().ok_or_else(|| format!("'{host}' has no ssh_ip"))?;
+        return Ok(Jump {
+            user: user.or_else(|| spec.user.clone()).unwrap_or_else(|| default_user.to_string()),
+            addr,
+            port: port.or(spec.port).unwrap_or(22),
+        });
+    }
+    validate_addr(&host)?;
+    Ok(Jump { user: user.unwrap_or_else(|| default_user.to_string()), addr: host, port: port.unwrap_or(22) })
+}
+
+/// Groups in file order. YAML mappings are unordered to serde's `BTreeMap`, but an operator
+/// expects hosts in the order written, so we keep the order by hand.
+mod indexmap_like {
+    use super::HostSpec;
+    use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
+
+    #[derive(Debug, Default)]
+    pub struct OrderedGroups(pub Vec<(String, Vec<HostSpec>)>);
+
+    impl<'de> Deserialize<'de> for OrderedGroups {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            struct V;
+            impl<'de> Visitor<'de> for V {
+                type Value = OrderedGroups;
+                fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                    f.write_str("a mapping of group name to a list of hosts")
+                }
+                fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<OrderedGroups, A::Error> {
+                    let mut out: Vec<(String, Vec<HostSpec>)> = Vec::new();
+                    while let Some((k, v)) = m.next_entry::<String, Vec<HostSpec>>()? {
+                        if out.iter().any(|(n, _)| n == &k) {
+                            return Err(serde::de::Error::custom(format!("group '{k}' is defined twice")));
+                        }
+                        out.push((k, v));
+                    }
+                    Ok(OrderedGroups(out))
+                }
+            }
+            d.deserialize_map(V)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(k: &str) -> Option<String> {
+        match k {
+            "NODE_PW" => Some("s3cret'pw".into()),
+            "SUDO_PW" => Some("sudo-pw".into()),
+            _ => None,
+        }
+    }
+
+    fn parse(text: &str) -> Result<Inventory> {
+        Inventory::parse(text, "inv.yaml", Path::new("/base"), &env, &LoadOptions::default())
+    }
+
+    const SAMPLE: &str = r#"
+defaults:
+  user: ubuntu
+  port: 22
+  password_env: NODE_PW
+  known_hosts: ./known_hosts
+  host_key_check: accept-new
+  jump: [ops@bastion:2222]
+  become_password_env: SUDO_PW
+groups:
+  master_instance:
+    - {name: master1, ssh_ip: 198.18.0.10, nic_ip: 10.0.0.10}
+  worker_instance:
+    - {name: worker1, ssh_ip: 198.18.0.20, port: 2200, user: admin, jump: []}
+    - {name: master1, ssh_ip: 198.18.0.10}
+cps:
+  vip_CP: 198.18.0.100
+"#;
+
+    #[test]
+    fn sample_resolves_defaults_overrides_and_groups() {
+        let inv = parse(SAMPLE).unwrap();
+        assert_eq!(inv.hosts.len(), 2);
+        let m = &inv.hosts[0];
+        assert_eq!((m.name.as_str(), m.addr.as_str(), m.port, m.user.as_str()), ("master1", "198.18.0.10", 22, "ubuntu"));
+        assert_eq!(m.nic_ip.as_deref(), Some("10.0.0.10"));
+        assert_eq!(m.auth.password.as_ref().unwrap().expose(), "s3cret'pw");
+        assert!(!m.auth.agent);
+        assert_eq!(m.known_hosts, PathBuf::from("/base/./known_hosts"));
+        assert_eq!(m.jump, vec![Jump { user: "ops".into(), addr: "bastion".into(), port: 2222 }]);
+        assert_eq!(m.become_password.as_ref().unwrap().expose(), "sudo-pw");
+        assert_eq!(m.groups, vec!["master_instance", "worker_instance"]);
+        let w = &inv.hosts[1];
+        assert_eq!((w.port, w.user.as_str()), (2200, "admin"));
+        assert!(w.jump.is_empty());
+        assert_eq!(inv.cps["vip_CP"], "198.18.0.100");
+        assert_eq!(inv.groups[1].1, vec![1, 0]);
+    }
+
+    #[test]
+    fn unknown_key_names_the_key_and_file() {
+        let err = parse("defaults:\n  pasword_env: X\ngroups: {}\n").unwrap_err().to_string();
+        assert!(err.starts_with("inv.yaml"), "{err}");
+        assert!(err.contains("pasword_env"), "{err}");
+    }
+
+    #[test]
+    fn missing_env_var_names_field_and_variable_but_no_value() {
+        let text = "groups:\n  g:\n    - {name: a, ssh_ip: 10.0.0.1, password_env: NOPE}\n";
+        let err = parse(text).unwrap_err().to_string();
+        assert!(err.contains("groups.g[0].password_env"), "{err}");
+        assert!(err.contains("NOPE"), "{err}");
+    }
+
+    #[test]
+    fn secrets_never_show_in_debug_output() {
+        let inv = parse(SAMPLE).unwrap();
+        let dump = format!("{inv:?}");
+        assert!(!dump.contains("s3cret") && !dump.contains("sudo-pw"), "{dump}");
+    }
+
+    #[test]
+    fn host_key_off_needs_the_cli_flag() {
+        let text = "defaults: {password: x, host_key_check: off}\ngroups:\n  g:\n    - {name: a, ssh_ip: 10.0.0.1}\n";
+        let err = parse(text).unwrap_err().to_string();
+        assert!(err.contains("host_key_check") && err.contains("--insecure-no-host-key-check"), "{err}");
+        let ok = Inventory::parse(text, "f", Path::new("/"), &env, &LoadOptions { allow_insecure: true }).unwrap();
+        assert_eq!(ok.hosts[0].host_key_check, HostKeyCheck::Off);
+    }
+
+    #[test]
+    fn hostile_addresses_and_names_are_refused() {
+        for (field, bad) in [("ssh_ip", "10.0.0.1;reboot"), ("ssh_ip", "$(id)"), ("name", "a b"), ("nic_ip", "-oProxyCommand=x")] {
+            let host = match field {
+                "ssh_ip" => format!("{{name: a, ssh_ip: '{bad}'}}"),
+                "name" => format!("{{name: '{bad}', ssh_ip: 10.0.0.1}}"),
+                _ => format!("{{name: a, ssh_ip: 10.0.0.1, nic_ip: '{bad}'}}"),
+            };
+            let text = format!("defaults: {{password: x}}\ngroups:\n  g:\n    - {host}\n");
+            let err = parse(&text).unwrap_err().to_string();
+            assert!(err.contains(&format!("groups.g[0].{field}")), "{bad}: {err}");
+        }
+    }
+
+    #[test]
+    fn jump_may_name_an_inventory_host() {
+        let text = "defaults: {password: x}\ngroups:\n  b:\n    - {name: bastion, ssh_ip: 198.18.0.11, user: ops}\n  h:\n    - {name: n, ssh_ip: 198.19.0.11, jump: [bastion]}\n";
+        let inv = parse(text).unwrap();
+        assert_eq!(inv.hosts[1].jump, vec![Jump { user: "ops".into(), addr: "198.18.0.11".into(), port: 22 }]);
+    }
+
+    #[test]
+    fn select_by_group_and_host() {
+        let inv = parse(SAMPLE).unwrap();
+        let names = |v: Vec<Host>| v.into_iter().map(|h| h.name).collect::<Vec<_>>();
+        assert_eq!(names(inv.select(&["worker_instance".into()], &[]).unwrap()), vec!["master1", "worker1"]);
+        assert_eq!(names(inv.select(&[], &["worker1".into()]).unwrap()), vec!["worker1"]);
+        assert!(inv.select(&["nope".into()], &[]).unwrap_err().to_string().contains("nope"));
+    }
+
+    #[test]
+    fn no_credential_without_agent_is_an_error() {
+        let err = parse("groups:\n  g:\n    - {name: a, ssh_ip: 10.0.0.1}\n").unwrap_err().to_string();
+        assert!(err.contains("no credential"), "{err}");
+    }
+}

@@ -1,0 +1,120 @@
+//! Rendering the event stream: progress bars on a terminal, plain prefixed lines otherwise, or
+//! JSON lines (`-o json`) for machines. Node output goes to stdout; our own status goes to
+//! stderr, so `mgmt-driver exec ... > out.txt` captures exactly what the nodes printed.
+
+use std::io::Write;
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use tokio::sync::mpsc::UnboundedReceiver;
+
+use crate::event::{Event, EventKind};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Output {
+    /// Progress bar on a terminal, plain lines otherwise.
+    Auto,
+    Plain,
+    Progress,
+    Json,
+}
+
+pub struct Renderer {
+    mode: Output,
+    verbose: bool,
+    bar: Option<ProgressBar>,
+}
+
+impl Renderer {
+    pub fn new(mode: Output, verbose: bool, hosts: usize) -> Self {
+        let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());
+        let mode = match mode {
+            Output::Auto if tty => Output::Progress,
+            Output::Auto => Output::Plain,
+            m => m,
+        };
+        let bar = (mode == Output::Progress).then(|| {
+            let b = ProgressBar::with_draw_target(Some(hosts as u64), ProgressDrawTarget::stderr());
+            b.set_style(
+                ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} hosts {msg}")
+                    .expect("static template"),
+            );
+            b
+        });
+        Renderer { mode, verbose, bar }
+    }
+
+    /// Consume events until every sender is gone.
+    pub async fn run(mut self, mut rx: UnboundedReceiver<Event>) {
+        let (mut ok, mut failed) = (0u64, 0u64);
+        while let Some(ev) = rx.recv().await {
+            if let EventKind::Done { ok: o, .. } = ev.kind {
+                if o { ok += 1 } else { failed += 1 }
+                if let Some(b) = &self.bar {
+                    b.inc(1);
+                    b.set_message(if failed > 0 { format!("({ok} ok, {failed} failed)") } else { format!("({ok} ok)") });
+                }
+            }
+            self.render(&ev);
+        }
+        if let Some(b) = self.bar.take() {
+            b.finish_and_clear();
+        }
+    }
+
+    fn render(&self, ev: &Event) {
+        if self.mode == Output::Json {
+            let mut out = std::io::stdout().lock();
+            let _ = serde_json::to_writer(&mut out, ev);
+            let _ = out.write_all(b"\n");
+            return;
+        }
+        let h = &ev.host;
+        let (to_stdout, line) = match &ev.kind {
+            EventKind::Stdout { line } => (true, format!("{h}: {line}")),
+            EventKind::Stderr { line } => (true, format!("{h}! {line}")),
+            EventKind::Plan { step, action } => {
+                let mut lines = action.lines();
+                let first = lines.next().unwrap_or("");
+                let mut s = format!("{h}: {step}. {first}");
+                for l in lines {
+                    s.push_str(&format!("\n{h}:    {l}"));
+                }
+                (true, s)
+            }
+            EventKind::Retry { attempt, delay_ms, error } => {
+                (false, format!("{h}: not reachable yet (attempt {attempt}: {error}); retrying in {:.1}s", *delay_ms as f64 / 1000.0))
+            }
+            EventKind::Warning { message } => (false, format!("{h}: warning: {message}")),
+            EventKind::Timeout { command, secs } => (false, format!("{h}: TIMEOUT after {secs:.1}s: {command}")),
+            EventKind::Done { ok: true, ms, .. } => (false, format!("{h}: ok ({:.2}s)", *ms as f64 / 1000.0)),
+            EventKind::Done { ok: false, error, .. } => {
+                (false, format!("{h}: FAILED: {}", error.as_deref().unwrap_or("unknown error")))
+            }
+            EventKind::Connecting { addr, via } if self.verbose => {
+                let via = if via.is_empty() { String::new() } else { format!(" via {}", via.join(" -> ")) };
+                (false, format!("{h}: connecting to {addr}{via}"))
+            }
+            EventKind::Connected { ms } if self.verbose => (false, format!("{h}: connected in {ms} ms")),
+            EventKind::Command { command } if self.verbose => (false, format!("{h}: $ {command}")),
+            EventKind::Exit { code, signal, ms } if self.verbose => {
+                (false, format!("{h}: exited {} in {ms} ms", code.map(|c| c.to_string()).or(signal.clone()).unwrap_or_default()))
+            }
+            EventKind::Uploaded { path, bytes, skipped, via } if self.verbose => (
+                false,
+                if *skipped { format!("{h}: {path} unchanged, upload skipped") } else { format!("{h}: uploaded {path} ({bytes} bytes, {via})") },
+            ),
+            _ => return,
+        };
+        let emit = || {
+            if to_stdout {
+                let _ = writeln!(std::io::stdout().lock(), "{line}");
+            } else {
+                let _ = writeln!(std::io::stderr().lock(), "{line}");
+            }
+        };
+        match &self.bar {
+            Some(b) => b.suspend(emit),
+            None => emit(),
+        }
+    }
+}

@@ -1,0 +1,178 @@
+//! Reaching a host: TCP (with `TCP_NODELAY`), SSH handshake, host key, login — through a
+//! ProxyJump chain of bastions when the inventory says so (each hop a `direct-tcpip` channel
+//! on the previous one, each hop's host key checked). "Not up yet" errors are retried with
+//! jittered exponential backoff until a deadline: a VM that is still booting is normal.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use russh::client::{self, Handle};
+use tokio::net::TcpStream;
+
+use super::SshOptions;
+use super::auth::login;
+use super::client::Client;
+use super::host_key::Verdict;
+use crate::error::{Error, Result};
+use crate::event::{EventKind, HostEvents};
+use crate::inventory::{Host, fmt_addr};
+
+/// An authenticated connection, plus the bastion connections it runs through (kept alive
+/// as long as the session lives).
+pub struct Connected {
+    pub handle: Handle<Client>,
+    pub hops: Vec<Handle<Client>>,
+}
+
+/// One hop of the chain, the target being the last.
+struct Hop<'a> {
+    user: &'a str,
+    addr: &'a str,
+    port: u16,
+}
+
+enum Failure {
+    /// Worth another try once the VM has finished booting.
+    NotUpYet(String),
+    Fatal(Error),
+}
+
+pub async fn connect(host: &Host, opts: &SshOptions, config: &Arc<client::Config>, ev: &HostEvents) -> Result<Connected> {
+    let mut hops: Vec<Hop> = host.jump.iter().map(|j| Hop { user: &j.user, addr: &j.addr, port: j.port }).collect();
+    hops.push(Hop { user: &host.user, addr: &host.addr, port: host.port });
+    ev.emit(EventKind::Connecting {
+        addr: host.endpoint(),
+        via: host.jump.iter().map(|j| j.to_string()).collect(),
+    });
+    let started = Instant::now();
+    let deadline = started + opts.retry_for;
+    let mut attempt = 0u32;
+    loop {
+        attempt += 1;
+        match connect_chain(host, &hops, opts, config, ev).await {
+            Ok(c) => {
+                ev.emit(EventKind::Connected { ms: started.elapsed().as_millis() as u64 });
+                return Ok(c);
+            }
+            Err(Failure::Fatal(e)) => return Err(e),
+            Err(Failure::NotUpYet(msg)) => {
+                let delay = opts.backoff.delay(attempt, fastrand::f64());
+                if Instant::now() + delay >= deadline {
+                    return Err(Error::Connect { node: host.name.clone(), addr: host.endpoint(), message: msg, attempts: attempt });
+                }
+                ev.emit(EventKind::Retry { attempt, delay_ms: delay.as_millis() as u64, error: msg });
+                tokio::time::sleep(delay).await;
+            }
+        }
+    }
+}
+
+async fn connect_chain(
+    host: &Host,
+    hops: &[Hop<'_>],
+    opts: &SshOptions,
+    config: &Arc<client::Config>,
+    ev: &HostEvents,
+) -> std::result::Result<Connected, Failure> {
+    let mut previous: Vec<Handle<Client>> = Vec::new();
+    for (i, hop) in hops.iter().enumerate() {
+        let endpoint = fmt_addr(hop.addr, hop.port);
+        let label = if i + 1 == hops.len() { host.name.clone() } else { format!("{} (jump {endpoint})", host.name) };
+        let verdict = Arc::new(Mutex::new(None));
+        let handler = Client {
+            host: hop.addr.to_string(),
+            port: hop.port,
+            policy: host.host_key_check,
+            known_hosts: host.known_hosts.clone(),
+            verdict: verdict.clone(),
+        };
+        let handshake = async {
+            match previous.last() {
+                None => {
+                    let tcp = TcpStream::connect((hop.addr, hop.port)).await.map_err(russh::Error::IO)?;
+                    tcp.set_nodelay(true).map_err(russh::Error::IO)?;
+                    client::connect_stream(config.clone(), tcp, handler).await
+                }
+                Some(via) => {
+                    let ch = via.channel_open_direct_tcpip(hop.addr, hop.port as u32, "127.0.0.1", 0).await?;
+                    client::connect_stream(config.clone(), ch.into_stream(), handler).await
+                }
+            }
+        };
+        let mut handle = match tokio::time::timeout(opts.connect_timeout, handshake).await {
+            Err(_) => return Err(Failure::NotUpYet(format!("{endpoint}: no SSH handshake within {:?}", opts.connect_timeout))),
+            Ok(Ok(h)) => h,
+            Ok(Err(e)) => {
+                let v = verdict.lock().unwrap_or_else(|p| p.into_inner()).take();
+                if let Some(Verdict::Rejected { message }) = v {
+                    return Err(Failure::Fatal(Error::HostKey { node: label, addr: endpoint, message }));
+                }
+                return Err(classify(&label, &endpoint, e));
+            }
+        };
+        match verdict.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            Some(Verdict::Learned { fingerprint }) => ev.emit(EventKind::Warning {
+                message: format!("{endpoint}: new host key {fingerprint} recorded in {} (accept-new)", host.known_hosts.display()),
+            }),
+            Some(Verdict::Unchecked { fingerprint }) => ev.emit(EventKind::Warning {
+                message: format!("{endpoint}: host key NOT checked (--insecure-no-host-key-check); offered {fingerprint}"),
+            }),
+            _ => {}
+        }
+        let auth = tokio::time::timeout(opts.connect_timeout, login(&mut handle, &label, &endpoint, hop.user, &host.auth)).await;
+        match auth {
+            Err(_) => return Err(Failure::NotUpYet(format!("{endpoint}: authentication did not finish within {:?}", opts.connect_timeout))),
+            Ok(Err(e)) => return Err(Failure::Fatal(e)),
+            Ok(Ok(())) => {}
+        }
+        previous.push(handle);
+    }
+    let handle = previous.pop().expect("at least the target hop");
+    Ok(Connected { handle, hops: previous })
+}
+
+/// Which handshake errors mean "the VM is not up yet" (retry) versus a real problem.
+fn classify(node: &str, endpoint: &str, e: russh::Error) -> Failure {
+    use std::io::ErrorKind::*;
+    match &e {
+        russh::Error::IO(io) => match io.kind() {
+            ConnectionRefused | ConnectionReset | ConnectionAborted | TimedOut | HostUnreachable
+            | NetworkUnreachable | UnexpectedEof | BrokenPipe | NotConnected | AddrNotAvailable => {
+                Failure::NotUpYet(format!("{endpoint}: {io}"))
+            }
+            _ => Failure::Fatal(Error::Connect { node: node.into(), addr: endpoint.into(), message: io.to_string(), attempts: 1 }),
+        },
+        // sshd dropping us during the banner (MaxStartups, still starting) looks like these.
+        russh::Error::Disconnect | russh::Error::HUP | russh::Error::ConnectionTimeout => {
+            Failure::NotUpYet(format!("{endpoint}: {e}"))
+        }
+        // A bastion could not reach the next hop yet.
+        russh::Error::ChannelOpenFailure(f) => Failure::NotUpYet(format!("{endpoint}: jump host could not connect: {f:?}")),
+        _ => Failure::Fatal(Error::Session { node: node.into(), during: format!("SSH handshake with {endpoint}"), message: e.to_string() }),
+    }
+}
+
+/// Build the russh client configuration once per run.
+pub fn client_config(opts: &SshOptions) -> Result<client::Config> {
+    use russh::kex;
+    let mut names = Vec::new();
+    for k in &opts.kex {
+        let name = kex::Name::try_from(k.as_str())
+            .map_err(|_| Error::input("--kex", k.clone(), "unknown key exchange algorithm"))?;
+        names.push(name);
+    }
+    names.push(kex::EXTENSION_SUPPORT_AS_CLIENT);
+    names.push(kex::EXTENSION_OPENSSH_STRICT_KEX_AS_CLIENT);
+    Ok(client::Config {
+        preferred: russh::Preferred { kex: names.into(), ..Default::default() },
+        keepalive_interval: Some(opts.keepalive),
+        keepalive_max: 3,
+        inactivity_timeout: None,
+        nodelay: true,
+        ..Default::default()
+    })
+}
+
+/// Keep Duration in scope for doc links.
+#[allow(dead_code)]
+const _D: Option<Duration> = None;

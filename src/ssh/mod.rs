@@ -1,0 +1,140 @@
+//! The SSH transport: one russh connection per host for a whole operation, a channel per
+//! command, SFTP opened at most once.
+
+mod auth;
+mod client;
+mod connect;
+mod exec;
+pub mod host_key;
+mod transfer;
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use russh::client::Handle;
+use russh_sftp::client::SftpSession;
+use tokio::sync::OnceCell;
+
+use crate::backoff::Backoff;
+use crate::command::RemoteCommand;
+use crate::error::Result;
+use crate::event::HostEvents;
+use crate::inventory::Host;
+use crate::secret::Secret;
+use crate::transport::{Connector, ExecOutput, Transport, UploadFile, UploadResult};
+
+pub use exec::LineSplitter;
+pub use transfer::{local_digest, parse_probe, probe_script};
+
+/// Connection behaviour, shared by every host of a run.
+#[derive(Clone, Debug)]
+pub struct SshOptions {
+    /// Per attempt: TCP connect + SSH handshake + login.
+    pub connect_timeout: Duration,
+    /// Keep retrying "not up yet" errors (refused, unreachable, reset in banner) this long.
+    pub retry_for: Duration,
+    pub backoff: Backoff,
+    /// Send a keepalive after this much silence; 3 unanswered ones drop the connection, so a
+    /// dead link ends a command instead of hanging it.
+    pub keepalive: Duration,
+    /// Key exchange preference, most preferred first.
+    pub kex: Vec<String>,
+    /// Extra local wait beyond a command's timeout before we give up on the remote kill.
+    pub grace: Duration,
+}
+
+impl Default for SshOptions {
+    fn default() -> Self {
+        SshOptions {
+            connect_timeout: Duration::from_secs(10),
+            retry_for: Duration::from_secs(60),
+            backoff: Backoff::default(),
+            keepalive: Duration::from_secs(15),
+            // Post-quantum hybrid second: it costs several times the CPU of curve25519 and
+            // a fleet run pays that per host (see docs/benchmarks.md).
+            kex: vec![
+                "curve25519-sha256".into(),
+                "curve25519-sha256@libssh.org".into(),
+                "mlkem768x25519-sha256".into(),
+                "diffie-hellman-group16-sha512".into(),
+                "diffie-hellman-group14-sha256".into(),
+            ],
+            grace: Duration::from_secs(10),
+        }
+    }
+}
+
+pub struct SshConnector {
+    opts: SshOptions,
+    config: Arc<russh::client::Config>,
+}
+
+impl SshConnector {
+    pub fn new(opts: SshOptions) -> Result<Self> {
+        let config = Arc::new(connect::client_config(&opts)?);
+        Ok(SshConnector { opts, config })
+    }
+}
+
+#[async_trait]
+impl Connector for SshConnector {
+    async fn connect(&self, host: &Host, events: &HostEvents) -> Result<Box<dyn Transport>> {
+        let c = connect::connect(host, &self.opts, &self.config, events).await?;
+        Ok(Box::new(SshSession {
+            node: host.name.clone(),
+            handle: c.handle,
+            hops: c.hops,
+            sftp: OnceCell::new(),
+            become_password: host.become_password.clone(),
+            grace: self.opts.grace,
+        }))
+    }
+}
+
+pub struct SshSession {
+    node: String,
+    handle: Handle<client::Client>,
+    hops: Vec<Handle<client::Client>>,
+    sftp: OnceCell<Option<SftpSession>>,
+    become_password: Option<Secret>,
+    grace: Duration,
+}
+
+impl SshSession {
+    /// Internal commands (probes, finalizers) whose output is data, not something to show.
+    async fn exec_quiet(&self, cmd: &RemoteCommand) -> Result<ExecOutput> {
+        let quiet = HostEvents::discard(&self.node);
+        exec::exec(&self.handle, &self.node, cmd, self.become_password.as_ref(), self.grace, &quiet).await
+    }
+}
+
+#[async_trait]
+impl Transport for SshSession {
+    fn node(&self) -> &str {
+        &self.node
+    }
+
+    async fn exec(&self, cmd: &RemoteCommand, events: &HostEvents) -> Result<ExecOutput> {
+        exec::exec(&self.handle, &self.node, cmd, self.become_password.as_ref(), self.grace, events).await
+    }
+
+    async fn upload(&self, files: &[UploadFile], events: &HostEvents) -> Result<Vec<UploadResult>> {
+        self.upload_files(files, events).await
+    }
+
+    async fn download(&self, remote: &str, local: &Path, events: &HostEvents) -> Result<u64> {
+        self.download_file(remote, local, events).await
+    }
+
+    async fn close(&self) {
+        if let Some(Some(s)) = self.sftp.get() {
+            let _ = s.close().await;
+        }
+        let _ = self.handle.disconnect(russh::Disconnect::ByApplication, "", "en").await;
+        for h in self.hops.iter().rev() {
+            let _ = h.disconnect(russh::Disconnect::ByApplication, "", "en").await;
+        }
+    }
+}

@@ -1,0 +1,110 @@
+//! The seam between the engine and the wire. The engine runs steps against a [`Transport`]
+//! (one open session to one host); SSH is one implementation, so lifecycle logic never
+//! depends on russh and a different connector (local, container exec) can slot in.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+
+use crate::command::RemoteCommand;
+use crate::error::{Error, Result};
+use crate::event::HostEvents;
+use crate::inventory::Host;
+
+/// What a finished command left behind.
+#[derive(Clone, Debug, Default)]
+pub struct ExecOutput {
+    pub code: Option<u32>,
+    pub signal: Option<String>,
+    /// Captured stdout (capped at [`STDOUT_CAP`]; lines were also streamed as events).
+    pub stdout: Vec<u8>,
+    /// The last lines of stderr, for error messages.
+    pub stderr_tail: String,
+    pub elapsed: Duration,
+}
+
+/// Keep at most this much stdout in memory per command; the rest was streamed as events.
+pub const STDOUT_CAP: usize = 8 << 20;
+
+impl ExecOutput {
+    pub fn success(&self) -> bool {
+        self.code == Some(0)
+    }
+
+    pub fn status_text(&self) -> String {
+        match (&self.code, &self.signal) {
+            (Some(c), _) => format!("exit code {c}"),
+            (None, Some(s)) => format!("signal {s}"),
+            (None, None) => "no exit status (connection lost?)".to_string(),
+        }
+    }
+
+    /// Turn a non-zero exit into a typed error that names node, command, status and stderr tail.
+    pub fn check(self, node: &str, cmd: &RemoteCommand) -> Result<ExecOutput> {
+        if self.success() {
+            Ok(self)
+        } else {
+            Err(Error::Remote {
+                node: node.to_string(),
+                command: cmd.display().to_string(),
+                status: self.status_text(),
+                stderr_tail: self.stderr_tail.clone(),
+            })
+        }
+    }
+
+    pub fn stdout_text(&self) -> String {
+        String::from_utf8_lossy(&self.stdout).into_owned()
+    }
+}
+
+/// Where an upload's bytes come from.
+#[derive(Clone, Debug)]
+pub enum Source {
+    Path(PathBuf),
+    Bytes(Arc<[u8]>),
+}
+
+#[derive(Clone, Debug)]
+pub struct UploadFile {
+    pub source: Source,
+    /// Remote path; relative paths are relative to the login user's home.
+    pub remote: String,
+    pub mode: u32,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UploadResult {
+    pub remote: String,
+    pub bytes: u64,
+    /// The remote file already had this content (sha256) and only its mode was ensured.
+    pub skipped: bool,
+}
+
+/// An open session to one host. Implementations keep one connection for the whole operation
+/// and open a channel per command.
+#[async_trait]
+pub trait Transport: Send + Sync {
+    fn node(&self) -> &str;
+
+    /// Run one command, streaming its output as events. A non-zero exit is *not* an error
+    /// here (callers decide, usually via [`ExecOutput::check`]); a timeout is.
+    async fn exec(&self, cmd: &RemoteCommand, events: &HostEvents) -> Result<ExecOutput>;
+
+    /// Upload files atomically (temp name + rename), skipping those whose remote sha256
+    /// already matches, and verifying every transferred file end to end.
+    async fn upload(&self, files: &[UploadFile], events: &HostEvents) -> Result<Vec<UploadResult>>;
+
+    /// Download one remote file to a local path (written to a temp name and renamed).
+    async fn download(&self, remote: &str, local: &std::path::Path, events: &HostEvents) -> Result<u64>;
+
+    async fn close(&self);
+}
+
+/// Opens [`Transport`]s. The SSH connector retries while a VM is still booting.
+#[async_trait]
+pub trait Connector: Send + Sync {
+    async fn connect(&self, host: &Host, events: &HostEvents) -> Result<Box<dyn Transport>>;
+}

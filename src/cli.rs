@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::engine::{DEFAULT_PARALLEL, FanOut, HostReport, run_jobs};
+use crate::engine::{DEFAULT_PARALLEL, FanOut, HostReport, JobFn, run_jobs};
 use crate::error::{Error, Result, exit};
 use crate::event::{EventKind, Events};
 use crate::inventory::{Host, Inventory, LoadOptions};
@@ -136,8 +136,6 @@ pub async fn main(cli: Cli) -> i32 {
         }
     }
 }
-
-type JobFn = Arc<dyn Fn(&Host) -> Result<Job> + Send + Sync>;
 
 async fn run(cli: Cli) -> Result<i32> {
     let (target, jobs): (Target, JobFn) = match cli.command {

@@ -95,7 +95,7 @@ impl RemoteCommand {
 /// Seconds as `timeout(1)` accepts them; fractions allowed.
 fn secs(d: Duration) -> String {
     let ms = d.as_millis();
-    if ms % 1000 == 0 { format!("{}", ms / 1000) } else { format!("{:.3}", d.as_secs_f64()) }
+    if ms.is_multiple_of(1000) { format!("{}", ms / 1000) } else { format!("{:.3}", d.as_secs_f64()) }
 }
 
 #[cfg(test)]

@@ -86,10 +86,13 @@ where
     out.into_iter().map(|r| r.expect("every host reported")).collect()
 }
 
+/// Builds the job for one host (jobs differ per host only in details such as become).
+pub type JobFn = Arc<dyn Fn(&Host) -> Result<Job> + Send + Sync>;
+
 /// Connect, run the host's job, disconnect. One connection per host for the whole job.
 pub async fn run_jobs(
     hosts: &[Host],
-    jobs: Arc<dyn Fn(&Host) -> Result<Job> + Send + Sync>,
+    jobs: JobFn,
     connector: Arc<dyn Connector>,
     opts: &FanOut,
     events: &Events,

@@ -179,7 +179,7 @@ impl Inventory {
                     if prev.ssh_ip != merged.ssh_ip || prev.port != merged.port || prev.user != merged.user {
                         return Err(Error::input(
                             file,
-                            format!("{at}"),
+                            at.to_string(),
                             format!("host '{name}' appears again with a different ssh_ip/port/user"),
                         ));
                     }

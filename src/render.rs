@@ -88,7 +88,10 @@ impl Renderer {
             EventKind::Timeout { command, secs } => (false, format!("{h}: TIMEOUT after {secs:.1}s: {command}")),
             EventKind::Done { ok: true, ms, .. } => (false, format!("{h}: ok ({:.2}s)", *ms as f64 / 1000.0)),
             EventKind::Done { ok: false, error, .. } => {
-                (false, format!("{h}: FAILED: {}", error.as_deref().unwrap_or("unknown error")))
+                let e = error.as_deref().unwrap_or("unknown error");
+                // Errors name their node already; do not say it twice.
+                let e = e.strip_prefix(&format!("{h}: ")).unwrap_or(e);
+                (false, format!("{h}: FAILED: {e}"))
             }
             EventKind::Connecting { addr, via } if self.verbose => {
                 let via = if via.is_empty() { String::new() } else { format!(" via {}", via.join(" -> ")) };

@@ -4,7 +4,7 @@
 //! jittered exponential backoff until a deadline: a VM that is still booting is normal.
 
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use russh::client::{self, Handle};
 use tokio::net::TcpStream;
@@ -173,6 +173,6 @@ pub fn client_config(opts: &SshOptions) -> Result<client::Config> {
     })
 }
 
-/// Keep Duration in scope for doc links.
-#[allow(dead_code)]
-const _D: Option<Duration> = None;
+
+
+

@@ -89,6 +89,7 @@ impl Connector for SshConnector {
             sftp: OnceCell::new(),
             become_password: host.become_password.clone(),
             grace: self.opts.grace,
+            quiet: HostEvents::discard(&host.name),
         }))
     }
 }
@@ -100,13 +101,13 @@ pub struct SshSession {
     sftp: OnceCell<Option<SftpSession>>,
     become_password: Option<Secret>,
     grace: Duration,
+    /// Sink for internal commands (probes, finalizers) whose output is data, not news.
+    quiet: HostEvents,
 }
 
 impl SshSession {
-    /// Internal commands (probes, finalizers) whose output is data, not something to show.
     async fn exec_quiet(&self, cmd: &RemoteCommand) -> Result<ExecOutput> {
-        let quiet = HostEvents::discard(&self.node);
-        exec::exec(&self.handle, &self.node, cmd, self.become_password.as_ref(), self.grace, &quiet).await
+        exec::exec(&self.handle, &self.node, cmd, self.become_password.as_ref(), self.grace, &self.quiet).await
     }
 }
 

@@ -1,0 +1,525 @@
+//! Integration tests against a real OpenSSH lab (network + mount + pid namespaces, one sshd per
+//! node; see scripts/lab.sh). No SSH is mocked: every test drives the real `mgmt-driver` binary
+//! (or the library's SSH transport) against real sshd processes.
+//!
+//! Needs root (namespaces). Outside CI a non-root run skips loudly; under CI=true it fails.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use libtest_mimic::{Arguments, Failed, Trial};
+use support::{Lab, inventory, is_root, mgmt};
+
+/// Primary nodes 1..=FANOUT are shared read-only; the ones after are owned by single tests.
+const FANOUT: usize = 50;
+const NODE_RETRY: usize = 51;
+const NODE_MISC: usize = 52;
+const NODE_NO_SFTP: usize = 53;
+const NODE_KEYS: usize = 54;
+const NODES: usize = 54;
+
+static LAB: OnceLock<Lab> = OnceLock::new();
+
+fn lab() -> &'static Lab {
+    LAB.get().expect("lab is up")
+}
+
+fn tmp() -> tempfile::TempDir {
+    tempfile::tempdir().unwrap()
+}
+
+/// An inventory with one group `g` of the given primary nodes, plus extra defaults.
+fn inv_for(dir: &Path, nodes: &[usize], defaults: &str) -> PathBuf {
+    let lab = lab();
+    let mut y = format!("defaults:\n  known_hosts: {}\n  host_key_check: strict\n{defaults}groups:\n  g:\n", lab.file("known_hosts").display());
+    for &i in nodes {
+        y.push_str(&format!("    - {{name: {}, ssh_ip: {}}}\n", lab.node(i), lab.ip(i)));
+    }
+    inventory(dir, "inv.yaml", &y)
+}
+
+fn root_key_defaults(key: &str) -> String {
+    format!("  user: root\n  identity_file: {}\n", lab().file(key).display())
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+fn check(cond: bool, msg: impl FnOnce() -> String) -> Result<(), Failed> {
+    if cond { Ok(()) } else { Err(msg().into()) }
+}
+
+// ---------------------------------------------------------------- auth
+
+fn key_auth_each_key_type() -> Result<(), Failed> {
+    for key in ["id_ed25519", "id_ecdsa", "id_rsa"] {
+        let d = tmp();
+        let inv = inv_for(d.path(), &[NODE_KEYS], &root_key_defaults(key));
+        let r = mgmt(&["exec", "-o", "plain", "-i", s(&inv), "--", "echo", "key-$(id -u)"], &[]);
+        r.ok();
+        check(r.stdout.contains(&format!("{}: key-0", lab().node(NODE_KEYS))), || format!("{key}: {}", r.all()))?;
+    }
+    Ok(())
+}
+
+fn password_auth_and_wrong_password_fails_fast() -> Result<(), Failed> {
+    let d = tmp();
+    let pw = lab().password();
+    let inv = inv_for(d.path(), &[NODE_KEYS], "  user: mduser\n  password_env: LAB_PW\n");
+    let r = mgmt(&["exec", "-o", "plain", "-i", s(&inv), "--", "id", "-un"], &[("LAB_PW", &pw)]);
+    r.ok();
+    check(r.stdout.contains(&format!("{}: mduser", lab().node(NODE_KEYS))), || r.all())?;
+    check(!r.all().contains(&pw), || "password leaked into output".into())?;
+
+    let wrong = "definitely-wrong-pw";
+    let r = mgmt(&["exec", "-o", "plain", "-i", s(&inv), "--retry-for", "60", "--", "true"], &[("LAB_PW", wrong)]);
+    r.fails(1, "authentication failed for user 'mduser'");
+    check(!r.all().contains("retrying"), || format!("wrong password was retried:\n{}", r.all()))?;
+    check(!r.all().contains(wrong), || "wrong password echoed".into())?;
+    // Fail fast: with 60 s of retry budget a retry loop would take far longer than this.
+    check(r.elapsed < Duration::from_secs(10), || format!("took {:?}", r.elapsed))
+}
+
+fn passphrase_key_auth() -> Result<(), Failed> {
+    let d = tmp();
+    let defaults = format!(
+        "  user: mduser\n  identity_file: {}\n  identity_passphrase_file: {}\n",
+        lab().file("id_ed25519_pass").display(),
+        lab().file("key_passphrase").display()
+    );
+    let inv = inv_for(d.path(), &[NODE_KEYS], &defaults);
+    mgmt(&["exec", "-o", "plain", "-i", s(&inv), "--", "true"], &[]).ok();
+
+    std::fs::write(d.path().join("bad"), "not-the-passphrase\n").unwrap();
+    let defaults = format!(
+        "  user: mduser\n  identity_file: {}\n  identity_passphrase_file: {}\n",
+        lab().file("id_ed25519_pass").display(),
+        d.path().join("bad").display()
+    );
+    let inv = inv_for(d.path(), &[NODE_KEYS], &defaults);
+    mgmt(&["exec", "-o", "plain", "-i", s(&inv), "--", "true"], &[]).fails(1, "wrong passphrase?");
+    Ok(())
+}
+
+fn agent_auth() -> Result<(), Failed> {
+    let d = tmp();
+    let sock = d.path().join("agent.sock");
+    let agent = std::process::Command::new("ssh-agent").arg("-D").arg("-a").arg(&sock).spawn()?;
+    struct Kill(std::process::Child);
+    impl Drop for Kill {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let _agent = Kill(agent);
+    for _ in 0..50 {
+        if sock.exists() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let add = std::process::Command::new("ssh-add").arg(lab().file("id_ecdsa")).env("SSH_AUTH_SOCK", &sock).output()?;
+    check(add.status.success(), || String::from_utf8_lossy(&add.stderr).into_owned())?;
+    let inv = inv_for(d.path(), &[NODE_KEYS], "  user: root\n");
+    let r = mgmt(&["exec", "-o", "plain", "-i", s(&inv), "--", "echo", "via-agent"], &[("SSH_AUTH_SOCK", s(&sock))]);
+    r.ok();
+    check(r.stdout.contains("via-agent"), || r.all())?;
+    // Without the agent the same inventory is bad input: no credential at all.
+    mgmt(&["exec", "-i", s(&inv), "--", "true"], &[]).fails(2, "no credential");
+    Ok(())
+}
+
+// ---------------------------------------------------------------- host keys
+
+fn changed_host_key_is_refused_with_both_fingerprints() -> Result<(), Failed> {
+    let d = tmp();
+    let fake = d.path().join("fake");
+    let kg = std::process::Command::new("ssh-keygen").args(["-q", "-t", "ed25519", "-N", "", "-f"]).arg(&fake).status()?;
+    check(kg.success(), || "ssh-keygen".into())?;
+    let fake_pub = std::fs::read_to_string(d.path().join("fake.pub"))?;
+    let kh = d.path().join("known_hosts");
+    std::fs::write(&kh, format!("{} {}\n", lab().ip(NODE_KEYS), fake_pub.split_whitespace().take(2).collect::<Vec<_>>().join(" ")))?;
+    let fp = |p: &Path| -> String {
+        let o = std::process::Command::new("ssh-keygen").arg("-lf").arg(p).output().unwrap();
+        String::from_utf8_lossy(&o.stdout).split_whitespace().nth(1).unwrap().to_string()
+    };
+    let expected = fp(&d.path().join("fake.pub"));
+    let real = fp(&lab().dir.join("known_hosts"));
+    let y = format!(
+        "defaults:\n  user: root\n  identity_file: {}\n  known_hosts: {}\n  host_key_check: accept-new\ngroups:\n  g:\n    - {{name: {}, ssh_ip: {}}}\n",
+        lab().file("id_ed25519").display(),
+        kh.display(),
+        lab().node(NODE_KEYS),
+        lab().ip(NODE_KEYS)
+    );
+    let inv = inventory(d.path(), "inv.yaml", &y);
+    let r = mgmt(&["exec", "-o", "plain", "-i", s(&inv), "--", "touch", "/tmp/should-not-run"], &[]);
+    r.fails(1, "HOST KEY HAS CHANGED");
+    check(r.stderr.contains(&expected), || format!("expected fingerprint {expected} missing:\n{}", r.stderr))?;
+    let _ = real;
+    // The offered fingerprint is the node's real key: find it in the lab's known_hosts.
+    let line = std::fs::read_to_string(lab().file("known_hosts"))?
+        .lines()
+        .find(|l| l.starts_with(&format!("{} ", lab().ip(NODE_KEYS))))
+        .unwrap()
+        .to_string();
+    std::fs::write(d.path().join("real.pub"), line.split_whitespace().skip(1).collect::<Vec<_>>().join(" "))?;
+    let offered = fp(&d.path().join("real.pub"));
+    check(r.stderr.contains(&offered), || format!("offered fingerprint {offered} missing:\n{}", r.stderr))?;
+    let o = lab().node_exec(&NODE_KEYS.to_string(), &["test", "-e", "/tmp/should-not-run"]);
+    check(!o.status.success(), || "command ran despite a changed host key".into())
+}
+
+fn unknown_host_strict_refused_accept_new_recorded() -> Result<(), Failed> {
+    let d = tmp();
+    let kh = d.path().join("kh");
+    let y = |mode: &str| {
+        format!(
+            "defaults:\n  user: root\n  identity_file: {}\n  known_hosts: {}\n  host_key_check: {mode}\ngroups:\n  g:\n    - {{name: {}, ssh_ip: {}}}\n",
+            lab().file("id_ed25519").display(),
+            kh.display(),
+            lab().node(NODE_KEYS),
+            lab().ip(NODE_KEYS)
+        )
+    };
+    let strict = inventory(d.path(), "strict.yaml", &y("strict"));
+    mgmt(&["exec", "-o", "plain", "-i", s(&strict), "--", "true"], &[]).fails(1, "strict checking");
+    check(!kh.exists() || std::fs::read_to_string(&kh)?.is_empty(), || "strict mode wrote known_hosts".into())?;
+    let tofu = inventory(d.path(), "tofu.yaml", &y("accept-new"));
+    mgmt(&["exec", "-o", "plain", "-i", s(&tofu), "--", "true"], &[]).ok().fails(0, "recorded in");
+    let recorded = std::fs::read_to_string(&kh)?;
+    let lab_line = std::fs::read_to_string(lab().file("known_hosts"))?
+        .lines()
+        .find(|l| l.starts_with(&format!("{} ", lab().ip(NODE_KEYS))))
+        .unwrap()
+        .to_string();
+    let key_of = |l: &str| l.split_whitespace().nth(2).map(str::to_string);
+    check(key_of(recorded.trim()) == key_of(&lab_line), || format!("recorded {recorded:?} vs lab {lab_line:?}"))?;
+    // And now strict accepts it.
+    mgmt(&["exec", "-o", "plain", "-i", s(&strict), "--", "true"], &[]).ok();
+    Ok(())
+}
+
+// ---------------------------------------------------------------- jump host
+
+fn jump_host_reaches_a_node_on_a_hidden_network() -> Result<(), Failed> {
+    let d = tmp();
+    let lab = lab();
+    let y = format!(
+        "defaults:\n  user: root\n  identity_file: {}\n  known_hosts: {}\n  host_key_check: strict\ngroups:\n  bastion:\n    - {{name: {}, ssh_ip: {}}}\n  hidden:\n    - {{name: {}-h1, ssh_ip: {}, jump: [{}]}}\n  direct:\n    - {{name: direct-h1, ssh_ip: {}}}\n",
+        lab.file("id_ed25519").display(),
+        lab.file("known_hosts").display(),
+        lab.node(1),
+        lab.ip(1),
+        lab.name,
+        lab.hidden_ip(1),
+        lab.node(1),
+        lab.hidden_ip(1)
+    );
+    let inv = inventory(d.path(), "inv.yaml", &y);
+    let r = mgmt(&["exec", "-o", "plain", "-i", s(&inv), "--group", "hidden", "--", "hostname"], &[]);
+    r.ok();
+    check(r.stdout.contains(&format!("{0}-h1: {0}-h1", lab.name)), || r.all())?;
+    // The test host itself cannot route there.
+    let r = mgmt(&["exec", "-o", "plain", "-i", s(&inv), "--group", "direct", "--retry-for", "1", "--connect-timeout", "2", "--", "hostname"], &[]);
+    r.fails(1, "cannot connect to");
+    Ok(())
+}
+
+// ---------------------------------------------------------------- become
+
+fn sudo_with_password_never_shows_it() -> Result<(), Failed> {
+    let d = tmp();
+    let pw = lab().password();
+    let inv = inv_for(d.path(), &[NODE_MISC], "  user: mduser\n  password_env: LAB_PW\n  become_password_env: LAB_PW\n");
+    let r = mgmt(
+        &["exec", "-o", "plain", "--become", "-i", s(&inv), "--", "echo uid=$(id -u); ps -eo args"],
+        &[("LAB_PW", &pw)],
+    );
+    r.ok();
+    check(r.stdout.contains(&format!("{}: uid=0", lab().node(NODE_MISC))), || r.all())?;
+    check(r.stdout.contains("ps -eo args"), || format!("process list not captured:\n{}", r.stdout))?;
+    check(!r.all().contains(&pw), || "sudo password visible in the node's process list or in output".into())?;
+    let json = mgmt(&["exec", "-o", "json", "--become", "-i", s(&inv), "--", "id -u"], &[("LAB_PW", &pw)]);
+    json.ok();
+    check(!json.all().contains(&pw), || "password in JSON events".into())?;
+    let dry = mgmt(&["exec", "--dry-run", "-o", "plain", "--become", "-i", s(&inv), "--", "id -u"], &[("LAB_PW", &pw)]);
+    dry.ok();
+    check(dry.stdout.contains("sudo -S") && !dry.all().contains(&pw), || dry.all())?;
+
+    // Wrong sudo password: sudo refuses, we report it, nothing hangs.
+    let inv = inv_for(d.path(), &[NODE_MISC], "  user: mduser\n  password_env: LAB_PW\n  become_password: wrong-sudo-pw\n");
+    let r = mgmt(&["exec", "-o", "plain", "--become", "-i", s(&inv), "--", "id -u"], &[("LAB_PW", &pw)]);
+    r.fails(1, "command failed with exit code 1");
+    check(!r.all().contains("wrong-sudo-pw"), || "wrong sudo password echoed".into())?;
+    // No sudo password configured: sudo -n fails at once instead of waiting for a prompt.
+    let inv = inv_for(d.path(), &[NODE_MISC], "  user: mduser\n  password_env: LAB_PW\n");
+    mgmt(&["exec", "-o", "plain", "--become", "-i", s(&inv), "--", "id -u"], &[("LAB_PW", &pw)]).fails(1, "password is required");
+    Ok(())
+}
+
+// ---------------------------------------------------------------- exec semantics
+
+fn timeout_leaves_no_process_behind() -> Result<(), Failed> {
+    let d = tmp();
+    let inv = inv_for(d.path(), &[NODE_MISC], &root_key_defaults("id_ed25519"));
+    let r = mgmt(&["exec", "-o", "plain", "--timeout", "1", "-i", s(&inv), "--", "sleep 4242 & sleep 4243; echo never"], &[]);
+    r.fails(1, "timed out after");
+    check(r.stderr.contains(&lab().node(NODE_MISC)) && r.stderr.contains("sleep 4242 & sleep 4243"), || r.stderr.clone())?;
+    check(r.elapsed < Duration::from_secs(15), || format!("took {:?}", r.elapsed))?;
+    std::thread::sleep(Duration::from_millis(300));
+    let o = lab().node_exec(&NODE_MISC.to_string(), &["pgrep", "-f", "sleep 424[23]"]);
+    check(o.stdout.is_empty(), || format!("left behind on the node: {}", String::from_utf8_lossy(&o.stdout)))
+}
+
+fn late_sshd_is_reached_by_retry() -> Result<(), Failed> {
+    let d = tmp();
+    let inv = inv_for(d.path(), &[NODE_RETRY], &root_key_defaults("id_ed25519"));
+    let node = NODE_RETRY.to_string();
+    lab().stop(&node);
+    let starter = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_secs(3));
+        lab().start(&node);
+    });
+    let r = mgmt(&["exec", "-o", "plain", "--retry-for", "30", "-i", s(&inv), "--", "echo", "up"], &[]);
+    starter.join().map_err(|_| "start thread panicked")?;
+    r.ok();
+    check(r.stderr.contains("not reachable yet"), || format!("no retry seen:\n{}", r.all()))?;
+    check(r.stdout.contains(&format!("{}: up", lab().node(NODE_RETRY))), || r.all())?;
+    check(r.elapsed >= Duration::from_secs(3), || "connected before sshd started?".into())
+}
+
+fn nonzero_exit_names_node_command_code_and_stderr() -> Result<(), Failed> {
+    let d = tmp();
+    let inv = inv_for(d.path(), &[NODE_MISC], &root_key_defaults("id_ed25519"));
+    let r = mgmt(&["exec", "-o", "plain", "-i", s(&inv), "--", "echo first >&2; echo kaputt >&2; exit 3"], &[]);
+    r.fails(1, &format!("{}: command failed with exit code 3: echo first >&2; echo kaputt >&2; exit 3", lab().node(NODE_MISC)));
+    check(r.stderr.contains("    kaputt"), || r.stderr.clone())?;
+    let j = mgmt(&["exec", "-o", "json", "-i", s(&inv), "--", "exit 3"], &[]);
+    let last: serde_json::Value = serde_json::from_str(j.stdout.lines().last().unwrap())?;
+    check(last["event"] == "summary" && last["failed"] == 1 && last["failed_hosts"][0]["kind"] == "remote", || j.stdout.clone())
+}
+
+fn hostile_strings_arrive_byte_exact() -> Result<(), Failed> {
+    let d = tmp();
+    let inv = inv_for(d.path(), &[NODE_MISC], &root_key_defaults("id_ed25519"));
+    let script = d.path().join("echo-args.sh");
+    std::fs::write(&script, "#!/bin/sh\nfor a in \"$@\"; do printf '%s' \"$a\" | od -An -tx1 | tr -d ' \\n'; echo; done\n")?;
+    let hostile = [
+        "it's", "\"q\"", "$(touch /tmp/pwned)", "`touch /tmp/pwned`", "a=b; touch /tmp/pwned", "x && y || z",
+        "multi\nline", "ünïcödé ✓", "*?[a]{b}~#", "back\\slash", "-n", "",
+    ];
+    let mut args = vec!["run-script", "-o", "plain", "-i", s(&inv), s(&script)];
+    args.extend(hostile.iter().copied());
+    let r = mgmt(&args, &[]);
+    r.ok();
+    let prefix = format!("{}: ", lab().node(NODE_MISC));
+    let got: Vec<String> = r.stdout.lines().filter_map(|l| l.strip_prefix(&prefix)).map(str::to_string).collect();
+    let want: Vec<String> = hostile.iter().map(|h| h.bytes().map(|b| format!("{b:02x}")).collect()).collect();
+    check(got == want, || format!("got {got:?}\nwant {want:?}"))?;
+    let o = lab().node_exec(&NODE_MISC.to_string(), &["test", "-e", "/tmp/pwned"]);
+    check(!o.status.success(), || "/tmp/pwned exists: an argument was executed".into())?;
+    Ok(())
+}
+
+fn fifty_nodes_in_one_run() -> Result<(), Failed> {
+    let d = tmp();
+    let nodes: Vec<usize> = (1..=FANOUT).collect();
+    let inv = inv_for(d.path(), &nodes, &root_key_defaults("id_ed25519"));
+    let r = mgmt(&["exec", "-o", "plain", "-i", s(&inv), "--", "hostname"], &[]);
+    r.ok();
+    for i in nodes {
+        let n = lab().node(i);
+        check(r.stdout.contains(&format!("{n}: {n}\n")), || format!("{n} missing:\n{}", r.stdout))?;
+    }
+    check(r.stderr.contains("summary: 50 ok, 0 failed"), || r.stderr.clone())
+}
+
+// ---------------------------------------------------------------- transfer
+
+fn remote_sha(node: usize, path: &str) -> String {
+    let o = lab().node_exec(&node.to_string(), &["sha256sum", path]);
+    String::from_utf8_lossy(&o.stdout).split_whitespace().next().unwrap_or("").to_string()
+}
+
+fn local_sha(p: &Path) -> String {
+    use sha2::{Digest, Sha256};
+    hex::encode(Sha256::digest(std::fs::read(p).unwrap()))
+}
+
+fn upload_skips_identical_and_falls_back_to_exec_without_sftp() -> Result<(), Failed> {
+    for (node, via) in [(NODE_MISC, "sftp"), (NODE_NO_SFTP, "exec")] {
+        let d = tmp();
+        let inv = inv_for(d.path(), &[node], &root_key_defaults("id_ed25519"));
+        let f = d.path().join("cfg.txt");
+        std::fs::write(&f, format!("hello {via}\n"))?;
+        let dest = format!("/opt/mgmtd-test-{via}/cfg.txt");
+        let r = mgmt(&["put", "-v", "-o", "plain", "-i", s(&inv), "--mode", "640", s(&f), &dest], &[]);
+        r.ok();
+        check(r.stderr.contains(&format!("uploaded {dest} (")) && r.stderr.contains(&format!("{via})")), || r.all())?;
+        check(remote_sha(node, &dest) == local_sha(&f), || "content differs".into())?;
+        let mode = lab().node_exec(&node.to_string(), &["stat", "-c", "%a", &dest]);
+        check(String::from_utf8_lossy(&mode.stdout).trim() == "640", || format!("mode {:?}", mode.stdout))?;
+        let r = mgmt(&["put", "-v", "-o", "plain", "-i", s(&inv), "--mode", "640", s(&f), &dest], &[]);
+        r.ok();
+        check(r.stderr.contains("unchanged, upload skipped"), || r.all())?;
+        // Changed content is uploaded again; no temp file is left next to the target.
+        std::fs::write(&f, "changed\n")?;
+        mgmt(&["put", "-o", "plain", "-i", s(&inv), s(&f), &dest], &[]).ok();
+        check(remote_sha(node, &dest) == local_sha(&f), || "update not applied".into())?;
+        let ls = lab().node_exec(&node.to_string(), &["ls", "-a", &format!("/opt/mgmtd-test-{via}")]);
+        let names = String::from_utf8_lossy(&ls.stdout).into_owned();
+        check(!names.contains("mgmtd-"), || format!("temp file left: {names}"))?;
+    }
+    Ok(())
+}
+
+fn directory_tree_upload() -> Result<(), Failed> {
+    let d = tmp();
+    let inv = inv_for(d.path(), &[NODE_MISC], &root_key_defaults("id_ed25519"));
+    let tree = d.path().join("chart");
+    std::fs::create_dir_all(tree.join("templates"))?;
+    std::fs::write(tree.join("Chart.yaml"), "name: x\n")?;
+    std::fs::write(tree.join("templates/deploy.yaml"), "kind: Deployment\n")?;
+    mgmt(&["put", "-o", "plain", "-i", s(&inv), s(&tree), "/var/tmp/tree-test/"], &[]).ok();
+    check(remote_sha(NODE_MISC, "/var/tmp/tree-test/templates/deploy.yaml") == local_sha(&tree.join("templates/deploy.yaml")), || "tree".into())
+}
+
+fn large_upload_and_download_intact() -> Result<(), Failed> {
+    use mgmt_driver::event::Events;
+    use mgmt_driver::inventory::{Inventory, LoadOptions};
+    use mgmt_driver::ssh::{SshConnector, SshOptions};
+    use mgmt_driver::transport::{Connector, Source, UploadFile};
+    let d = tmp();
+    let big = d.path().join("big.bin");
+    {
+        use std::io::Write;
+        let mut f = std::fs::File::create(&big)?;
+        let mut rng = fastrand::Rng::with_seed(42);
+        let mut buf = vec![0u8; 1 << 20];
+        for _ in 0..64 {
+            rng.fill(&mut buf);
+            f.write_all(&buf)?;
+        }
+    }
+    let rt = tokio::runtime::Runtime::new()?;
+    for node in [NODE_MISC, NODE_NO_SFTP] {
+        let inv_path = inv_for(d.path(), &[node], &root_key_defaults("id_ed25519"));
+        let inv = Inventory::load(&inv_path, &LoadOptions::default())?;
+        let host = inv.hosts[0].clone();
+        let back = d.path().join(format!("back-{node}.bin"));
+        rt.block_on(async {
+            let (events, _rx) = Events::channel();
+            let ev = events.for_host(&host.name);
+            let t = SshConnector::new(SshOptions::default())?.connect(&host, &ev).await?;
+            let up = t.upload(&[UploadFile { source: Source::Path(big.clone()), remote: "/var/tmp/big.bin".into(), mode: 0o600 }], &ev).await?;
+            assert_eq!(up[0].bytes, 64 << 20);
+            t.download("/var/tmp/big.bin", &back, &ev).await?;
+            t.close().await;
+            Ok::<_, mgmt_driver::error::Error>(())
+        })?;
+        check(remote_sha(node, "/var/tmp/big.bin") == local_sha(&big), || format!("node {node}: remote copy differs"))?;
+        check(local_sha(&back) == local_sha(&big), || format!("node {node}: download differs"))?;
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------- input handling
+
+fn bad_input_and_dry_run_touch_nothing() -> Result<(), Failed> {
+    let d = tmp();
+    let bad = inventory(d.path(), "bad.yaml", "defaults:\n  pasword_env: X\ngroups: {}\n");
+    mgmt(&["exec", "-i", s(&bad), "--", "true"], &[]).fails(2, "pasword_env");
+    mgmt(&["exec", "-i", s(&d.path().join("missing.yaml")), "--", "true"], &[]).fails(2, "missing.yaml");
+    // Dry run against an address where nothing listens: prints the plan, connects to nothing.
+    let y = format!(
+        "defaults:\n  user: ubuntu\n  password: pw-in-file\n  become_password: sudo-in-file\n  known_hosts: {}\ngroups:\n  g:\n    - {{name: ghost, ssh_ip: 198.18.{}.250}}\n",
+        d.path().join("kh").display(),
+        lab().net
+    );
+    let inv = inventory(d.path(), "ghost.yaml", &y);
+    let script = d.path().join("s.sh");
+    std::fs::write(&script, "echo hi\n")?;
+    let r = mgmt(&["run-script", "--dry-run", "--become", "--timeout", "5", "-o", "plain", "-i", s(&inv), s(&script), "arg one"], &[]);
+    r.ok();
+    check(r.stdout.contains("ghost: 0. connect ubuntu@198.18"), || r.all())?;
+    check(r.stdout.contains("ghost: 1. upload") && r.stdout.contains("ghost: 2. exec"), || r.all())?;
+    check(r.stdout.contains("'arg one'") && r.stdout.contains("timeout -k 3 5"), || r.all())?;
+    check(!r.all().contains("pw-in-file") && !r.all().contains("sudo-in-file"), || "secret in dry-run".into())?;
+    check(!d.path().join("kh").exists(), || "dry run touched known_hosts".into())?;
+    check(r.elapsed < Duration::from_secs(3), || format!("dry run took {:?}", r.elapsed))
+}
+
+fn main() {
+    let args = Arguments::from_args();
+    let names = [
+        "key_auth_each_key_type",
+        "password_auth_and_wrong_password_fails_fast",
+        "passphrase_key_auth",
+        "agent_auth",
+        "changed_host_key_is_refused_with_both_fingerprints",
+        "unknown_host_strict_refused_accept_new_recorded",
+        "jump_host_reaches_a_node_on_a_hidden_network",
+        "sudo_with_password_never_shows_it",
+        "timeout_leaves_no_process_behind",
+        "late_sshd_is_reached_by_retry",
+        "nonzero_exit_names_node_command_code_and_stderr",
+        "hostile_strings_arrive_byte_exact",
+        "fifty_nodes_in_one_run",
+        "upload_skips_identical_and_falls_back_to_exec_without_sftp",
+        "directory_tree_upload",
+        "large_upload_and_download_intact",
+        "bad_input_and_dry_run_touch_nothing",
+    ];
+    let funcs: [fn() -> Result<(), Failed>; 17] = [
+        key_auth_each_key_type,
+        password_auth_and_wrong_password_fails_fast,
+        passphrase_key_auth,
+        agent_auth,
+        changed_host_key_is_refused_with_both_fingerprints,
+        unknown_host_strict_refused_accept_new_recorded,
+        jump_host_reaches_a_node_on_a_hidden_network,
+        sudo_with_password_never_shows_it,
+        timeout_leaves_no_process_behind,
+        late_sshd_is_reached_by_retry,
+        nonzero_exit_names_node_command_code_and_stderr,
+        hostile_strings_arrive_byte_exact,
+        fifty_nodes_in_one_run,
+        upload_skips_identical_and_falls_back_to_exec_without_sftp,
+        directory_tree_upload,
+        large_upload_and_download_intact,
+        bad_input_and_dry_run_touch_nothing,
+    ];
+    let root = is_root();
+    let listing = args.list;
+    if !root && !listing {
+        if std::env::var("CI").as_deref() == Ok("true") {
+            eprintln!("FAIL: the lab tests need root (network namespaces); CI must run them as root");
+            std::process::exit(1);
+        }
+        eprintln!("\n!!!!!!!! SKIPPING {} LAB TESTS: they need root (run `sudo bash scripts/test.sh`) !!!!!!!!\n", names.len());
+    }
+    let trials: Vec<Trial> = names
+        .iter()
+        .zip(funcs)
+        .map(|(n, f)| Trial::test(*n, f).with_ignored_flag(!root))
+        .collect();
+    let wants_lab = root && !listing && trials.iter().any(|t| args.filter.as_deref().is_none_or(|f| t.name().contains(f)));
+    if wants_lab {
+        let _ = LAB.set(Lab::up("t", 7, NODES, &["--hidden", "1", "--no-sftp", &NODE_NO_SFTP.to_string()]));
+    }
+    let conclusion = libtest_mimic::run(&args, trials);
+    // Statics are never dropped: tear the lab down by hand, whatever the outcome.
+    if let Some(lab) = LAB.get() {
+        let o = lab.script(&["down".into(), "--name".into(), lab.name.clone()]);
+        if !o.status.success() {
+            eprintln!("lab down failed: {}", String::from_utf8_lossy(&o.stderr));
+        }
+    }
+    conclusion.exit();
+}

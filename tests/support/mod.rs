@@ -1,0 +1,138 @@
+//! Test support: a real OpenSSH lab (scripts/lab.sh) that is always torn down, and helpers to
+//! run the real `mgmt-driver` binary against it.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+pub fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+pub fn is_root() -> bool {
+    Command::new("id").arg("-u").output().map(|o| o.stdout.starts_with(b"0\n")).unwrap_or(false)
+}
+
+/// A running lab. Dropping it tears everything down, also when a test panicked.
+pub struct Lab {
+    pub name: String,
+    pub net: u8,
+    pub dir: PathBuf,
+}
+
+impl Lab {
+    pub fn up(name: &str, net: u8, nodes: usize, extra: &[&str]) -> Lab {
+        let dir = repo().join("target/lab").join(name);
+        let lab = Lab { name: name.into(), net, dir };
+        let mut args: Vec<String> =
+            vec!["up".into(), nodes.to_string(), "--name".into(), name.into(), "--net".into(), net.to_string()];
+        args.extend(extra.iter().map(|s| s.to_string()));
+        let out = lab.script(&args);
+        assert!(out.status.success(), "lab up failed:\n{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        lab
+    }
+
+    pub fn script(&self, args: &[String]) -> Output {
+        Command::new("bash").arg(repo().join("scripts/lab.sh")).args(args).output().expect("run scripts/lab.sh")
+    }
+
+    fn node_cmd(&self, verb: &str, node: &str) -> Output {
+        self.script(&[verb.into(), node.into(), "--name".into(), self.name.clone()])
+    }
+
+    pub fn stop(&self, node: &str) {
+        let o = self.node_cmd("stop", node);
+        assert!(o.status.success(), "lab stop {node}: {}", String::from_utf8_lossy(&o.stderr));
+    }
+
+    pub fn start(&self, node: &str) {
+        let o = self.node_cmd("start", node);
+        assert!(o.status.success(), "lab start {node}: {}", String::from_utf8_lossy(&o.stderr));
+    }
+
+    /// Run a command inside a node's namespaces, out of band (not through SSH).
+    pub fn node_exec(&self, node: &str, cmd: &[&str]) -> Output {
+        let mut args = vec!["exec".to_string(), node.to_string(), "--name".into(), self.name.clone(), "--".into()];
+        args.extend(cmd.iter().map(|s| s.to_string()));
+        self.script(&args)
+    }
+
+    pub fn ip(&self, i: usize) -> String {
+        format!("198.18.{}.{}", self.net, 10 + i)
+    }
+
+    pub fn hidden_ip(&self, j: usize) -> String {
+        format!("198.19.{}.{}", self.net, 10 + j)
+    }
+
+    pub fn node(&self, i: usize) -> String {
+        format!("{}-{i}", self.name)
+    }
+
+    pub fn file(&self, name: &str) -> PathBuf {
+        self.dir.join(name)
+    }
+
+    pub fn password(&self) -> String {
+        std::fs::read_to_string(self.file("password")).unwrap().trim_end().to_string()
+    }
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        let o = self.script(&["down".into(), "--name".into(), self.name.clone()]);
+        if !o.status.success() {
+            eprintln!("lab down failed: {}", String::from_utf8_lossy(&o.stderr));
+        }
+    }
+}
+
+/// Output of one `mgmt-driver` run.
+pub struct Run {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+    pub elapsed: Duration,
+}
+
+impl Run {
+    pub fn all(&self) -> String {
+        format!("{}{}", self.stdout, self.stderr)
+    }
+
+    #[track_caller]
+    pub fn ok(&self) -> &Self {
+        assert_eq!(self.code, 0, "expected success:\n--- stdout\n{}\n--- stderr\n{}", self.stdout, self.stderr);
+        self
+    }
+
+    #[track_caller]
+    pub fn fails(&self, code: i32, needle: &str) -> &Self {
+        assert_eq!(self.code, code, "expected exit {code}:\n--- stdout\n{}\n--- stderr\n{}", self.stdout, self.stderr);
+        assert!(self.all().contains(needle), "expected {needle:?} in output:\n--- stdout\n{}\n--- stderr\n{}", self.stdout, self.stderr);
+        self
+    }
+}
+
+pub fn mgmt(args: &[&str], env: &[(&str, &str)]) -> Run {
+    let start = Instant::now();
+    let mut c = Command::new(env!("CARGO_BIN_EXE_mgmt-driver"));
+    c.args(args).env_remove("SSH_AUTH_SOCK").env_remove("MGMT_DRIVER_INVENTORY");
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    let o = c.output().expect("run mgmt-driver");
+    Run {
+        code: o.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+        elapsed: start.elapsed(),
+    }
+}
+
+/// Write an inventory file into `dir` and return its path.
+pub fn inventory(dir: &Path, name: &str, yaml: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, yaml).unwrap();
+    p
+}

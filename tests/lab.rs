@@ -298,7 +298,7 @@ fn nonzero_exit_names_node_command_code_and_stderr() -> Result<(), Failed> {
     let d = tmp();
     let inv = inv_for(d.path(), &[NODE_MISC], &root_key_defaults("id_ed25519"));
     let r = mgmt(&["exec", "-o", "plain", "-i", s(&inv), "--", "echo first >&2; echo kaputt >&2; exit 3"], &[]);
-    r.fails(1, &format!("{}: command failed with exit code 3: echo first >&2; echo kaputt >&2; exit 3", lab().node(NODE_MISC)));
+    r.fails(1, &format!("{}: FAILED: command failed with exit code 3: echo first >&2; echo kaputt >&2; exit 3", lab().node(NODE_MISC)));
     check(r.stderr.contains("    kaputt"), || r.stderr.clone())?;
     let j = mgmt(&["exec", "-o", "json", "-i", s(&inv), "--", "exit 3"], &[]);
     let last: serde_json::Value = serde_json::from_str(j.stdout.lines().last().unwrap())?;

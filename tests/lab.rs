@@ -353,28 +353,34 @@ fn local_sha(p: &Path) -> String {
 }
 
 fn upload_skips_identical_and_falls_back_to_exec_without_sftp() -> Result<(), Failed> {
-    for (node, via) in [(NODE_MISC, "sftp"), (NODE_NO_SFTP, "exec")] {
-        let d = tmp();
-        let inv = inv_for(d.path(), &[node], &root_key_defaults("id_ed25519"));
-        let f = d.path().join("cfg.txt");
-        std::fs::write(&f, format!("hello {via}\n"))?;
-        let dest = format!("/opt/mgmtd-test-{via}/cfg.txt");
-        let r = mgmt(&["put", "-v", "-o", "plain", "-i", s(&inv), "--mode", "640", s(&f), &dest], &[]);
-        r.ok();
-        check(r.stderr.contains(&format!("uploaded {dest} (")) && r.stderr.contains(&format!("{via})")), || r.all())?;
-        check(remote_sha(node, &dest) == local_sha(&f), || "content differs".into())?;
-        let mode = lab().node_exec(&node.to_string(), &["stat", "-c", "%a", &dest]);
-        check(String::from_utf8_lossy(&mode.stdout).trim() == "640", || format!("mode {:?}", mode.stdout))?;
-        let r = mgmt(&["put", "-v", "-o", "plain", "-i", s(&inv), "--mode", "640", s(&f), &dest], &[]);
-        r.ok();
-        check(r.stderr.contains("unchanged, upload skipped"), || r.all())?;
-        // Changed content is uploaded again; no temp file is left next to the target.
-        std::fs::write(&f, "changed\n")?;
-        mgmt(&["put", "-o", "plain", "-i", s(&inv), s(&f), &dest], &[]).ok();
-        check(remote_sha(node, &dest) == local_sha(&f), || "update not applied".into())?;
-        let ls = lab().node_exec(&node.to_string(), &["ls", "-a", &format!("/opt/mgmtd-test-{via}")]);
-        let names = String::from_utf8_lossy(&ls.stdout).into_owned();
-        check(!names.contains("mgmtd-"), || format!("temp file left: {names}"))?;
+    // A large file takes the probe + SFTP (or exec without SFTP) + finalize path; a small one
+    // the single-exec inline path. Both must skip identical content and leave no temp file.
+    for (node, big_via) in [(NODE_MISC, "sftp"), (NODE_NO_SFTP, "exec")] {
+        for (size, via) in [(300 * 1024, big_via), (100, "exec")] {
+            let d = tmp();
+            let inv = inv_for(d.path(), &[node], &root_key_defaults("id_ed25519"));
+            let f = d.path().join("cfg.txt");
+            let body: String = (0..size).map(|i| char::from(b'a' + (i % 26) as u8)).collect();
+            std::fs::write(&f, &body)?;
+            let dir = format!("/opt/mgmtd-test-{node}-{size}");
+            let dest = format!("{dir}/cfg.txt");
+            let r = mgmt(&["put", "-v", "-o", "plain", "-i", s(&inv), "--mode", "640", s(&f), &dest], &[]);
+            r.ok();
+            check(r.stderr.contains(&format!("uploaded {dest} ({size} bytes, {via})")), || r.all())?;
+            check(remote_sha(node, &dest) == local_sha(&f), || "content differs".into())?;
+            let mode = lab().node_exec(&node.to_string(), &["stat", "-c", "%a", &dest]);
+            check(String::from_utf8_lossy(&mode.stdout).trim() == "640", || format!("mode {:?}", mode.stdout))?;
+            let r = mgmt(&["put", "-v", "-o", "plain", "-i", s(&inv), "--mode", "640", s(&f), &dest], &[]);
+            r.ok();
+            check(r.stderr.contains("unchanged, upload skipped"), || r.all())?;
+            // Changed content is uploaded again; no temp file is left next to the target.
+            std::fs::write(&f, format!("changed {body}"))?;
+            mgmt(&["put", "-o", "plain", "-i", s(&inv), s(&f), &dest], &[]).ok();
+            check(remote_sha(node, &dest) == local_sha(&f), || "update not applied".into())?;
+            let ls = lab().node_exec(&node.to_string(), &["ls", "-a", &dir]);
+            let names = String::from_utf8_lossy(&ls.stdout).into_owned();
+            check(!names.contains("mgmtd-"), || format!("temp file left: {names}"))?;
+        }
     }
     Ok(())
 }

@@ -1,6 +1,11 @@
 //! File transfer: SFTP when the server offers it, a plain `cat` over exec otherwise.
 //!
-//! Every upload is three steps on one connection, whatever the number of files:
+//! A single small file (scripts, configs: up to [`INLINE_MAX`]) goes in **one** exec: the
+//! content travels on stdin, and a short shell program on the node compares sha256 with the
+//! existing file (identical: left untouched, "skipped"), else writes a temporary file, verifies
+//! its sha256 and renames it into place. One round trip instead of five is what makes N=1 fast.
+//!
+//! Anything else is three steps on one connection, whatever the number of files:
 //! 1. one probe command reports each remote file's mode and sha256 (and creates parents);
 //! 2. only files whose content differs are streamed to a temporary name next to the target;
 //! 3. one finalize command checks each temporary file's sha256 against the local one, sets
@@ -23,6 +28,32 @@ use crate::quote::quote;
 use crate::transport::{Source, UploadFile, UploadResult};
 
 const CHUNK: usize = 256 * 1024;
+
+/// Single files up to this size are sent inline (content always transferred, then compared).
+pub const INLINE_MAX: u64 = 256 * 1024;
+
+/// Shared tail: check `$t` against the expected digest, set the mode, rename over `$f`.
+fn verify_and_move(sha: &str, mode: u32, dest: &str) -> Result<String> {
+    Ok(format!(
+        "h=$(sha256sum < \"$t\" | cut -c1-64); [ \"$h\" = {sha} ] || {{ rm -f \"$t\"; echo {} \"(got $h)\" >&2; exit 1; }}; \
+         chmod {mode:o} \"$t\" && mv -f \"$t\" \"$f\" || {{ rm -f \"$t\"; echo {} >&2; exit 1; }}",
+        quote(&format!("checksum mismatch after transfer: {dest}"))?,
+        quote(&format!("cannot move into place: {dest}"))?,
+    ))
+}
+
+/// The one-exec upload of a small file: stdin carries the content. Prints `skipped` or `written`.
+pub fn inline_script(f: &UploadFile, sha: &str, tmp: &str) -> Result<String> {
+    Ok(format!(
+        "f={}; t={}; case $f in /*) m=022;; *) m=077;; esac; (umask $m; mkdir -p -- \"$(dirname -- \"$f\")\") || exit 1; \
+         if [ -f \"$f\" ] && [ \"$(sha256sum < \"$f\" | cut -c1-64)\" = {sha} ]; then cat >/dev/null; chmod {mode:o} \"$f\" || exit 1; echo skipped; exit 0; fi; \
+         (umask 077; cat > \"$t\") || {{ rm -f \"$t\"; exit 1; }}; {}; echo written",
+        quote(&f.remote)?,
+        quote(tmp)?,
+        verify_and_move(sha, f.mode, &f.remote)?,
+        mode = f.mode,
+    ))
+}
 
 /// Content digest and size of a local source, computed off the async threads.
 pub async fn local_digest(src: &Source) -> std::io::Result<(String, u64)> {
@@ -109,17 +140,16 @@ pub fn finalize_script(items: &[(&UploadFile, &Todo, &str)]) -> Result<String> {
             Todo::Nothing => {}
             Todo::Chmod => s.push_str(&format!("; chmod {mode} {dest} || fail {}", quote(&format!("chmod failed: {}", f.remote))?)),
             Todo::Send { tmp } => {
-                let tmp = quote(tmp)?;
-                s.push_str(&format!(
-                    "; h=$(sha256sum < {tmp} | cut -c1-64); [ \"$h\" = {sha} ] || {{ rm -f {tmp}; fail {}; }}; \
-                     chmod {mode} {tmp} && mv -f {tmp} {dest} || {{ rm -f {tmp}; fail {}; }}",
-                    quote(&format!("checksum mismatch after transfer: {} (got $h)", f.remote))?,
-                    quote(&format!("cannot move into place: {}", f.remote))?,
-                ));
+                s.push_str(&format!("; f={dest}; t={}; {}", quote(tmp)?, verify_and_move(sha, f.mode, &f.remote)?));
             }
         }
     }
     Ok(s)
+}
+
+/// A temporary name next to the target, so the final rename stays on one filesystem.
+fn temp_name(remote: &str) -> String {
+    format!("{remote}.mgmtd-{:016x}", fastrand::u64(..))
 }
 
 fn check_remote_path(node: &str, p: &str) -> Result<()> {
@@ -165,6 +195,19 @@ impl SshSession {
             })?;
             digests.push(d);
         }
+        if let ([f], [(sha, size)]) = (files, digests.as_slice()) {
+            if *size <= INLINE_MAX {
+                let script = inline_script(f, sha, &temp_name(&f.remote))?;
+                let (code, out, err) = self.exec_stdin(&script, &f.source).await.map_err(|m| terr(&f.remote, m))?;
+                let skipped = match (code, out.trim_ascii()) {
+                    (Some(0), b"skipped") => true,
+                    (Some(0), b"written") => false,
+                    _ => return Err(terr(&f.remote, format!("{code:?}: {}", String::from_utf8_lossy(&err).trim()))),
+                };
+                ev.emit(EventKind::Uploaded { path: f.remote.clone(), bytes: *size, skipped, via: if skipped { "none" } else { "exec" } });
+                return Ok(vec![UploadResult { remote: f.remote.clone(), bytes: *size, skipped }]);
+            }
+        }
         let remotes: Vec<&str> = files.iter().map(|f| f.remote.as_str()).collect();
         let probe = RemoteCommand::new(probe_script(&remotes)?);
         let out = self.exec_quiet(&probe).await?.check(node, &probe)?;
@@ -175,7 +218,7 @@ impl SshSession {
             todos.push(match st {
                 Some((mode, h)) if h == sha && *mode == f.mode => Todo::Nothing,
                 Some((_, h)) if h == sha => Todo::Chmod,
-                _ => Todo::Send { tmp: format!("{}.mgmtd-{:016x}", f.remote, fastrand::u64(..)) },
+                _ => Todo::Send { tmp: temp_name(&f.remote) },
             });
         }
         let mut via = "none";
@@ -221,9 +264,18 @@ impl SshSession {
             return Ok("sftp");
         }
         let cmd = format!("umask 077; cat > {}", quote(tmp).map_err(|e| e.to_string())?);
+        let (code, _, err) = self.exec_stdin(&cmd, &f.source).await?;
+        if code != Some(0) {
+            return Err(format!("cat > {tmp} failed ({code:?}): {}", String::from_utf8_lossy(&err).trim()));
+        }
+        Ok("exec")
+    }
+
+    /// Run `script` with `src` streamed to its stdin; returns exit code, stdout and stderr.
+    async fn exec_stdin(&self, script: &str, src: &Source) -> std::result::Result<(Option<u32>, Vec<u8>, Vec<u8>), String> {
         let mut ch = self.handle.channel_open_session().await.map_err(|e| e.to_string())?;
-        ch.exec(true, cmd.into_bytes()).await.map_err(|e| e.to_string())?;
-        match &f.source {
+        ch.exec(true, script.as_bytes().to_vec()).await.map_err(|e| e.to_string())?;
+        match src {
             Source::Bytes(b) => ch.data(&b[..]).await.map_err(|e| e.to_string())?,
             Source::Path(p) => {
                 let local = tokio::fs::File::open(p).await.map_err(|e| format!("{}: {e}", p.display()))?;
@@ -231,20 +283,17 @@ impl SshSession {
             }
         }
         ch.eof().await.map_err(|e| e.to_string())?;
-        let mut code = None;
-        let mut err = Vec::new();
+        let (mut code, mut out, mut err) = (None, Vec::new(), Vec::new());
         while let Some(m) = ch.wait().await {
             match m {
                 ChannelMsg::ExitStatus { exit_status } => code = Some(exit_status),
+                ChannelMsg::Data { data } => out.extend_from_slice(&data),
                 ChannelMsg::ExtendedData { data, .. } => err.extend_from_slice(&data),
                 ChannelMsg::Close => break,
                 _ => {}
             }
         }
-        if code != Some(0) {
-            return Err(format!("cat > {tmp} failed ({code:?}): {}", String::from_utf8_lossy(&err).trim()));
-        }
-        Ok("exec")
+        Ok((code, out, err))
     }
 
     pub(super) async fn download_file(&self, remote: &str, local: &Path, ev: &HostEvents) -> Result<u64> {
@@ -368,6 +417,33 @@ mod tests {
         assert_eq!(std::fs::read(d.path().join("target")).unwrap(), b"new");
         use std::os::unix::fs::PermissionsExt;
         assert_eq!(std::fs::metadata(d.path().join("target")).unwrap().permissions().mode() & 0o777, 0o640);
+    }
+
+    #[test]
+    fn inline_upload_writes_verifies_and_skips() {
+        let d = tempfile::tempdir().unwrap();
+        let f = UploadFile { source: Source::Bytes(b"x"[..].into()), remote: "sub/it's.sh".into(), mode: 0o700 };
+        let sha = hex::encode(Sha256::digest(b"data"));
+        let run = |stdin: &[u8]| {
+            use std::io::Write;
+            let mut c = Command::new("sh")
+                .arg("-c")
+                .arg(inline_script(&f, &sha, "sub/tmp1").unwrap())
+                .current_dir(d.path())
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap();
+            c.stdin.take().unwrap().write_all(stdin).unwrap();
+            let o = c.wait_with_output().unwrap();
+            (o.status.code(), String::from_utf8_lossy(&o.stdout).trim().to_string(), String::from_utf8_lossy(&o.stderr).into_owned())
+        };
+        assert_eq!(run(b"corrupt").0, Some(1));
+        assert!(!d.path().join("sub/it's.sh").exists() && !d.path().join("sub/tmp1").exists());
+        assert_eq!(run(b"data").1, "written");
+        assert_eq!(std::fs::read(d.path().join("sub/it's.sh")).unwrap(), b"data");
+        assert_eq!(run(b"data").1, "skipped");
     }
 
     #[test]

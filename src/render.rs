@@ -38,6 +38,8 @@ impl Renderer {
                 ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} hosts {msg}")
                     .expect("static template"),
             );
+            // Keep the clock moving while hosts are silent (a 40-minute install, say).
+            b.enable_steady_tick(std::time::Duration::from_millis(250));
             b
         });
         Renderer { mode, verbose, bar }

@@ -5,16 +5,14 @@
 //! stream ends) and only then decide — never at the first EOF or exit status.
 
 use std::collections::VecDeque;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use russh::ChannelMsg;
-use russh::client::Handle;
 
-use super::client::Client;
+use super::SshSession;
 use crate::command::{Become, KILL_AFTER, RemoteCommand};
 use crate::error::{Error, Result};
 use crate::event::{EventKind, HostEvents};
-use crate::secret::Secret;
 use crate::transport::{ExecOutput, STDOUT_CAP};
 
 /// Lines longer than this are emitted in pieces, so a binary blob cannot grow memory unbounded.
@@ -53,22 +51,16 @@ impl LineSplitter {
 }
 
 /// Run `cmd` and stream its output as events.
-pub async fn exec(
-    handle: &Handle<Client>,
-    node: &str,
-    cmd: &RemoteCommand,
-    become_password: Option<&Secret>,
-    grace: Duration,
-    ev: &HostEvents,
-) -> Result<ExecOutput> {
+pub async fn exec(session: &SshSession, cmd: &RemoteCommand, ev: &HostEvents) -> Result<ExecOutput> {
+    let (node, grace) = (session.node.as_str(), session.grace);
     let session_err = |m: String| Error::Session { node: node.into(), during: format!("command `{}`", cmd.display()), message: m };
     let wire = cmd.wire()?;
     ev.emit(EventKind::Command { command: cmd.display().to_string() });
     let started = Instant::now();
-    let mut ch = handle.channel_open_session().await.map_err(|e| session_err(format!("cannot open channel: {e}")))?;
+    let mut ch = session.channel().await.map_err(|e| session_err(format!("cannot open channel: {e}")))?;
     ch.exec(true, wire.into_bytes()).await.map_err(|e| session_err(e.to_string()))?;
     if cmd.become_ == Become::SudoWithPassword {
-        let pw = become_password.ok_or_else(|| Error::input("inventory", "become_password", "needed for --become but not set"))?;
+        let pw = session.become_password.as_ref().ok_or_else(|| Error::input("inventory", "become_password", "needed for --become but not set"))?;
         ch.data_bytes(format!("{}\n", pw.expose()).into_bytes()).await.map_err(|e| session_err(e.to_string()))?;
     }
     ch.eof().await.map_err(|e| session_err(e.to_string()))?;

@@ -10,10 +10,12 @@ mod transfer;
 
 use std::path::Path;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use russh::client::Handle;
+use russh::Channel;
+use russh::client::{Handle, Msg};
 use russh_sftp::client::SftpSession;
 use tokio::sync::OnceCell;
 
@@ -90,6 +92,7 @@ impl Connector for SshConnector {
             become_password: host.become_password.clone(),
             grace: self.opts.grace,
             quiet: HostEvents::discard(&host.name),
+            warmed: AtomicBool::new(false),
         }))
     }
 }
@@ -103,11 +106,38 @@ pub struct SshSession {
     grace: Duration,
     /// Sink for internal commands (probes, finalizers) whose output is data, not news.
     quiet: HostEvents,
+    /// Whether the first channel has been opened (see [`SshSession::channel`]).
+    warmed: AtomicBool,
 }
 
 impl SshSession {
     async fn exec_quiet(&self, cmd: &RemoteCommand) -> Result<ExecOutput> {
-        exec::exec(&self.handle, &self.node, cmd, self.become_password.as_ref(), self.grace, &self.quiet).await
+        exec::exec(self, cmd, &self.quiet).await
+    }
+
+    /// Open a session channel.
+    ///
+    /// OpenSSH follows a key login with a burst of small packets (host keys, key-option
+    /// notices) and keeps Nagle on for exec sessions, so each packet of the burst after the
+    /// first waits for our ACK, which the kernel delays by 40 ms when we have nothing to
+    /// send; the first channel's confirmation sits behind them. While the first channel opens
+    /// we therefore send a tiny keepalive (no reply asked) every 3 ms, at most 20: each one
+    /// carries the ACK at once. Later channels do not need it.
+    async fn channel(&self) -> std::result::Result<Channel<Msg>, russh::Error> {
+        if self.warmed.swap(true, Ordering::Relaxed) {
+            return self.handle.channel_open_session().await;
+        }
+        let open = self.handle.channel_open_session();
+        tokio::pin!(open);
+        for _ in 0..20 {
+            tokio::select! {
+                r = &mut open => return r,
+                _ = tokio::time::sleep(Duration::from_millis(3)) => {
+                    let _ = self.handle.send_keepalive(false).await;
+                }
+            }
+        }
+        open.await
     }
 }
 
@@ -118,7 +148,7 @@ impl Transport for SshSession {
     }
 
     async fn exec(&self, cmd: &RemoteCommand, events: &HostEvents) -> Result<ExecOutput> {
-        exec::exec(&self.handle, &self.node, cmd, self.become_password.as_ref(), self.grace, events).await
+        exec::exec(self, cmd, events).await
     }
 
     async fn upload(&self, files: &[UploadFile], events: &HostEvents) -> Result<Vec<UploadResult>> {

@@ -164,7 +164,7 @@ impl SshSession {
     async fn sftp(&self) -> Option<&SftpSession> {
         self.sftp
             .get_or_init(|| async {
-                let ch = self.handle.channel_open_session().await.ok()?;
+                let ch = self.channel().await.ok()?;
                 let mut ch = ch;
                 ch.request_subsystem(true, "sftp").await.ok()?;
                 loop {
@@ -273,7 +273,7 @@ impl SshSession {
 
     /// Run `script` with `src` streamed to its stdin; returns exit code, stdout and stderr.
     async fn exec_stdin(&self, script: &str, src: &Source) -> std::result::Result<(Option<u32>, Vec<u8>, Vec<u8>), String> {
-        let mut ch = self.handle.channel_open_session().await.map_err(|e| e.to_string())?;
+        let mut ch = self.channel().await.map_err(|e| e.to_string())?;
         ch.exec(true, script.as_bytes().to_vec()).await.map_err(|e| e.to_string())?;
         match src {
             Source::Bytes(b) => ch.data(&b[..]).await.map_err(|e| e.to_string())?,
@@ -310,7 +310,7 @@ impl SshSession {
                 let mut f = sftp.open(remote).await.map_err(|e| format!("sftp open: {e}"))?;
                 copy(&mut f, &mut out).await.map_err(|e| format!("sftp read: {e}"))
             } else {
-                let mut ch = self.handle.channel_open_session().await.map_err(|e| e.to_string())?;
+                let mut ch = self.channel().await.map_err(|e| e.to_string())?;
                 ch.exec(true, format!("cat -- {}", quote(remote).map_err(|e| e.to_string())?).into_bytes())
                     .await
                     .map_err(|e| e.to_string())?;

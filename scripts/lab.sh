@@ -52,16 +52,8 @@ usage:
 EOF
 }
 
-log() { printf '%s: %s\n' "$PROG" "$*" >&2; }
-die() {
-    printf '%s: error: %s\n' "$PROG" "$*" >&2
-    exit 1
-}
-usage_error() {
-    printf '%s: %s\n\n' "$PROG" "$*" >&2
-    usage >&2
-    exit 2
-}
+# shellcheck source=scripts/common.sh
+. "$SCRIPT_DIR/common.sh"
 
 # Microseconds since the epoch (bash builtin, no fork).
 now_us() { local t=${EPOCHREALTIME/./}; printf '%s' "$t"; }
@@ -604,6 +596,15 @@ mount_lab_fs() {
 
 # Shared read-only layer stacked between the host's / and each node's upper:
 # the host's account files plus the lab user, and the lab user's sudoers entry.
+# Copy /etc/NAME into the lab layer without any old lab-user line, then append LINE.
+account_file() { # $1 = file name under /etc, $2 = the lab user's line
+    local line out=
+    while IFS= read -r line; do
+        [[ $line == "$LAB_USER":* ]] || out+=$line$'\n'
+    done <"/etc/$1"
+    printf '%s%s\n' "$out" "$2" >"$L/etc/$1"
+}
+
 build_layer() {
     local L=$LAYER_DIR f
     mkdir -p "$L/etc/sudoers.d"
@@ -644,27 +645,10 @@ build_layer() {
     today=$((today / 86400))
 
     local line out
-    # passwd
-    out=
-    while IFS= read -r line; do
-        [[ $line == "$LAB_USER":* ]] || out+=$line$'\n'
-    done <"/etc/passwd"
-    out+="$LAB_USER:x:$LAB_UID:$LAB_UID:mgmt-driver lab user:/home/$LAB_USER:/bin/bash"$'\n'
-    printf '%s' "$out" >"$L/etc/passwd"
-    # group
-    out=
-    while IFS= read -r line; do
-        [[ $line == "$LAB_USER":* ]] || out+=$line$'\n'
-    done <"/etc/group"
-    out+="$LAB_USER:x:$LAB_UID:"$'\n'
-    printf '%s' "$out" >"$L/etc/group"
-    # gshadow
-    out=
-    while IFS= read -r line; do
-        [[ $line == "$LAB_USER":* ]] || out+=$line$'\n'
-    done <"/etc/gshadow"
-    out+="$LAB_USER:!::"$'\n'
-    printf '%s' "$out" >"$L/etc/gshadow"
+    # passwd, group, gshadow: the host's entries plus the lab user
+    account_file passwd "$LAB_USER:x:$LAB_UID:$LAB_UID:mgmt-driver lab user:/home/$LAB_USER:/bin/bash"
+    account_file group "$LAB_USER:x:$LAB_UID:"
+    account_file gshadow "$LAB_USER:!::"
     # shadow: no host password hash goes into the lab; root may only use keys
     # ('*' = no password, not locked, so key logins work with UsePAM no).
     out=
@@ -1055,12 +1039,17 @@ cmd_up() {
 # ---------------------------------------------------------------------------
 # stop / start / exec / status
 # ---------------------------------------------------------------------------
-cmd_stop() {
+# Load the lab, find NODE, and take the lab lock: the common start of stop/start.
+open_node() {
     require_root
     set_paths
     load_lab
     resolve_node
     lock_dir
+}
+
+cmd_stop() {
+    open_node
     local name=${N_NAME[$NODE_IDX]}
     KILL_NS=("${N_NS[$NODE_IDX]}")
     kill_nodes "$name"
@@ -1069,11 +1058,7 @@ cmd_stop() {
 }
 
 cmd_start() {
-    require_root
-    set_paths
-    load_lab
-    resolve_node
-    lock_dir
+    open_node
     local name=${N_NAME[$NODE_IDX]}
     [ -e "/run/netns/${N_NS[$NODE_IDX]}" ] || die "network namespace ${N_NS[$NODE_IDX]} is gone; run: $PROG up"
     node_init_pid "$name"

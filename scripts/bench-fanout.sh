@@ -2,6 +2,9 @@
 # Fan-out benchmark: mgmt-driver run-script against OpenSSH (and pyinfra and Ansible when they
 # are installed) on a lab of real sshd nodes. Run `bench-fanout.sh --help` for the details.
 set -euo pipefail
+# The whole script is one { ... } block, so bash reads all of it before running any of it: an
+# edit to this file during a run (which takes minutes) cannot change the running benchmark.
+{
 export LC_ALL=C
 
 PROG=${0##*/}
@@ -48,7 +51,7 @@ and per-run logs stay in target/bench/.
 EOF
 }
 
-# shellcheck source=scripts/common.sh
+# shellcheck source=scripts/common.sh disable=SC1091
 . "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"
 
 SIZES="1 10 50 100" REPS=5 WITH_PEERS=0 OUT=docs/benchmarks.md
@@ -125,6 +128,11 @@ fi
 
 log "building mgmt-driver (cargo build --release)"
 cargo build --release --locked --quiet
+# What was built (taken now: the tree may change while the benchmark runs).
+COMMIT=$(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo unknown)
+if [ -n "$(git -C "$REPO" status --porcelain -- src Cargo.toml Cargo.lock 2>/dev/null)" ]; then
+    COMMIT="$COMMIT (plus uncommitted changes in src/ or Cargo files)"
+fi
 
 if [ "$WITH_PEERS" = 1 ] && { [ ! -x "$VENV/bin/pyinfra" ] || [ ! -x "$VENV/bin/ansible" ]; }; then
     log "creating $VENV with pyinfra and ansible-core"
@@ -257,6 +265,7 @@ PY
 # ---------------------------------------------------------------------------
 # Lab
 # ---------------------------------------------------------------------------
+# shellcheck disable=SC2317 # run by the EXIT trap
 cleanup() {
     local rc=$?
     trap - EXIT INT TERM
@@ -458,10 +467,6 @@ log "measurements done in $((SECONDS - T0))s"
 # ---------------------------------------------------------------------------
 # Report
 # ---------------------------------------------------------------------------
-COMMIT=$(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo unknown)
-if [ -n "$(git -C "$REPO" status --porcelain --untracked-files=no -- src Cargo.toml Cargo.lock 2>/dev/null)" ]; then
-    COMMIT="$COMMIT (plus uncommitted changes in src/ or Cargo files)"
-fi
 peer_version() { # NAME PATH: "NAME VERSION" from the first line of its --version, or "not installed"
     local v='not installed'
     [ -z "$2" ] || v=$(LC_ALL=C.UTF-8 "$2" --version 2>&1) || true
@@ -697,3 +702,5 @@ PY
 mkdir -p "$(dirname -- "$OUT")"
 python3 "$WORK/report.py" "$RESULTS" "$OUT"
 log "report written to $OUT (raw numbers: $RESULTS, per-run logs: $WORK/runs/)"
+exit 0
+}

@@ -13,7 +13,7 @@ use crate::event::{EventKind, Events};
 use crate::inventory::{Host, Inventory, LoadOptions};
 use crate::render::{Output, Renderer};
 use crate::ssh::{SshConnector, SshOptions};
-use crate::step::{CommandOpts, Job, JobOutput, exec_job, put_job, run_script_job};
+use crate::step::{CommandOpts, JobOutput, ScriptJob, exec_job, put_job};
 
 #[derive(Parser, Debug)]
 #[command(name = "mgmt-driver", version, about = "Turn VMs into a Kubernetes cluster with Helm, over SSH")]
@@ -149,10 +149,8 @@ async fn run(cli: Cli) -> Result<i32> {
         }
         Command::RunScript { target, run, script, args } => {
             let opts = run.command_opts()?;
-            // Read and hash the script once; only the become wrapper differs per host.
-            let probe_host = placeholder_host();
-            let base = run_script_job(&script, &args, &probe_host, &opts).await?;
-            (target, Arc::new(move |h: &Host| Ok(rebecome(&base, h, &opts))))
+            let sj = ScriptJob::new(&script, &args).await?;
+            (target, Arc::new(move |h: &Host| Ok(sj.job(h, &opts))))
         }
     };
     let inv = Inventory::load(&target.inventory, &LoadOptions { allow_insecure: target.insecure_no_host_key_check })?;
@@ -200,33 +198,6 @@ async fn run(cli: Cli) -> Result<i32> {
     drop(events);
     let _ = renderer.await;
     Ok(summarize(&reports, cli.output, started.elapsed()))
-}
-
-/// The run-script job for `h`: same upload, become wrapper chosen for this host's user.
-fn rebecome(base: &Job, h: &Host, opts: &CommandOpts) -> Job {
-    let mut job = base.clone();
-    for a in &mut job.actions {
-        if let crate::step::Action::Exec(c) = a {
-            *c = opts.command(c.script.clone(), h);
-        }
-    }
-    job
-}
-
-fn placeholder_host() -> Host {
-    Host {
-        name: "-".into(),
-        addr: "0.0.0.0".into(),
-        port: 22,
-        nic_ip: None,
-        user: "root".into(),
-        auth: Default::default(),
-        known_hosts: PathBuf::new(),
-        host_key_check: crate::inventory::HostKeyCheck::Strict,
-        jump: vec![],
-        become_password: None,
-        groups: vec![],
-    }
 }
 
 fn summarize(reports: &[HostReport<JobOutput>], output: Output, elapsed: Duration) -> i32 {

@@ -151,12 +151,8 @@ impl Inventory {
     ) -> Result<Inventory> {
         let raw: InventoryFile =
             serde_norway::from_str(text).map_err(|e| Error::input(file, "inventory", e.to_string()))?;
-        for key in ["name", "ssh_ip", "nic_ip"] {
-            let set = match key {
-                "name" => raw.defaults.name.is_some(),
-                "ssh_ip" => raw.defaults.ssh_ip.is_some(),
-                _ => raw.defaults.nic_ip.is_some(),
-            };
+        let d = &raw.defaults;
+        for (key, set) in [("name", d.name.is_some()), ("ssh_ip", d.ssh_ip.is_some()), ("nic_ip", d.nic_ip.is_some())] {
             if set {
                 return Err(Error::input(file, format!("defaults.{key}"), "is per host; it cannot be a default"));
             }
@@ -164,7 +160,8 @@ impl Inventory {
         let ctx = Ctx { file, base, env, opts };
         let mut inv = Inventory { cps: raw.cps, ..Default::default() };
         let mut by_name: BTreeMap<String, usize> = BTreeMap::new();
-        let mut pending: Vec<(usize, HostSpec, String)> = Vec::new();
+        // (merged spec, where it was first defined), in first-appearance order.
+        let mut pending: Vec<(HostSpec, String)> = Vec::new();
         for (group, entries) in raw.groups.0 {
             let mut members = Vec::new();
             for (i, entry) in entries.into_iter().enumerate() {
@@ -175,7 +172,7 @@ impl Inventory {
                     .ok_or_else(|| Error::input(file, format!("{at}.name"), "is required"))?;
                 let merged = merge(&raw.defaults, &entry);
                 let idx = if let Some(&idx) = by_name.get(&name) {
-                    let prev = &pending[idx].1;
+                    let prev = &pending[idx].0;
                     if prev.ssh_ip != merged.ssh_ip || prev.port != merged.port || prev.user != merged.user {
                         return Err(Error::input(
                             file,
@@ -186,7 +183,7 @@ impl Inventory {
                     idx
                 } else {
                     by_name.insert(name.clone(), pending.len());
-                    pending.push((pending.len(), merged, at));
+                    pending.push((merged, at));
                     pending.len() - 1
                 };
                 if !members.contains(&idx) {
@@ -197,8 +194,8 @@ impl Inventory {
         }
         // Resolve after all names are known, so `jump:` may name another inventory host.
         let names: BTreeMap<String, HostSpec> =
-            pending.iter().map(|(_, s, _)| (s.name.clone().unwrap_or_default(), s.clone())).collect();
-        for (_, spec, at) in &pending {
+            pending.iter().map(|(s, _)| (s.name.clone().unwrap_or_default(), s.clone())).collect();
+        for (spec, at) in &pending {
             inv.hosts.push(ctx.resolve(spec, at, &names)?);
         }
         for (group, members) in &inv.groups {
@@ -310,7 +307,8 @@ impl Ctx<'_> {
             let path = self.path(f);
             let v = std::fs::read_to_string(&path)
                 .map_err(|e| self.err(at, &format!("{prefix}_file"), format!("cannot read {}: {e}", path.display())))?;
-            let v = v.strip_suffix('\n').unwrap_or(&v).strip_suffix('\r').unwrap_or(v.strip_suffix('\n').unwrap_or(&v));
+            // One trailing line ending is file formatting, not part of the secret.
+            let v = v.strip_suffix('\n').map(|x| x.strip_suffix('\r').unwrap_or(x)).unwrap_or(&v);
             return Ok(Some(Secret::new(v.to_string())));
         }
         Ok(None)

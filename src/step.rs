@@ -173,30 +173,40 @@ fn walk(root: &Path, dir: &Path, f: &mut dyn FnMut(PathBuf, String, u32)) -> Res
     Ok(())
 }
 
-/// `run-script SCRIPT ARGS...`: upload to a private, content-addressed place in the login
-/// user's home (`~/.mgmt-driver/scripts/<sha256 prefix>/`, directories 0700) and run it there
-/// with every argument quoted. Re-running the same script skips the upload.
-pub async fn run_script_job(script: &Path, args: &[String], host: &Host, opts: &CommandOpts) -> Result<Job> {
-    let bytes: Arc<[u8]> = std::fs::read(script)
-        .map_err(|e| Error::input(script.display().to_string(), "SCRIPT", format!("cannot read: {e}")))?
-        .into();
-    let name = script
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .ok_or_else(|| Error::input("arguments", "SCRIPT", "has no file name"))?;
-    let (sha, _) = crate::ssh::local_digest(&Source::Bytes(bytes.clone()))
-        .await
-        .map_err(|e| Error::input(script.display().to_string(), "SCRIPT", e.to_string()))?;
-    let remote = format!(".mgmt-driver/scripts/{}/{name}", &sha[..16]);
-    let mut words = vec![format!("./{remote}")];
-    words.extend(args.iter().cloned());
-    let line = join(&words)?;
-    Ok(Job {
-        actions: vec![
-            Action::Upload(vec![UploadFile { source: Source::Bytes(bytes), remote, mode: 0o700 }]),
-            Action::Exec(opts.command(line, host)),
-        ],
-    })
+/// `run-script SCRIPT ARGS...`: the script's bytes and its quoted command line, read and
+/// hashed once; [`ScriptJob::job`] turns it into each host's job (only become differs).
+///
+/// The script goes to a private, content-addressed place in the login user's home
+/// (`~/.mgmt-driver/scripts/<sha256 prefix>/`, directories 0700), so re-running the same
+/// script skips the upload, and runs there with every argument quoted.
+#[derive(Clone, Debug)]
+pub struct ScriptJob {
+    upload: UploadFile,
+    line: String,
+}
+
+impl ScriptJob {
+    pub async fn new(script: &Path, args: &[String]) -> Result<ScriptJob> {
+        let bytes: Arc<[u8]> = std::fs::read(script)
+            .map_err(|e| Error::input(script.display().to_string(), "SCRIPT", format!("cannot read: {e}")))?
+            .into();
+        let name = script
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .ok_or_else(|| Error::input("arguments", "SCRIPT", "has no file name"))?;
+        let (sha, _) = crate::ssh::local_digest(&Source::Bytes(bytes.clone()))
+            .await
+            .map_err(|e| Error::input(script.display().to_string(), "SCRIPT", e.to_string()))?;
+        let remote = format!(".mgmt-driver/scripts/{}/{name}", &sha[..16]);
+        let mut words = vec![format!("./{remote}")];
+        words.extend(args.iter().cloned());
+        let line = join(&words)?;
+        Ok(ScriptJob { upload: UploadFile { source: Source::Bytes(bytes), remote, mode: 0o700 }, line })
+    }
+
+    pub fn job(&self, host: &Host, opts: &CommandOpts) -> Job {
+        Job { actions: vec![Action::Upload(vec![self.upload.clone()]), Action::Exec(opts.command(self.line.clone(), host))] }
+    }
 }
 
 #[cfg(test)]
@@ -235,7 +245,7 @@ mod tests {
         let s = d.path().join("hello.sh");
         std::fs::write(&s, "#!/bin/sh\necho hi\n").unwrap();
         let args = vec!["a b".to_string(), "$(reboot)".to_string(), "x;y".to_string()];
-        let job = run_script_job(&s, &args, &host("root", false), &CommandOpts::default()).await.unwrap();
+        let job = ScriptJob::new(&s, &args).await.unwrap().job(&host("root", false), &CommandOpts::default());
         let Action::Exec(cmd) = &job.actions[1] else { panic!() };
         assert!(cmd.script.starts_with("./.mgmt-driver/scripts/"), "{}", cmd.script);
         assert!(cmd.script.ends_with("/hello.sh 'a b' '$(reboot)' 'x;y'"), "{}", cmd.script);

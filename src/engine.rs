@@ -109,3 +109,71 @@ pub async fn run_jobs(
     })
     .await
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::inventory::{Auth, HostKeyCheck};
+    use std::sync::atomic::AtomicUsize;
+
+    fn hosts(n: usize) -> Vec<Host> {
+        (1..=n)
+            .map(|i| Host {
+                name: format!("h{i}"),
+                addr: format!("10.0.0.{i}"),
+                port: 22,
+                nic_ip: None,
+                user: "root".into(),
+                auth: Auth::default(),
+                known_hosts: "/dev/null".into(),
+                host_key_check: HostKeyCheck::Strict,
+                jump: vec![],
+                become_password: None,
+                groups: vec![],
+            })
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn concurrency_never_exceeds_parallel_and_reports_keep_order() {
+        let (events, _rx) = Events::channel();
+        let running = Arc::new(AtomicUsize::new(0));
+        let peak = Arc::new(AtomicUsize::new(0));
+        let (r, p) = (running.clone(), peak.clone());
+        let reports = for_each_host(&hosts(20), &FanOut { parallel: 3, fail_fast: false }, &events, move |h, _| {
+            let (r, p) = (r.clone(), p.clone());
+            async move {
+                let now = r.fetch_add(1, Ordering::SeqCst) + 1;
+                p.fetch_max(now, Ordering::SeqCst);
+                tokio::time::sleep(Duration::from_millis(5)).await;
+                r.fetch_sub(1, Ordering::SeqCst);
+                Ok(h.name)
+            }
+        })
+        .await;
+        assert_eq!(peak.load(Ordering::SeqCst), 3);
+        let names: Vec<String> = reports.into_iter().map(|r| r.result.unwrap()).collect();
+        assert_eq!(names, (1..=20).map(|i| format!("h{i}")).collect::<Vec<_>>());
+    }
+
+    #[tokio::test]
+    async fn fail_fast_skips_hosts_not_yet_started() {
+        let (events, _rx) = Events::channel();
+        let reports = for_each_host(&hosts(5), &FanOut { parallel: 1, fail_fast: true }, &events, |h, _| async move {
+            if h.name == "h2" {
+                Err(Error::Remote { node: h.name, command: "x".into(), status: "exit code 1".into(), stderr_tail: String::new() })
+            } else {
+                Ok(())
+            }
+        })
+        .await;
+        let kinds: Vec<&str> = reports.iter().map(|r| r.result.as_ref().err().map(|e| e.kind()).unwrap_or("ok")).collect();
+        assert_eq!(kinds, vec!["ok", "remote", "skipped", "skipped", "skipped"]);
+        // Without fail-fast every host runs.
+        let reports = for_each_host(&hosts(5), &FanOut { parallel: 1, fail_fast: false }, &events, |h, _| async move {
+            if h.name == "h2" { Err(Error::Skipped { node: h.name }) } else { Ok(()) }
+        })
+        .await;
+        assert_eq!(reports.iter().filter(|r| r.result.is_ok()).count(), 4);
+    }
+}

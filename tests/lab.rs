@@ -300,6 +300,8 @@ fn nonzero_exit_names_node_command_code_and_stderr() -> Result<(), Failed> {
     let r = mgmt(&["exec", "-o", "plain", "-i", s(&inv), "--", "echo first >&2; echo kaputt >&2; exit 3"], &[]);
     r.fails(1, &format!("{}: FAILED: command failed with exit code 3: echo first >&2; echo kaputt >&2; exit 3", lab().node(NODE_MISC)));
     check(r.stderr.contains("    kaputt"), || r.stderr.clone())?;
+    // Killed by a signal: reported as such, not as a missing exit code.
+    mgmt(&["exec", "-o", "plain", "-i", s(&inv), "--", "kill -9 $$"], &[]).fails(1, "command failed with signal KILL: kill -9 $$");
     let j = mgmt(&["exec", "-o", "json", "-i", s(&inv), "--", "exit 3"], &[]);
     let last: serde_json::Value = serde_json::from_str(j.stdout.lines().last().unwrap())?;
     check(last["event"] == "summary" && last["failed"] == 1 && last["failed_hosts"][0]["kind"] == "remote", || j.stdout.clone())

@@ -1,4 +1,4 @@
-//! Command-line interface: `exec`, `put`, `run-script`. Each builds a job per host (pure),
+//! Command-line interface: `exec`, `put`, `get`, `run-script`. Each builds a job per host (pure),
 //! then either prints the plan (`--dry-run`) or fans it out over SSH.
 
 use std::path::PathBuf;
@@ -13,7 +13,7 @@ use crate::event::{EventKind, Events};
 use crate::inventory::{Host, Inventory, LoadOptions};
 use crate::render::{Output, Renderer};
 use crate::ssh::{SshConnector, SshOptions};
-use crate::step::{CommandOpts, JobOutput, ScriptJob, exec_job, put_job};
+use crate::step::{CommandOpts, JobOutput, ScriptJob, exec_job, get_job, put_job};
 
 #[derive(Parser, Debug)]
 #[command(name = "mgmt-driver", version, about = "Turn VMs into a Kubernetes cluster with Helm, over SSH")]
@@ -50,6 +50,15 @@ pub enum Command {
         /// File mode in octal (default: the local file's mode).
         #[arg(long, value_parser = parse_mode)]
         mode: Option<u32>,
+    },
+    /// Download a file from every selected host into DIR/<host>/<file name>.
+    Get {
+        #[command(flatten)]
+        target: Target,
+        /// Remote file; relative = login home.
+        remote: String,
+        /// Local directory (created when missing).
+        dir: PathBuf,
     },
     /// Upload a script to a private directory and run it with the given arguments (quoted).
     RunScript {
@@ -147,6 +156,7 @@ async fn run(cli: Cli) -> Result<i32> {
             let job = put_job(&src, &dest, mode)?;
             (target, Arc::new(move |_: &Host| Ok(job.clone())))
         }
+        Command::Get { target, remote, dir } => (target, Arc::new(move |h: &Host| get_job(&remote, &dir, h))),
         Command::RunScript { target, run, script, args } => {
             let opts = run.command_opts()?;
             let sj = ScriptJob::new(&script, &args).await?;

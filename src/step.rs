@@ -16,6 +16,8 @@ pub enum Action {
     Upload(Vec<UploadFile>),
     /// Run a command; a non-zero exit fails the host.
     Exec(RemoteCommand),
+    /// Fetch a remote file to a local path.
+    Download { remote: String, local: PathBuf },
 }
 
 impl Action {
@@ -34,6 +36,7 @@ impl Action {
                 })
                 .collect::<Vec<_>>()
                 .join("\n"),
+            Action::Download { remote, local } => format!("download {remote} -> {}", local.display()),
             Action::Exec(c) => {
                 let mut s = format!("exec {}", c.wire()?);
                 if c.become_ == Become::SudoWithPassword {
@@ -69,6 +72,13 @@ impl Job {
                     }
                 }
                 Action::Exec(cmd) => out.last = Some(t.exec(cmd, ev).await?.check(t.node(), cmd)?),
+                Action::Download { remote, local } => {
+                    if let Some(dir) = local.parent() {
+                        std::fs::create_dir_all(dir)
+                            .map_err(|e| Error::input(dir.display().to_string(), "DEST", e.to_string()))?;
+                    }
+                    t.download(remote, local, ev).await?;
+                }
             }
         }
         Ok(out)
@@ -148,6 +158,17 @@ pub fn put_job(src: &Path, dest: &str, mode: Option<u32>) -> Result<Job> {
         });
     }
     Ok(Job { actions: vec![Action::Upload(files)] })
+}
+
+/// `get REMOTE DIR`: fetch one remote file from every host into `DIR/<host>/<file name>`,
+/// so files from many hosts never overwrite each other.
+pub fn get_job(remote: &str, dir: &Path, host: &Host) -> Result<Job> {
+    let name = remote.rsplit('/').next().filter(|n| !n.is_empty() && *n != "." && *n != "..");
+    let name = name.ok_or_else(|| Error::input("arguments", "REMOTE", format!("'{remote}' does not name a file")))?;
+    if remote.contains(['\n', '\0']) {
+        return Err(Error::input("arguments", "REMOTE", "contains a newline or NUL"));
+    }
+    Ok(Job { actions: vec![Action::Download { remote: remote.to_string(), local: dir.join(&host.name).join(name) }] })
 }
 
 fn walk(root: &Path, dir: &Path, f: &mut dyn FnMut(PathBuf, String, u32)) -> Result<()> {
@@ -258,6 +279,16 @@ mod tests {
         let job = exec_job(&["id".into()], &host("ubuntu", true), &CommandOpts { become_: true, timeout: None }).unwrap();
         let d = job.actions[0].describe().unwrap();
         assert!(d.contains("sudo -S") && d.contains("********") && !d.contains("pw\n"), "{d}");
+    }
+
+    #[test]
+    fn get_saves_under_the_host_name_and_needs_a_file_name() {
+        let job = get_job("/var/log/syslog", Path::new("out"), &host("root", false)).unwrap();
+        let Action::Download { local, .. } = &job.actions[0] else { panic!() };
+        assert_eq!(local, Path::new("out/n1/syslog"));
+        for bad in ["/var/log/", "..", "/tmp/.."] {
+            assert!(get_job(bad, Path::new("out"), &host("root", false)).is_err(), "{bad}");
+        }
     }
 
     #[test]

@@ -398,6 +398,19 @@ fn directory_tree_upload() -> Result<(), Failed> {
     check(remote_sha(NODE_MISC, "/var/tmp/tree-test/templates/deploy.yaml") == local_sha(&tree.join("templates/deploy.yaml")), || "tree".into())
 }
 
+fn get_fetches_one_file_per_host() -> Result<(), Failed> {
+    let d = tmp();
+    let inv = inv_for(d.path(), &[1, 2], &root_key_defaults("id_ed25519"));
+    let out = d.path().join("fetched");
+    mgmt(&["get", "-o", "plain", "-i", s(&inv), "/etc/hostname", s(&out)], &[]).ok();
+    for i in [1, 2] {
+        let got = std::fs::read_to_string(out.join(lab().node(i)).join("hostname"))?;
+        check(got.trim() == lab().node(i), || format!("node {i}: {got:?}"))?;
+    }
+    mgmt(&["get", "-o", "plain", "-i", s(&inv), "/nonexistent/file", s(&out)], &[]).fails(1, "download of /nonexistent/file");
+    Ok(())
+}
+
 fn large_upload_and_download_intact() -> Result<(), Failed> {
     use mgmt_driver::event::Events;
     use mgmt_driver::inventory::{Inventory, LoadOptions};
@@ -482,9 +495,10 @@ fn main() {
         "upload_skips_identical_and_falls_back_to_exec_without_sftp",
         "directory_tree_upload",
         "large_upload_and_download_intact",
+        "get_fetches_one_file_per_host",
         "bad_input_and_dry_run_touch_nothing",
     ];
-    let funcs: [fn() -> Result<(), Failed>; 17] = [
+    let funcs: [fn() -> Result<(), Failed>; 18] = [
         key_auth_each_key_type,
         password_auth_and_wrong_password_fails_fast,
         passphrase_key_auth,
@@ -501,6 +515,7 @@ fn main() {
         upload_skips_identical_and_falls_back_to_exec_without_sftp,
         directory_tree_upload,
         large_upload_and_download_intact,
+        get_fetches_one_file_per_host,
         bad_input_and_dry_run_touch_nothing,
     ];
     let root = is_root();

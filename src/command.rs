@@ -32,14 +32,20 @@ pub struct RemoteCommand {
     pub script: String,
     pub timeout: Option<Duration>,
     pub become_: Become,
+    /// Keep at most this many bytes of stdout in memory (for parsing); 256 hosts in parallel
+    /// must not hold 256 full logs. Output is streamed as events either way.
+    pub capture: usize,
 }
+
+/// Default stdout capture per command: plenty for `kubeadm` or `helm` output to be parsed.
+pub const DEFAULT_CAPTURE: usize = 1 << 20;
 
 /// How long `timeout` waits after TERM before it sends KILL to the group.
 pub const KILL_AFTER: Duration = Duration::from_secs(3);
 
 impl RemoteCommand {
     pub fn new(script: impl Into<String>) -> Self {
-        RemoteCommand { script: script.into(), timeout: None, become_: Become::No }
+        RemoteCommand { script: script.into(), timeout: None, become_: Become::No, capture: DEFAULT_CAPTURE }
     }
 
     pub fn with_timeout(mut self, t: Option<Duration>) -> Self {
@@ -49,6 +55,12 @@ impl RemoteCommand {
 
     pub fn with_become(mut self, b: Become) -> Self {
         self.become_ = b;
+        self
+    }
+
+    /// Capture up to `bytes` of stdout (e.g. a large `helm get manifest`).
+    pub fn with_capture(mut self, bytes: usize) -> Self {
+        self.capture = bytes;
         self
     }
 

@@ -18,15 +18,14 @@ use crate::inventory::Host;
 pub struct ExecOutput {
     pub code: Option<u32>,
     pub signal: Option<String>,
-    /// Captured stdout (capped at [`STDOUT_CAP`]; lines were also streamed as events).
+    /// Captured stdout, up to the command's `capture` limit (every line was also streamed as
+    /// an event, so nothing is lost for the operator).
     pub stdout: Vec<u8>,
     /// The last lines of stderr, for error messages.
     pub stderr_tail: String,
     pub elapsed: Duration,
 }
 
-/// Keep at most this much stdout in memory per command; the rest was streamed as events.
-pub const STDOUT_CAP: usize = 8 << 20;
 
 impl ExecOutput {
     pub fn success(&self) -> bool {

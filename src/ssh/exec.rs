@@ -13,7 +13,7 @@ use super::SshSession;
 use crate::command::{Become, KILL_AFTER, RemoteCommand};
 use crate::error::{Error, Result};
 use crate::event::{EventKind, HostEvents};
-use crate::transport::{ExecOutput, STDOUT_CAP};
+use crate::transport::ExecOutput;
 
 /// Lines longer than this are emitted in pieces, so a binary blob cannot grow memory unbounded.
 const MAX_LINE: usize = 64 * 1024;
@@ -94,8 +94,8 @@ pub async fn exec(session: &SshSession, cmd: &RemoteCommand, ev: &HostEvents) ->
         match msg {
             None | Some(ChannelMsg::Close) => break,
             Some(ChannelMsg::Data { data }) => {
-                if out.stdout.len() < STDOUT_CAP {
-                    let room = STDOUT_CAP - out.stdout.len();
+                if out.stdout.len() < cmd.capture {
+                    let room = cmd.capture - out.stdout.len();
                     out.stdout.extend_from_slice(&data[..data.len().min(room)]);
                 }
                 so.push(&data, |line| ev.emit(EventKind::Stdout { line }));

@@ -217,7 +217,8 @@ impl SshSession {
             }
         }
         let remotes: Vec<&str> = files.iter().map(|f| f.remote.as_str()).collect();
-        let probe = RemoteCommand::new(probe_script(&remotes)?);
+        // One short line per file: make sure a large tree never hits the capture limit.
+        let probe = RemoteCommand::new(probe_script(&remotes)?).with_capture(remotes.len() * 128 + 4096);
         let out = self.exec_quiet(&probe).await?.check(node, &probe)?;
         let state = parse_probe(&out.stdout_text(), files.len()).map_err(|m| terr("probe", m))?;
 

@@ -195,7 +195,7 @@ async fn run(cli: Cli) -> Result<i32> {
             };
             ev.emit(EventKind::Plan {
                 step: 0,
-                action: format!("connect {}@{}{via} (host key: {:?})", h.user, h.endpoint(), h.host_key_check),
+                action: format!("connect {}@{}{via} (host key: {})", h.user, h.endpoint(), h.host_key_check),
             });
             jobs(h)?.plan(&ev)?;
         }

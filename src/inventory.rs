@@ -26,6 +26,16 @@ pub enum HostKeyCheck {
     Off,
 }
 
+impl std::fmt::Display for HostKeyCheck {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            HostKeyCheck::Strict => "strict",
+            HostKeyCheck::AcceptNew => "accept-new",
+            HostKeyCheck::Off => "off",
+        })
+    }
+}
+
 /// Every per-host setting; used both for `defaults` and for each host entry.
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -205,6 +205,38 @@ fn unknown_host_strict_refused_accept_new_recorded() -> Result<(), Failed> {
     Ok(())
 }
 
+fn concurrent_runs_learn_each_host_key_once() -> Result<(), Failed> {
+    // Two processes (say, two per-site runs) share one known_hosts under accept-new: every
+    // node must end up recorded exactly once, not once per process.
+    let d = tmp();
+    let kh = d.path().join("shared_known_hosts");
+    let nodes: Vec<usize> = (2..=21).collect();
+    let mut y = format!(
+        "defaults:\n  user: root\n  identity_file: {}\n  known_hosts: {}\n  host_key_check: accept-new\ngroups:\n  g:\n",
+        lab().file("id_ed25519").display(),
+        kh.display()
+    );
+    for &i in &nodes {
+        y.push_str(&format!("    - {{name: {}, ssh_ip: {}}}\n", lab().node(i), lab().ip(i)));
+    }
+    let inv = inventory(d.path(), "inv.yaml", &y);
+    let runs: Vec<_> = (0..3)
+        .map(|_| {
+            let inv = inv.clone();
+            std::thread::spawn(move || mgmt(&["exec", "-o", "plain", "-i", s(&inv), "--", "true"], &[]))
+        })
+        .collect();
+    for r in runs {
+        r.join().map_err(|_| "run panicked")?.ok();
+    }
+    let text = std::fs::read_to_string(&kh)?;
+    let mut hosts: Vec<&str> = text.lines().filter_map(|l| l.split_whitespace().next()).collect();
+    let total = hosts.len();
+    hosts.sort();
+    hosts.dedup();
+    check(total == nodes.len() && hosts.len() == nodes.len(), || format!("{total} lines for {} nodes:\n{text}", nodes.len()))
+}
+
 // ---------------------------------------------------------------- jump host
 
 fn jump_host_reaches_a_node_on_a_hidden_network() -> Result<(), Failed> {
@@ -485,6 +517,7 @@ fn main() {
         "agent_auth",
         "changed_host_key_is_refused_with_both_fingerprints",
         "unknown_host_strict_refused_accept_new_recorded",
+        "concurrent_runs_learn_each_host_key_once",
         "jump_host_reaches_a_node_on_a_hidden_network",
         "sudo_with_password_never_shows_it",
         "timeout_leaves_no_process_behind",
@@ -498,13 +531,14 @@ fn main() {
         "get_fetches_one_file_per_host",
         "bad_input_and_dry_run_touch_nothing",
     ];
-    let funcs: [fn() -> Result<(), Failed>; 18] = [
+    let funcs: [fn() -> Result<(), Failed>; 19] = [
         key_auth_each_key_type,
         password_auth_and_wrong_password_fails_fast,
         passphrase_key_auth,
         agent_auth,
         changed_host_key_is_refused_with_both_fingerprints,
         unknown_host_strict_refused_accept_new_recorded,
+        concurrent_runs_learn_each_host_key_once,
         jump_host_reaches_a_node_on_a_hidden_network,
         sudo_with_password_never_shows_it,
         timeout_leaves_no_process_behind,

@@ -12,8 +12,20 @@ use russh::keys::{HashAlg, PublicKey};
 use crate::inventory::HostKeyCheck;
 
 /// Serialises check-then-append on known_hosts files within this process, so 200 hosts
-/// learned at once under accept-new do not interleave their lines.
+/// learned at once under accept-new do not interleave their lines. Other processes (per-site
+/// runs sharing one known_hosts) are kept out by an advisory lock on the file itself.
 static KNOWN_HOSTS_LOCK: Mutex<()> = Mutex::new(());
+
+/// Open (creating if needed) and exclusively lock `path` for a check-then-append. The lock is
+/// released when the returned file is dropped.
+fn lock_for_append(path: &Path) -> std::io::Result<std::fs::File> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)?;
+    }
+    let f = std::fs::OpenOptions::new().append(true).create(true).open(path)?;
+    f.lock()?;
+    Ok(f)
+}
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Verdict {
@@ -36,6 +48,13 @@ pub fn verify(policy: HostKeyCheck, known_hosts: &Path, host: &str, port: u16, k
         return Verdict::Unchecked { fingerprint: offered };
     }
     let _guard = KNOWN_HOSTS_LOCK.lock().unwrap_or_else(|p| p.into_inner());
+    let _file_lock = match policy {
+        HostKeyCheck::AcceptNew => match lock_for_append(known_hosts) {
+            Ok(f) => Some(f),
+            Err(e) => return Verdict::Rejected { message: format!("cannot lock {}: {e}", known_hosts.display()) },
+        },
+        _ => None,
+    };
     match check_known_hosts_path(host, port, key, known_hosts) {
         Ok(true) => Verdict::Trusted,
         Err(russh::keys::Error::KeyChanged { line }) => {
@@ -102,6 +121,34 @@ mod tests {
             v => panic!("changed key accepted: {v:?}"),
         }
         assert!(matches!(verify(HostKeyCheck::Off, &kh, "10.0.0.1", 22, &b), Verdict::Unchecked { .. }));
+    }
+
+    #[test]
+    fn accept_new_waits_for_another_process_holding_the_file() {
+        // Another process (util-linux `flock`, the same flock(2) lock) holds known_hosts:
+        // learning a key must wait for it instead of appending in the middle of its update.
+        let dir = tempfile::tempdir().unwrap();
+        let kh = dir.path().join("known_hosts");
+        std::fs::write(&kh, "").unwrap();
+        let mut child = std::process::Command::new("flock").arg(&kh).arg("-c").arg("sleep 1.5").spawn().expect("flock (util-linux)");
+        let held = (0..200).any(|_| {
+            let f = std::fs::File::open(&kh).unwrap();
+            match f.try_lock() {
+                Err(std::fs::TryLockError::WouldBlock) => true,
+                _ => {
+                    drop(f);
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                    false
+                }
+            }
+        });
+        assert!(held, "flock never took the lock");
+        let start = std::time::Instant::now();
+        let (k, _) = keys();
+        assert!(matches!(verify(HostKeyCheck::AcceptNew, &kh, "10.0.0.9", 22, &k), Verdict::Learned { .. }));
+        assert!(start.elapsed() >= std::time::Duration::from_millis(500), "did not wait: {:?}", start.elapsed());
+        child.wait().unwrap();
+        assert_eq!(std::fs::read_to_string(&kh).unwrap().lines().filter(|l| !l.is_empty()).count(), 1);
     }
 
     #[test]

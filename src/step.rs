@@ -157,6 +157,10 @@ pub fn put_job(src: &Path, dest: &str, mode: Option<u32>) -> Result<Job> {
             mode: mode.unwrap_or(meta.permissions().mode() & 0o777),
         });
     }
+    // Refuse unusable destinations here, before any node is touched (exit 2, not 1 per host).
+    for f in &files {
+        crate::ssh::check_remote_path(&f.remote)?;
+    }
     Ok(Job { actions: vec![Action::Upload(files)] })
 }
 
@@ -301,6 +305,12 @@ mod tests {
         let Action::Upload(files) = &job.actions[0] else { panic!() };
         let remotes: Vec<_> = files.iter().map(|f| f.remote.as_str()).collect();
         assert_eq!(remotes, vec!["/srv/x/b/c.txt", "/srv/x/top"]);
+        // Unusable destinations fail before any connection (bad input, exit 2).
+        let file = d.path().join("a/top");
+        for bad in ["", "/srv/x\ny"] {
+            let e = put_job(&file, bad, None).unwrap_err();
+            assert_eq!(e.kind(), "input", "{bad:?}");
+        }
         std::os::unix::fs::symlink("/etc/passwd", d.path().join("a/link")).unwrap();
         assert!(put_job(&d.path().join("a"), "/srv/x", None).is_err());
     }

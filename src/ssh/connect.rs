@@ -172,7 +172,3 @@ pub fn client_config(opts: &SshOptions) -> Result<client::Config> {
         ..Default::default()
     })
 }
-
-
-
-

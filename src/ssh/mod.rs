@@ -28,7 +28,7 @@ use crate::secret::Secret;
 use crate::transport::{Connector, ExecOutput, Transport, UploadFile, UploadResult};
 
 pub use exec::LineSplitter;
-pub use transfer::{local_digest, parse_probe, probe_script};
+pub use transfer::{check_remote_path, local_digest, parse_probe, probe_script};
 
 /// Connection behaviour, shared by every host of a run.
 #[derive(Clone, Debug)]

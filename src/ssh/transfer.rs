@@ -160,9 +160,11 @@ fn temp_name(remote: &str) -> String {
     format!("{remote}.mgmtd-{:016x}", fastrand::u64(..))
 }
 
-fn check_remote_path(node: &str, p: &str) -> Result<()> {
+/// A remote file path we can transfer to: not empty, not a directory, no newline or NUL
+/// (the node-side programs read one line per file).
+pub fn check_remote_path(p: &str) -> Result<()> {
     if p.is_empty() || p.ends_with('/') || p.contains(['\n', '\0']) {
-        return Err(Error::input("destination", p.escape_debug().to_string(), format!("{node}: not a usable remote file path")));
+        return Err(Error::input("DEST", p.escape_debug().to_string(), "not a usable remote file path (empty, a directory, or has a newline)"));
     }
     Ok(())
 }
@@ -196,7 +198,7 @@ impl SshSession {
         let terr = |what: &str, m: String| Error::Transfer { node: node.into(), what: what.into(), message: m };
         let mut digests = Vec::with_capacity(files.len());
         for f in files {
-            check_remote_path(node, &f.remote)?;
+            check_remote_path(&f.remote)?;
             let d = local_digest(&f.source).await.map_err(|e| match &f.source {
                 Source::Path(p) => Error::input(p.display().to_string(), "source", format!("cannot read: {e}")),
                 Source::Bytes(_) => terr(&f.remote, e.to_string()),
@@ -210,7 +212,7 @@ impl SshSession {
                 let skipped = match (code, out.trim_ascii()) {
                     (Some(0), b"skipped") => true,
                     (Some(0), b"written") => false,
-                    _ => return Err(terr(&f.remote, format!("{code:?}: {}", String::from_utf8_lossy(&err).trim()))),
+                    _ => return Err(terr(&f.remote, format!("{}: {}", status(code), String::from_utf8_lossy(&err).trim()))),
                 };
                 ev.emit(EventKind::Uploaded { path: f.remote.clone(), bytes: *size, skipped, via: if skipped { "none" } else { "exec" } });
                 return Ok(vec![UploadResult { remote: f.remote.clone(), bytes: *size, skipped }]);
@@ -275,7 +277,7 @@ impl SshSession {
         let cmd = format!("umask 077; cat > {}", quote(tmp).map_err(|e| e.to_string())?);
         let (code, _, err) = self.exec_stdin(&cmd, &f.source).await?;
         if code != Some(0) {
-            return Err(format!("cat > {tmp} failed ({code:?}): {}", String::from_utf8_lossy(&err).trim()));
+            return Err(format!("cat > {tmp} failed ({}): {}", status(code), String::from_utf8_lossy(&err).trim()));
         }
         Ok("exec")
     }
@@ -292,16 +294,8 @@ impl SshSession {
             }
         }
         ch.eof().await.map_err(|e| e.to_string())?;
-        let (mut code, mut out, mut err) = (None, Vec::new(), Vec::new());
-        while let Some(m) = ch.wait().await {
-            match m {
-                ChannelMsg::ExitStatus { exit_status } => code = Some(exit_status),
-                ChannelMsg::Data { data } => out.extend_from_slice(&data),
-                ChannelMsg::ExtendedData { data, .. } => err.extend_from_slice(&data),
-                ChannelMsg::Close => break,
-                _ => {}
-            }
-        }
+        let mut out = Vec::new();
+        let (code, err, _) = drain(&mut ch, &mut out).await?;
         Ok((code, out, err))
     }
 
@@ -324,21 +318,9 @@ impl SshSession {
                     .await
                     .map_err(|e| e.to_string())?;
                 ch.eof().await.map_err(|e| e.to_string())?;
-                let (mut n, mut code, mut err) = (0u64, None, Vec::new());
-                while let Some(m) = ch.wait().await {
-                    match m {
-                        ChannelMsg::Data { data } => {
-                            out.write_all(&data).await.map_err(|e| e.to_string())?;
-                            n += data.len() as u64;
-                        }
-                        ChannelMsg::ExtendedData { data, .. } => err.extend_from_slice(&data),
-                        ChannelMsg::ExitStatus { exit_status } => code = Some(exit_status),
-                        ChannelMsg::Close => break,
-                        _ => {}
-                    }
-                }
+                let (code, err, n) = drain(&mut ch, &mut out).await?;
                 if code != Some(0) {
-                    return Err(format!("cat failed ({code:?}): {}", String::from_utf8_lossy(&err).trim()));
+                    return Err(format!("cat failed ({}): {}", status(code), String::from_utf8_lossy(&err).trim()));
                 }
                 Ok(n)
             }
@@ -364,6 +346,39 @@ impl SshSession {
             }
         }
     }
+}
+
+/// Read a channel to its end: stdout into `out`, and the exit code, the first
+/// [`STDERR_KEEP`] bytes of stderr and the stdout byte count back. Reads until Close, so the
+/// order of exit status, EOF and close does not matter.
+async fn drain<W: tokio::io::AsyncWrite + Unpin>(
+    ch: &mut russh::Channel<russh::client::Msg>,
+    out: &mut W,
+) -> std::result::Result<(Option<u32>, Vec<u8>, u64), String> {
+    let (mut code, mut err, mut n) = (None, Vec::new(), 0u64);
+    while let Some(m) = ch.wait().await {
+        match m {
+            ChannelMsg::Data { data } => {
+                out.write_all(&data).await.map_err(|e| e.to_string())?;
+                n += data.len() as u64;
+            }
+            ChannelMsg::ExtendedData { data, .. } => {
+                let room = STDERR_KEEP.saturating_sub(err.len());
+                err.extend_from_slice(&data[..data.len().min(room)]);
+            }
+            ChannelMsg::ExitStatus { exit_status } => code = Some(exit_status),
+            ChannelMsg::Close => break,
+            _ => {}
+        }
+    }
+    Ok((code, err, n))
+}
+
+/// Enough stderr to explain a failed transfer, without letting a noisy node grow memory.
+const STDERR_KEEP: usize = 16 * 1024;
+
+fn status(code: Option<u32>) -> String {
+    code.map_or_else(|| "no exit status".to_string(), |c| format!("exit code {c}"))
 }
 
 /// `tokio::io::copy` with a larger buffer: SFTP throughput depends on big writes.

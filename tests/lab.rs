@@ -149,7 +149,6 @@ fn changed_host_key_is_refused_with_both_fingerprints() -> Result<(), Failed> {
         String::from_utf8_lossy(&o.stdout).split_whitespace().nth(1).unwrap().to_string()
     };
     let expected = fp(&d.path().join("fake.pub"));
-    let real = fp(&lab().dir.join("known_hosts"));
     let y = format!(
         "defaults:\n  user: root\n  identity_file: {}\n  known_hosts: {}\n  host_key_check: accept-new\ngroups:\n  g:\n    - {{name: {}, ssh_ip: {}}}\n",
         lab().file("id_ed25519").display(),
@@ -161,7 +160,6 @@ fn changed_host_key_is_refused_with_both_fingerprints() -> Result<(), Failed> {
     let r = mgmt(&["exec", "-o", "plain", "-i", s(&inv), "--", "touch", "/tmp/should-not-run"], &[]);
     r.fails(1, "HOST KEY HAS CHANGED");
     check(r.stderr.contains(&expected), || format!("expected fingerprint {expected} missing:\n{}", r.stderr))?;
-    let _ = real;
     // The offered fingerprint is the node's real key: find it in the lab's known_hosts.
     let line = std::fs::read_to_string(lab().file("known_hosts"))?
         .lines()

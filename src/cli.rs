@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use clap::{Args, Parser, Subcommand};
 
+use crate::cluster::cli::HookArgs;
 use crate::engine::{DEFAULT_PARALLEL, FanOut, HostReport, JobFn, run_jobs};
 use crate::error::{Error, Result, exit};
 use crate::event::{EventKind, Events};
@@ -60,6 +61,18 @@ pub enum Command {
         /// Local directory (created when missing).
         dir: PathBuf,
     },
+    /// VNFM hook: turn the VMs into a Kubernetes cluster (with Helm) and record the VIM.
+    InstantiateEnd(HookArgs),
+    /// VNFM hook: take the healed VNFCs out of the cluster (SOL002), or forget it (SOL003).
+    HealStart(HookArgs),
+    /// VNFM hook: bring the healed VNFCs back (SOL002), or re-instantiate (SOL003).
+    HealEnd(HookArgs),
+    /// VNFM hook: SCALE_IN drains and deletes the removed workers (`--node`).
+    ScaleStart(HookArgs),
+    /// VNFM hook: SCALE_OUT joins the new workers.
+    ScaleEnd(HookArgs),
+    /// VNFM hook: remove the VIM record and the instance state (`--reset-nodes`: kubeadm reset).
+    TerminateEnd(HookArgs),
     /// Upload a script to a private directory and run it with the given arguments (quoted).
     RunScript {
         #[command(flatten)]
@@ -147,7 +160,14 @@ pub async fn main(cli: Cli) -> i32 {
 }
 
 async fn run(cli: Cli) -> Result<i32> {
+    use crate::cluster::cli::{Op, run as hook};
     let (target, jobs): (Target, JobFn) = match cli.command {
+        Command::InstantiateEnd(a) => return Ok(hook(Op::InstantiateEnd, a, cli.output, cli.verbose).await),
+        Command::HealStart(a) => return Ok(hook(Op::HealStart, a, cli.output, cli.verbose).await),
+        Command::HealEnd(a) => return Ok(hook(Op::HealEnd, a, cli.output, cli.verbose).await),
+        Command::ScaleStart(a) => return Ok(hook(Op::ScaleStart, a, cli.output, cli.verbose).await),
+        Command::ScaleEnd(a) => return Ok(hook(Op::ScaleEnd, a, cli.output, cli.verbose).await),
+        Command::TerminateEnd(a) => return Ok(hook(Op::TerminateEnd, a, cli.output, cli.verbose).await),
         Command::Exec { target, run, cmd } => {
             let opts = run.command_opts()?;
             (target, Arc::new(move |h: &Host| exec_job(&cmd, h, &opts)))
@@ -163,7 +183,7 @@ async fn run(cli: Cli) -> Result<i32> {
             (target, Arc::new(move |h: &Host| Ok(sj.job(h, &opts))))
         }
     };
-    let inv = Inventory::load(&target.inventory, &LoadOptions { allow_insecure: target.insecure_no_host_key_check })?;
+    let inv = Inventory::load(&target.inventory, &LoadOptions { allow_insecure: target.insecure_no_host_key_check, ..Default::default() })?;
     let hosts = inv.select(&target.group, &target.host)?;
     // Build every job before touching any node: bad input fails here, for all hosts at once.
     for h in &hosts {

@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use crate::error::Result;
 use crate::quote::quote;
+use crate::redact::Redact;
 
 /// Privilege escalation for one command.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -35,6 +36,8 @@ pub struct RemoteCommand {
     /// Keep at most this many bytes of stdout in memory (for parsing); 256 hosts in parallel
     /// must not hold 256 full logs. Output is streamed as events either way.
     pub capture: usize,
+    /// What of the streamed output must be masked (the captured copy is kept whole for parsing).
+    pub redact: Redact,
 }
 
 /// Default stdout capture per command: plenty for `kubeadm` or `helm` output to be parsed.
@@ -45,7 +48,7 @@ pub const KILL_AFTER: Duration = Duration::from_secs(3);
 
 impl RemoteCommand {
     pub fn new(script: impl Into<String>) -> Self {
-        RemoteCommand { script: script.into(), timeout: None, become_: Become::No, capture: DEFAULT_CAPTURE }
+        RemoteCommand { script: script.into(), timeout: None, become_: Become::No, capture: DEFAULT_CAPTURE, redact: Redact::None }
     }
 
     pub fn with_timeout(mut self, t: Option<Duration>) -> Self {
@@ -55,6 +58,11 @@ impl RemoteCommand {
 
     pub fn with_become(mut self, b: Become) -> Self {
         self.become_ = b;
+        self
+    }
+
+    pub fn with_redact(mut self, r: Redact) -> Self {
+        self.redact = r;
         self
     }
 

@@ -27,6 +27,8 @@ pub enum EventKind {
     Exit { code: Option<u32>, signal: Option<String>, ms: u64 },
     Timeout { command: String, secs: f64 },
     Uploaded { path: String, bytes: u64, skipped: bool, via: &'static str },
+    /// A lifecycle phase starts: its nodes, and whether they run at the same time.
+    Phase { name: String, parallel: bool, nodes: Vec<String>, dry: bool },
     /// Dry run: what would run, in order.
     Plan { step: usize, action: String },
     /// The host's job ended.

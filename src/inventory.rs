@@ -140,6 +140,9 @@ pub struct Inventory {
 pub struct LoadOptions {
     /// `--insecure-no-host-key-check`: permits `host_key_check: off`.
     pub allow_insecure: bool,
+    /// Cluster hooks: a host without credentials gets the request's username and password
+    /// (Tacker's way), so "no credential" is not an error here.
+    pub credentials_from_request: bool,
 }
 
 impl Inventory {
@@ -353,7 +356,7 @@ impl Ctx<'_> {
             return Err(self.err(at, "identity_passphrase_env", "is set but identity_file is not"));
         }
         let agent = password.is_none() && identity_file.is_none();
-        if agent && (self.env)("SSH_AUTH_SOCK").is_none() {
+        if agent && !self.opts.credentials_from_request && (self.env)("SSH_AUTH_SOCK").is_none() {
             return Err(self.err(
                 at,
                 "password",
@@ -555,7 +558,7 @@ cps:
         let text = "defaults: {password: x, host_key_check: off}\ngroups:\n  g:\n    - {name: a, ssh_ip: 10.0.0.1}\n";
         let err = parse(text).unwrap_err().to_string();
         assert!(err.contains("host_key_check") && err.contains("--insecure-no-host-key-check"), "{err}");
-        let ok = Inventory::parse(text, "f", Path::new("/"), &env, &LoadOptions { allow_insecure: true }).unwrap();
+        let ok = Inventory::parse(text, "f", Path::new("/"), &env, &LoadOptions { allow_insecure: true, ..Default::default() }).unwrap();
         assert_eq!(ok.hosts[0].host_key_check, HostKeyCheck::Off);
     }
 

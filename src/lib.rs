@@ -6,12 +6,14 @@
 
 pub mod backoff;
 pub mod cli;
+pub mod cluster;
 pub mod command;
 pub mod engine;
 pub mod error;
 pub mod event;
 pub mod inventory;
 pub mod quote;
+pub mod redact;
 pub mod render;
 pub mod secret;
 pub mod ssh;

@@ -22,6 +22,7 @@ pub struct Renderer {
     mode: Output,
     verbose: bool,
     bar: Option<ProgressBar>,
+    json_to_stderr: bool,
 }
 
 impl Renderer {
@@ -42,7 +43,14 @@ impl Renderer {
             b.enable_steady_tick(std::time::Duration::from_millis(250));
             b
         });
-        Renderer { mode, verbose, bar }
+        Renderer { mode, verbose, bar, json_to_stderr: false }
+    }
+
+    /// For lifecycle hooks: no progress bar (hosts finish many steps, not one), and JSON
+    /// events on stderr so stdout carries only the result document.
+    pub fn for_hooks(mode: Output, verbose: bool) -> Self {
+        let mode = if matches!(mode, Output::Auto | Output::Progress) { Output::Plain } else { mode };
+        Renderer { mode, verbose, bar: None, json_to_stderr: true }
     }
 
     /// Consume events until every sender is gone.
@@ -65,9 +73,13 @@ impl Renderer {
 
     fn render(&self, ev: &Event) {
         if self.mode == Output::Json {
-            let mut out = std::io::stdout().lock();
-            let _ = serde_json::to_writer(&mut out, ev);
-            let _ = out.write_all(b"\n");
+            // Hooks print one result document on stdout; their events go to stderr.
+            let line = serde_json::to_string(ev).unwrap_or_default();
+            if self.json_to_stderr {
+                let _ = writeln!(std::io::stderr().lock(), "{line}");
+            } else {
+                let _ = writeln!(std::io::stdout().lock(), "{line}");
+            }
             return;
         }
         let h = &ev.host;
@@ -82,6 +94,10 @@ impl Renderer {
                     s.push_str(&format!("\n{h}:    {l}"));
                 }
                 (true, s)
+            }
+            EventKind::Phase { name, parallel, nodes, dry } => {
+                let how = if nodes.len() < 2 { "" } else if *parallel { " (in parallel)" } else { " (one after another)" };
+                (*dry, format!("== {name}{how}: {}", nodes.join(", ")))
             }
             EventKind::Retry { attempt, delay_ms, error } => {
                 (false, format!("{h}: not reachable yet (attempt {attempt}: {error}); retrying in {:.1}s", *delay_ms as f64 / 1000.0))

@@ -13,6 +13,7 @@ use super::SshSession;
 use crate::command::{Become, KILL_AFTER, RemoteCommand};
 use crate::error::{Error, Result};
 use crate::event::{EventKind, HostEvents};
+use crate::redact::Redactor;
 use crate::transport::ExecOutput;
 
 /// Lines longer than this are emitted in pieces, so a binary blob cannot grow memory unbounded.
@@ -69,8 +70,15 @@ pub async fn exec(session: &SshSession, cmd: &RemoteCommand, ev: &HostEvents) ->
     let deadline = cmd.timeout.map(|t| started + t + KILL_AFTER + grace);
     let mut out = ExecOutput::default();
     let (mut so, mut se) = (LineSplitter::default(), LineSplitter::default());
+    let (mut ro, mut re) = (Redactor::new(cmd.redact), Redactor::new(cmd.redact));
     let mut tail: VecDeque<String> = VecDeque::new();
-    let push_err = |line: String, tail: &mut VecDeque<String>| {
+    let mut push_out = |line: String| {
+        if let Some(line) = ro.line(&line) {
+            ev.emit(EventKind::Stdout { line });
+        }
+    };
+    let mut push_err = |line: String, tail: &mut VecDeque<String>| {
+        let Some(line) = re.line(&line) else { return };
         ev.emit(EventKind::Stderr { line: line.clone() });
         if tail.len() == STDERR_TAIL_LINES {
             tail.pop_front();
@@ -98,7 +106,7 @@ pub async fn exec(session: &SshSession, cmd: &RemoteCommand, ev: &HostEvents) ->
                     let room = cmd.capture - out.stdout.len();
                     out.stdout.extend_from_slice(&data[..data.len().min(room)]);
                 }
-                so.push(&data, |line| ev.emit(EventKind::Stdout { line }));
+                so.push(&data, &mut push_out);
             }
             Some(ChannelMsg::ExtendedData { data, .. }) => se.push(&data, |l| push_err(l, &mut tail)),
             Some(ChannelMsg::ExitStatus { exit_status }) => out.code = Some(exit_status),
@@ -107,7 +115,7 @@ pub async fn exec(session: &SshSession, cmd: &RemoteCommand, ev: &HostEvents) ->
             Some(_) => {}
         }
     }
-    so.finish(|line| ev.emit(EventKind::Stdout { line }));
+    so.finish(&mut push_out);
     se.finish(|l| push_err(l, &mut tail));
     out.elapsed = started.elapsed();
     out.stderr_tail = tail.into_iter().collect::<Vec<_>>().join("\n");

@@ -1,0 +1,162 @@
+//! `heal_start` / `heal_end`.
+//!
+//! SOL002 (named VNFCs):
+//! - master, start: refuse when it is the only master; take its backend out of haproxy on the
+//!   survivors (and reload); delete its Node and its etcd member, found by exact name.
+//! - worker, start: drain with a bounded wait, check, delete the Node.
+//! - end: a fresh token (and certificate key for a master) from a survivor; scripts, hosts and
+//!   install on the new VM; for a master, Helm, the charts and repos of a survivor (over our own
+//!   connections, no sshpass), and its haproxy backend back on every survivor, reloaded.
+//!
+//! SOL003 (whole VNF): start forgets the VIM record and every node; end is a full instantiate.
+
+use crate::cluster::hook::Hook;
+use crate::cluster::instantiate;
+use crate::cluster::node_cmd::{self as cmd, InstallMode};
+use crate::cluster::runner::all_ok;
+use crate::cluster::scale::{installed_masters, k8s_name_of, remove_from_cluster};
+use crate::cluster::topology::{ClusterNode, Role};
+use crate::error::{Error, Result};
+use crate::transport::{Source, UploadFile};
+
+pub async fn start(h: &Hook, targets: &[&ClusterNode], whole: bool) -> Result<()> {
+    if whole {
+        h.rt.phase("heal (whole VNF): forget the VIM record and the nodes", &[], false);
+        h.with_state(|s| {
+            s.vim = None;
+            s.vim_connection_info = None;
+            s.bearer_token = None;
+            s.facts = None;
+            s.nodes.clear();
+        });
+        h.vim_connections.lock().expect("vim").remove_kubernetes(None, &h.params.vim_name);
+        return h.save();
+    }
+    for t in targets {
+        let survivors: Vec<&ClusterNode> = installed_masters(h).into_iter().filter(|m| m.name() != t.name()).collect();
+        let k = k8s_name_of(h, t);
+        match t.role {
+            Role::Master => {
+                if survivors.is_empty() {
+                    return Err(Error::input(
+                        &h.req_file,
+                        "vnfcInstanceId",
+                        format!("{} is the only master; a single-master cluster cannot heal a master (heal the whole VNF instead)", t.name()),
+                    ));
+                }
+                h.rt.phase("heal master: haproxy backends on the survivors", &survivors, true);
+                let res = h.rt.each(&survivors, |m| {
+                    let k = &k;
+                    async move { h.rt.exec(m, h.rt.root_cmd(m, cmd::haproxy_backend(k, None)?, h.rt.timeouts.command)).await.map(|_| ()) }
+                }).await;
+                all_ok(res)?;
+                let via = h.rt.first_reachable(&survivors).await?;
+                let via_k8s = k8s_name_of(h, via);
+                h.rt.phase("heal master: delete node and etcd member", &[via], false);
+                h.rt.exec(via, h.rt.root_cmd(via, cmd::delete_node(&k)?, h.rt.timeouts.command)).await?;
+                let list = h.rt.output(via, h.rt.root_cmd(via, cmd::etcd_members(&via_k8s)?, h.rt.timeouts.command)).await?;
+                match cmd::parse_member_id(&list, &k) {
+                    Some(id) => {
+                        h.rt.exec(via, h.rt.root_cmd(via, cmd::etcd_remove(&via_k8s, &id)?, h.rt.timeouts.command)).await?;
+                    }
+                    None if h.rt.dry => {
+                        h.rt.exec(via, h.rt.root_cmd(via, cmd::etcd_remove(&via_k8s, "<member id>")?, h.rt.timeouts.command)).await?;
+                    }
+                    None => h.outcome(t, "no etcd member left to remove"),
+                }
+            }
+            Role::Worker => {
+                let masters = installed_masters(h);
+                let via = h.rt.first_reachable(&masters).await?;
+                h.rt.phase("heal worker: drain and delete", &[t], false);
+                let r = remove_from_cluster(h, via, &k, t).await;
+                h.rt.done(t, &r);
+                r?;
+            }
+        }
+        h.with_state(|s| {
+            let n = s.node(t.name());
+            n.installed = false;
+            n.helm_installed = false;
+        });
+        h.save()?;
+        h.outcome(t, format!("removed from the cluster ({k})"));
+    }
+    Ok(())
+}
+
+pub async fn end(h: &Hook, targets: &[&ClusterNode], whole: bool) -> Result<serde_json::Value> {
+    if whole {
+        return instantiate::run(h).await;
+    }
+    let survivors: Vec<&ClusterNode> = installed_masters(h).into_iter().filter(|m| !targets.iter().any(|t| t.name() == m.name())).collect();
+    let via = h.rt.first_reachable(&survivors).await?;
+    let token = h.join_token(via).await?;
+    let hash = h.with_state(|s| s.facts.as_ref().map(|f| f.ca_hash.clone())).ok_or_else(|| Error::input("state", "facts", "the cluster was never instantiated"))?;
+    let todo: Vec<&ClusterNode> = targets.iter().copied().filter(|t| !h.installed(t)).collect();
+    let all: Vec<&ClusterNode> = h.topo.all().collect();
+    // Every node learns the healed node's (possibly new) address.
+    h.prepare(&all, &[]).await?;
+    for t in &todo {
+        h.rt.phase(&format!("heal: reinstall {}", t.name()), &[t], false);
+        match t.role {
+            Role::Master => {
+                let key = h.certificate_key(via).await?;
+                h.install(t, InstallMode::JoinMaster, Some((&token, &hash)), Some(&key)).await?;
+                let k = k8s_name_of(h, t);
+                let others: Vec<&ClusterNode> = survivors.clone();
+                h.rt.phase("heal master: haproxy backend back on the survivors", &others, true);
+                let ip = t.nic_ip.clone();
+                let res = h.rt.each(&others, |m| {
+                    let (k, ip) = (&k, &ip);
+                    async move { h.rt.exec(m, h.rt.root_cmd(m, cmd::haproxy_backend(k, Some(ip))?, h.rt.timeouts.command)).await.map(|_| ()) }
+                }).await;
+                all_ok(res)?;
+                instantiate::install_helm(h, &[t]).await?;
+                if h.params.helm_script_path.is_some() {
+                    restore_helm(h, via, t).await?;
+                }
+                h.outcome(t, "rejoined as master");
+            }
+            Role::Worker => {
+                h.install(t, InstallMode::Worker, Some((&token, &hash)), None).await?;
+                h.outcome(t, "rejoined as worker");
+            }
+        }
+    }
+    // helm_info lists the masters' current addresses (Tacker never updated it).
+    let bearer = h.with_state(|s| s.bearer_token.clone()).map(crate::secret::Secret::new).unwrap_or_else(|| crate::secret::Secret::new(""));
+    if h.rt.dry || h.with_state(|s| s.vim.is_some()) {
+        return h.write_record(&bearer);
+    }
+    Ok(serde_json::Value::Null)
+}
+
+/// Copy the chart root and the repository list from a survivor to a healed master.
+async fn restore_helm(h: &Hook, from: &ClusterNode, to: &ClusterNode) -> Result<()> {
+    h.rt.phase("heal master: restore Helm charts and repositories", &[from, to], false);
+    let packed = h.rt.output(from, h.rt.root_cmd(from, cmd::pack_charts(&h.run_dir)?, h.rt.timeouts.helm)).await?;
+    if h.rt.dry || packed.trim() == "packed" {
+        let tmp = tempfile_path(h)?;
+        h.rt.download(from, &format!("{}/helm-charts.tgz", h.run_dir), &tmp).await?;
+        h.rt.upload(to, vec![UploadFile { source: Source::Path(tmp.clone()), remote: format!("{}/helm-charts.tgz", h.run_dir), mode: 0o600 }]).await?;
+        h.rt.exec(to, h.rt.root_cmd(to, cmd::unpack_charts(&h.run_dir)?, h.rt.timeouts.helm)).await?;
+        let _ = std::fs::remove_file(&tmp);
+    }
+    let repos = h.rt.output(from, h.rt.root_cmd(from, cmd::helm_repo_list(), h.rt.timeouts.command)).await?;
+    let list: Vec<serde_json::Value> = if h.rt.dry { vec![] } else {
+        serde_json::from_str(repos.trim()).map_err(|e| Error::Remote { node: from.name().into(), command: cmd::helm_repo_list(), status: "exit code 0".into(), stderr_tail: format!("not JSON: {e}") })?
+    };
+    for r in list {
+        if let (Some(n), Some(u)) = (r.get("name").and_then(|v| v.as_str()), r.get("url").and_then(|v| v.as_str())) {
+            h.rt.exec(to, h.rt.root_cmd(to, cmd::helm_repo_add(n, u)?, h.rt.timeouts.command)).await?;
+        }
+    }
+    Ok(())
+}
+
+fn tempfile_path(h: &Hook) -> Result<std::path::PathBuf> {
+    let dir = std::env::temp_dir().join(format!("mgmt-driver-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|e| Error::input(dir.display().to_string(), "temp", e.to_string()))?;
+    Ok(dir.join(format!("{}-helm-charts.tgz", h.instance_id)))
+}

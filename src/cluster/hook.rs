@@ -1,0 +1,342 @@
+//! What every cluster hook shares: the validated inputs, the node runner, the instance state,
+//! and the steps several hooks reuse (prepare a node, install or join one, get a join token,
+//! write the record).
+
+use std::sync::Mutex;
+
+use serde_json::{Value, json};
+
+use crate::cluster::install_output::MasterOutput;
+use crate::cluster::node_cmd::{self as cmd, InstallMode};
+use crate::cluster::package::Package;
+use crate::cluster::params::{ClusterParams, Cidr};
+use crate::cluster::record::{self, HelmInfo, Record};
+use crate::cluster::request::VimConnections;
+use crate::cluster::runner::Runner;
+use crate::cluster::state::{ClusterFacts, InstanceState, Store};
+use crate::cluster::topology::{ClusterNode, Role, Topology};
+use crate::error::{Error, Result};
+use crate::redact::Redact;
+use crate::secret::Secret;
+use crate::transport::{Source, UploadFile};
+
+pub struct Hook {
+    pub rt: Runner,
+    pub store: Store,
+    pub state: Mutex<InstanceState>,
+    pub params: ClusterParams,
+    pub topo: Topology,
+    pub pkg: Option<Package>,
+    pub instance_id: String,
+    pub run_dir: String,
+    /// The request file, for error messages.
+    pub req_file: String,
+    /// `--tacker-compat`: the node password in helm_info and the bearer token in the output.
+    pub tacker_compat: bool,
+    /// What happened to each node, for the result document.
+    pub outcomes: Mutex<Vec<(String, String)>>,
+    /// vimConnectionInfo handed in (request or VnfInstance); the result updates it.
+    pub vim_connections: Mutex<VimConnections>,
+}
+
+impl Hook {
+    pub fn save(&self) -> Result<()> {
+        if self.rt.dry {
+            return Ok(());
+        }
+        let mut s = self.state.lock().expect("state lock");
+        self.store.save(&mut s)
+    }
+
+    pub fn with_state<T>(&self, f: impl FnOnce(&mut InstanceState) -> T) -> T {
+        f(&mut self.state.lock().expect("state lock"))
+    }
+
+    pub fn installed(&self, n: &ClusterNode) -> bool {
+        self.with_state(|s| s.installed(n.name()))
+    }
+
+    pub fn outcome(&self, n: &ClusterNode, what: impl Into<String>) {
+        self.outcomes.lock().expect("outcomes").push((n.name().to_string(), what.into()));
+    }
+
+    /// `no_proxy` from networks, not from every address in them (Tacker listed 256 or 65536).
+    pub fn no_proxy(&self) -> String {
+        let p = &self.params;
+        let mut items: Vec<String> = Vec::new();
+        if let Some(px) = &p.proxy {
+            items.extend(px.no_proxy.iter().flat_map(|s| s.split(',').map(str::to_string)));
+            match &px.k8s_node_cidr {
+                Some(c) => items.push(c.text.clone()),
+                None => items.extend(self.topo.masters.first().map(|m| slash24(&m.nic_ip))),
+            }
+        }
+        items.extend([p.pod_cidr.text.clone(), p.cluster_cidr.text.clone(), "127.0.0.1".into(), "localhost".into()]);
+        items.push(self.topo.cluster_ip.clone());
+        items.extend([".svc".into(), ".cluster.local".into()]);
+        let mut seen = std::collections::BTreeSet::new();
+        items.retain(|i| !i.is_empty() && seen.insert(i.clone()));
+        items.join(",")
+    }
+
+    /// The env file every script run gets (values quoted; secrets only ever here).
+    pub fn env(&self, extra: &[(&str, &Secret)]) -> Result<String> {
+        let p = &self.params;
+        let mut vars: Vec<(String, String)> = Vec::new();
+        if let Some(px) = &p.proxy {
+            vars.push(("http_proxy".into(), px.http_proxy.expose().into()));
+            vars.push(("https_proxy".into(), px.https_proxy.expose().into()));
+            vars.push(("no_proxy".into(), self.no_proxy()));
+        }
+        vars.push(("ha_flag".into(), if self.topo.ha() { "True" } else { "False" }.into()));
+        let http: Vec<String> = p.registries.iter().filter(|r| !r.https).map(|r| format!("\"{}\"", r.server)).collect();
+        if !http.is_empty() {
+            vars.push(("HTTP_PRIVATE_REGISTRIES".into(), http.join(",")));
+        }
+        vars.extend(p.script_environment.iter().cloned());
+        for (k, v) in extra {
+            vars.push((k.to_string(), v.expose().to_string()));
+        }
+        let mut text = cmd::env_file(&vars)?;
+        if p.offline_artifacts_path.is_some() {
+            // Expanded by the node's shell when sourced: the run directory's absolute path.
+            text.push_str(&format!("K8S_OFFLINE_DIR=\"$PWD/{}\"\n", cmd::OFFLINE_DIR));
+        }
+        Ok(text)
+    }
+
+    fn env_upload(&self, name: &str, text: String) -> UploadFile {
+        UploadFile { source: Source::Bytes(text.into_bytes().into()), remote: format!("{}/{name}", self.run_dir), mode: 0o600 }
+    }
+
+    /// Scripts (and offline artifacts, registry certificates) into the node's private run dir.
+    pub fn script_uploads(&self, n: &ClusterNode) -> Result<Vec<UploadFile>> {
+        let pkg = self.pkg.as_ref().ok_or_else(|| Error::input("arguments", "--package-dir", "is required for this operation"))?;
+        let p = &self.params;
+        let f = |rel: &str, field: &str, name: &str| -> Result<UploadFile> {
+            let path = pkg.resolve(rel, &self.req_file, &format!("additionalParams.k8s_cluster_installation_param.{field}"), false)?;
+            Ok(UploadFile { source: Source::Path(path), remote: format!("{}/{name}", self.run_dir), mode: 0o700 })
+        };
+        let mut files = vec![f(&p.script_path, "script_path", cmd::INSTALL_SCRIPT)?];
+        if n.role == Role::Master {
+            if let Some(h) = &p.helm_script_path {
+                files.push(f(h, "helm_installation_script_path", cmd::HELM_SCRIPT)?);
+            }
+            files.push(UploadFile {
+                source: Source::Bytes(cmd::admin_token_manifest().into_bytes().into()),
+                remote: format!("{}/{}", self.run_dir, cmd::ADMIN_TOKEN_FILE),
+                mode: 0o600,
+            });
+        }
+        if let Some(off) = &p.offline_artifacts_path {
+            let field = "additionalParams.k8s_cluster_installation_param.offline_artifacts_path";
+            let dir = pkg.resolve(off, &self.req_file, field, true)?;
+            let job = crate::step::put_job(&dir, &format!("{}/{}", self.run_dir, cmd::OFFLINE_DIR), Some(0o600))
+                .map_err(|e| Error::input(&self.req_file, field, e.to_string()))?;
+            for a in job.actions {
+                if let crate::step::Action::Upload(v) = a {
+                    files.extend(v);
+                }
+            }
+        }
+        for (i, r) in p.registries.iter().enumerate() {
+            if let Some(c) = &r.certificate_path {
+                files.push(f(c, &format!("private_registry_connection_info[{i}].certificate_path"), &format!("registry-ca-{i}.crt"))?);
+            }
+        }
+        Ok(files)
+    }
+
+    /// `/etc/hosts` entries: every node by its Kubernetes name, plus registry `hosts_string`s.
+    pub fn hosts_entries(&self) -> Vec<(String, String)> {
+        let mut v: Vec<(String, String)> = self.topo.all().map(|n| (n.nic_ip.clone(), n.k8s_name.clone())).collect();
+        for r in &self.params.registries {
+            if let Some(h) = &r.hosts_string {
+                let mut f = h.split_whitespace();
+                if let Some(ip) = f.next() {
+                    v.push((ip.to_string(), f.collect::<Vec<_>>().join(" ")));
+                }
+            }
+        }
+        v
+    }
+
+    /// Upload scripts and set `/etc/hosts` on `nodes`, in parallel.
+    pub async fn prepare(&self, nodes: &[&ClusterNode], drop_ips: &[String]) -> Result<()> {
+        if nodes.is_empty() {
+            return Ok(());
+        }
+        self.rt.phase("upload scripts, /etc/hosts", nodes, true);
+        let entries = self.hosts_entries();
+        let res = self
+            .rt
+            .each(nodes, |n| {
+                let entries = &entries;
+                async move {
+                    self.rt.upload(n, self.script_uploads(n)?).await?;
+                    let hosts = cmd::hosts_update(entries, drop_ips)?;
+                    self.rt.exec(n, self.rt.root_cmd(n, hosts, self.rt.timeouts.command)).await?;
+                    for (i, r) in self.params.registries.iter().enumerate() {
+                        if r.certificate_path.is_some() {
+                            let src = crate::quote::quote(&format!("{}/registry-ca-{i}.crt", self.run_dir))?;
+                            let dst = crate::quote::quote(&format!("/etc/containerd/certs.d/{}/ca.crt", r.server))?;
+                            self.rt.exec(n, self.rt.root_cmd(n, format!("install -D -m 0644 {src} {dst}"), self.rt.timeouts.command)).await?;
+                        }
+                    }
+                    Ok(())
+                }
+            })
+            .await;
+        crate::cluster::runner::all_ok(res).map(|_| ())
+    }
+
+    /// Run the install script on one node. Secrets go in the env file, output is redacted.
+    pub async fn install(&self, n: &ClusterNode, mode: InstallMode, join: Option<(&Secret, &str)>, cert_key: Option<&Secret>) -> Result<String> {
+        let mut extra: Vec<(&str, &Secret)> = Vec::new();
+        let hash = join.map(|(_, h)| h).unwrap_or("");
+        if let Some((t, _)) = join {
+            extra.push(("K8S_JOIN_TOKEN", t));
+        }
+        if let Some(k) = cert_key {
+            extra.push(("K8S_CERT_KEY", k));
+        }
+        let env_name = "env.install";
+        self.rt.upload(n, vec![self.env_upload(env_name, self.env(&extra)?)]).await?;
+        let line = cmd::install(&self.run_dir, env_name, mode, &self.topo, n, &self.params.pod_cidr.text, &self.params.cluster_cidr.text, hash)?;
+        let c = self.rt.root_cmd(n, line, self.rt.timeouts.install).with_redact(Redact::Kubeadm);
+        let out = self.rt.output(n, c).await?;
+        let name = self.rt.output(n, self.rt.root_cmd(n, cmd::hostname(), self.rt.timeouts.command)).await?;
+        let k8s = if self.rt.dry { n.k8s_name.clone() } else { name.trim().to_string() };
+        self.with_state(|s| {
+            let st = s.node(n.name());
+            st.role = Some(n.role);
+            st.ssh_addr = n.host.addr.clone();
+            st.nic_ip = n.nic_ip.clone();
+            st.k8s_name = k8s;
+            st.installed = true;
+        });
+        self.save()?;
+        Ok(out)
+    }
+
+    /// A fresh join token from a master (Redacted: the output is the secret).
+    pub async fn join_token(&self, m: &ClusterNode) -> Result<Secret> {
+        let out = self.rt.output(m, self.rt.root_cmd(m, cmd::token_create(), self.rt.timeouts.command).with_redact(Redact::All)).await?;
+        if self.rt.dry {
+            return Ok(Secret::new("<token>"));
+        }
+        let t = out.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("").trim().to_string();
+        let ok = t.len() == 23 && t.as_bytes()[6] == b'.' && t.chars().filter(|c| *c != '.').all(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
+        if !ok {
+            return Err(Error::Remote { node: m.name().into(), command: cmd::token_create(), status: "exit code 0".into(), stderr_tail: "output is not a bootstrap token".into() });
+        }
+        Ok(Secret::new(t))
+    }
+
+    /// A fresh certificate key for a joining master (uploads the control-plane certificates).
+    pub async fn certificate_key(&self, m: &ClusterNode) -> Result<Secret> {
+        let out = self.rt.output(m, self.rt.root_cmd(m, cmd::certificate_key(), self.rt.timeouts.command).with_redact(Redact::Kubeadm)).await?;
+        if self.rt.dry {
+            return Ok(Secret::new("<certificate-key>"));
+        }
+        let k = out.lines().rev().map(str::trim).find(|l| !l.is_empty()).unwrap_or("");
+        if k.len() != 64 || !k.chars().all(|c| c.is_ascii_hexdigit()) {
+            return Err(Error::Remote { node: m.name().into(), command: cmd::certificate_key(), status: "exit code 0".into(), stderr_tail: "last line is not a 64-hex certificate key".into() });
+        }
+        Ok(Secret::new(k))
+    }
+
+    /// Cluster facts from a running master (re-runs, where the script's output is gone).
+    pub async fn query_facts(&self, m: &ClusterNode) -> Result<ClusterFacts> {
+        let t = self.rt.timeouts.command;
+        let server = self.rt.output(m, self.rt.root_cmd(m, cmd::server_url(), t)).await?;
+        let ca_pem = self.rt.output(m, self.rt.root_cmd(m, cmd::ca_pem(), t)).await?;
+        let ca_hash = self.rt.output(m, self.rt.root_cmd(m, cmd::ca_hash(), t)).await?;
+        Ok(self.facts(m, server.trim().into(), ca_pem, ca_hash.trim().into()))
+    }
+
+    pub fn facts(&self, m: &ClusterNode, server: String, ca_pem: String, ca_hash: String) -> ClusterFacts {
+        if self.rt.dry {
+            return ClusterFacts { server: format!("https://{}:6443", self.topo.cluster_ip), ca_pem: "<CA PEM>".into(), ca_hash: "<ca-hash>".into(), cluster_ip: self.topo.cluster_ip.clone(), main_master: m.name().into() };
+        }
+        ClusterFacts { server, ca_pem, ca_hash, cluster_ip: self.topo.cluster_ip.clone(), main_master: m.name().into() }
+    }
+
+    pub fn facts_from_output(&self, m: &ClusterNode, o: &MasterOutput) -> ClusterFacts {
+        self.facts(m, o.server.clone(), o.ca_pem.clone(), o.ca_hash.clone())
+    }
+
+    /// Build and store the VIM record and the vimConnectionInfo entry; returns the VIM (masked
+    /// unless `--tacker-compat`).
+    pub fn write_record(&self, bearer: &Secret) -> Result<Value> {
+        let facts = self.with_state(|s| s.facts.clone()).ok_or_else(|| Error::input("state", "facts", "no cluster facts recorded"))?;
+        let helm = self.params.helm_script_path.is_some().then(|| {
+            let masters: Vec<String> = self.topo.masters.iter().map(|m| m.host.addr.clone()).collect();
+            HelmInfo {
+                master_ips: masters,
+                username: &self.topo.masters[0].host.user,
+                password: if self.tacker_compat { Some(self.params.master.password.expose()) } else { None },
+                vnf_instance_id: &self.instance_id,
+            }
+            .to_json()
+        });
+        let rec = Record {
+            vim_name: &self.params.vim_name,
+            auth_url: record::auth_url(&facts.server, self.topo.cluster_fip.as_deref()),
+            bearer_token: bearer.expose(),
+            ca_pem: if self.topo.cluster_fip.is_some() { None } else { Some(&facts.ca_pem) },
+            helm_info: helm,
+            vnf_instance_id: &self.instance_id,
+        };
+        let conn = rec.vim_connection();
+        {
+            let mut vc = self.vim_connections.lock().expect("vim connections");
+            vc.remove_kubernetes(rec.auth_url.as_str().into(), &self.params.vim_name);
+            vc.push(&format!("kubernetes_{}", self.params.vim_name), conn.clone());
+        }
+        self.with_state(|s| {
+            s.bearer_token = Some(bearer.expose().to_string());
+            s.vim = Some(rec.vim(true));
+            s.vim_connection_info = Some(serde_json::to_value(&conn).expect("serializes"));
+        });
+        self.save()?;
+        Ok(rec.vim(self.tacker_compat))
+    }
+
+    /// The hook's result document (stdout with `-o json`).
+    pub fn result(&self, operation: &str, error: Option<&Error>, vim: Option<Value>) -> Value {
+        let outcomes = self.outcomes.lock().expect("outcomes").clone();
+        json!({
+            "operation": operation,
+            "vnfInstanceId": self.instance_id,
+            "ok": error.is_none(),
+            "error": error.map(|e| e.to_string()),
+            "errorKind": error.map(|e| e.kind()),
+            "dryRun": self.rt.dry,
+            "vimConnectionInfo": *self.vim_connections.lock().expect("vim connections"),
+            "vim": vim,
+            "nodes": outcomes.iter().map(|(n, o)| json!({"node": n, "outcome": o})).collect::<Vec<_>>(),
+            "warnings": self.params.warnings,
+            "state": self.store.path(&self.instance_id),
+        })
+    }
+}
+
+/// `a.b.c.d` → `a.b.c.0/24` (Tacker's default node network for `no_proxy`, as a CIDR).
+fn slash24(ip: &str) -> String {
+    match ip.parse::<std::net::Ipv4Addr>() {
+        Ok(a) => {
+            let o = a.octets();
+            format!("{}.{}.{}.0/24", o[0], o[1], o[2])
+        }
+        Err(_) => Cidr::parse(&format!("{ip}/64")).map(|c| c.text).unwrap_or_default(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn node_network_default_is_a_cidr() {
+        assert_eq!(super::slash24("10.10.0.35"), "10.10.0.0/24");
+    }
+}

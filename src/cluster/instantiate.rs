@@ -1,0 +1,137 @@
+//! `instantiate_end`: VMs → a Kubernetes cluster with Helm, and the record of how to reach it.
+//!
+//! 1. Upload the scripts to every node and write `/etc/hosts` (all nodes at once).
+//! 2. Main master: run the install script; parse token, server, CA hash and CA certificate.
+//! 3. Other masters, one after another, each with a fresh certificate key.
+//! 4. Workers, all at once.
+//! 5. The VIM's bearer token (cluster-admin ServiceAccount token Secret).
+//! 6. Helm on every master at once, when the package ships a Helm script.
+//! 7. The VIM record and the vimConnectionInfo entry.
+//!
+//! Every finished node is recorded in the state store at once, so a second run after a failure
+//! completes the missing nodes only and ends with the same record.
+
+use crate::cluster::hook::Hook;
+use crate::cluster::install_output;
+use crate::cluster::node_cmd::{self as cmd, InstallMode};
+use crate::cluster::runner::all_ok;
+use crate::cluster::topology::ClusterNode;
+use crate::error::{Error, Result};
+use crate::redact::Redact;
+use crate::secret::Secret;
+
+pub async fn run(h: &Hook) -> Result<serde_json::Value> {
+    let all: Vec<&ClusterNode> = h.topo.all().collect();
+    h.prepare(&all, &[]).await?;
+
+    // 2. Main master.
+    let main = &h.topo.masters[0];
+    h.rt.phase("main master: install", &[main], false);
+    let mut token: Option<Secret> = None;
+    let mut cert_key: Option<Secret> = None;
+    if h.installed(main) && h.with_state(|s| s.facts.is_some()) {
+        h.outcome(main, "already installed");
+    } else {
+        let facts = if h.installed(main) {
+            h.query_facts(main).await?
+        } else {
+            let out = h.install(main, InstallMode::MainMaster, None, None).await?;
+            h.outcome(main, "installed");
+            if h.rt.dry {
+                h.facts(main, String::new(), String::new(), String::new())
+            } else {
+                let o = install_output::parse(&out, main.name(), "install_k8s_cluster.sh -m ...")?;
+                token = Some(o.token.clone());
+                cert_key = o.certificate_key.clone();
+                h.facts_from_output(main, &o)
+            }
+        };
+        h.with_state(|s| s.facts = Some(facts));
+        h.save()?;
+    }
+    let ca_hash = h.with_state(|s| s.facts.as_ref().map(|f| f.ca_hash.clone())).unwrap_or_default();
+
+    let masters: Vec<&ClusterNode> = h.topo.masters.iter().skip(1).filter(|m| !h.installed(m)).collect();
+    let workers: Vec<&ClusterNode> = h.topo.workers.iter().filter(|w| !h.installed(w)).collect();
+    for m in h.topo.masters.iter().skip(1).chain(h.topo.workers.iter()).filter(|n| h.installed(n)) {
+        h.outcome(m, "already installed");
+    }
+    if (!masters.is_empty() || !workers.is_empty()) && token.is_none() {
+        token = Some(h.join_token(main).await?);
+    }
+
+    // 3. Other masters, in order: etcd and the control plane grow one member at a time.
+    if !masters.is_empty() {
+        h.rt.phase("masters: join", &masters, false);
+    }
+    for (i, m) in masters.iter().enumerate() {
+        // The key from the main master's own run is fresh for the first join only.
+        let key = match (i, cert_key.take()) {
+            (0, Some(k)) => k,
+            _ => h.certificate_key(main).await?,
+        };
+        let r = h.install(m, InstallMode::JoinMaster, Some((token.as_ref().expect("set above"), &ca_hash)), Some(&key)).await;
+        h.rt.done(m, &r);
+        r?;
+        h.outcome(m, "joined as master");
+    }
+
+    // 4. Workers, all at once.
+    if !workers.is_empty() {
+        h.rt.phase("workers: join", &workers, true);
+        let tok = token.as_ref().expect("set above");
+        let res = h
+            .rt
+            .each(&workers, |w| {
+                let ca_hash = &ca_hash;
+                async move {
+                    let r = h.install(w, InstallMode::Worker, Some((tok, ca_hash)), None).await;
+                    h.outcome(w, if r.is_ok() { "joined as worker" } else { "failed" });
+                    r
+                }
+            })
+            .await;
+        all_ok(res)?;
+    }
+
+    // 5. Bearer token for the VIM.
+    h.rt.phase("VIM bearer token", &[main], false);
+    let out = h.rt.output(main, h.rt.root_cmd(main, cmd::admin_token(&h.run_dir)?, h.rt.timeouts.command).with_redact(Redact::All)).await?;
+    let bearer = if h.rt.dry { Secret::new("<bearer token>") } else { Secret::new(out.trim()) };
+    if !h.rt.dry && bearer.expose().is_empty() {
+        return Err(Error::Remote { node: main.name().into(), command: "kubectl get secret mgmt-driver-admin-token".into(), status: "exit code 0".into(), stderr_tail: "empty token".into() });
+    }
+
+    // 6. Helm on every master.
+    install_helm(h, &h.topo.masters.iter().collect::<Vec<_>>()).await?;
+
+    // 7. Record.
+    h.write_record(&bearer)
+}
+
+/// Run the package's Helm script on `masters` that do not have it yet, at once.
+pub async fn install_helm(h: &Hook, masters: &[&ClusterNode]) -> Result<()> {
+    if h.params.helm_script_path.is_none() {
+        return Ok(());
+    }
+    let todo: Vec<&ClusterNode> = masters.iter().copied().filter(|m| !h.with_state(|s| s.nodes.get(m.name()).is_some_and(|n| n.helm_installed))).collect();
+    if todo.is_empty() {
+        return Ok(());
+    }
+    h.rt.phase("helm: install", &todo, true);
+    let res = h
+        .rt
+        .each(&todo, |m| async move {
+            h.rt.upload(m, vec![crate::transport::UploadFile {
+                source: crate::transport::Source::Bytes(h.env(&[])?.into_bytes().into()),
+                remote: format!("{}/env.helm", h.run_dir),
+                mode: 0o600,
+            }])
+            .await?;
+            h.rt.exec(m, h.rt.root_cmd(m, cmd::helm_install(&h.run_dir, "env.helm")?, h.rt.timeouts.helm)).await?;
+            h.with_state(|s| s.node(m.name()).helm_installed = true);
+            h.save()
+        })
+        .await;
+    all_ok(res).map(|_| ())
+}

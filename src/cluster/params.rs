@@ -1,0 +1,461 @@
+//! `additionalParams.k8s_cluster_installation_param`: every key Tacker's v1 and v2 sample drivers
+//! accept, with their defaults and checks, validated before anything runs. Errors name the JSON
+//! path and the file; unknown keys are kept as warnings (packages carry extras).
+
+use serde_json::{Map, Value};
+
+use crate::error::{Error, Result};
+use crate::secret::Secret;
+
+pub const PARAM_KEY: &str = "k8s_cluster_installation_param";
+const ROOT: &str = "additionalParams.k8s_cluster_installation_param";
+
+/// An IPv4/IPv6 network as written (`192.168.3.0/16` is kept as written, like kubeadm does).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Cidr {
+    pub text: String,
+    pub addr: std::net::IpAddr,
+    pub prefix: u8,
+}
+
+impl Cidr {
+    pub fn parse(s: &str) -> std::result::Result<Cidr, String> {
+        let (a, p) = s.split_once('/').ok_or_else(|| format!("'{s}' is not a CIDR (address/prefix)"))?;
+        let addr: std::net::IpAddr = a.parse().map_err(|_| format!("'{s}': '{a}' is not an IP address"))?;
+        let max = if addr.is_ipv4() { 32 } else { 128 };
+        let prefix: u8 = p.parse().ok().filter(|p| *p <= max).ok_or_else(|| format!("'{s}': prefix must be 0..{max}"))?;
+        Ok(Cidr { text: s.to_string(), addr, prefix })
+    }
+
+    /// True when bits beyond the prefix are set (Python's strict `ip_network` would refuse it;
+    /// Tacker's own guide uses `192.168.3.0/16`, so we accept it with a warning).
+    pub fn has_host_bits(&self) -> bool {
+        match self.addr {
+            std::net::IpAddr::V4(a) => {
+                let v = u32::from(a);
+                self.prefix < 32 && v & (u32::MAX >> self.prefix) != 0
+            }
+            std::net::IpAddr::V6(a) => {
+                let v = u128::from(a);
+                self.prefix < 128 && v & (u128::MAX >> self.prefix) != 0
+            }
+        }
+    }
+
+    pub fn contains(&self, ip: &std::net::IpAddr) -> bool {
+        match (self.addr, ip) {
+            (std::net::IpAddr::V4(n), std::net::IpAddr::V4(a)) => {
+                let m = if self.prefix == 0 { 0 } else { u32::MAX << (32 - self.prefix) };
+                u32::from(n) & m == u32::from(*a) & m
+            }
+            (std::net::IpAddr::V6(n), std::net::IpAddr::V6(a)) => {
+                let m = if self.prefix == 0 { 0 } else { u128::MAX << (128 - self.prefix) };
+                u128::from(n) & m == u128::from(*a) & m
+            }
+            _ => false,
+        }
+    }
+}
+
+/// How the VNFD groups a role's VMs: Tacker v1 names a scaling aspect, v2 a VDU.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum GroupKey {
+    AspectId(String),
+    VduId(String),
+}
+
+impl GroupKey {
+    pub fn name(&self) -> &str {
+        match self {
+            GroupKey::AspectId(s) | GroupKey::VduId(s) => s,
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct RoleParams {
+    pub group: Option<GroupKey>,
+    pub ssh_cp_name: String,
+    pub nic_cp_name: String,
+    pub username: String,
+    pub password: Secret,
+}
+
+#[derive(Clone, Debug)]
+pub struct Proxy {
+    pub http_proxy: Secret,
+    pub https_proxy: Secret,
+    pub no_proxy: Option<String>,
+    pub k8s_node_cidr: Option<Cidr>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Registry {
+    pub https: bool,
+    pub server: String,
+    pub certificate_path: Option<String>,
+    pub hosts_string: Option<String>,
+}
+
+#[derive(Clone, Debug)]
+pub struct ClusterParams {
+    pub script_path: String,
+    pub vim_name: String,
+    pub master: RoleParams,
+    pub worker: RoleParams,
+    pub pod_cidr: Cidr,
+    pub cluster_cidr: Cidr,
+    pub cluster_cp_name: String,
+    pub cluster_fip_name: Option<String>,
+    pub proxy: Option<Proxy>,
+    pub helm_script_path: Option<String>,
+    pub registries: Vec<Registry>,
+    /// Our extension: a package directory of artifacts (with `SHA256SUMS`) uploaded to the nodes
+    /// and handed to the scripts as `K8S_OFFLINE_DIR`: air-gapped installs.
+    pub offline_artifacts_path: Option<String>,
+    /// Our extension: extra environment for the install scripts (`NAME: value`).
+    pub script_environment: Vec<(String, String)>,
+    /// Non-fatal findings (unknown keys, ignored half-proxy, host bits in a CIDR).
+    pub warnings: Vec<String>,
+}
+
+/// A JSON object being validated, with its path for messages.
+struct Obj<'a> {
+    map: &'a Map<String, Value>,
+    path: String,
+    file: &'a str,
+}
+
+impl<'a> Obj<'a> {
+    fn err(&self, key: &str, msg: impl Into<String>) -> Error {
+        Error::input(self.file, format!("{}.{key}", self.path), msg)
+    }
+
+    fn opt_str(&self, key: &str) -> Result<Option<String>> {
+        match self.map.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) if s.trim().is_empty() => Err(self.err(key, "must not be empty")),
+            Some(Value::String(s)) => Ok(Some(s.clone())),
+            Some(other) => Err(self.err(key, format!("must be a string, got {}", kind(other)))),
+        }
+    }
+
+    fn req_str(&self, key: &str) -> Result<String> {
+        self.opt_str(key)?.ok_or_else(|| self.err(key, "is required"))
+    }
+
+    fn opt_obj(&self, key: &str) -> Result<Option<Obj<'a>>> {
+        match self.map.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::Object(m)) => Ok(Some(Obj { map: m, path: format!("{}.{key}", self.path), file: self.file })),
+            Some(other) => Err(self.err(key, format!("must be an object, got {}", kind(other)))),
+        }
+    }
+
+    fn req_obj(&self, key: &str) -> Result<Obj<'a>> {
+        self.opt_obj(key)?.ok_or_else(|| self.err(key, "is required"))
+    }
+
+    fn unknown(&self, known: &[&str], warnings: &mut Vec<String>) {
+        for k in self.map.keys().filter(|k| !known.contains(&k.as_str())) {
+            warnings.push(format!("{}.{k}: unknown key, ignored", self.path));
+        }
+    }
+}
+
+fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// A relative path inside the VNF package, checked for shape here (existence is checked
+/// against `--package-dir` by [`super::package`]).
+fn package_path(o: &Obj, key: &str) -> Result<Option<String>> {
+    let Some(p) = o.opt_str(key)? else { return Ok(None) };
+    if p.starts_with('/') {
+        return Err(o.err(key, format!("'{p}' must be relative to the VNF package, not absolute")));
+    }
+    if p.split('/').any(|c| c == "..") {
+        return Err(o.err(key, format!("'{p}' must stay inside the VNF package ('..' is not allowed)")));
+    }
+    Ok(Some(p))
+}
+
+fn role(o: &Obj, master: bool, warnings: &mut Vec<String>) -> Result<RoleParams> {
+    let aspect = o.opt_str("aspect_id")?;
+    let vdu = o.opt_str("vdu_id")?;
+    let group = match (aspect, vdu) {
+        (Some(_), Some(_)) => return Err(o.err("vdu_id", "give aspect_id (Tacker v1) or vdu_id (v2), not both")),
+        (Some(a), None) => Some(GroupKey::AspectId(a)),
+        (None, Some(v)) => Some(GroupKey::VduId(v)),
+        (None, None) => None,
+    };
+    let ssh_cp_name = o.req_str("ssh_cp_name")?;
+    let nic_cp_name = o.opt_str("nic_cp_name")?.unwrap_or_else(|| ssh_cp_name.clone());
+    let username = o.req_str("username")?;
+    if !username.chars().all(|c| c.is_ascii_alphanumeric() || "._-".contains(c)) {
+        return Err(o.err("username", format!("'{username}' is not a valid user name")));
+    }
+    let password = Secret::new(o.req_str("password")?);
+    let mut known = vec!["aspect_id", "vdu_id", "ssh_cp_name", "nic_cp_name", "username", "password"];
+    if master {
+        known.extend(["pod_cidr", "cluster_cidr", "cluster_cp_name", "cluster_fip_name"]);
+    }
+    o.unknown(&known, warnings);
+    Ok(RoleParams { group, ssh_cp_name, nic_cp_name, username, password })
+}
+
+fn cidr(o: &Obj, key: &str, default: &str, warnings: &mut Vec<String>) -> Result<Cidr> {
+    let text = o.opt_str(key)?.unwrap_or_else(|| default.to_string());
+    let c = Cidr::parse(&text).map_err(|m| o.err(key, m))?;
+    if c.has_host_bits() {
+        warnings.push(format!("{}.{key}: '{text}' has host bits set; passed on as written", o.path));
+    }
+    Ok(c)
+}
+
+impl ClusterParams {
+    /// Validate `additionalParams` of a request read from `file`. `vnf_instance_id` gives the
+    /// default VIM name.
+    pub fn from_additional_params(ap: &Map<String, Value>, file: &str, vnf_instance_id: &str) -> Result<ClusterParams> {
+        let top = Obj { map: ap, path: "additionalParams".into(), file };
+        let o = top.req_obj(PARAM_KEY)?;
+        debug_assert_eq!(o.path, ROOT);
+        let mut warnings = Vec::new();
+
+        for unsupported in ["storage_server", "pv_registration_params"] {
+            if o.map.get(unsupported).is_some_and(|v| !v.is_null()) {
+                return Err(o.err(
+                    unsupported,
+                    "not supported yet: mgmt-driver does not set up an NFS storage server or register PVs; \
+                     remove the key and provision storage separately",
+                ));
+            }
+        }
+        let script_path = package_path(&o, "script_path")?.ok_or_else(|| o.err("script_path", "is required"))?;
+        let vim_name = o.opt_str("vim_name")?.unwrap_or_else(|| format!("kubernetes_vim_{vnf_instance_id}"));
+        let mo = o.req_obj("master_node")?;
+        let master = role(&mo, true, &mut warnings)?;
+        let worker = role(&o.req_obj("worker_node")?, false, &mut warnings)?;
+        // Tacker v2 (vdu_id) defaults the pod network to 10.0.0.0/8, v1 to 192.168.0.0/16.
+        let pod_default = if matches!(master.group, Some(GroupKey::VduId(_))) { "10.0.0.0/8" } else { "192.168.0.0/16" };
+        let pod_cidr = cidr(&mo, "pod_cidr", pod_default, &mut warnings)?;
+        let cluster_cidr = cidr(&mo, "cluster_cidr", "10.96.0.0/12", &mut warnings)?;
+        let cluster_cp_name = mo.req_str("cluster_cp_name")?;
+        let cluster_fip_name = mo.opt_str("cluster_fip_name")?;
+
+        let proxy = match o.opt_obj("proxy")? {
+            None => None,
+            Some(p) => {
+                p.unknown(&["http_proxy", "https_proxy", "no_proxy", "k8s_node_cidr"], &mut warnings);
+                let k8s_node_cidr = match p.opt_str("k8s_node_cidr")? {
+                    Some(c) => Some(Cidr::parse(&c).map_err(|m| p.err("k8s_node_cidr", m))?),
+                    None => None,
+                };
+                let no_proxy = p.opt_str("no_proxy")?;
+                if no_proxy.as_ref().is_some_and(|np| np.chars().any(|c| c.is_whitespace() || c == '\'' || c == '"')) {
+                    return Err(p.err("no_proxy", "must be a comma-separated list without spaces or quotes"));
+                }
+                match (p.opt_str("http_proxy")?, p.opt_str("https_proxy")?) {
+                    (Some(h), Some(s)) => {
+                        Some(Proxy { http_proxy: Secret::new(h), https_proxy: Secret::new(s), no_proxy, k8s_node_cidr })
+                    }
+                    (None, None) => None,
+                    _ => {
+                        warnings.push(format!(
+                            "{}: ignored: both http_proxy and https_proxy are needed (as in Tacker)",
+                            p.path
+                        ));
+                        None
+                    }
+                }
+            }
+        };
+        let helm_script_path = package_path(&o, "helm_installation_script_path")?;
+        let registries = registries(&o)?;
+        let offline_artifacts_path = package_path(&o, "offline_artifacts_path")?;
+        let mut script_environment = Vec::new();
+        if let Some(env) = o.opt_obj("script_environment")? {
+            for (k, v) in env.map {
+                let ok = !k.is_empty()
+                    && k.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+                    && !k.starts_with(|c: char| c.is_ascii_digit());
+                if !ok {
+                    return Err(env.err(k, "environment names are [A-Z_][A-Z0-9_]*"));
+                }
+                let Some(v) = v.as_str() else { return Err(env.err(k, "must be a string")) };
+                script_environment.push((k.clone(), v.to_string()));
+            }
+        }
+        o.unknown(
+            &[
+                "script_path",
+                "vim_name",
+                "master_node",
+                "worker_node",
+                "proxy",
+                "helm_installation_script_path",
+                "private_registry_connection_info",
+                "offline_artifacts_path",
+                "script_environment",
+            ],
+            &mut warnings,
+        );
+        Ok(ClusterParams {
+            script_path,
+            vim_name,
+            master,
+            worker,
+            pod_cidr,
+            cluster_cidr,
+            cluster_cp_name,
+            cluster_fip_name,
+            proxy,
+            helm_script_path,
+            registries,
+            offline_artifacts_path,
+            script_environment,
+            warnings,
+        })
+    }
+}
+
+fn registries(o: &Obj) -> Result<Vec<Registry>> {
+    let key = "private_registry_connection_info";
+    let items = match o.map.get(key) {
+        None | Some(Value::Null) => return Ok(vec![]),
+        Some(Value::Array(a)) => a,
+        Some(other) => return Err(o.err(key, format!("must be an array, got {}", kind(other)))),
+    };
+    let mut out = Vec::new();
+    for (i, item) in items.iter().enumerate() {
+        let Value::Object(m) = item else { return Err(o.err(&format!("{key}[{i}]"), "must be an object")) };
+        let r = Obj { map: m, path: format!("{}.{key}[{i}]", o.path), file: o.file };
+        let https = match m.get("connection_type") {
+            Some(Value::String(s)) if s == "0" => false,
+            Some(Value::String(s)) if s == "1" => true,
+            Some(Value::Number(n)) if n.as_u64() == Some(0) => false,
+            Some(Value::Number(n)) if n.as_u64() == Some(1) => true,
+            None => return Err(r.err("connection_type", "is required (\"0\" = HTTP, \"1\" = HTTPS)")),
+            Some(v) => return Err(r.err("connection_type", format!("must be \"0\" (HTTP) or \"1\" (HTTPS), got {v}"))),
+        };
+        let server = r.req_str("server")?;
+        if !server.chars().all(|c| c.is_ascii_alphanumeric() || ".-:[]".contains(c)) {
+            return Err(r.err("server", format!("'{server}' is not host[:port]")));
+        }
+        for k in ["username", "password"] {
+            if m.contains_key(k) {
+                return Err(r.err(
+                    k,
+                    "not supported yet: registry logins (Tacker ran `docker login` with the password in argv); \
+                     configure registry credentials in the node image",
+                ));
+            }
+        }
+        let hosts_string = r.opt_str("hosts_string")?;
+        if let Some(h) = &hosts_string {
+            let mut f = h.split_whitespace();
+            let ok = f.next().is_some_and(|ip| ip.parse::<std::net::IpAddr>().is_ok())
+                && f.clone().count() >= 1
+                && f.all(|n| n.chars().all(|c| c.is_ascii_alphanumeric() || ".-".contains(c)));
+            if !ok {
+                return Err(r.err("hosts_string", format!("'{h}' is not \"IP NAME...\"")));
+            }
+        }
+        out.push(Registry { https, server, certificate_path: package_path(&r, "certificate_path")?, hosts_string });
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn params(extra: &str) -> Map<String, Value> {
+        let text = format!(
+            r#"{{"k8s_cluster_installation_param": {{
+                "script_path": "Scripts/install_k8s_cluster.sh",
+                "master_node": {{"aspect_id": "master_instance", "ssh_cp_name": "m_CP", "username": "ubuntu",
+                                 "password": "pw", "cluster_cp_name": "vip_CP"}},
+                "worker_node": {{"aspect_id": "worker_instance", "ssh_cp_name": "w_CP", "username": "ubuntu", "password": "pw"}}
+                {extra} }} }}"#
+        );
+        serde_json::from_str(&text).unwrap()
+    }
+
+    fn err(extra: &str) -> String {
+        ClusterParams::from_additional_params(&params(extra), "req.json", "id1").unwrap_err().to_string()
+    }
+
+    #[test]
+    fn defaults_follow_tacker() {
+        let p = ClusterParams::from_additional_params(&params(""), "req.json", "id1").unwrap();
+        assert_eq!(p.vim_name, "kubernetes_vim_id1");
+        assert_eq!(p.pod_cidr.text, "192.168.0.0/16");
+        assert_eq!(p.cluster_cidr.text, "10.96.0.0/12");
+        assert_eq!(p.master.nic_cp_name, "m_CP");
+        assert!(p.proxy.is_none() && p.warnings.is_empty());
+    }
+
+    #[test]
+    fn errors_name_the_json_path_and_file() {
+        let mut ap = params("");
+        ap["k8s_cluster_installation_param"]["master_node"].as_object_mut().unwrap().remove("password");
+        let e = ClusterParams::from_additional_params(&ap, "req.json", "id1").unwrap_err().to_string();
+        assert_eq!(e, "req.json: additionalParams.k8s_cluster_installation_param.master_node.password: is required");
+        let e = ClusterParams::from_additional_params(&Map::new(), "req.json", "id1").unwrap_err().to_string();
+        assert_eq!(e, "req.json: additionalParams.k8s_cluster_installation_param: is required");
+        let mut ap = params("");
+        ap["k8s_cluster_installation_param"]["master_node"]["pod_cidr"] = "10.0.0.0/33".into();
+        let e = ClusterParams::from_additional_params(&ap, "req.json", "id1").unwrap_err().to_string();
+        assert!(e.contains("master_node.pod_cidr: '10.0.0.0/33': prefix must be 0..32"), "{e}");
+    }
+
+    #[test]
+    fn package_paths_must_stay_inside() {
+        assert!(err(r#", "helm_installation_script_path": "../x.sh""#).contains("helm_installation_script_path: '../x.sh' must stay inside"));
+        assert!(err(r#", "offline_artifacts_path": "/etc""#).contains("must be relative"));
+    }
+
+    #[test]
+    fn storage_is_refused_not_ignored_and_unknown_keys_warn() {
+        assert!(err(r#", "storage_server": {"ssh_cp_name": "s"}"#).contains("storage_server: not supported yet"));
+        let p = ClusterParams::from_additional_params(&params(r#", "extra_thing": 1"#), "f", "i").unwrap();
+        assert_eq!(p.warnings, vec!["additionalParams.k8s_cluster_installation_param.extra_thing: unknown key, ignored"]);
+    }
+
+    #[test]
+    fn half_a_proxy_is_ignored_with_a_warning_and_registries_are_checked() {
+        let p = ClusterParams::from_additional_params(&params(r#", "proxy": {"http_proxy": "http://p:3128"}"#), "f", "i").unwrap();
+        assert!(p.proxy.is_none() && p.warnings[0].contains("both http_proxy and https_proxy"));
+        let p = ClusterParams::from_additional_params(
+            &params(r#", "private_registry_connection_info": [{"connection_type": 0, "server": "reg:5000", "hosts_string": "10.0.0.9 reg"}]"#),
+            "f",
+            "i",
+        )
+        .unwrap();
+        assert!(!p.registries[0].https);
+        let e = err(r#", "private_registry_connection_info": [{"connection_type": "2", "server": "r"}]"#);
+        assert!(e.contains("private_registry_connection_info[0].connection_type"), "{e}");
+        let e = err(r#", "private_registry_connection_info": [{"connection_type": "0", "server": "r; rm -rf /"}]"#);
+        assert!(e.contains("[0].server"), "{e}");
+    }
+
+    #[test]
+    fn cidr_parsing() {
+        let c = Cidr::parse("192.168.3.0/16").unwrap();
+        assert!(c.has_host_bits());
+        assert!(c.contains(&"192.168.200.1".parse().unwrap()));
+        assert!(!Cidr::parse("10.96.0.0/12").unwrap().has_host_bits());
+        assert!(Cidr::parse("fd00::/8").is_ok());
+        for bad in ["10.0.0.0", "10.0.0.0/x", "300.0.0.0/8", "10.0.0.0/33"] {
+            assert!(Cidr::parse(bad).is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,131 @@
+//! How to reach the cluster afterwards: (a) the VIM registration record a VNFM stores
+//! (`{name, type: kubernetes, auth_url, auth_cred, extra.helm_info}`) and (b) the
+//! `vimConnectionInfo` entry it appends to the VNF instance. `helm_info` is a real JSON object
+//! (Tacker wrote a Python repr string); the node password goes in only with the explicit
+//! Tacker-compatibility flag, otherwise a reference to the state store stands in for it.
+
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+use crate::cluster::request::VimConnection;
+use crate::secret::MASK;
+
+/// A stable UUID-shaped id from `seed`, so a re-run produces the same record.
+pub fn stable_uuid(seed: &str) -> String {
+    let h = hex::encode(Sha256::digest(seed.as_bytes()));
+    format!("{}-{}-4{}-a{}-{}", &h[0..8], &h[8..12], &h[13..16], &h[17..20], &h[20..32])
+}
+
+/// The API server URL for the VIM. With a floating IP for the cluster (or single master), the
+/// host part of the script's `server:` is replaced by it, as Tacker does.
+pub fn auth_url(server: &str, fip: Option<&str>) -> String {
+    let Some(fip) = fip else { return server.to_string() };
+    let Some(rest) = server.strip_prefix("https://") else { return server.to_string() };
+    let port = rest.rsplit_once(':').map(|(_, p)| p.trim_end_matches('/')).unwrap_or("6443");
+    let host = if fip.contains(':') { format!("[{fip}]") } else { fip.to_string() };
+    format!("https://{host}:{port}")
+}
+
+pub struct HelmInfo<'a> {
+    pub master_ips: Vec<String>,
+    pub username: &'a str,
+    /// Only with `--tacker-compat`.
+    pub password: Option<&'a str>,
+    pub vnf_instance_id: &'a str,
+}
+
+impl HelmInfo<'_> {
+    pub fn to_json(&self) -> Value {
+        let mut v = json!({
+            "masternode_ip": self.master_ips,
+            "masternode_username": self.username,
+        });
+        match self.password {
+            Some(p) => v["masternode_password"] = json!(p),
+            None => v["masternode_credential_ref"] = json!(format!("mgmt-driver-state:{}", self.vnf_instance_id)),
+        }
+        v
+    }
+}
+
+pub struct Record<'a> {
+    pub vim_name: &'a str,
+    pub auth_url: String,
+    pub bearer_token: &'a str,
+    /// Dropped with a floating IP: the API server certificate does not name it (Tacker does the same).
+    pub ca_pem: Option<&'a str>,
+    pub helm_info: Option<Value>,
+    pub vnf_instance_id: &'a str,
+}
+
+impl Record<'_> {
+    /// The VIM registration record. `reveal` puts the bearer token in; otherwise it is masked
+    /// (the state store keeps the real one, mode 0600).
+    pub fn vim(&self, reveal: bool) -> Value {
+        let mut v = json!({
+            "id": stable_uuid(&format!("vim:{}", self.vim_name)),
+            "name": self.vim_name,
+            "type": "kubernetes",
+            "auth_url": self.auth_url,
+            "vim_project": {"name": ""},
+            "auth_cred": {
+                "bearer_token": if reveal { self.bearer_token } else { MASK },
+            },
+        });
+        if let Some(ca) = self.ca_pem {
+            v["auth_cred"]["ssl_ca_cert"] = json!(ca);
+        }
+        if let Some(h) = &self.helm_info {
+            v["extra"] = json!({"helm_info": h});
+        }
+        v
+    }
+
+    pub fn vim_connection(&self) -> VimConnection {
+        let mut extra = json!({"vim_name": self.vim_name});
+        if let Some(h) = &self.helm_info {
+            extra["helm_info"] = h.clone();
+        }
+        VimConnection {
+            id: Some(stable_uuid(&format!("vimconn:{}:{}", self.vnf_instance_id, self.vim_name))),
+            vim_id: Some(stable_uuid(&format!("vim:{}", self.vim_name))),
+            vim_type: "kubernetes".into(),
+            interface_info: None,
+            access_info: Some(json!({"authUrl": self.auth_url})),
+            extra: Some(extra),
+            rest: Default::default(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn floating_ip_replaces_the_host_and_keeps_the_port() {
+        assert_eq!(auth_url("https://10.10.0.91:16443", Some("192.0.2.7")), "https://192.0.2.7:16443");
+        assert_eq!(auth_url("https://10.10.0.91:6443", None), "https://10.10.0.91:6443");
+    }
+
+    #[test]
+    fn helm_info_is_json_and_holds_a_password_only_when_asked() {
+        let h = HelmInfo { master_ips: vec!["10.0.0.1".into()], username: "ubuntu", password: None, vnf_instance_id: "i1" };
+        let v = h.to_json();
+        assert_eq!(v["masternode_ip"][0], "10.0.0.1");
+        assert!(v.get("masternode_password").is_none());
+        assert_eq!(v["masternode_credential_ref"], "mgmt-driver-state:i1");
+        let h = HelmInfo { password: Some("pw"), ..h };
+        assert_eq!(h.to_json()["masternode_password"], "pw");
+    }
+
+    #[test]
+    fn records_are_stable_and_mask_the_token() {
+        let r = Record { vim_name: "v", auth_url: "https://a:6443".into(), bearer_token: "tok", ca_pem: Some("PEM"), helm_info: None, vnf_instance_id: "i" };
+        assert_eq!(r.vim(false)["auth_cred"]["bearer_token"], MASK);
+        assert_eq!(r.vim(true)["auth_cred"]["bearer_token"], "tok");
+        assert_eq!(r.vim_connection(), r.vim_connection());
+        assert_eq!(r.vim_connection().access_info.unwrap()["authUrl"], "https://a:6443");
+        assert_eq!(stable_uuid("x").len(), 36);
+    }
+}

@@ -1,0 +1,321 @@
+//! What a VNFM hands over (ETSI NFV SOL002/SOL003 bodies), as serde models. Only the fields the
+//! cluster hooks use are typed; everything else is kept (`rest`) so nothing a VNFM sends is lost
+//! or refused. Type errors name the JSON path and the file.
+
+use std::path::Path;
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::error::{Error, Result};
+
+/// Read and parse a JSON document; errors carry `file: json.path: message`.
+pub fn load<T: DeserializeOwned>(path: &Path) -> Result<T> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| Error::input(path.display().to_string(), "request", format!("cannot read: {e}")))?;
+    parse(&text, &path.display().to_string())
+}
+
+pub fn parse<T: DeserializeOwned>(text: &str, file: &str) -> Result<T> {
+    let de = &mut serde_json::Deserializer::from_str(text);
+    serde_path_to_error::deserialize(de).map_err(|e| {
+        let path = e.path().to_string();
+        let field = if path == "." { "(document)".to_string() } else { path };
+        Error::input(file, field, e.into_inner().to_string())
+    })
+}
+
+/// SOL003 `vimConnectionInfo`: v1 sends a list, v2 a map keyed by a VNFM-chosen name. The form
+/// is kept so the updated value goes back the way it came.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(untagged)]
+pub enum VimConnections {
+    List(Vec<VimConnection>),
+    Map(indexmap::IndexMap<String, VimConnection>),
+}
+
+impl Default for VimConnections {
+    fn default() -> Self {
+        VimConnections::List(Vec::new())
+    }
+}
+
+impl VimConnections {
+    pub fn iter(&self) -> Box<dyn Iterator<Item = &VimConnection> + '_> {
+        match self {
+            VimConnections::List(v) => Box::new(v.iter()),
+            VimConnections::Map(m) => Box::new(m.values()),
+        }
+    }
+
+    /// Remove entries whose `vimType` is kubernetes and whose `accessInfo.authUrl` or VIM name
+    /// matches; returns how many went.
+    pub fn remove_kubernetes(&mut self, auth_url: Option<&str>, vim_name: &str) -> usize {
+        let keep = |c: &VimConnection| !(c.is_kubernetes() && (c.auth_url() == auth_url || c.vim_name() == Some(vim_name)));
+        match self {
+            VimConnections::List(v) => {
+                let n = v.len();
+                v.retain(keep);
+                n - v.len()
+            }
+            VimConnections::Map(m) => {
+                let n = m.len();
+                m.retain(|_, c| keep(c));
+                n - m.len()
+            }
+        }
+    }
+
+    /// Append `c` (key `key` in the map form).
+    pub fn push(&mut self, key: &str, c: VimConnection) {
+        match self {
+            VimConnections::List(v) => v.push(c),
+            VimConnections::Map(m) => {
+                m.insert(key.to_string(), c);
+            }
+        }
+    }
+}
+
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct VimConnection {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vim_id: Option<String>,
+    pub vim_type: String,
+    #[serde(default)]
+    pub interface_info: Option<Value>,
+    #[serde(default)]
+    pub access_info: Option<Value>,
+    #[serde(default)]
+    pub extra: Option<Value>,
+    #[serde(flatten)]
+    pub rest: Map<String, Value>,
+}
+
+impl VimConnection {
+    pub fn is_kubernetes(&self) -> bool {
+        let t = self.vim_type.to_ascii_lowercase();
+        t == "kubernetes" || t.starts_with("etsinfv.kubernetes")
+    }
+
+    pub fn auth_url(&self) -> Option<&str> {
+        let a = self.access_info.as_ref()?;
+        a.get("authUrl").or_else(|| a.get("auth_url")).and_then(Value::as_str)
+    }
+
+    pub fn vim_name(&self) -> Option<&str> {
+        self.extra.as_ref()?.get("vim_name").and_then(Value::as_str)
+    }
+}
+
+/// SOL003 InstantiateVnfRequest.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InstantiateRequest {
+    pub flavour_id: String,
+    #[serde(default)]
+    pub instantiation_level_id: Option<String>,
+    #[serde(default)]
+    pub ext_virtual_links: Vec<Value>,
+    #[serde(default)]
+    pub vim_connection_info: VimConnections,
+    #[serde(default)]
+    pub additional_params: Map<String, Value>,
+    #[serde(flatten)]
+    pub rest: Map<String, Value>,
+}
+
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
+pub enum ScaleType {
+    #[serde(rename = "SCALE_OUT")]
+    Out,
+    #[serde(rename = "SCALE_IN")]
+    In,
+}
+
+/// SOL003 ScaleVnfRequest (`numberOfSteps` as a number or, as Tacker's guide sends it, a string).
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ScaleRequest {
+    #[serde(rename = "type")]
+    pub kind: ScaleType,
+    pub aspect_id: String,
+    #[serde(default = "one", deserialize_with = "int_or_string")]
+    pub number_of_steps: u32,
+    #[serde(default)]
+    pub additional_params: Map<String, Value>,
+}
+
+fn one() -> u32 {
+    1
+}
+
+fn int_or_string<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<u32, D::Error> {
+    match Value::deserialize(d)? {
+        Value::Number(n) => n.as_u64().and_then(|v| u32::try_from(v).ok()).ok_or_else(|| serde::de::Error::custom("must be a positive integer")),
+        Value::String(s) => s.trim().parse().map_err(|_| serde::de::Error::custom(format!("'{s}' is not an integer"))),
+        other => Err(serde::de::Error::custom(format!("expected an integer, got {other}"))),
+    }
+}
+
+/// SOL002/SOL003 HealVnfRequest. `vnfcInstanceId` is an array in SOL002 and the API reference;
+/// Tacker's guide sends a single string. No VNFC ids, or `additionalParams.all`, means the
+/// whole VNF (SOL003 heal).
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HealRequest {
+    #[serde(default, deserialize_with = "string_or_list")]
+    pub vnfc_instance_id: Vec<String>,
+    #[serde(default)]
+    pub cause: Option<String>,
+    #[serde(default)]
+    pub additional_params: Map<String, Value>,
+}
+
+fn string_or_list<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Vec<String>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum OneOrMany {
+        One(String),
+        Many(Vec<String>),
+    }
+    Ok(match Option::<OneOrMany>::deserialize(d)? {
+        None => vec![],
+        Some(OneOrMany::One(s)) => vec![s],
+        Some(OneOrMany::Many(v)) => v,
+    })
+}
+
+impl HealRequest {
+    /// SOL003 "heal the whole VNF": `additionalParams.all: true` or no VNFC named.
+    pub fn whole_vnf(&self) -> bool {
+        self.additional_params.get("all").and_then(Value::as_bool).unwrap_or(false) || self.vnfc_instance_id.is_empty()
+    }
+}
+
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TerminateRequest {
+    #[serde(default)]
+    pub termination_type: Option<String>,
+    #[serde(default)]
+    pub graceful_termination_timeout: Option<u64>,
+    #[serde(default)]
+    pub additional_params: Map<String, Value>,
+}
+
+/// The parts of a SOL003 VnfInstance the hooks read.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct VnfInstance {
+    pub id: String,
+    #[serde(default)]
+    pub vim_connection_info: VimConnections,
+    #[serde(default)]
+    pub instantiated_vnf_info: Option<InstantiatedVnfInfo>,
+    #[serde(flatten)]
+    pub rest: Map<String, Value>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InstantiatedVnfInfo {
+    #[serde(default)]
+    pub vnfc_resource_info: Vec<VnfcResourceInfo>,
+    #[serde(default)]
+    pub additional_params: Map<String, Value>,
+    #[serde(flatten)]
+    pub rest: Map<String, Value>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct VnfcResourceInfo {
+    pub id: String,
+    pub vdu_id: String,
+    #[serde(default)]
+    pub compute_resource: Option<Value>,
+    #[serde(default)]
+    pub vnfc_cp_info: Vec<VnfcCpInfo>,
+    #[serde(default)]
+    pub metadata: Map<String, Value>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct VnfcCpInfo {
+    #[serde(default)]
+    pub id: Option<String>,
+    pub cpd_id: String,
+    #[serde(default)]
+    pub cp_protocol_info: Vec<Value>,
+}
+
+impl VnfcCpInfo {
+    /// The first IP address in `cpProtocolInfo[].ipOverEthernet.ipAddresses[].addresses[]`.
+    pub fn first_address(&self) -> Option<String> {
+        self.cp_protocol_info.iter().find_map(|p| {
+            p.pointer("/ipOverEthernet/ipAddresses")?.as_array()?.iter().find_map(|a| {
+                a.get("addresses")?.as_array()?.iter().find_map(|x| x.as_str().map(str::to_string))
+            })
+        })
+    }
+}
+
+impl VnfcResourceInfo {
+    pub fn address_of(&self, cpd_id: &str) -> Option<String> {
+        self.vnfc_cp_info.iter().find(|c| c.cpd_id == cpd_id).and_then(VnfcCpInfo::first_address)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn vnfc_id_as_string_or_array_and_whole_vnf_heal() {
+        let h: HealRequest = parse(r#"{"vnfcInstanceId": "a"}"#, "t").unwrap();
+        assert_eq!(h.vnfc_instance_id, vec!["a"]);
+        assert!(!h.whole_vnf());
+        let h: HealRequest = parse(r#"{"vnfcInstanceId": ["a","b"], "additionalParams": {"all": false}}"#, "t").unwrap();
+        assert_eq!(h.vnfc_instance_id.len(), 2);
+        let h: HealRequest = parse(r#"{"additionalParams": {"all": true}}"#, "t").unwrap();
+        assert!(h.whole_vnf());
+    }
+
+    #[test]
+    fn steps_as_string_or_number_and_errors_name_the_path() {
+        let s: ScaleRequest = parse(r#"{"type":"SCALE_OUT","aspectId":"w","numberOfSteps":"2"}"#, "t").unwrap();
+        assert_eq!((s.kind, s.number_of_steps), (ScaleType::Out, 2));
+        let s: ScaleRequest = parse(r#"{"type":"SCALE_IN","aspectId":"w","numberOfSteps":1}"#, "t").unwrap();
+        assert_eq!(s.number_of_steps, 1);
+        let e = parse::<ScaleRequest>(r#"{"type":"SCALE_SIDEWAYS","aspectId":"w"}"#, "req.json").unwrap_err().to_string();
+        assert!(e.starts_with("req.json: type: unknown variant"), "{e}");
+        let e = parse::<InstantiateRequest>(r#"{"flavourId": 3}"#, "req.json").unwrap_err().to_string();
+        assert!(e.starts_with("req.json: flavourId: invalid type"), "{e}");
+    }
+
+    #[test]
+    fn vim_connection_info_list_or_map_round_trips() {
+        let r: InstantiateRequest = parse(r#"{"flavourId":"s","vimConnectionInfo":{"vim1":{"vimType":"openstack","vimId":"x"}}}"#, "t").unwrap();
+        assert!(matches!(r.vim_connection_info, VimConnections::Map(_)));
+        let v = serde_json::to_value(&r.vim_connection_info).unwrap();
+        assert_eq!(v["vim1"]["vimId"], "x");
+    }
+
+    #[test]
+    fn vnfc_addresses_come_from_cp_protocol_info() {
+        let v: VnfcResourceInfo = parse(
+            r#"{"id":"c1","vduId":"masterNode","vnfcCpInfo":[{"cpdId":"masterNode_CP1","cpProtocolInfo":[
+                {"layerProtocol":"IP_OVER_ETHERNET","ipOverEthernet":{"ipAddresses":[{"type":"IPV4","addresses":["10.0.0.5"]}]}}]}]}"#,
+            "t",
+        )
+        .unwrap();
+        assert_eq!(v.address_of("masterNode_CP1").as_deref(), Some("10.0.0.5"));
+        assert_eq!(v.address_of("other"), None);
+    }
+}

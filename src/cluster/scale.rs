@@ -1,0 +1,112 @@
+//! `scale_start` (SCALE_IN) and `scale_end` (SCALE_OUT). Only workers scale, as in Tacker.
+//!
+//! SCALE_IN, before the VNFM deletes the VMs: for each removed worker, drain it with a bounded
+//! wait for eviction, check that only DaemonSet pods are left, delete the Node; then drop its
+//! line from `/etc/hosts` on every remaining node.
+//!
+//! SCALE_OUT, after the VNFM created the VMs: a fresh join token from a master, the scripts and
+//! the full `/etc/hosts` on the new workers, join them all at once, then add their lines to
+//! `/etc/hosts` on the existing nodes.
+
+use crate::cluster::hook::Hook;
+use crate::cluster::node_cmd::{self as cmd, InstallMode};
+use crate::cluster::runner::all_ok;
+use crate::cluster::topology::{ClusterNode, Role};
+use crate::error::{Error, Result};
+
+/// Installed masters, in cluster order.
+pub fn installed_masters(h: &Hook) -> Vec<&ClusterNode> {
+    h.topo.masters.iter().filter(|m| h.installed(m)).collect()
+}
+
+/// Drain (bounded), verify, delete the Node. Tacker skipped the delete when the node had no
+/// pods and gave up on eviction silently; both are errors or steps here.
+pub async fn remove_from_cluster(h: &Hook, via: &ClusterNode, k8s_name: &str, node: &ClusterNode) -> Result<()> {
+    let t = h.rt.timeouts.command + std::time::Duration::from_secs(u64::from(cmd::DRAIN_TIMEOUT_S));
+    h.rt.exec(via, h.rt.root_cmd(via, cmd::drain(k8s_name, cmd::DRAIN_TIMEOUT_S)?, t)).await?;
+    let pods = h.rt.output(via, h.rt.root_cmd(via, cmd::pods_on(k8s_name)?, h.rt.timeouts.command)).await?;
+    if !h.rt.dry {
+        let left = cmd::evictable_pods(&pods).map_err(|m| Error::Remote { node: via.name().into(), command: cmd::pods_on(k8s_name).unwrap_or_default(), status: "exit code 0".into(), stderr_tail: m })?;
+        if !left.is_empty() {
+            return Err(Error::Remote {
+                node: node.name().into(),
+                command: format!("drain {k8s_name}"),
+                status: "pods still on the node".into(),
+                stderr_tail: left.join("\n"),
+            });
+        }
+    }
+    h.rt.exec(via, h.rt.root_cmd(via, cmd::delete_node(k8s_name)?, h.rt.timeouts.command)).await?;
+    Ok(())
+}
+
+pub fn k8s_name_of(h: &Hook, n: &ClusterNode) -> String {
+    h.with_state(|s| s.nodes.get(n.name()).map(|x| x.k8s_name.clone())).filter(|k| !k.is_empty()).unwrap_or_else(|| n.k8s_name.clone())
+}
+
+pub async fn scale_in(h: &Hook, targets: &[&ClusterNode]) -> Result<serde_json::Value> {
+    for t in targets {
+        if t.role != Role::Worker {
+            return Err(Error::input("--node", t.name(), "only workers scale; this is a master"));
+        }
+    }
+    let masters = installed_masters(h);
+    let via = h.rt.first_reachable(&masters).await?;
+    h.rt.phase("scale in: drain and delete", targets, false);
+    for t in targets {
+        let k = k8s_name_of(h, t);
+        let r = remove_from_cluster(h, via, &k, t).await;
+        h.rt.done(t, &r);
+        r?;
+        h.with_state(|s| s.nodes.remove(t.name()));
+        h.save()?;
+        h.outcome(t, format!("drained and deleted ({k})"));
+    }
+    let gone: Vec<String> = targets.iter().map(|t| t.nic_ip.clone()).collect();
+    let rest: Vec<&ClusterNode> = h.topo.all().filter(|n| h.installed(n) && !targets.iter().any(|t| t.name() == n.name())).collect();
+    h.rt.phase("/etc/hosts on the remaining nodes", &rest, true);
+    let entries: Vec<(String, String)> = h.hosts_entries().into_iter().filter(|(ip, _)| !gone.contains(ip)).collect();
+    let res = h.rt.each(&rest, |n| {
+        let entries = &entries;
+        let gone = &gone;
+        async move { h.rt.exec(n, h.rt.root_cmd(n, cmd::hosts_update(entries, gone)?, h.rt.timeouts.command)).await.map(|_| ()) }
+    }).await;
+    all_ok(res)?;
+    Ok(serde_json::Value::Null)
+}
+
+pub async fn scale_out(h: &Hook, targets: &[&ClusterNode]) -> Result<serde_json::Value> {
+    for t in targets {
+        if t.role != Role::Worker {
+            return Err(Error::input("--node", t.name(), "only workers scale; this is a master"));
+        }
+    }
+    let new: Vec<&ClusterNode> = targets.iter().copied().filter(|t| !h.installed(t)).collect();
+    if new.is_empty() {
+        return Ok(serde_json::Value::Null);
+    }
+    let masters = installed_masters(h);
+    let via = h.rt.first_reachable(&masters).await?;
+    let token = h.join_token(via).await?;
+    let hash = h.with_state(|s| s.facts.as_ref().map(|f| f.ca_hash.clone())).ok_or_else(|| Error::input("state", "facts", "the cluster was never instantiated"))?;
+    h.prepare(&new, &[]).await?;
+    h.rt.phase("scale out: join workers", &new, true);
+    let res = h.rt.each(&new, |w| {
+        let (token, hash) = (&token, &hash);
+        async move {
+            let r = h.install(w, InstallMode::Worker, Some((token, hash)), None).await;
+            h.outcome(w, if r.is_ok() { "joined as worker" } else { "failed" });
+            r
+        }
+    }).await;
+    all_ok(res)?;
+    let old: Vec<&ClusterNode> = h.topo.all().filter(|n| h.installed(n) && !new.iter().any(|t| t.name() == n.name())).collect();
+    h.rt.phase("/etc/hosts on the existing nodes", &old, true);
+    let entries = h.hosts_entries();
+    let res = h.rt.each(&old, |n| {
+        let entries = &entries;
+        async move { h.rt.exec(n, h.rt.root_cmd(n, cmd::hosts_update(entries, &[])?, h.rt.timeouts.command)).await.map(|_| ()) }
+    }).await;
+    all_ok(res)?;
+    Ok(serde_json::Value::Null)
+}

@@ -1,0 +1,29 @@
+//! `terminate_end`: forget the cluster. The VNFM deletes the VMs; we remove the VIM record and
+//! the instance state. With `--reset-nodes`, `kubeadm reset -f` runs on every node first (for
+//! VMs that are kept and reused).
+
+use crate::cluster::hook::Hook;
+use crate::cluster::node_cmd as cmd;
+use crate::cluster::runner::all_ok;
+use crate::cluster::topology::ClusterNode;
+use crate::error::Result;
+
+pub async fn run(h: &Hook, reset_nodes: bool) -> Result<serde_json::Value> {
+    if reset_nodes {
+        let nodes: Vec<&ClusterNode> = h.topo.all().filter(|n| h.installed(n)).collect();
+        h.rt.phase("kubeadm reset", &nodes, true);
+        let res = h.rt.each(&nodes, |n| async move {
+            h.rt.exec(n, h.rt.root_cmd(n, cmd::kubeadm_reset(), h.rt.timeouts.install)).await?;
+            h.outcome(n, "reset");
+            Ok(())
+        }).await;
+        all_ok(res)?;
+    }
+    let vim = h.with_state(|s| s.vim.clone());
+    h.vim_connections.lock().expect("vim").remove_kubernetes(None, &h.params.vim_name);
+    h.rt.phase("remove the VIM record and the instance state", &[], false);
+    if !h.rt.dry {
+        h.store.remove(&h.instance_id)?;
+    }
+    Ok(serde_json::json!({"removed": vim.and_then(|v| v.get("name").cloned())}))
+}

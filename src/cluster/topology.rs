@@ -1,0 +1,267 @@
+//! Which VMs are masters and workers, how to reach them, and the cluster's address. Tacker asks
+//! Heat; we read the inventory (groups named after the VNFD's `aspect_id` / `vdu_id`, `cps` for
+//! `cluster_cp_name` / `cluster_fip_name`) or the VnfInstance's `vnfcResourceInfo` when the VNFM
+//! passes addresses.
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+
+use crate::cluster::params::{ClusterParams, RoleParams};
+use crate::cluster::request::VnfInstance;
+use crate::error::{Error, Result};
+use crate::inventory::{Auth, Host, HostKeyCheck, Inventory};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    Master,
+    Worker,
+}
+
+#[derive(Clone, Debug)]
+pub struct ClusterNode {
+    pub host: Host,
+    pub role: Role,
+    /// The address on the cluster network (`nic_cp_name`).
+    pub nic_ip: String,
+    /// The Kubernetes node name the Tacker-contract script gives it: `master<last octet>`.
+    pub k8s_name: String,
+}
+
+impl ClusterNode {
+    pub fn name(&self) -> &str {
+        &self.host.name
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct Topology {
+    pub masters: Vec<ClusterNode>,
+    pub workers: Vec<ClusterNode>,
+    /// VIP (HA) or the single master's address: `-i` of the install script.
+    pub cluster_ip: String,
+    /// The VIP's floating IP, used in the VIM's URL when set.
+    pub cluster_fip: Option<String>,
+}
+
+impl Topology {
+    pub fn all(&self) -> impl Iterator<Item = &ClusterNode> {
+        self.masters.iter().chain(self.workers.iter())
+    }
+
+    pub fn ha(&self) -> bool {
+        self.masters.len() > 1
+    }
+
+    pub fn find(&self, name: &str) -> Option<&ClusterNode> {
+        self.all().find(|n| n.host.name == name)
+    }
+
+    /// `-m`: every master's cluster-NIC address, the main master first.
+    pub fn master_ips(&self) -> String {
+        self.masters.iter().map(|m| m.nic_ip.as_str()).collect::<Vec<_>>().join(",")
+    }
+}
+
+/// `master<last octet>` / `worker<last octet>`: the hostname Tacker's script contract sets.
+pub fn k8s_name(role: Role, nic_ip: &str) -> String {
+    let last = nic_ip.rsplit(['.', ':']).next().unwrap_or(nic_ip);
+    format!("{}{last}", if role == Role::Master { "master" } else { "worker" })
+}
+
+/// Where a role's VMs are listed: the aspect or VDU group, else the `ssh_cp_name` group.
+fn group_name(r: &RoleParams) -> (&str, &'static str) {
+    match &r.group {
+        Some(crate::cluster::params::GroupKey::AspectId(a)) => (a, "aspect_id"),
+        Some(crate::cluster::params::GroupKey::VduId(v)) => (v, "vdu_id"),
+        None => (&r.ssh_cp_name, "ssh_cp_name"),
+    }
+}
+
+/// Tacker logs in with the request's username and password. An inventory host that has its own
+/// credentials (a key, say) keeps them; one with none gets the request's.
+fn with_request_credentials(mut h: Host, r: &RoleParams) -> Host {
+    if h.auth.agent && h.auth.password.is_none() && h.auth.identity_file.is_none() {
+        h.user = r.username.clone();
+        h.auth = Auth { password: Some(r.password.clone()), ..Auth::default() };
+    }
+    if h.become_password.is_none() && h.user != "root" {
+        h.become_password = h.auth.password.clone().or_else(|| Some(r.password.clone()));
+    }
+    h
+}
+
+fn check(t: Topology, file: &str) -> Result<Topology> {
+    if t.masters.is_empty() {
+        return Err(Error::input(file, "master_node", "no master node found"));
+    }
+    let mut seen = BTreeSet::new();
+    for n in t.all() {
+        n.nic_ip.parse::<std::net::IpAddr>().map_err(|_| {
+            Error::input(file, n.name(), format!("cluster address '{}' is not an IP address", n.nic_ip))
+        })?;
+        if !seen.insert(n.nic_ip.clone()) {
+            return Err(Error::input(file, n.name(), format!("cluster address {} is used by two nodes", n.nic_ip)));
+        }
+    }
+    Ok(t)
+}
+
+pub fn from_inventory(inv: &Inventory, p: &ClusterParams, inv_file: &str, req_file: &str) -> Result<Topology> {
+    let role_nodes = |r: &RoleParams, role: Role, param: &str| -> Result<Vec<ClusterNode>> {
+        let (group, key) = group_name(r);
+        let Some((_, idx)) = inv.groups.iter().find(|(g, _)| g == group) else {
+            let known: Vec<&str> = inv.groups.iter().map(|(g, _)| g.as_str()).collect();
+            return Err(Error::input(
+                req_file,
+                format!("additionalParams.k8s_cluster_installation_param.{param}.{key}"),
+                format!("'{group}' is not a group of the inventory {inv_file} (groups: {})", known.join(", ")),
+            ));
+        };
+        Ok(idx
+            .iter()
+            .map(|&i| {
+                let h = with_request_credentials(inv.hosts[i].clone(), r);
+                let nic_ip = h.nic_ip.clone().unwrap_or_else(|| h.addr.clone());
+                ClusterNode { k8s_name: k8s_name(role, &nic_ip), nic_ip, role, host: h }
+            })
+            .collect())
+    };
+    let masters = role_nodes(&p.master, Role::Master, "master_node")?;
+    let workers = role_nodes(&p.worker, Role::Worker, "worker_node")?;
+    let cluster_ip = match inv.cps.get(&p.cluster_cp_name) {
+        Some(ip) => ip.clone(),
+        None if masters.len() == 1 => masters[0].nic_ip.clone(),
+        None => {
+            return Err(Error::input(
+                inv_file,
+                format!("cps.{}", p.cluster_cp_name),
+                format!("{} masters need the cluster VIP: add `cps: {{{}: <VIP>}}`", masters.len(), p.cluster_cp_name),
+            ));
+        }
+    };
+    let cluster_fip = match &p.cluster_fip_name {
+        None => None,
+        Some(n) => Some(inv.cps.get(n).cloned().ok_or_else(|| {
+            Error::input(inv_file, format!("cps.{n}"), "named by master_node.cluster_fip_name but missing")
+        })?),
+    };
+    check(Topology { masters, workers, cluster_ip, cluster_fip }, inv_file)
+}
+
+/// How to log in to VMs found in a VnfInstance (no inventory).
+#[derive(Clone, Debug)]
+pub struct NodeDefaults {
+    pub known_hosts: PathBuf,
+    pub host_key_check: HostKeyCheck,
+}
+
+pub fn from_vnf_instance(inst: &VnfInstance, p: &ClusterParams, file: &str, d: &NodeDefaults) -> Result<Topology> {
+    let vnfcs = inst.instantiated_vnf_info.as_ref().map(|i| i.vnfc_resource_info.as_slice()).unwrap_or_default();
+    let role_nodes = |r: &RoleParams, role: Role, param: &str| -> Result<Vec<ClusterNode>> {
+        let (group, _) = group_name(r);
+        let mut out = Vec::new();
+        for v in vnfcs.iter().filter(|v| v.vdu_id == group) {
+            let at = format!("instantiatedVnfInfo.vnfcResourceInfo[id={}]", v.id);
+            let ssh = v.address_of(&r.ssh_cp_name).ok_or_else(|| {
+                Error::input(file, &at, format!("no address for {param}.ssh_cp_name '{}'", r.ssh_cp_name))
+            })?;
+            let nic = v.address_of(&r.nic_cp_name).unwrap_or_else(|| ssh.clone());
+            let host = Host {
+                name: v.id.clone(),
+                addr: ssh,
+                port: 22,
+                nic_ip: Some(nic.clone()),
+                user: r.username.clone(),
+                auth: Auth { password: Some(r.password.clone()), ..Auth::default() },
+                known_hosts: d.known_hosts.clone(),
+                host_key_check: d.host_key_check,
+                jump: vec![],
+                become_password: (r.username != "root").then(|| r.password.clone()),
+                groups: vec![group.to_string()],
+            };
+            out.push(ClusterNode { k8s_name: k8s_name(role, &nic), nic_ip: nic, role, host });
+        }
+        Ok(out)
+    };
+    let masters = role_nodes(&p.master, Role::Master, "master_node")?;
+    if masters.is_empty() {
+        let (g, key) = group_name(&p.master);
+        return Err(Error::input(
+            file,
+            format!("additionalParams.k8s_cluster_installation_param.master_node.{key}"),
+            format!("no vnfcResourceInfo with vduId '{g}' in the VNF instance"),
+        ));
+    }
+    let workers = role_nodes(&p.worker, Role::Worker, "worker_node")?;
+    // The cluster CP is a master's own port (single master) or a VIP the VNFM must list in
+    // the first master's vnfcCpInfo.
+    let cluster_ip = vnfcs
+        .iter()
+        .find_map(|v| v.address_of(&p.cluster_cp_name))
+        .ok_or_else(|| Error::input(file, "master_node.cluster_cp_name", format!("no address for '{}'", p.cluster_cp_name)))?;
+    let cluster_fip = p.cluster_fip_name.as_ref().and_then(|n| vnfcs.iter().find_map(|v| v.address_of(n)));
+    check(Topology { masters, workers, cluster_ip, cluster_fip }, file)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::inventory::LoadOptions;
+
+    const INV: &str = "
+defaults: {user: root, password: rootpw, known_hosts: /dev/null}
+groups:
+  master_instance:
+    - {name: m1, ssh_ip: 198.18.0.11, nic_ip: 10.0.0.11}
+    - {name: m2, ssh_ip: 198.18.0.12, nic_ip: 10.0.0.12}
+  worker_instance:
+    - {name: w1, ssh_ip: 198.18.0.21}
+cps: {vip_CP: 10.0.0.100}
+";
+
+    fn params(cp: &str) -> ClusterParams {
+        let ap = serde_json::json!({"k8s_cluster_installation_param": {
+            "script_path": "s.sh",
+            "master_node": {"aspect_id": "master_instance", "ssh_cp_name": "m", "username": "ubuntu", "password": "pw", "cluster_cp_name": cp},
+            "worker_node": {"aspect_id": "worker_instance", "ssh_cp_name": "w", "username": "ubuntu", "password": "pw"}}});
+        ClusterParams::from_additional_params(ap.as_object().unwrap(), "req.json", "i").unwrap()
+    }
+
+    fn inv(text: &str) -> Inventory {
+        Inventory::parse(text, "inv.yaml", std::path::Path::new("/"), &|_| None, &LoadOptions { credentials_from_request: true, ..Default::default() }).unwrap()
+    }
+
+    #[test]
+    fn groups_by_aspect_and_vip_from_cps() {
+        let t = from_inventory(&inv(INV), &params("vip_CP"), "inv.yaml", "req.json").unwrap();
+        assert_eq!(t.master_ips(), "10.0.0.11,10.0.0.12");
+        assert_eq!(t.cluster_ip, "10.0.0.100");
+        assert_eq!(t.workers[0].nic_ip, "198.18.0.21", "no nic_ip: the ssh address");
+        assert_eq!(t.workers[0].k8s_name, "worker21");
+        assert_eq!(t.masters[1].k8s_name, "master12");
+        assert!(t.ha());
+        // Inventory credentials win over the request's.
+        assert_eq!(t.masters[0].host.user, "root");
+    }
+
+    #[test]
+    fn ha_without_a_vip_and_unknown_aspects_are_input_errors() {
+        let e = from_inventory(&inv(INV), &params("other_CP"), "inv.yaml", "req.json").unwrap_err().to_string();
+        assert!(e.contains("inv.yaml: cps.other_CP: 2 masters need the cluster VIP"), "{e}");
+        let e = from_inventory(&inv(&INV.replace("worker_instance:", "workers:")), &params("vip_CP"), "inv.yaml", "req.json")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("worker_node.aspect_id: 'worker_instance' is not a group"), "{e}");
+    }
+
+    #[test]
+    fn hosts_without_credentials_use_the_requests() {
+        let text = INV.replace("defaults: {user: root, password: rootpw, known_hosts: /dev/null}", "defaults: {known_hosts: /dev/null}");
+        let t = from_inventory(&inv(&text), &params("vip_CP"), "inv.yaml", "req.json").unwrap();
+        let h = &t.masters[0].host;
+        assert_eq!(h.user, "ubuntu");
+        assert_eq!(h.auth.password.as_ref().unwrap().expose(), "pw");
+        assert_eq!(h.become_password.as_ref().unwrap().expose(), "pw");
+    }
+}

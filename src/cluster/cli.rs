@@ -84,6 +84,9 @@ pub struct HookArgs {
     /// Seconds an install script may run (Tacker: 2700).
     #[arg(long, default_value_t = 2700.0)]
     pub install_timeout: f64,
+    /// Seconds a drain waits for pods to be evicted before the step fails.
+    #[arg(long, default_value_t = 300.0)]
+    pub drain_timeout: f64,
     /// Seconds per connection attempt.
     #[arg(long, default_value_t = 10.0)]
     pub connect_timeout: f64,
@@ -227,7 +230,7 @@ fn prepare(op: Op, a: &HookArgs, events: Events) -> Result<Prepared> {
     if a.parallel == 0 {
         return Err(Error::input("arguments", "--parallel", "must be at least 1"));
     }
-    let timeouts = Timeouts { install: secs("--install-timeout", a.install_timeout)?, ..Default::default() };
+    let timeouts = Timeouts { install: secs("--install-timeout", a.install_timeout)?, drain: secs("--drain-timeout", a.drain_timeout)?, ..Default::default() };
     let rt = Runner::new(connector, events, a.dry_run, a.parallel, timeouts);
     let hook = Hook {
         rt,

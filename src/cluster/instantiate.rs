@@ -38,6 +38,8 @@ pub async fn run(h: &Hook) -> Result<serde_json::Value> {
             let out = h.install(main, InstallMode::MainMaster, None, None).await?;
             h.outcome(main, "installed");
             if h.rt.dry {
+                token = Some(Secret::new("<token>"));
+                cert_key = Some(Secret::new("<certificate-key>"));
                 h.facts(main, String::new(), String::new(), String::new())
             } else {
                 let o = install_output::parse(&out, main.name(), "install_k8s_cluster.sh -m ...")?;

@@ -16,8 +16,6 @@ pub const HELM_SCRIPT: &str = "install_helm.sh";
 pub const OFFLINE_DIR: &str = "offline";
 pub const ADMIN_TOKEN_FILE: &str = "admin-token.json";
 const KUBECONFIG: &str = "export KUBECONFIG=/etc/kubernetes/admin.conf; ";
-/// How long a drain may wait for pods to leave before the step fails.
-pub const DRAIN_TIMEOUT_S: u32 = 300;
 
 /// `KEY='value'` lines for an env file (sourced with `set -a`).
 pub fn env_file(vars: &[(String, String)]) -> Result<String> {

@@ -27,11 +27,13 @@ pub struct Timeouts {
     pub install: Duration,
     pub helm: Duration,
     pub command: Duration,
+    /// How long a drain waits for pods to leave before it fails.
+    pub drain: Duration,
 }
 
 impl Default for Timeouts {
     fn default() -> Self {
-        Timeouts { install: Duration::from_secs(2700), helm: Duration::from_secs(600), command: Duration::from_secs(120) }
+        Timeouts { install: Duration::from_secs(2700), helm: Duration::from_secs(600), command: Duration::from_secs(120), drain: Duration::from_secs(300) }
     }
 }
 

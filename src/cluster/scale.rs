@@ -22,8 +22,9 @@ pub fn installed_masters(h: &Hook) -> Vec<&ClusterNode> {
 /// Drain (bounded), verify, delete the Node. Tacker skipped the delete when the node had no
 /// pods and gave up on eviction silently; both are errors or steps here.
 pub async fn remove_from_cluster(h: &Hook, via: &ClusterNode, k8s_name: &str, node: &ClusterNode) -> Result<()> {
-    let t = h.rt.timeouts.command + std::time::Duration::from_secs(u64::from(cmd::DRAIN_TIMEOUT_S));
-    h.rt.exec(via, h.rt.root_cmd(via, cmd::drain(k8s_name, cmd::DRAIN_TIMEOUT_S)?, t)).await?;
+    let d = h.rt.timeouts.drain;
+    let secs = d.as_secs().max(1) as u32;
+    h.rt.exec(via, h.rt.root_cmd(via, cmd::drain(k8s_name, secs)?, h.rt.timeouts.command + d)).await?;
     let pods = h.rt.output(via, h.rt.root_cmd(via, cmd::pods_on(k8s_name)?, h.rt.timeouts.command)).await?;
     if !h.rt.dry {
         let left = cmd::evictable_pods(&pods).map_err(|m| Error::Remote { node: via.name().into(), command: cmd::pods_on(k8s_name).unwrap_or_default(), status: "exit code 0".into(), stderr_tail: m })?;

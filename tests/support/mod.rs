@@ -1,4 +1,5 @@
 //! Test support: a real OpenSSH lab (scripts/lab.sh) that is always torn down, and helpers to
+#![allow(dead_code)] // shared by several test binaries; each uses a part
 //! run the real `mgmt-driver` binary against it.
 
 use std::path::{Path, PathBuf};

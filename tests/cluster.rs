@@ -25,44 +25,18 @@ fn s(p: &Path) -> &str {
     p.to_str().unwrap()
 }
 
-fn sha256(p: &Path) -> String {
-    let o = Command::new("sha256sum").arg(p).output().unwrap();
-    String::from_utf8_lossy(&o.stdout).split_whitespace().next().unwrap().to_string()
-}
-
 /// A VNF package as an operator would have it: our scripts under `Scripts/`, and (for the lab,
-/// which has no internet) an offline artifacts directory with `SHA256SUMS`.
+/// which has no internet) an offline artifacts directory of lab-kit stand-ins with a real
+/// `SHA256SUMS` (tests/labkit/make-offline-dir.sh).
 fn package(dir: &Path) -> PathBuf {
     let pkg = dir.join("pkg");
     let scripts = pkg.join("Scripts");
-    let off = pkg.join("Files/offline");
     std::fs::create_dir_all(&scripts).unwrap();
-    std::fs::create_dir_all(off.join("debs")).unwrap();
     for f in ["install_k8s_cluster.sh", "install_helm.sh"] {
         std::fs::copy(repo().join("scripts").join(f), scripts.join(f)).unwrap();
     }
-    for deb in ["kubeadm_1.31.4-1.1_amd64.deb", "kubelet_1.31.4-1.1_amd64.deb", "kubectl_1.31.4-1.1_amd64.deb", "containerd_1.7.12-0ubuntu4_amd64.deb"] {
-        std::fs::write(off.join("debs").join(deb), format!("lab kit stand-in package {deb}\n")).unwrap();
-    }
-    std::fs::write(off.join("cni.yaml"), "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: lab-cni\n").unwrap();
-    let o = Command::new("bash").arg(repo().join("tests/labkit/make-helm-tarball.sh")).arg(&off).output().unwrap();
-    assert!(o.status.success(), "make-helm-tarball: {}", String::from_utf8_lossy(&o.stderr));
-    let mut sums = String::new();
-    let mut files: Vec<PathBuf> = vec![off.join("cni.yaml")];
-    for e in std::fs::read_dir(off.join("debs")).unwrap() {
-        files.push(e.unwrap().path());
-    }
-    for e in std::fs::read_dir(&off).unwrap() {
-        let p = e.unwrap().path();
-        if p.extension().is_some_and(|x| x == "gz") {
-            files.push(p);
-        }
-    }
-    files.sort();
-    for f in files {
-        sums.push_str(&format!("{}  {}\n", sha256(&f), f.strip_prefix(&off).unwrap().display()));
-    }
-    std::fs::write(off.join("SHA256SUMS"), sums).unwrap();
+    let o = Command::new("bash").arg(repo().join("tests/labkit/make-offline-dir.sh")).arg(pkg.join("Files/offline")).output().unwrap();
+    assert!(o.status.success(), "make-offline-dir: {}", String::from_utf8_lossy(&o.stderr));
     pkg
 }
 
@@ -156,9 +130,13 @@ impl Cluster {
         self.hook("instantiate-end", Some(&p), &[])
     }
 
+    /// The kit's shared cluster state (`{}` before any stand-in wrote it).
     fn kit(&self) -> Value {
-        let p = self.lab.file("kit/state.json");
-        serde_json::from_str(&std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))).unwrap()
+        match std::fs::read_to_string(self.lab.file("kit/state.json")) {
+            Ok(t) => serde_json::from_str(&t).unwrap(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => json!({}),
+            Err(e) => panic!("kit state: {e}"),
+        }
     }
 
     fn kit_ctl(&self, args: &[&str]) {

@@ -1,15 +1,44 @@
 #!/usr/bin/env bash
-# The main job on a local default: bring up a 3-node lab of real OpenSSH servers (network
-# namespaces, 198.18.3.0/24), fan a script out to every node with mgmt-driver, print the
-# per-node results, and tear the lab down again. Run as root on a fresh Debian machine.
+# The main job on a local default: bring up a 5-node lab of real OpenSSH servers with the lab kit
+# (198.18.3.0/24; kubeadm/kubectl/apt-get/systemctl are stand-ins, see docs/labkit.md), build a
+# VNF package from our scripts, and run the instantiate_end hook: 3 masters behind a VIP
+# (one after another) + 2 workers (at once) + Helm, then print the vimConnectionInfo the hook
+# returns and the cluster's nodes. Tears the lab down at the end. Run as root.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # shellcheck source=scripts/install-deps.sh
 . scripts/install-deps.sh
 install_deps
 cargo build --release --locked
-N=${N:-3}
-trap 'bash scripts/lab.sh down --name demo >/dev/null 2>&1 || true' EXIT
-bash scripts/lab.sh up "$N" --name demo --net 3
-./target/release/mgmt-driver run-script -o plain -i target/lab/demo/inventory.yaml \
-    samples/scripts/node-info.sh "hello from mgmt-driver"
+LAB=demo NET=3
+work=$(mktemp -d)
+trap 'bash scripts/lab.sh down --name "$LAB" >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
+bash scripts/lab.sh up 5 --kit --name "$LAB" --net "$NET"
+dir=target/lab/$LAB
+
+# The VNF package: our install scripts + an offline directory (the lab has no internet).
+bash samples/package/make-package.sh "$work/pkg" >/dev/null
+bash tests/labkit/make-offline-dir.sh "$work/pkg/Files/offline" >/dev/null
+
+# Inventory: groups named after the request's aspect_id, the VIP as cps.vip_CP.
+{
+    printf 'defaults:\n  user: root\n  identity_file: %s\n  known_hosts: %s\n  host_key_check: strict\n' \
+        "$PWD/$dir/id_ed25519" "$PWD/$dir/known_hosts"
+    printf 'groups:\n  master_instance:\n'
+    for i in 1 2 3; do printf '    - {name: %s-%d, ssh_ip: 198.18.%d.%d}\n' "$LAB" "$i" "$NET" $((10 + i)); done
+    printf '  worker_instance:\n'
+    for i in 4 5; do printf '    - {name: %s-%d, ssh_ip: 198.18.%d.%d}\n' "$LAB" "$i" "$NET" $((10 + i)); done
+    printf 'cps:\n  vip_CP: 198.18.%d.100\n' "$NET"
+} >"$work/inventory.yaml"
+
+md=./target/release/mgmt-driver
+common=(-i "$work/inventory.yaml" --package-dir "$work/pkg" --vnf-instance-id demo-vnf --state-dir "$work/state")
+echo "== plan (dry run, first lines)"
+$md instantiate-end --dry-run -o plain --request samples/requests/k8s-cluster-lab.json "${common[@]}" 2>&1 | grep '^==' || true
+echo "== instantiate_end"
+$md instantiate-end -o json --request samples/requests/k8s-cluster-lab.json "${common[@]}" \
+    2>"$work/events.jsonl" >"$work/result.json"
+echo "result: $(wc -l <"$work/events.jsonl") events on stderr; the result document:"
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(json.dumps({k: d[k] for k in ("ok","vimConnectionInfo","nodes")}, indent=2))' "$work/result.json"
+echo "== kubectl get nodes (on the main master, lab-kit stand-in)"
+bash scripts/lab.sh exec 1 --name "$LAB" -- env KUBECONFIG=/etc/kubernetes/admin.conf kubectl get nodes

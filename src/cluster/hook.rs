@@ -305,7 +305,10 @@ impl Hook {
 
     /// The hook's result document (stdout with `-o json`).
     pub fn result(&self, operation: &str, error: Option<&Error>, vim: Option<Value>) -> Value {
-        let outcomes = self.outcomes.lock().expect("outcomes").clone();
+        let mut outcomes = self.outcomes.lock().expect("outcomes").clone();
+        // Cluster order (masters, then workers), whatever order parallel steps finished in.
+        let order: Vec<&str> = self.topo.all().map(|n| n.name()).collect();
+        outcomes.sort_by_key(|(n, _)| order.iter().position(|o| o == n).unwrap_or(usize::MAX));
         json!({
             "operation": operation,
             "vnfInstanceId": self.instance_id,

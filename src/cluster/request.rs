@@ -86,11 +86,11 @@ pub struct VimConnection {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vim_id: Option<String>,
     pub vim_type: String,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interface_info: Option<Value>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub access_info: Option<Value>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub extra: Option<Value>,
     #[serde(flatten)]
     pub rest: Map<String, Value>,

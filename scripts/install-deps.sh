@@ -12,6 +12,9 @@ install_deps() {
     command -v pgrep >/dev/null || need+=(procps)
     { command -v nsenter && command -v unshare; } >/dev/null || need+=(util-linux)
     command -v cc >/dev/null || need+=(gcc)
+    # the lab kit (tests/labkit): stand-ins run with #!/usr/bin/python3 and make certificates with openssl
+    [ -x /usr/bin/python3 ] || need+=(python3)
+    command -v openssl >/dev/null || need+=(openssl)
     [ ${#need[@]} -eq 0 ] && return 0
     if [ "$(id -u)" != 0 ]; then
         echo "missing packages: ${need[*]} (run as root so they can be installed)" >&2

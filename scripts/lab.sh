@@ -24,7 +24,7 @@ readonly READY_TIMEOUT_S=30
 usage() {
     cat <<EOF
 usage:
-  $PROG up N [--name NAME] [--net K] [--hidden M] [--no-sftp LIST] [--dir DIR]
+  $PROG up N [--name NAME] [--net K] [--hidden M] [--no-sftp LIST] [--kit] [--dir DIR]
   $PROG down [--name NAME] [--dir DIR]
   $PROG stop NODE [--name NAME] [--dir DIR]
   $PROG start NODE [--name NAME] [--dir DIR]
@@ -48,6 +48,9 @@ usage:
   --hidden M, 0..$MAX_HIDDEN (default: 0): nodes NAME-h1..NAME-hM on 198.19.K.0/24,
           reachable only through node 1 (the bastion)
   --no-sftp LIST  comma-separated primary node numbers whose sshd has no sftp
+  --kit   add the lab kit (tests/labkit, docs/labkit.md): stand-ins for apt-get,
+          systemctl, kubeadm, kubectl, ... that share one simulated cluster in
+          DIR/kit (mounted at /var/lib/labkit in every node); not the real tools
   --dir   lab directory (default: <repo>/target/lab/NAME)
 EOF
 }
@@ -66,7 +69,7 @@ since() {
 # ---------------------------------------------------------------------------
 # Arguments
 # ---------------------------------------------------------------------------
-CMD='' NAME=lab NET=0 HIDDEN=0 NOSFTP='' DIR='' NODE_ARG='' COUNT=''
+CMD='' NAME=lab NET=0 HIDDEN=0 NOSFTP='' DIR='' NODE_ARG='' COUNT='' KIT=0
 CMD_ARGV=()
 
 # is_int_in VALUE MIN MAX: VALUE is a decimal integer (at most 3 digits) in MIN..MAX.
@@ -103,6 +106,10 @@ parse_args() {
             usage
             exit 0
             ;;
+        --kit)
+            given["--kit"]=1 KIT=1
+            shift
+            ;;
         --name | --net | --hidden | --no-sftp | --dir | --name=* | --net=* | --hidden=* | --no-sftp=* | --dir=*)
             if [[ $1 == *=* ]]; then
                 opt=${1%%=*} val=${1#*=}
@@ -131,7 +138,7 @@ parse_args() {
 
     # Options that only `up` takes.
     if [ "$CMD" != up ]; then
-        for opt in --net --hidden --no-sftp; do
+        for opt in --net --hidden --no-sftp --kit; do
             [ -z "${given[$opt]:-}" ] || usage_error "option $opt is only valid with 'up'"
         done
     fi
@@ -237,6 +244,8 @@ set_paths() {
     BR_HIDDEN=mdh$NAME
     NS_PREFIX=mdl-$NAME-
     SSH_CFG=$DIR/ssh_config
+    KIT_DIR=$DIR/kit # lab kit: shared cluster state, /var/lib/labkit in the nodes
+    KIT_SRC=$REPO_DIR/tests/labkit
 }
 
 # Node tables (index 0..T-1): primary nodes first, then hidden nodes.
@@ -480,6 +489,7 @@ teardown() {
         fi
     done
     rm -f "$DIR/known_hosts" "$DIR/nodes.tsv" "$DIR/inventory.yaml" "$DIR/lab.env" "$SSH_CFG"
+    rm -rf --one-file-system "$KIT_DIR"
 
     # 4. anything left? (report only)
     local -a left=()
@@ -582,6 +592,8 @@ write_lab_env() {
         printf 'LAB_USER=%s\n' "$LAB_USER"
         printf 'LAB_NO_SFTP=%s\n' "$NOSFTP"
         printf 'LAB_SSH_CONFIG=%s\n' "$(sh_quote "$SSH_CFG")"
+        printf 'LAB_KIT=%s\n' "$KIT"
+        if [ "$KIT" = 1 ]; then printf 'LAB_KIT_DIR=%s\n' "$(sh_quote "$KIT_DIR")"; fi
     } >"$DIR/lab.env"
 }
 
@@ -688,6 +700,60 @@ build_tmpl() {
     ln -s /proc/self/fd/2 "$T/dev/stderr"
 }
 
+# Lab kit (--kit): the stand-ins go into the shared layer, so every node sees
+# them at /opt/labkit and, through /usr/local/sbin (first in sshd's and sudo's
+# root PATH), in place of apt-get, systemctl, ... The host's swapoff and
+# modprobe act on the whole machine, so they are masked in /usr/sbin (and /sbin
+# when it is not a symlink) as well. DIR/kit, created empty here, holds the
+# shared cluster state and is bind-mounted at /var/lib/labkit in every node.
+readonly KIT_SHADOWED="apt-get apt-mark systemctl hostnamectl swapoff sysctl modprobe"
+readonly KIT_MASKED="swapoff modprobe"
+
+# mkdir -p under the layer, with the host's mode and owner for each level.
+layer_dirs() { # args: absolute paths
+    local p d part
+    for p in "$@"; do
+        d=$LAYER_DIR
+        local IFS=/
+        for part in ${p#/}; do
+            d=$d/$part
+            [ -d "$d" ] && continue
+            mkdir "$d"
+            if [ -d "${d#"$LAYER_DIR"}" ]; then
+                chmod --reference="${d#"$LAYER_DIR"}" "$d"
+                chown --reference="${d#"$LAYER_DIR"}" "$d"
+            else
+                chmod 755 "$d"
+            fi
+        done
+    done
+}
+
+build_kit() {
+    local L=$LAYER_DIR t d
+    [ -d "$KIT_SRC" ] || die "--kit: $KIT_SRC is missing"
+    [ -x /usr/bin/python3 ] || die "--kit needs /usr/bin/python3 (apt-get install python3)"
+    command -v openssl >/dev/null 2>&1 || die "--kit needs openssl (apt-get install openssl)"
+    rm -rf --one-file-system "$KIT_DIR"
+    mkdir -m 0777 "$KIT_DIR"
+    chmod 0777 "$KIT_DIR"
+    layer_dirs /opt /usr/local/sbin /usr/sbin /var/lib
+    mkdir -m 0755 "$L/opt/labkit" "$L/var/lib/labkit"
+    cp -R --preserve=mode,timestamps "$KIT_SRC/." "$L/opt/labkit/"
+    rm -rf "$L/opt/labkit/__pycache__"
+    chown -R 0:0 "$L/opt/labkit"
+    chmod -R go-w,a+rX "$L/opt/labkit"
+    /usr/bin/python3 -m compileall -q -d /opt/labkit "$L/opt/labkit" >/dev/null ||
+        die "--kit: python3 could not compile $KIT_SRC"
+    for t in $KIT_SHADOWED; do ln -s "/opt/labkit/$t" "$L/usr/local/sbin/$t"; done
+    ln -s /opt/labkit/apt-get "$L/usr/local/sbin/apt"
+    for d in /usr/sbin /sbin; do
+        if [ ! -d "$d" ] || [ -L "$d" ]; then continue; fi
+        layer_dirs "$d"
+        for t in $KIT_MASKED; do ln -sfn "/opt/labkit/$t" "$L$d/$t"; done
+    done
+}
+
 # Per-node skeleton: overlay upper/work, and the node's /root and /home.
 build_skel() {
     local S=$SKEL_DIR keys k
@@ -765,6 +831,11 @@ printf "%s\n" "$name" >/proc/sys/kernel/hostname
 printf "0\n" >/proc/sys/net/ipv4/ip_forward
 mount --all --fstab "$st/fstab"
 mount -o remount,bind,rw "$fs/mnt/proc/sys/net"   # per-netns sysctls only
+if [ -e "$st/labkit-node" ] && [ -s "$fs/mnt/etc/hostname" ]; then
+    # lab kit nodes boot like VMs: with the hostname their /etc/hostname has (hostnamectl)
+    h=$(head -n 1 "$fs/mnt/etc/hostname")
+    [ -z "$h" ] || printf "%s\n" "$h" >/proc/sys/kernel/hostname
+fi
 cp -a "$tmpl/dev" "$tmpl/run" "$fs/mnt/"
 cd "$fs/mnt"
 pivot_root . .
@@ -828,7 +899,10 @@ prep_node() {
         printf '%s/root %s/root none bind 0 0\n' "$fs" "$R"
         printf '%s/home %s/home none bind 0 0\n' "$fs" "$R"
         printf '%s %s/run/mdlab none bind,X-mount.mkdir 0 0\n' "$st" "$R"
+        [ "$KIT" = 0 ] || printf '%s %s/var/lib/labkit none bind 0 0\n' "$KIT_DIR" "$R"
     } >"$st/fstab"
+    # lab kit: who am I (the stand-ins refuse to run without this file)
+    [ "$KIT" = 0 ] || printf 'name=%s\nip=%s\nlab=%s\n' "$name" "$ip" "$NAME" >"$st/labkit-node"
 
     ssh-keygen -q -t ed25519 -N '' -C "root@$name" -f "$st/ssh_host_ed25519_key" </dev/null
 
@@ -1001,6 +1075,7 @@ cmd_up() {
     [ -n "$TTY_GID" ] || TTY_GID=5
     mount_lab_fs
     build_layer
+    if [ "$KIT" = 1 ]; then build_kit; fi
     build_tmpl
     build_skel
     setup_host_network
@@ -1033,6 +1108,10 @@ cmd_up() {
     printf '  inventory: %s/inventory.yaml\n' "$DIR"
     printf '  try:       mgmt-driver exec -i %s/inventory.yaml -- hostname\n' "$DIR"
     printf '  ssh:       ssh -F %s root@%s   (user %s, password in %s/password)\n' "$SSH_CFG" "${N_IP[0]}" "$LAB_USER" "$DIR"
+    if [ "$KIT" = 1 ]; then
+        printf '  lab kit:   %s (stand-ins, not the real tools; see docs/labkit.md)\n' "$KIT_DIR"
+        printf '             %s/labkit-ctl state %s\n' "$KIT_SRC" "$KIT_DIR"
+    fi
     printf '  down:      %s down %s\n' "$0" "$(lab_args)"
 }
 

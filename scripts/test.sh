@@ -1,10 +1,17 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh machine: installs what the tests need (openssh-server,
-# sudo, iproute2, ...), then runs unit tests and the lab tests against real sshd nodes.
-# Run as root: the lab uses network/mount/pid namespaces. Extra arguments go to `cargo test`.
+# sudo, iproute2, python3, ...), then runs unit tests, the lab tests against real sshd nodes
+# (tests/lab.rs, tests/cluster.rs) and the lab kit's self-test. Run as root: the lab uses
+# network/mount/pid namespaces. Extra arguments go to `cargo test`.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # shellcheck source=scripts/install-deps.sh
 . scripts/install-deps.sh
 install_deps
 cargo test --locked "$@"
+if [ "$(id -u)" = 0 ]; then
+    bash tests/labkit/selftest.sh
+else
+    echo "*** lab kit self-test SKIPPED: needs root ***" >&2
+    [ "${CI:-}" != true ] || exit 1
+fi

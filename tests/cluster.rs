@@ -160,7 +160,7 @@ impl Cluster {
 
     /// Simulate the VNFM replacing VM `i` with a fresh one (heal): the kubeadm state is wiped.
     fn fresh_vm(&self, i: usize) {
-        self.on(i, "kubeadm reset -f >/dev/null 2>&1; rm -rf /etc/kubernetes /var/lib/mgmt-driver /tmp/installed /root/.kube");
+        self.on(i, "kubeadm reset -f >/dev/null 2>&1; rm -rf /etc/kubernetes /var/lib/mgmt-driver /tmp/installed /root/.kube /usr/local/bin/helm /var/tacker /root/.config/helm");
     }
 
     fn state_doc(&self) -> Option<Value> {
@@ -316,7 +316,13 @@ fn rerun_after_worker_failure() -> R {
 /// SOL002 heal of a worker and of a master in an HA cluster; haproxy and etcd follow.
 fn heal_sol002_worker_and_master() -> R {
     let c = Cluster::new("c5", 24, 4, &[1, 2, 3], &[4], true);
-    c.instantiate(&c.request()).ok();
+    let mut req = c.request();
+    req["additionalParams"]["k8s_cluster_installation_param"]["helm_installation_script_path"] = "Scripts/install_helm.sh".into();
+    c.instantiate(&req).ok();
+    // A chart and a repository on the survivors, as a CNF deployment leaves them.
+    for i in [1, 2] {
+        c.on(i, "mkdir -p /var/tacker/helm/vnf1/localhelm && echo 'name: localhelm' > /var/tacker/helm/vnf1/localhelm/Chart.yaml && helm repo add bitnami https://charts.bitnami.com/bitnami >/dev/null");
+    }
     // Worker: a pod on it must be evicted.
     c.kit_ctl(&["add-pod", "worker14", "web-1"]);
     let heal = c.write("heal-w.json", &json!({"vnfcInstanceId": c.lab.node(4)}));
@@ -344,6 +350,10 @@ fn heal_sol002_worker_and_master() -> R {
     check(units.contains("reload"), || "haproxy was not reloaded".into())?;
     let members = c.on(1, "KUBECONFIG=/etc/kubernetes/admin.conf kubectl -n kube-system exec etcd-master11 -- etcdctl member list");
     check(members.contains("master13") && members.lines().count() == 3, || members.clone())?;
+    // Helm, its charts and its repositories are back on the healed master (no sshpass involved).
+    let helm = c.on(3, "helm version --short; cat /var/tacker/helm/vnf1/localhelm/Chart.yaml; helm repo list -o json");
+    check(helm.contains("v3.99.0-lab") && helm.contains("name: localhelm") && helm.contains("https://charts.bitnami.com/bitnami"), || format!("helm not restored:\n{helm}"))?;
+    check(k8s_conn(&doc(&r))["extra"]["helm_info"]["masternode_ip"].as_array().map(|a| a.len()) == Some(3), || "helm_info lists the masters".into())?;
     Ok(())
 }
 
@@ -494,12 +504,44 @@ fn tacker_bodies_parse_and_plan() -> R {
     ] {
         plan(op, &data.join(f), &extra).ok();
     }
-    // Request-only parsing of the rest (their params come from the state store).
-    for f in ["v1/k8s-cluster/scale_in_request.json", "v1/k8s-cluster/scale_out_request.json", "v1/k8s-cluster/heal_sol002_request.json", "api-ref/v1/heal-vnf-instance-request.json", "api-ref/v2/heal-vnf-instance-request.json", "api-ref/v1/scale-vnf-instance-request.json", "api-ref/v2/scale-vnf-instance-request.json"] {
+    // Without a recorded instantiate, v1 scale/heal bodies (which carry no params) are refused.
+    for f in ["v1/k8s-cluster/scale_out_request.json", "v1/k8s-cluster/heal_sol002_request.json", "api-ref/v2/scale-vnf-instance-request.json"] {
         let op = if f.contains("heal") { "heal-start" } else { "scale-end" };
         let r = plan(op, &data.join(f), &[]);
         check(r.code == 2 && r.stderr.contains("k8s_cluster_installation_param: is required (and no earlier instantiate recorded it)"), || format!("{f}: {}", r.all()))?;
     }
+    // With one recorded (as instantiate-end leaves it), they plan. w2 is a new VM in the inventory.
+    let simple: Value = serde_json::from_str(&std::fs::read_to_string(data.join("v1/k8s-cluster/simple_kubernetes_param_file.json")).unwrap()).unwrap();
+    std::fs::create_dir_all(&st).unwrap();
+    let node = |role: &str, ip: &str, k8s: &str| json!({"role": role, "ssh_addr": ip, "nic_ip": ip, "k8s_name": k8s, "installed": true, "helm_installed": false});
+    let state = json!({"version": 1, "vnf_instance_id": "i1", "params": simple["additionalParams"]["k8s_cluster_installation_param"],
+        "nodes": {"m1": node("master", "192.0.2.11", "master11"), "w1": node("worker", "192.0.2.21", "worker21")},
+        "facts": {"server": "https://192.0.2.11:6443", "ca_pem": "PEM", "ca_hash": "ab", "cluster_ip": "192.0.2.11", "main_master": "m1"}});
+    std::fs::write(st.join("i1.json"), state.to_string()).unwrap();
+    std::fs::write(&inv1, std::fs::read_to_string(&inv1).unwrap().replace("  masterNode:", "    - {name: w2, ssh_ip: 192.0.2.22}\n  masterNode:")).unwrap();
+    // The VNFM's VnfInstance maps Tacker's vnfcInstanceId to a VM's address.
+    let inst = d.path().join("vnf_instance.json");
+    std::fs::write(&inst, json!({"id": "i1", "instantiatedVnfInfo": {"vnfcResourceInfo": [{"id": "bbce9656-f051-434f-8c4a-660ac23e91f6", "vduId": "workerNode",
+        "vnfcCpInfo": [{"cpdId": "workerNode_CP2", "cpProtocolInfo": [{"layerProtocol": "IP_OVER_ETHERNET", "ipOverEthernet": {"ipAddresses": [{"type": "IPV4", "addresses": ["192.0.2.21"]}]}}]}]}]}}).to_string()).unwrap();
+    let cases: Vec<(&str, &str, Vec<&str>, &str)> = vec![
+        ("scale-end", "v1/k8s-cluster/scale_out_request.json", vec![], "== scale out: join workers: w2"),
+        ("scale-end", "api-ref/v1/scale-vnf-instance-request.json", vec![], "== scale out: join workers: w2"),
+        ("scale-start", "v1/k8s-cluster/scale_in_request.json", vec!["--node", "w1"], "kubectl drain worker21 --ignore-daemonsets"),
+        ("scale-start", "v1/k8s-cluster/scale_out_request.json", vec![], ""),
+        ("heal-start", "v1/k8s-cluster/heal_sol002_request.json", vec!["--vnf-instance", s(&inst)], "kubectl drain worker21"),
+        ("heal-end", "v1/k8s-cluster/heal_sol002_request.json", vec!["--vnf-instance", s(&inst)], "== heal: reinstall w1"),
+        ("heal-start", "api-ref/v2/heal-vnf-instance-request.json", vec!["--node", "w1"], "kubectl drain worker21"),
+        ("terminate-end", "api-ref/v1/terminate-vnf-instance-request.json", vec!["--reset-nodes"], "kubeadm reset -f"),
+        ("terminate-end", "api-ref/v2/terminate-vnf-instance-request.json", vec![], "remove the VIM record"),
+    ];
+    for (op, f, extra, want) in cases {
+        let r = plan(op, &data.join(f), &extra);
+        r.ok();
+        check(r.stdout.contains(want), || format!("{op} {f}: expected {want:?} in the plan:\n{}", r.all()))?;
+    }
+    let r = plan("heal-start", &data.join("api-ref/v1/heal-vnf-instance-request.json"), &[]);
+    r.fails(2, "'c51c98dc-b918-4681-a9eb-4f32a57c4e08' names no inventory host");
+    check(std::fs::read_to_string(st.join("i1.json")).unwrap() == state.to_string(), || "a dry run changed the state".into())?;
     Ok(())
 }
 

@@ -93,7 +93,9 @@ pub async fn end(h: &Hook, targets: &[&ClusterNode], whole: bool) -> Result<serd
     let via = h.rt.first_reachable(&survivors).await?;
     let token = h.join_token(via).await?;
     let hash = h.with_state(|s| s.facts.as_ref().map(|f| f.ca_hash.clone())).ok_or_else(|| Error::input("state", "facts", "the cluster was never instantiated"))?;
-    let todo: Vec<&ClusterNode> = targets.iter().copied().filter(|t| !h.installed(t)).collect();
+    // The VNFM replaced these VMs: reinstall them whatever the state says (our install script
+    // is a no-op on a node that already joined, so a re-run after a later failure is safe).
+    let todo: Vec<&ClusterNode> = targets.to_vec();
     let all: Vec<&ClusterNode> = h.topo.all().collect();
     // Every node learns the healed node's (possibly new) address.
     h.prepare(&all, &[]).await?;

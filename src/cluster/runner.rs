@@ -13,7 +13,7 @@ use futures::future::join_all;
 use tokio::sync::{Mutex, OnceCell, Semaphore};
 
 use crate::cluster::topology::ClusterNode;
-use crate::command::RemoteCommand;
+use crate::command::{Become, RemoteCommand};
 use crate::error::{Error, Result};
 use crate::event::{EventKind, Events, HostEvents};
 use crate::step::{Action, become_for};
@@ -84,9 +84,23 @@ impl Runner {
         }
     }
 
+    /// Dry run: one numbered step. Commands are shown as the node's shell gets them inside the
+    /// sudo/timeout wrapper (which `-v` runs show in full); secrets are never part of them.
     fn plan(&self, node: &ClusterNode, a: &Action) -> Result<()> {
         let step = self.step.fetch_add(1, Ordering::SeqCst) + 1;
-        self.ev(node).emit(EventKind::Plan { step, action: a.describe()? });
+        let action = match a {
+            Action::Exec(c) => {
+                let who = match c.become_ {
+                    Become::No => "as the login user",
+                    Become::SudoNoPassword => "as root (sudo -n)",
+                    Become::SudoWithPassword => "as root (sudo -S, password on stdin)",
+                };
+                let t = c.timeout.map(|t| format!(", timeout {}s", t.as_secs())).unwrap_or_default();
+                format!("exec {who}{t}: {}", c.display())
+            }
+            other => other.describe()?,
+        };
+        self.ev(node).emit(EventKind::Plan { step, action });
         Ok(())
     }
 

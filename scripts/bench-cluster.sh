@@ -24,6 +24,7 @@ while [ $# -gt 0 ]; do
     esac
 done
 LAB=bcl NET=91 N=$((3 + W))
+[ -x /usr/bin/time ] || { echo "needs GNU time: apt-get install time" >&2; exit 2; }
 cd "$REPO"
 cargo build --release --locked -q
 md=$REPO/target/release/mgmt-driver
@@ -38,7 +39,7 @@ if [ "${SCRIPT:-fixed}" = fixed ]; then
     cp tests/labkit/fixed-time-install.sh "$work/pkg/Scripts/install_k8s_cluster.sh"
 fi
 
-# One run on a fresh lab: prints "wall_s maxrss_kib".
+# One run on a fresh lab: prints "wall_s maxrss_kib cpu_s" (cpu = the driver's user + sys).
 run_once() { # $1 = extra mgmt-driver args
     bash scripts/lab.sh up "$N" --kit --name "$LAB" --net "$NET" >/dev/null 2>&1
     python3 tests/labkit/labkit-ctl set-delay "target/lab/$LAB/kit" "$T" >/dev/null
@@ -55,35 +56,35 @@ run_once() { # $1 = extra mgmt-driver args
     local t0 t1
     t0=$(date +%s.%N)
     # shellcheck disable=SC2086 # $1 is a list of words
-    /usr/bin/time -f '%M' -o "$work/rss" "$md" instantiate-end -o json --request "$work/req.json" -i "$work/inv.yaml" \
+    /usr/bin/time -f '%M %U %S' -o "$work/rss" "$md" instantiate-end -o json --request "$work/req.json" -i "$work/inv.yaml" \
         --package-dir "$work/pkg" --vnf-instance-id bench --state-dir "$work/state" $1 >"$work/out.json" 2>"$work/err.log" \
         || { echo "run failed:" >&2; tail -20 "$work/err.log" >&2; exit 1; }
     t1=$(date +%s.%N)
     python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if d["ok"] and len(d["nodes"])==int(sys.argv[2]) else 1)' "$work/out.json" "$N" \
         || { echo "result not ok" >&2; exit 1; }
-    printf '%s %s\n' "$(awk -v a="$t0" -v b="$t1" 'BEGIN {print b - a}')" "$(cat "$work/rss")"
+    printf '%s %s\n' "$(awk -v a="$t0" -v b="$t1" 'BEGIN {print b - a}')" "$(awk '{print $1, $2 + $3}' "$work/rss")"
 }
 
 median() { sort -n | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 
-declare -a par=() seq=() prss=() srss=()
+declare -a par=() seq=() prss=() srss=() pcpu=() scpu=()
 for ((r = 1; r <= REPS; r++)); do
-    read -r w m < <(run_once "")
-    par+=("$w"); prss+=("$m")
-    read -r w m < <(run_once "--parallel 1")
-    seq+=("$w"); srss+=("$m")
+    read -r w m c < <(run_once "")
+    par+=("$w"); prss+=("$m"); pcpu+=("$c")
+    read -r w m c < <(run_once "--parallel 1")
+    seq+=("$w"); srss+=("$m"); scpu+=("$c")
     echo "rep $r: parallel ${par[-1]}s, sequential ${seq[-1]}s" >&2
 done
 pm=$(printf '%s\n' "${par[@]}" | median)
 sm=$(printf '%s\n' "${seq[@]}" | median)
 table=$(
-    printf '| run (3 masters + %d workers, T = %ss per node, %s script, %d reps, medians) | wall | model | overhead | peak RSS |\n' "$W" "$T" "${SCRIPT:-fixed}" "$REPS"
-    printf '|---|---|---|---|---|\n'
-    printf '| mgmt-driver (masters in order, workers at once) | %.1f s | (3 + 1) × T = %s s | %.1f s | %d MiB |\n' \
-        "$pm" "$(awk -v t="$T" 'BEGIN {print 4 * t}')" "$(awk -v p="$pm" -v t="$T" 'BEGIN {print p - 4 * t}')" "$(($(printf '%s\n' "${prss[@]}" | median | cut -d. -f1) / 1024))"
+    printf '| run (3 masters + %d workers, T = %ss per node, %s script, %d reps, medians) | wall | model | overhead | driver CPU | peak RSS |\n' "$W" "$T" "${SCRIPT:-fixed}" "$REPS"
+    printf '|---|---|---|---|---|---|\n'
+    printf '| mgmt-driver (masters in order, workers at once) | %.1f s | (3 + 1) × T = %s s | %.1f s | %.2f s | %d MiB |\n' \
+        "$pm" "$(awk -v t="$T" 'BEGIN {print 4 * t}')" "$(awk -v p="$pm" -v t="$T" 'BEGIN {print p - 4 * t}')" "$(printf '%s\n' "${pcpu[@]}" | median)" "$(($(printf '%s\n' "${prss[@]}" | median | cut -d. -f1) / 1024))"
     # shellcheck disable=SC2016 # backquotes are markdown here
-    printf '| same binary, `--parallel 1` (every node in turn, as Tacker) | %.1f s | (3 + %d) × T = %s s | %.1f s | %d MiB |\n' \
-        "$sm" "$W" "$(awk -v t="$T" -v w="$W" 'BEGIN {print (3 + w) * t}')" "$(awk -v p="$sm" -v t="$T" -v w="$W" 'BEGIN {print p - (3 + w) * t}')" "$(($(printf '%s\n' "${srss[@]}" | median | cut -d. -f1) / 1024))"
+    printf '| same binary, `--parallel 1` (every node in turn, as Tacker) | %.1f s | (3 + %d) × T = %s s | %.1f s | %.2f s | %d MiB |\n' \
+        "$sm" "$W" "$(awk -v t="$T" -v w="$W" 'BEGIN {print (3 + w) * t}')" "$(awk -v p="$sm" -v t="$T" -v w="$W" 'BEGIN {print p - (3 + w) * t}')" "$(printf '%s\n' "${scpu[@]}" | median)" "$(($(printf '%s\n' "${srss[@]}" | median | cut -d. -f1) / 1024))"
 )
 echo "$table"
 [ -z "$OUT" ] || printf '%s\n' "$table" >"$OUT"

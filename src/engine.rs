@@ -113,24 +113,11 @@ pub async fn run_jobs(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::inventory::{Auth, HostKeyCheck};
     use std::sync::atomic::AtomicUsize;
 
     fn hosts(n: usize) -> Vec<Host> {
         (1..=n)
-            .map(|i| Host {
-                name: format!("h{i}"),
-                addr: format!("10.0.0.{i}"),
-                port: 22,
-                nic_ip: None,
-                user: "root".into(),
-                auth: Auth::default(),
-                known_hosts: "/dev/null".into(),
-                host_key_check: HostKeyCheck::Strict,
-                jump: vec![],
-                become_password: None,
-                groups: vec![],
-            })
+            .map(|i| Host::for_test(&format!("h{i}"), &format!("10.0.0.{i}")))
             .collect()
     }
 

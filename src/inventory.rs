@@ -111,6 +111,24 @@ pub struct Host {
 }
 
 impl Host {
+    /// A minimal host for unit tests: root, strict host keys against /dev/null, no jump.
+    #[cfg(test)]
+    pub fn for_test(name: &str, addr: &str) -> Host {
+        Host {
+            name: name.into(),
+            addr: addr.into(),
+            port: 22,
+            nic_ip: None,
+            user: "root".into(),
+            auth: Auth::default(),
+            known_hosts: "/dev/null".into(),
+            host_key_check: HostKeyCheck::Strict,
+            jump: vec![],
+            become_password: None,
+            groups: vec![],
+        }
+    }
+
     /// `addr:port`, with brackets for IPv6 literals.
     pub fn endpoint(&self) -> String {
         fmt_addr(&self.addr, self.port)

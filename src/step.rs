@@ -237,23 +237,10 @@ impl ScriptJob {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::inventory::{Auth, HostKeyCheck};
     use crate::secret::Secret;
 
     fn host(user: &str, pw: bool) -> Host {
-        Host {
-            name: "n1".into(),
-            addr: "198.18.0.11".into(),
-            port: 22,
-            nic_ip: None,
-            user: user.into(),
-            auth: Auth::default(),
-            known_hosts: "/dev/null".into(),
-            host_key_check: HostKeyCheck::Strict,
-            jump: vec![],
-            become_password: pw.then(|| Secret::new("pw")),
-            groups: vec![],
-        }
+        Host { user: user.into(), become_password: pw.then(|| Secret::new("pw")), ..Host::for_test("n1", "198.18.0.11") }
     }
 
     #[test]

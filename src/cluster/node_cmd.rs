@@ -253,23 +253,11 @@ pub fn helm_repo_add(name: &str, url: &str) -> Result<String> {
 mod tests {
     use super::*;
     use crate::cluster::topology::{Role, k8s_name};
-    use crate::inventory::{Auth, Host, HostKeyCheck};
+    use crate::inventory::Host;
     use std::process::Command;
 
     fn node(role: Role, ip: &str) -> ClusterNode {
-        let host = Host {
-            name: ip.into(),
-            addr: ip.into(),
-            port: 22,
-            nic_ip: None,
-            user: "root".into(),
-            auth: Auth::default(),
-            known_hosts: "/dev/null".into(),
-            host_key_check: HostKeyCheck::Strict,
-            jump: vec![],
-            become_password: None,
-            groups: vec![],
-        };
+        let host = Host::for_test(ip, ip);
         ClusterNode { k8s_name: k8s_name(role, ip), nic_ip: ip.into(), role, host }
     }
 

@@ -56,6 +56,10 @@ pub async fn scale_in(h: &Hook, targets: &[&ClusterNode]) -> Result<serde_json::
     h.rt.phase("scale in: drain and delete", targets, false);
     for t in targets {
         let k = k8s_name_of(h, t);
+        if !h.installed(t) {
+            h.outcome(t, "not a member of the cluster; nothing to do");
+            continue;
+        }
         let r = remove_from_cluster(h, via, &k, t).await;
         h.rt.done(t, &r);
         r?;

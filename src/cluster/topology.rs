@@ -256,6 +256,32 @@ cps: {vip_CP: 10.0.0.100}
     }
 
     #[test]
+    fn nodes_from_a_vnf_instance_use_its_cp_addresses() {
+        let ap = serde_json::json!({"k8s_cluster_installation_param": {
+            "script_path": "s.sh",
+            "master_node": {"vdu_id": "masterNode", "ssh_cp_name": "masterNode_CP1_floating_ip", "nic_cp_name": "masterNode_CP1",
+                            "username": "ubuntu", "password": "pw", "cluster_cp_name": "masterNode_CP1"},
+            "worker_node": {"vdu_id": "workerNode", "ssh_cp_name": "workerNode_CP1_floating_ip", "nic_cp_name": "workerNode_CP1",
+                            "username": "ubuntu", "password": "pw"}}});
+        let p = ClusterParams::from_additional_params(ap.as_object().unwrap(), "req.json", "i").unwrap();
+        let cp = |id: &str, ip: &str| serde_json::json!({"cpdId": id, "cpProtocolInfo": [{"layerProtocol": "IP_OVER_ETHERNET",
+            "ipOverEthernet": {"ipAddresses": [{"type": "IPV4", "addresses": [ip]}]}}]});
+        let inst: VnfInstance = serde_json::from_value(serde_json::json!({"id": "i", "instantiatedVnfInfo": {"vnfcResourceInfo": [
+            {"id": "vnfc-m", "vduId": "masterNode", "vnfcCpInfo": [cp("masterNode_CP1_floating_ip", "192.0.2.5"), cp("masterNode_CP1", "10.0.0.5")]},
+            {"id": "vnfc-w", "vduId": "workerNode", "vnfcCpInfo": [cp("workerNode_CP1_floating_ip", "192.0.2.6"), cp("workerNode_CP1", "10.0.0.6")]}]}}))
+        .unwrap();
+        let d = NodeDefaults { known_hosts: "/tmp/kh".into(), host_key_check: HostKeyCheck::AcceptNew };
+        let t = from_vnf_instance(&inst, &p, "inst.json", &d).unwrap();
+        assert_eq!((t.masters[0].host.addr.as_str(), t.masters[0].nic_ip.as_str()), ("192.0.2.5", "10.0.0.5"));
+        assert_eq!(t.cluster_ip, "10.0.0.5");
+        assert_eq!(t.workers[0].k8s_name, "worker6");
+        assert_eq!(t.workers[0].host.user, "ubuntu");
+        let empty: VnfInstance = serde_json::from_value(serde_json::json!({"id": "i"})).unwrap();
+        let e = from_vnf_instance(&empty, &p, "inst.json", &d).unwrap_err().to_string();
+        assert!(e.contains("master_node.vdu_id: no vnfcResourceInfo with vduId 'masterNode'"), "{e}");
+    }
+
+    #[test]
     fn hosts_without_credentials_use_the_requests() {
         let text = INV.replace("defaults: {user: root, password: rootpw, known_hosts: /dev/null}", "defaults: {known_hosts: /dev/null}");
         let t = from_inventory(&inv(&text), &params("vip_CP"), "inv.yaml", "req.json").unwrap();

@@ -328,6 +328,9 @@ fn heal_sol002_worker_and_master() -> R {
     let heal = c.write("heal-w.json", &json!({"vnfcInstanceId": c.lab.node(4)}));
     c.hook("heal-start", Some(&heal), &[]).ok();
     check(!c.k8s_nodes().contains(&"worker14".to_string()), || format!("{:?}", c.k8s_nodes()))?;
+    // A VNFM that retries the hook: nothing left to do, and no error.
+    let again = doc(c.hook("heal-start", Some(&heal), &[]).ok());
+    check(outcome(&again, &c.lab.node(4)).starts_with("already removed"), || format!("{}", again["nodes"]))?;
     c.fresh_vm(4);
     c.hook("heal-end", Some(&heal), &[]).ok();
     check(c.k8s_nodes().contains(&"worker14".to_string()), || format!("{:?}", c.k8s_nodes()))?;

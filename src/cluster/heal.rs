@@ -35,6 +35,11 @@ pub async fn start(h: &Hook, targets: &[&ClusterNode], whole: bool) -> Result<()
     for t in targets {
         let survivors: Vec<&ClusterNode> = installed_masters(h).into_iter().filter(|m| m.name() != t.name()).collect();
         let k = k8s_name_of(h, t);
+        if !h.installed(t) && !h.rt.dry {
+            // A repeated heal-start: this node was already taken out.
+            h.outcome(t, format!("already removed from the cluster ({k})"));
+            continue;
+        }
         match t.role {
             Role::Master => {
                 if survivors.is_empty() {

@@ -67,12 +67,21 @@ impl Redactor {
                 }
             } else if let Some(flag) = FLAGS.iter().find(|f| w.starts_with(&format!("{f}="))) {
                 out.push(format!("{flag}={MASK}"));
+            } else if is_bootstrap_token(w) {
+                // kubeadm also prints tokens in prose: `[bootstrap-token] Using token: abcdef.0123…`.
+                out.push(MASK.to_string());
             } else {
                 out.push(w.to_string());
             }
         }
         out.join(" ")
     }
+}
+
+/// `[a-z0-9]{6}.[a-z0-9]{16}`: the shape of a kubeadm bootstrap token.
+fn is_bootstrap_token(w: &str) -> bool {
+    let b = w.as_bytes();
+    b.len() == 23 && b[6] == b'.' && b.iter().enumerate().all(|(i, c)| i == 6 || c.is_ascii_lowercase() || c.is_ascii_digit())
 }
 
 /// Mask every occurrence of known secret values in `text` (for error tails).
@@ -107,6 +116,7 @@ mod tests {
                 "\t--discovery-token-ca-cert-hash sha256:1234 --control-plane --certificate-key 9f86d0",
                 "kubeadm join x --token=abcdef.0123456789abcdef",
                 "ssl_ca_cert_hash:1234",
+                "[bootstrap-token] Using token: zmcwrz.s860bebx6lncjhbs",
             ],
         );
         let out: Vec<String> = out.into_iter().map(Option::unwrap).collect();
@@ -118,6 +128,7 @@ mod tests {
         assert!(out[6].ends_with("--certificate-key ********"), "{}", out[6]);
         assert_eq!(out[7], "kubeadm join x --token=********");
         assert_eq!(out[8], "ssl_ca_cert_hash:1234", "the CA hash is public");
+        assert_eq!(out[9], "[bootstrap-token] Using token: ********");
         assert!(out.iter().all(|l| !l.contains("0123456789abcdef") && !l.contains("9f86d0")));
     }
 

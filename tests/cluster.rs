@@ -236,6 +236,16 @@ fn ha_masters_in_order_workers_in_parallel() -> R {
     c.kit_ctl(&["set-delay", "1.5"]);
     let r = c.instantiate(&c.request());
     r.ok();
+    // Join tokens and certificate keys were used, and none of them reached our output.
+    let cluster = &c.kit()["cluster"];
+    let tokens: Vec<&String> = cluster["tokens"].as_object().unwrap().keys().collect();
+    check(!tokens.is_empty(), || "no join token in the kit state".into())?;
+    for t in tokens {
+        let secret = t.split('.').nth(1).unwrap_or(t);
+        check(!r.all().contains(secret), || format!("join token {t} leaked into the output"))?;
+    }
+    let key = cluster["certificate_key"]["key"].as_str().unwrap_or("").to_string();
+    check(key.len() == 64 && !r.all().contains(&key), || format!("certificate key missing or leaked: {key}"))?;
     let d = doc(&r);
     check(k8s_conn(&d)["accessInfo"]["authUrl"] == format!("https://{}:16443", c.vip()), || format!("{}", k8s_conn(&d)))?;
     let timing = c.kit()["timing"].clone();

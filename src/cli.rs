@@ -73,6 +73,13 @@ pub enum Command {
     ScaleEnd(HookArgs),
     /// VNFM hook: remove the VIM record and the instance state (`--reset-nodes`: kubeadm reset).
     TerminateEnd(HookArgs),
+    /// Helm CNF operations on the cluster's masters (install, scale, upgrade, rollback, ...).
+    Cnf {
+        #[command(subcommand)]
+        op: crate::cnf::cli::CnfOp,
+        #[command(flatten)]
+        args: crate::cnf::cli::CnfArgs,
+    },
     /// Upload a script to a private directory and run it with the given arguments (quoted).
     RunScript {
         #[command(flatten)]
@@ -168,6 +175,7 @@ async fn run(cli: Cli) -> Result<i32> {
         Command::ScaleStart(a) => return Ok(hook(Op::ScaleStart, a, cli.output, cli.verbose).await),
         Command::ScaleEnd(a) => return Ok(hook(Op::ScaleEnd, a, cli.output, cli.verbose).await),
         Command::TerminateEnd(a) => return Ok(hook(Op::TerminateEnd, a, cli.output, cli.verbose).await),
+        Command::Cnf { op, args } => return Ok(crate::cnf::cli::run(op, args, cli.output, cli.verbose).await),
         Command::Exec { target, run, cmd } => {
             let opts = run.command_opts()?;
             (target, Arc::new(move |h: &Host| exec_job(&cmd, h, &opts)))

@@ -29,6 +29,8 @@ pub enum EventKind {
     Uploaded { path: String, bytes: u64, skipped: bool, via: &'static str },
     /// A lifecycle phase starts: its nodes, and whether they run at the same time.
     Phase { name: String, parallel: bool, nodes: Vec<String>, dry: bool },
+    /// A long operation's progress (e.g. a Helm release's status while `helm install` runs).
+    Status { subject: String, status: String },
     /// Dry run: what would run, in order.
     Plan { step: usize, action: String },
     /// The host's job ended.

@@ -7,6 +7,7 @@
 pub mod backoff;
 pub mod cli;
 pub mod cluster;
+pub mod cnf;
 pub mod command;
 pub mod engine;
 pub mod error;

@@ -99,6 +99,7 @@ impl Renderer {
                 let how = if nodes.len() < 2 { "" } else if *parallel { " (in parallel)" } else { " (one after another)" };
                 (*dry, format!("== {name}{how}: {}", nodes.join(", ")))
             }
+            EventKind::Status { subject, status } => (false, format!("{h}: {subject}: {status}")),
             EventKind::Retry { attempt, delay_ms, error } => {
                 (false, format!("{h}: not reachable yet (attempt {attempt}: {error}); retrying in {:.1}s", *delay_ms as f64 / 1000.0))
             }

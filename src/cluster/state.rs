@@ -168,6 +168,47 @@ impl Store {
         Ok(())
     }
 
+    /// Another document kind beside the cluster's (e.g. `cnf` for `<id>.cnf.json`), with the
+    /// same guarantees: 0600, atomic replace.
+    pub fn load_doc<T: serde::de::DeserializeOwned>(&self, id: &str, kind: &str) -> Result<Option<T>> {
+        check_instance_id(id)?;
+        let p = self.dir.join(format!("{id}.{kind}.json"));
+        match std::fs::read_to_string(&p) {
+            Ok(t) => serde_json::from_str(&t).map(Some).map_err(|e| Error::input(p.display().to_string(), "state", format!("unreadable: {e}"))),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(Error::input(p.display().to_string(), "state", e.to_string())),
+        }
+    }
+
+    pub fn save_doc<T: Serialize>(&self, id: &str, kind: &str, doc: &T) -> Result<()> {
+        check_instance_id(id)?;
+        let p = self.dir.join(format!("{id}.{kind}.json"));
+        let tmp = self.dir.join(format!(".{id}.{kind}.json.tmp"));
+        let err = |e: std::io::Error| Error::input(p.display().to_string(), "state", format!("cannot write: {e}"));
+        let mut f = OpenOptions::new().create(true).truncate(true).write(true).mode(0o600).open(&tmp).map_err(err)?;
+        f.write_all(&serde_json::to_vec_pretty(doc).expect("serializes")).map_err(err)?;
+        f.sync_all().map_err(err)?;
+        drop(f);
+        std::fs::rename(&tmp, &p).map_err(err)
+    }
+
+    pub fn remove_doc(&self, id: &str, kind: &str) -> Result<()> {
+        check_instance_id(id)?;
+        match std::fs::remove_file(self.dir.join(format!("{id}.{kind}.json"))) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::input(id, "state", e.to_string())),
+            _ => Ok(()),
+        }
+    }
+
+    pub fn doc_path(&self, id: &str, kind: &str) -> PathBuf {
+        self.dir.join(format!("{id}.{kind}.json"))
+    }
+
+    /// Lock a document kind of an instance (cluster hooks and CNF operations lock separately).
+    pub fn lock_kind(&self, id: &str, kind: &str) -> Result<Lock> {
+        self.lock(&format!("{id}.{kind}"))
+    }
+
     pub fn remove(&self, id: &str) -> Result<bool> {
         check_instance_id(id)?;
         match std::fs::remove_file(self.path(id)) {

@@ -1,0 +1,268 @@
+//! Helm command lines, per major version (3 or 4), as the node's shell receives them. Pure.
+//! Every value is one quoted argument: a `helmparameter` of `a=b; touch /tmp/pwned` reaches Helm
+//! as the literal `--set 'a=b; touch /tmp/pwned'` (Tacker pasted it into the shell).
+
+use crate::error::Result;
+use crate::quote::{join, quote};
+
+/// Where charts live on masters (Tacker's layout: `/var/tacker/helm/<vnf_instance_id>/`).
+pub const CHART_ROOT: &str = "/var/tacker/helm";
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Helm {
+    pub major: u32,
+}
+
+/// What `helm version --short` printed → the major version.
+pub fn parse_version(out: &str) -> Option<u32> {
+    let v = out.lines().map(str::trim).find(|l| l.starts_with('v'))?;
+    v[1..].split('.').next()?.parse().ok()
+}
+
+/// Options of install/upgrade that differ between Helm 3 and 4.
+#[derive(Clone, Debug, Default)]
+pub struct InstallOpts {
+    pub wait: bool,
+    pub timeout_s: Option<u64>,
+    /// Roll back (or uninstall) on failure: `--atomic` in Helm 3, `--rollback-on-failure` in 4.
+    pub atomic: bool,
+    pub create_namespace: bool,
+}
+
+const KUBECONFIG: &str = "export KUBECONFIG=/etc/kubernetes/admin.conf; ";
+
+impl Helm {
+    fn base(&self, words: &[String]) -> Result<String> {
+        Ok(format!("{KUBECONFIG}helm {}", join(words)?))
+    }
+
+    fn opts(&self, o: &InstallOpts, w: &mut Vec<String>) {
+        if o.atomic {
+            w.push(if self.major >= 4 { "--rollback-on-failure" } else { "--atomic" }.into());
+        } else if o.wait {
+            w.push("--wait".into());
+        }
+        if let Some(t) = o.timeout_s {
+            w.push("--timeout".into());
+            w.push(format!("{t}s"));
+        }
+        if o.create_namespace {
+            w.push("--create-namespace".into());
+        }
+    }
+
+    fn values(set: &[String], values_files: &[String], w: &mut Vec<String>) {
+        for s in set {
+            w.push("--set".into());
+            w.push(s.clone());
+        }
+        for f in values_files {
+            w.push("--values".into());
+            w.push(f.clone());
+        }
+    }
+
+    /// `helm install REL CHART -n NS [--version V] [--set ...] [-f ...] [opts]`.
+    pub fn install(&self, rel: &str, chart: &str, ns: &str, version: Option<&str>, set: &[String], files: &[String], o: &InstallOpts) -> Result<String> {
+        let mut w: Vec<String> = vec!["install".into(), rel.into(), chart.into(), "--namespace".into(), ns.into()];
+        if let Some(v) = version {
+            w.extend(["--version".into(), v.into()]);
+        }
+        Self::values(set, files, &mut w);
+        self.opts(o, &mut w);
+        self.base(&w)
+    }
+
+    /// `helm upgrade REL CHART -n NS [--reuse-values] ...`.
+    pub fn upgrade(&self, rel: &str, chart: &str, ns: &str, version: Option<&str>, set: &[String], files: &[String], reuse_values: bool, o: &InstallOpts) -> Result<String> {
+        let mut w: Vec<String> = vec!["upgrade".into(), rel.into(), chart.into(), "--namespace".into(), ns.into()];
+        if let Some(v) = version {
+            w.extend(["--version".into(), v.into()]);
+        }
+        if reuse_values {
+            w.push("--reuse-values".into());
+        }
+        Self::values(set, files, &mut w);
+        self.opts(o, &mut w);
+        self.base(&w)
+    }
+
+    pub fn rollback(&self, rel: &str, ns: &str, revision: Option<u32>, o: &InstallOpts) -> Result<String> {
+        let mut w: Vec<String> = vec!["rollback".into(), rel.into()];
+        if let Some(r) = revision {
+            w.push(r.to_string());
+        }
+        w.extend(["--namespace".into(), ns.into()]);
+        if o.wait {
+            w.push("--wait".into());
+        }
+        if let Some(t) = o.timeout_s {
+            w.extend(["--timeout".into(), format!("{t}s")]);
+        }
+        self.base(&w)
+    }
+
+    pub fn uninstall(&self, rel: &str, ns: &str, wait: bool) -> Result<String> {
+        let mut w: Vec<String> = vec!["uninstall".into(), rel.into(), "--namespace".into(), ns.into()];
+        if wait {
+            w.push("--wait".into());
+        }
+        self.base(&w)
+    }
+
+    /// Status as JSON; a missing release is `Error: release: not found` (exit 1).
+    pub fn status(&self, rel: &str, ns: &str) -> Result<String> {
+        self.base(&["status".into(), rel.into(), "--namespace".into(), ns.into(), "-o".into(), "json".into()])
+    }
+
+    /// Status JSON, or `{"absent":true}` when Helm says `release: not found` (other errors fail).
+    pub fn status_or_absent(&self, rel: &str, ns: &str) -> Result<String> {
+        let st = self.status(rel, ns)?;
+        Ok(format!("out=$({st} 2>&1) && printf '%s\\n' \"$out\" || case $out in *'release: not found'*) echo '{{\"absent\":true}}' ;; *) echo \"$out\" >&2; exit 1 ;; esac"))
+    }
+
+    pub fn get_manifest(&self, rel: &str, ns: &str) -> Result<String> {
+        self.base(&["get".into(), "manifest".into(), rel.into(), "--namespace".into(), ns.into()])
+    }
+
+    pub fn get_values(&self, rel: &str, ns: &str, all: bool) -> Result<String> {
+        let mut w: Vec<String> = vec!["get".into(), "values".into(), rel.into(), "--namespace".into(), ns.into(), "-o".into(), "json".into()];
+        if all {
+            w.push("--all".into());
+        }
+        self.base(&w)
+    }
+
+    pub fn list(&self, ns: Option<&str>) -> Result<String> {
+        let mut w: Vec<String> = vec!["list".into(), "--all".into(), "-o".into(), "json".into()];
+        match ns {
+            Some(n) => w.extend(["--namespace".into(), n.into()]),
+            None => w.push("--all-namespaces".into()),
+        }
+        self.base(&w)
+    }
+
+    pub fn history(&self, rel: &str, ns: &str) -> Result<String> {
+        self.base(&["history".into(), rel.into(), "--namespace".into(), ns.into(), "-o".into(), "json".into()])
+    }
+
+    /// `helm show values|readme|chart CHART [--repo URL] [--version V]`.
+    pub fn show(&self, what: &str, chart: &str, repo: Option<&str>, version: Option<&str>) -> Result<String> {
+        let mut w: Vec<String> = vec!["show".into(), what.into(), chart.into()];
+        if let Some(r) = repo {
+            w.extend(["--repo".into(), r.into()]);
+        }
+        if let Some(v) = version {
+            w.extend(["--version".into(), v.into()]);
+        }
+        self.base(&w)
+    }
+
+    /// `helm repo add` (forcing an update of an existing name: a changed URL is re-added);
+    /// credentials come from a 0600 file (`--password-stdin` reads it), never from argv.
+    pub fn repo_add(&self, name: &str, url: &str, user: Option<&str>, password_file: Option<&str>, ca_file: Option<&str>) -> Result<String> {
+        let mut w: Vec<String> = vec!["repo".into(), "add".into(), "--force-update".into(), name.into(), url.into()];
+        if let Some(u) = user {
+            w.extend(["--username".into(), u.into(), "--password-stdin".into()]);
+        }
+        if let Some(c) = ca_file {
+            w.extend(["--ca-file".into(), c.into()]);
+        }
+        let cmd = self.base(&w)?;
+        Ok(match password_file {
+            Some(f) => format!("{cmd} < {}", quote(f)?),
+            None => cmd,
+        })
+    }
+
+    pub fn repo_update(&self, name: &str) -> Result<String> {
+        self.base(&["repo".into(), "update".into(), name.into()])
+    }
+
+    pub fn repo_remove(&self, name: &str) -> Result<String> {
+        self.base(&["repo".into(), "remove".into(), name.into()])
+    }
+
+    /// `helm repo list -o json`; with no repositories Helm fails with `Error: no repositories to
+    /// show`, which is printed here as `[]`.
+    pub fn repo_list(&self) -> String {
+        format!("{KUBECONFIG}out=$(helm repo list -o json 2>&1) && printf '%s\\n' \"$out\" || case $out in *'no repositories'*) echo '[]' ;; *) echo \"$out\" >&2; exit 1 ;; esac")
+    }
+}
+
+/// `mkdir` the instance's chart dir owned by the login user (Tacker's `put_helmchart`).
+pub fn chart_dir(instance: &str) -> String {
+    format!("{CHART_ROOT}/{instance}")
+}
+
+pub fn prepare_chart_dir(instance: &str, owner: &str) -> Result<String> {
+    let d = quote(&chart_dir(instance))?;
+    Ok(format!("mkdir -p {d} && chown {} {d} && chmod 0755 {d}", quote(owner)?))
+}
+
+/// Extract an uploaded `<chart>-<version>.tgz` next to itself (a fresh copy each time).
+pub fn extract_chart(instance: &str, tgz_name: &str, chart_dir_name: &str) -> Result<String> {
+    let d = chart_dir(instance);
+    Ok(format!(
+        "cd {} && rm -rf {} && tar -xzf {} --no-same-owner",
+        quote(&d)?,
+        quote(chart_dir_name)?,
+        quote(tgz_name)?
+    ))
+}
+
+pub fn remove_chart_dir(instance: &str) -> Result<String> {
+    Ok(format!("rm -rf {}", quote(&chart_dir(instance))?))
+}
+
+/// OSM's release-name rule: from the chart name, lowercase alphanumerics and `-`, at most 35
+/// characters, starting with a letter, plus `-` and a 10-digit suffix.
+pub fn generated_release_name(chart: &str, suffix: u64) -> String {
+    let base = chart.rsplit('/').next().unwrap_or(chart);
+    let mut s: String = base.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '-' }).collect();
+    if !s.starts_with(|c: char| c.is_ascii_lowercase()) {
+        s.insert(0, 'a');
+    }
+    s.truncate(35);
+    format!("{}-{:010}", s.trim_end_matches('-'), suffix % 10_000_000_000)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::process::Command;
+
+    #[test]
+    fn helm_3_and_4_differ_only_where_they_must() {
+        let o = InstallOpts { atomic: true, timeout_s: Some(120), create_namespace: true, wait: true };
+        let h3 = Helm { major: 3 }.install("r", "c", "ns", None, &[], &[], &o).unwrap();
+        let h4 = Helm { major: 4 }.install("r", "c", "ns", None, &[], &[], &o).unwrap();
+        assert!(h3.ends_with("helm install r c --namespace ns --atomic --timeout 120s --create-namespace"), "{h3}");
+        assert!(h4.ends_with("helm install r c --namespace ns --rollback-on-failure --timeout 120s --create-namespace"), "{h4}");
+        assert_eq!(parse_version("v3.17.3+ge4da497\n"), Some(3));
+        assert_eq!(parse_version("v4.0.1+g1234"), Some(4));
+    }
+
+    #[test]
+    fn a_hostile_parameter_stays_one_literal_argument() {
+        let c = Helm { major: 3 }.install("r", "c", "default", None, &["a=b; touch /tmp/pwned".into(), "x=$(id)".into()], &[], &InstallOpts::default()).unwrap();
+        // Run it through a real shell with `helm` replaced by printf: the words must arrive intact.
+        let script = c.replace("export KUBECONFIG=/etc/kubernetes/admin.conf; helm", "printf '[%s]'");
+        let out = Command::new("sh").arg("-c").arg(&script).output().unwrap();
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "[install][r][c][--namespace][default][--set][a=b; touch /tmp/pwned][--set][x=$(id)]");
+    }
+
+    #[test]
+    fn release_names_follow_osm() {
+        assert_eq!(generated_release_name("bitnami/Apache_Server", 42), "apache-server-0000000042");
+        assert_eq!(generated_release_name("9lives", 1), "a9lives-0000000001");
+        let long = generated_release_name(&"x".repeat(60), 7);
+        assert!(long.len() <= 46 && crate::cnf::params::dns_label(&long, 53), "{long}");
+    }
+
+    #[test]
+    fn repo_credentials_never_reach_argv() {
+        let c = Helm { major: 3 }.repo_add("r", "https://h/c", Some("u"), Some(".mgmt-driver/run/i/repo-r.pw"), None).unwrap();
+        assert!(c.ends_with("--username u --password-stdin < .mgmt-driver/run/i/repo-r.pw"), "{c}");
+    }
+}

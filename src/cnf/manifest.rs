@@ -1,0 +1,48 @@
+//! `helm get manifest`: every YAML document of a release → the resources it made
+//! (apiVersion, kind, name, namespace), recorded in state and in the result.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Resource {
+    pub api_version: String,
+    pub kind: String,
+    pub name: String,
+    pub namespace: String,
+}
+
+pub fn parse(text: &str, default_ns: &str) -> Result<Vec<Resource>, String> {
+    let mut out = Vec::new();
+    for (i, doc) in serde_norway::Deserializer::from_str(text).enumerate() {
+        let v = Value::deserialize(doc).map_err(|e| format!("document {}: {e}", i + 1))?;
+        if v.is_null() {
+            continue;
+        }
+        let s = |p: &str| v.pointer(p).and_then(Value::as_str).unwrap_or("").to_string();
+        let (api_version, kind, name) = (s("/apiVersion"), s("/kind"), s("/metadata/name"));
+        if kind.is_empty() || name.is_empty() {
+            return Err(format!("document {}: no kind or metadata.name", i + 1));
+        }
+        let ns = s("/metadata/namespace");
+        out.push(Resource { api_version, kind, name, namespace: if ns.is_empty() { default_ns.to_string() } else { ns } });
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_document_becomes_a_resource() {
+        let m = "---\n# Source: localhelm/templates/service.yaml\napiVersion: v1\nkind: Service\nmetadata:\n  name: vdu1-localhelm\n\
+---\n# Source: localhelm/templates/deployment.yaml\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: vdu1-localhelm\n  namespace: cnf\nspec:\n  replicas: 2\n---\n";
+        let r = parse(m, "default").unwrap();
+        assert_eq!(r.len(), 2);
+        assert_eq!(r[0], Resource { api_version: "v1".into(), kind: "Service".into(), name: "vdu1-localhelm".into(), namespace: "default".into() });
+        assert_eq!(r[1].namespace, "cnf");
+        assert!(parse("kind: [", "d").is_err());
+    }
+}

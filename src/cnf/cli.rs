@@ -129,6 +129,9 @@ pub struct CnfArgs {
     pub status_interval: f64,
     #[arg(long, default_value_t = 10.0, global = true)]
     pub connect_timeout: f64,
+    /// How many masters at once in the every-master steps (charts, repositories).
+    #[arg(long, default_value_t = 16, global = true)]
+    pub parallel: usize,
     /// How long to retry a master that refuses connections before trying the next.
     #[arg(long, default_value_t = 5.0, global = true)]
     pub retry_for: f64,
@@ -282,7 +285,7 @@ async fn go(op: &CnfOp, a: &CnfArgs, events: Events) -> Result<Value> {
     let nodes = masters(&hi, a, &store, &state_dir)?;
 
     let ssh = SshOptions { connect_timeout: secs("--connect-timeout", a.connect_timeout)?, retry_for: secs("--retry-for", a.retry_for)?, ..Default::default() };
-    let rt = Runner::new(Arc::new(SshConnector::new(ssh)?), events, a.dry_run, 16, Timeouts::default());
+    let rt = Runner::new(Arc::new(SshConnector::new(ssh)?), events, a.dry_run, a.parallel.max(1), Timeouts::default());
     let session = Session::open(rt, nodes, secs("--status-interval", a.status_interval)?).await?;
     let opts = InstallOpts { wait: a.wait, timeout_s: Some(a.timeout), atomic: a.atomic, create_namespace: false };
     let empty = CnfParams { namespace: "default".into(), releases: vec![], replica_values: Default::default(), vdu_mapping: Default::default(), replicas: Default::default(), warnings: vec![] };

@@ -218,6 +218,7 @@ pub async fn describe(c: &Ctx<'_>, r: &Release, chart: &str) -> Result<ReleaseSt
         return Ok(ReleaseState { chart: chart.into(), ..Default::default() });
     }
     let (status, revision) = release_status(&st).ok_or_else(|| remote_err(s.master(), "helm status", "unreadable status JSON"))?;
+    s.rt.ev(s.master()).emit(crate::event::EventKind::Status { subject: format!("release {}", r.name), status: format!("{status} (revision {revision})") });
     let resources = manifest::parse(&man.stdout_text(), ns).map_err(|e| remote_err(s.master(), "helm get manifest", e))?;
     let values: Value = serde_json::from_str(vals.trim()).map_err(|e| remote_err(s.master(), "helm get values", format!("not JSON: {e}")))?;
     Ok(ReleaseState { chart: chart.into(), revision, status, resources, values })

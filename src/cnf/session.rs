@@ -69,14 +69,11 @@ impl Session {
                 self.report_status(&status_cmd, rel).await;
             }
         };
-        let r = tokio::select! {
+        // The final status is reported by whoever reads it next (`ops::describe`).
+        tokio::select! {
             r = main => r,
             _ = poll => unreachable!("the poll loop never ends"),
-        };
-        if !self.rt.dry {
-            self.report_status(&status_cmd, rel).await;
         }
-        r
     }
 
     async fn report_status(&self, status_cmd: &str, rel: &str) {

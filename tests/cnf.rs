@@ -42,13 +42,18 @@ impl Drop for RepoServer {
     }
 }
 
-fn serve_repo(c: &Cluster, helm: &Path, port: u16) -> RepoServer {
+fn serve_repo(c: &Cluster, helm: &Path, port: u16, auth: Option<(&str, &str)>) -> RepoServer {
     let addr = format!("198.18.{}.1", c.lab.net);
     let url = format!("http://{addr}:{port}");
-    let dir = c.dir.path().join("charts");
+    let dir = c.dir.path().join(format!("charts-{port}"));
     let o = Command::new("bash").arg(repo().join("tests/labkit/make-chart-repo.sh")).arg(&dir).arg(helm).arg(&url).output().unwrap();
     assert!(o.status.success(), "make-chart-repo.sh: {}", String::from_utf8_lossy(&o.stderr));
-    let child = Command::new("python3").arg(repo().join("tests/labkit/serve-repo.py")).arg(dir.join("repo")).arg(&addr).arg(port.to_string()).spawn().unwrap();
+    let mut cmd = Command::new("python3");
+    cmd.arg(repo().join("tests/labkit/serve-repo.py")).arg(dir.join("repo")).arg(&addr).arg(port.to_string()).stdout(std::process::Stdio::null());
+    if let Some((u, p)) = auth {
+        cmd.env("REPO_USER", u).env("REPO_PASSWORD", p);
+    }
+    let child = cmd.spawn().unwrap();
     for _ in 0..50 {
         if std::net::TcpStream::connect((addr.as_str(), port)).is_ok() {
             break;
@@ -119,7 +124,7 @@ fn helm_lifecycle(name: &str, net: u8, major: u32) -> R {
     let c = cluster(name, net, major);
     let hv = c.on(1, "helm version --short");
     check(hv.starts_with(&format!("v{major}.")), || format!("real Helm {major} expected on the master, got {hv}"))?;
-    let repo = serve_repo(&c, &helm_dir().join(format!("helm{major}/helm")), 8879);
+    let repo = serve_repo(&c, &helm_dir().join(format!("helm{major}/helm")), 8879, None);
     let req = cnf_request(&c, &repo.url, &repo.dir);
 
     // A chart path that leaves the package is refused before any connection.
@@ -146,9 +151,32 @@ fn helm_lifecycle(name: &str, net: u8, major: u32) -> R {
         let have = c.on(i, "ls /var/tacker/helm/cnf1; helm repo list -o json");
         check(have.contains("localhelm") && have.contains("labrepo"), || format!("master {i} lacks the chart or repo: {have}"))?;
     }
-    // Re-running instantiate upgrades in place (idempotent, no "name in use").
-    let again = out(cnf(&c, &["instantiate", "--request", s(&req)]).ok());
+    // Re-running instantiate upgrades in place (idempotent, no "name in use"); roll back on
+    // failure is Helm 3's --atomic or Helm 4's --rollback-on-failure, and the real binary accepts it.
+    let again = cnf(&c, &["instantiate", "--request", s(&req), "--atomic", "-v"]);
+    let flag = if major >= 4 { "--rollback-on-failure" } else { "--atomic" };
+    check(again.stderr.contains(flag), || format!("{flag} not used:\n{}", again.stderr))?;
+    let again = out(again.ok());
     check(again["result"]["releases"]["vdu1"]["revision"] == 2, || format!("{again}"))?;
+    let list = out(&cnf(&c, &["list"]));
+    let names: Vec<&str> = list["result"].as_array().unwrap().iter().filter_map(|r| r["name"].as_str()).collect();
+    check(names.contains(&"vdu1") && names.contains(&"vdu2"), || format!("{list}"))?;
+    // helm show, for real, against the repository.
+    let show = out(&cnf(&c, &["show", "chart", "nginxlab", "--repo", &repo.url, "--version", "0.2.0"]));
+    check(show["result"].as_str().unwrap_or("").contains("version: 0.2.0"), || format!("{show}"))?;
+
+    // Heal: the named pod is replaced by a new one.
+    let pods = |c: &Cluster| -> Vec<String> {
+        let j = c.on(1, "KUBECONFIG=/etc/kubernetes/admin.conf kubectl get pods -n cnf -l app.kubernetes.io/instance=vdu1 -o json");
+        let v: Value = serde_json::from_str(&j).unwrap_or(Value::Null);
+        v["items"].as_array().map(|a| a.iter().filter_map(|p| p["metadata"]["name"].as_str().map(str::to_string)).collect()).unwrap_or_default()
+    };
+    let before_pods = pods(&c);
+    check(!before_pods.is_empty(), || "vdu1 has no pods".into())?;
+    let heal = c.write("heal.json", &json!({"vnfcInstanceId": [before_pods[0]]}));
+    cnf(&c, &["heal", "--request", s(&heal)]).ok();
+    let after_pods = pods(&c);
+    check(!after_pods.contains(&before_pods[0]) && after_pods.len() == before_pods.len(), || format!("{before_pods:?} -> {after_pods:?}"))?;
 
     // Scale within bounds, and out of range with Tacker's wording.
     let sc = c.write("scale.json", &json!({"type": "SCALE_OUT", "aspectId": "vdu1_aspect", "numberOfSteps": 1}));
@@ -210,6 +238,24 @@ fn helm_lifecycle(name: &str, net: u8, major: u32) -> R {
     check(r.stderr.contains("stuck in pending-install"), || format!("no recovery reported:\n{}", r.stderr))?;
     check(out(&r)["result"]["releases"]["vdu3"]["status"] == "deployed", || r.stdout.clone())?;
     mgmt(&["cnf", "--vnf-instance-id", "cnf3", "--cluster-instance", &c.id, "-i", s(&c.inv), "--state-dir", s(&c.state), "terminate"], &[]).ok();
+
+    // A repository with a login, and no release name (OSM's rule names it): the password reaches
+    // Helm on stdin from a 0600 file that is removed, never argv or our output.
+    let private = serve_repo(&c, &helm_dir().join(format!("helm{major}/helm")), 8880, Some(("cnfuser", "S3cretRepoPw")));
+    let mut req4: Value = serde_json::from_str(&std::fs::read_to_string(&req).unwrap()).unwrap();
+    req4["additionalParams"]["using_helm_install_param"] = json!([{"exthelmchart": true, "helmrepositoryname": "privrepo", "helmchartname": "nginxlab",
+        "exthelmrepo_url": private.url, "exthelmrepo_username": "cnfuser", "exthelmrepo_password": "S3cretRepoPw"}]);
+    req4["additionalParams"]["vdu_mapping"] = json!({});
+    let req4 = c.write("cnf4.json", &req4);
+    let r4 = mgmt(&["cnf", "-o", "json", "-v", "--vnf-instance-id", "cnf4", "--cluster-instance", &c.id, "-i", s(&c.inv), "--state-dir", s(&c.state), "instantiate", "--request", s(&req4)], &[]);
+    r4.ok();
+    check(!r4.all().contains("S3cretRepoPw"), || "the repository password is in our output".into())?;
+    let rels = out(&r4)["result"]["releases"].as_object().unwrap().keys().cloned().collect::<Vec<_>>();
+    check(rels.len() == 1 && rels[0].starts_with("nginxlab-") && rels[0].len() == "nginxlab-".len() + 10, || format!("{rels:?}"))?;
+    check(!c.on(1, "ls -a /root/.mgmt-driver/run/cnf4").contains(".pw"), || "the password file was left behind".into())?;
+    mgmt(&["cnf", "--vnf-instance-id", "cnf4", "--cluster-instance", &c.id, "-i", s(&c.inv), "--state-dir", s(&c.state), "terminate"], &[]).ok();
+    check(!c.on(1, "KUBECONFIG=/etc/kubernetes/admin.conf helm list -A -o json").contains(&rels[0]), || "generated release not uninstalled".into())?;
+    drop(private);
 
     // Repository sync: add a missing one, report; then remove the extra.
     let sync = out(cnf(&c, &["repo-sync", "--repo", &format!("labrepo={}", repo.url), "--repo", &format!("extra={}", repo.url)]).ok());

@@ -301,6 +301,14 @@ async fn go(op: &CnfOp, a: &CnfArgs, events: Events) -> Result<Value> {
         CnfOp::Instantiate => {
             let mut ap_saved = ap.clone();
             ap_saved.insert("__helm_info".into(), hi_json.clone());
+            // Generated release names are recorded, so later operations find the same releases.
+            if let Some(Value::Array(items)) = ap_saved.get_mut("using_helm_install_param") {
+                for (item, r) in items.iter_mut().zip(&p.releases) {
+                    if let Some(o) = item.as_object_mut() {
+                        o.insert("helmreleasename".into(), Value::String(r.name.clone()));
+                    }
+                }
+            }
             st.params = Value::Object(ap_saved);
             st.namespace = ns.clone();
             st.masters = hi.masternode_ip.clone();
@@ -339,9 +347,7 @@ async fn go(op: &CnfOp, a: &CnfArgs, events: Events) -> Result<Value> {
             let rel = p.releases.iter().find(|r| &r.name == release).cloned().unwrap_or(crate::cnf::params::Release {
                 name: release.clone(),
                 source: crate::cnf::params::ChartSource::Oci { reference: chart.clone() },
-                set: vec![],
-                version: None,
-                values: None,
+                ..crate::cnf::params::Release::named(release)
             });
             let rs = ops::describe(&ctx, &rel, &chart).await?;
             st.releases.insert(release.clone(), rs.clone());
@@ -351,7 +357,7 @@ async fn go(op: &CnfOp, a: &CnfArgs, events: Events) -> Result<Value> {
         CnfOp::Rollback { release, revision } => {
             session.run(h.rollback(release, &ns, *revision, &ctx.opts)?, ctx.timeout + Duration::from_secs(30)).await?;
             let chart = st.releases.get(release).map(|r| r.chart.clone()).unwrap_or_default();
-            let rel = crate::cnf::params::Release { name: release.clone(), source: crate::cnf::params::ChartSource::Oci { reference: chart.clone() }, set: vec![], version: None, values: None };
+            let rel = crate::cnf::params::Release { source: crate::cnf::params::ChartSource::Oci { reference: chart.clone() }, ..crate::cnf::params::Release::named(release) };
             let rs = ops::describe(&ctx, &rel, &chart).await?;
             st.releases.insert(release.clone(), rs.clone());
             save(&mut st)?;

@@ -133,8 +133,14 @@ impl Helm {
         self.base(&w)
     }
 
+    /// Every release in any state: Helm 3 needs `--all`; Helm 4 lists all by default and has no
+    /// `--all` any more.
     pub fn list(&self, ns: Option<&str>) -> Result<String> {
-        let mut w: Vec<String> = vec!["list".into(), "--all".into(), "-o".into(), "json".into()];
+        let mut w: Vec<String> = vec!["list".into()];
+        if self.major < 4 {
+            w.push("--all".into());
+        }
+        w.extend(["-o".into(), "json".into()]);
         match ns {
             Some(n) => w.extend(["--namespace".into(), n.into()]),
             None => w.push("--all-namespaces".into()),
@@ -239,6 +245,8 @@ mod tests {
         let h4 = Helm { major: 4 }.install("r", "c", "ns", None, &[], &[], &o).unwrap();
         assert!(h3.ends_with("helm install r c --namespace ns --atomic --timeout 120s --create-namespace"), "{h3}");
         assert!(h4.ends_with("helm install r c --namespace ns --rollback-on-failure --timeout 120s --create-namespace"), "{h4}");
+        assert!(Helm { major: 3 }.list(None).unwrap().ends_with("helm list --all -o json --all-namespaces"));
+        assert!(Helm { major: 4 }.list(None).unwrap().ends_with("helm list -o json --all-namespaces"));
         assert_eq!(parse_version("v3.17.3+ge4da497\n"), Some(3));
         assert_eq!(parse_version("v4.0.1+g1234"), Some(4));
     }

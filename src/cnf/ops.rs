@@ -88,7 +88,31 @@ pub async fn distribute(c: &Ctx<'_>) -> Result<Vec<String>> {
                         s.rt.exec(n, s.rt.root_cmd(n, hc::extract_chart(c.instance, &name, chart_dir)?, t)).await?;
                     }
                     ChartSource::External { repo, url, .. } => {
-                        s.rt.exec(n, s.rt.root_cmd(n, s.helm.repo_add(repo, url, None, None, None)?, t)).await?;
+                        // Credentials: the password in a 0600 file fed to --password-stdin and
+                        // deleted; the CA file kept 0600 (Helm reads it on every pull).
+                        let run = format!(".mgmt-driver/run/{}", c.instance);
+                        let mut files = Vec::new();
+                        let pw_file = r.repo_password.as_ref().map(|_| format!("{run}/repo-{repo}.pw"));
+                        if let (Some(f), Some(pw)) = (&pw_file, &r.repo_password) {
+                            files.push(UploadFile { source: Source::Bytes(pw.expose().as_bytes().to_vec().into()), remote: f.clone(), mode: 0o600 });
+                        }
+                        let ca_file = match &r.repo_ca_file {
+                            Some(ca) => {
+                                let pkg = c.pkg.ok_or_else(|| Error::input("arguments", "--package-dir", "is required for exthelmrepo_ca_file"))?;
+                                let local = pkg.resolve(ca, c.req_file, "exthelmrepo_ca_file", false)?;
+                                let remote = format!("{run}/repo-{repo}-ca.crt");
+                                files.push(UploadFile { source: Source::Path(local), remote: remote.clone(), mode: 0o600 });
+                                Some(remote)
+                            }
+                            None => None,
+                        };
+                        s.rt.upload(n, files).await?;
+                        let add = s.helm.repo_add(repo, url, r.repo_username.as_deref(), pw_file.as_deref(), ca_file.as_deref())?;
+                        let res = s.rt.exec(n, s.rt.root_cmd(n, add, t)).await;
+                        if let Some(f) = &pw_file {
+                            s.rt.exec(n, s.rt.root_cmd(n, format!("rm -f {}", quote(f)?), t)).await?;
+                        }
+                        res?;
                         s.rt.exec(n, s.rt.root_cmd(n, s.helm.repo_update(repo)?, t)).await?;
                     }
                     ChartSource::Oci { .. } => {}

@@ -16,12 +16,18 @@ use serde_json::{Value, json};
 use support::kit::{Cluster, R, check, s};
 use support::{is_root, mgmt, repo};
 
-/// The real Helm binaries and their offline tarballs (fetched once per machine).
+/// The real Helm binaries and their offline tarballs (fetched once per machine; once per run
+/// here, since the tests run in parallel threads).
 fn helm_dir() -> PathBuf {
-    let d = repo().join("target/helm");
-    let o = Command::new("bash").arg(repo().join("tests/labkit/fetch-helm.sh")).arg(&d).output().unwrap();
-    assert!(o.status.success(), "fetch-helm.sh: {}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
-    d
+    static FETCHED: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    FETCHED
+        .get_or_init(|| {
+            let d = repo().join("target/helm");
+            let o = Command::new("bash").arg(repo().join("tests/labkit/fetch-helm.sh")).arg(&d).output().unwrap();
+            assert!(o.status.success(), "fetch-helm.sh: {}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+            d
+        })
+        .clone()
 }
 
 fn tarball(dir: &Path) -> PathBuf {

@@ -54,6 +54,9 @@ here=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd -P)
 out=${1:-$here/../../target/helm}
 mkdir -p -- "$out"
 out=$(cd -- "$out" && pwd -P)
+# One fetch at a time per OUTDIR (parallel tests, a demo next to a test run).
+exec 9>"$out/.fetch.lock"
+flock 9
 
 command -v python3 >/dev/null 2>&1 || die "python3 is required"
 

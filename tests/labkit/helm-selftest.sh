@@ -51,30 +51,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-ok() {
-    PASS=$((PASS + 1))
-    printf 'ok   %s\n' "$1"
-}
-bad() {
-    FAIL=$((FAIL + 1))
-    printf 'FAIL %s\n' "$1"
-    if [ -n "$OUT" ]; then printf '%s\n' "$OUT" | tail -n 15 | sed 's/^/     | /'; fi
-}
-expect() {
-    local desc=$1
-    shift
-    if "$@"; then ok "$desc"; else bad "$desc"; fi
-}
-check() {
-    if [ "$1" -eq 0 ]; then ok "$2"; else bad "$2"; fi
-}
-# on IP CMD: run CMD as root on a node over ssh; sets OUT (stdout+stderr) and RC
-on() {
-    local ip=$1
-    shift
-    OUT=$(ssh -F "$DIR/ssh_config" -n -o BatchMode=yes "root@$ip" "$*" 2>&1)
-    RC=$?
-}
+# shellcheck source=tests/labkit/selftest-lib.sh
+. "$HERE/selftest-lib.sh"
 # on_out IP CMD: like on, but OUT is stdout only (stderr goes to ERR)
 on_out() {
     local ip=$1

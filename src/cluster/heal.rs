@@ -101,6 +101,12 @@ pub async fn end(h: &Hook, targets: &[&ClusterNode], whole: bool) -> Result<serd
     // The VNFM replaced these VMs: reinstall them whatever the state says (our install script
     // is a no-op on a node that already joined, so a re-run after a later failure is safe).
     let todo: Vec<&ClusterNode> = targets.to_vec();
+    // A fresh VM has no Helm either, even when heal-start was never called.
+    h.with_state(|s| {
+        for t in &todo {
+            s.node(t.name()).helm_installed = false;
+        }
+    });
     let all: Vec<&ClusterNode> = h.topo.all().collect();
     // Every node learns the healed node's (possibly new) address.
     h.prepare(&all, &[]).await?;

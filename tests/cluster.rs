@@ -389,13 +389,14 @@ fn tacker_bodies_parse_and_plan() -> R {
     }
     let r = plan("heal-start", &data.join("api-ref/v1/heal-vnf-instance-request.json"), &[]);
     r.fails(2, "'c51c98dc-b918-4681-a9eb-4f32a57c4e08' names no inventory host");
-    check(std::fs::read_to_string(st.join("i1.json")).unwrap() == state.to_string(), || "a dry run changed the state".into())?;
+    check(std::fs::read_to_string(st.join("i1.json")).unwrap() == *state.to_string(), || "a dry run changed the state".into())?;
     Ok(())
 }
 
 fn main() {
     let args = Arguments::from_args();
-    let lab_tests: Vec<(&str, fn() -> R)> = vec![
+    type Test = (&'static str, fn() -> R);
+    let lab_tests: Vec<Test> = vec![
         ("single_master_two_workers_with_request_passwords", single_master_two_workers_with_request_passwords),
         ("ha_masters_in_order_workers_in_parallel", ha_masters_in_order_workers_in_parallel),
         ("proxy_and_helm_info", proxy_and_helm_info),

@@ -202,7 +202,8 @@ impl Hook {
         }
         let env_name = "env.install";
         self.rt.upload(n, vec![self.env_upload(env_name, self.env(&extra)?)]).await?;
-        let line = cmd::install(&self.run_dir, env_name, mode, &self.topo, n, &self.params.pod_cidr.text, &self.params.cluster_cidr.text, hash)?;
+        let net = cmd::Networks { pod: &self.params.pod_cidr.text, service: &self.params.cluster_cidr.text };
+        let line = cmd::install(&self.run_dir, env_name, mode, &self.topo, n, net, hash)?;
         let c = self.rt.root_cmd(n, line, self.rt.timeouts.install).with_redact(Redact::Kubeadm);
         let out = self.rt.output(n, c).await?;
         let name = self.rt.output(n, self.rt.root_cmd(n, cmd::hostname(), self.rt.timeouts.command)).await?;

@@ -42,10 +42,18 @@ pub enum InstallMode {
     Worker,
 }
 
+/// The networks a master is installed with: `-p` (pod CIDR) and `-a` (service CIDR).
+#[derive(Clone, Copy, Debug)]
+pub struct Networks<'a> {
+    pub pod: &'a str,
+    pub service: &'a str,
+}
+
 /// The install script's command line, Tacker's contract. The join token and certificate key
 /// come from `$K8S_JOIN_TOKEN` / `$K8S_CERT_KEY`, set by the env file, so the SSH request and
 /// every log line carry only the variable names.
-pub fn install(run_dir: &str, env_name: &str, mode: InstallMode, t: &Topology, node: &ClusterNode, pod: &str, svc: &str, ca_hash: &str) -> Result<String> {
+pub fn install(run_dir: &str, env_name: &str, mode: InstallMode, t: &Topology, node: &ClusterNode, net: Networks, ca_hash: &str) -> Result<String> {
+    let (pod, svc) = (net.pod, net.service);
     let mut args = vec!["bash".to_string(), format!("./{INSTALL_SCRIPT}")];
     match mode {
         InstallMode::MainMaster | InstallMode::JoinMaster => {
@@ -273,12 +281,12 @@ mod tests {
     #[test]
     fn install_lines_follow_tackers_contract_without_secrets() {
         let t = topo();
-        let m = install("r", "env.x", InstallMode::MainMaster, &t, &t.masters[0], "192.168.0.0/16", "10.96.0.0/12", "h").unwrap();
+        let m = install("r", "env.x", InstallMode::MainMaster, &t, &t.masters[0], Networks { pod: "192.168.0.0/16", service: "10.96.0.0/12" }, "h").unwrap();
         assert!(m.ends_with("bash ./install_k8s_cluster.sh -m 10.0.0.1,10.0.0.2 -i 10.0.0.100 -p 192.168.0.0/16 -a 10.96.0.0/12"), "{m}");
         assert!(m.starts_with("cd r && set -a && . ./env.x && set +a && rm -f ./env.x && "), "{m}");
-        let j = install("r", "e", InstallMode::JoinMaster, &t, &t.masters[1], "p", "a", "abc").unwrap();
+        let j = install("r", "e", InstallMode::JoinMaster, &t, &t.masters[1], Networks { pod: "p", service: "a" }, "abc").unwrap();
         assert!(j.ends_with("-t \"$K8S_JOIN_TOKEN\" -s abc -k \"$K8S_CERT_KEY\""), "{j}");
-        let w = install("r", "e", InstallMode::Worker, &t, &t.workers[0], "p", "a", "abc").unwrap();
+        let w = install("r", "e", InstallMode::Worker, &t, &t.workers[0], Networks { pod: "p", service: "a" }, "abc").unwrap();
         assert!(w.ends_with("bash ./install_k8s_cluster.sh -w 10.0.0.10 -i 10.0.0.100 -t \"$K8S_JOIN_TOKEN\" -s abc"), "{w}");
     }
 

@@ -342,7 +342,8 @@ async fn go(op: &CnfOp, a: &CnfArgs, events: Events) -> Result<Value> {
         CnfOp::Upgrade { release, chart, version, set, reuse_values } => {
             let recorded = st.releases.get(release).map(|r| r.chart.clone());
             let chart = chart.clone().or(recorded).ok_or_else(|| Error::input("arguments", "--chart", format!("release {release} has no recorded chart; pass --chart")))?;
-            let cmd = h.upgrade(release, &chart, &ns, version.as_deref(), set, &[], *reuse_values, &ctx.opts)?;
+            let target = crate::cnf::helm_cmd::Chart { release, chart: &chart, namespace: &ns, version: version.as_deref() };
+            let cmd = h.upgrade(&target, &crate::cnf::helm_cmd::Values { set, files: &[] }, *reuse_values, &ctx.opts)?;
             session.run_watched(cmd, ctx.timeout + Duration::from_secs(30), release, &ns).await?;
             let rel = p.releases.iter().find(|r| &r.name == release).cloned().unwrap_or(crate::cnf::params::Release {
                 name: release.clone(),

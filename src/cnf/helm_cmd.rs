@@ -19,6 +19,22 @@ pub fn parse_version(out: &str) -> Option<u32> {
     v[1..].split('.').next()?.parse().ok()
 }
 
+/// Which release, from which chart, where.
+#[derive(Clone, Copy, Debug)]
+pub struct Chart<'a> {
+    pub release: &'a str,
+    pub chart: &'a str,
+    pub namespace: &'a str,
+    pub version: Option<&'a str>,
+}
+
+/// The values of an install or upgrade: `--set` items and values files.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Values<'a> {
+    pub set: &'a [String],
+    pub files: &'a [String],
+}
+
 /// Options of install/upgrade that differ between Helm 3 and 4.
 #[derive(Clone, Debug, Default)]
 pub struct InstallOpts {
@@ -51,38 +67,40 @@ impl Helm {
         }
     }
 
-    fn values(set: &[String], values_files: &[String], w: &mut Vec<String>) {
-        for s in set {
+    fn values(v: &Values, w: &mut Vec<String>) {
+        for s in v.set {
             w.push("--set".into());
             w.push(s.clone());
         }
-        for f in values_files {
+        for f in v.files {
             w.push("--values".into());
             w.push(f.clone());
         }
     }
 
-    /// `helm install REL CHART -n NS [--version V] [--set ...] [-f ...] [opts]`.
-    pub fn install(&self, rel: &str, chart: &str, ns: &str, version: Option<&str>, set: &[String], files: &[String], o: &InstallOpts) -> Result<String> {
-        let mut w: Vec<String> = vec!["install".into(), rel.into(), chart.into(), "--namespace".into(), ns.into()];
-        if let Some(v) = version {
+    fn chart_words(verb: &str, c: &Chart) -> Vec<String> {
+        let mut w: Vec<String> = vec![verb.into(), c.release.into(), c.chart.into(), "--namespace".into(), c.namespace.into()];
+        if let Some(v) = c.version {
             w.extend(["--version".into(), v.into()]);
         }
-        Self::values(set, files, &mut w);
+        w
+    }
+
+    /// `helm install REL CHART -n NS [--version V] [--set ...] [-f ...] [opts]`.
+    pub fn install(&self, c: &Chart, v: &Values, o: &InstallOpts) -> Result<String> {
+        let mut w = Self::chart_words("install", c);
+        Self::values(v, &mut w);
         self.opts(o, &mut w);
         self.base(&w)
     }
 
     /// `helm upgrade REL CHART -n NS [--reuse-values] ...`.
-    pub fn upgrade(&self, rel: &str, chart: &str, ns: &str, version: Option<&str>, set: &[String], files: &[String], reuse_values: bool, o: &InstallOpts) -> Result<String> {
-        let mut w: Vec<String> = vec!["upgrade".into(), rel.into(), chart.into(), "--namespace".into(), ns.into()];
-        if let Some(v) = version {
-            w.extend(["--version".into(), v.into()]);
-        }
+    pub fn upgrade(&self, c: &Chart, v: &Values, reuse_values: bool, o: &InstallOpts) -> Result<String> {
+        let mut w = Self::chart_words("upgrade", c);
         if reuse_values {
             w.push("--reuse-values".into());
         }
-        Self::values(set, files, &mut w);
+        Self::values(v, &mut w);
         self.opts(o, &mut w);
         self.base(&w)
     }
@@ -241,8 +259,9 @@ mod tests {
     #[test]
     fn helm_3_and_4_differ_only_where_they_must() {
         let o = InstallOpts { atomic: true, timeout_s: Some(120), create_namespace: true, wait: true };
-        let h3 = Helm { major: 3 }.install("r", "c", "ns", None, &[], &[], &o).unwrap();
-        let h4 = Helm { major: 4 }.install("r", "c", "ns", None, &[], &[], &o).unwrap();
+        let c = Chart { release: "r", chart: "c", namespace: "ns", version: None };
+        let h3 = Helm { major: 3 }.install(&c, &Values::default(), &o).unwrap();
+        let h4 = Helm { major: 4 }.install(&c, &Values::default(), &o).unwrap();
         assert!(h3.ends_with("helm install r c --namespace ns --atomic --timeout 120s --create-namespace"), "{h3}");
         assert!(h4.ends_with("helm install r c --namespace ns --rollback-on-failure --timeout 120s --create-namespace"), "{h4}");
         assert!(Helm { major: 3 }.list(None).unwrap().ends_with("helm list --all -o json --all-namespaces"));
@@ -253,7 +272,9 @@ mod tests {
 
     #[test]
     fn a_hostile_parameter_stays_one_literal_argument() {
-        let c = Helm { major: 3 }.install("r", "c", "default", None, &["a=b; touch /tmp/pwned".into(), "x=$(id)".into()], &[], &InstallOpts::default()).unwrap();
+        let set = ["a=b; touch /tmp/pwned".to_string(), "x=$(id)".to_string()];
+        let chart = Chart { release: "r", chart: "c", namespace: "default", version: None };
+        let c = Helm { major: 3 }.install(&chart, &Values { set: &set, files: &[] }, &InstallOpts::default()).unwrap();
         // Run it through a real shell with `helm` replaced by printf: the words must arrive intact.
         let script = c.replace("export KUBECONFIG=/etc/kubernetes/admin.conf; helm", "printf '[%s]'");
         let out = Command::new("sh").arg("-c").arg(&script).output().unwrap();

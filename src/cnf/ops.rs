@@ -185,17 +185,19 @@ pub async fn apply_release(c: &Ctx<'_>, r: &Release) -> Result<ReleaseState> {
     if ns != "default" {
         opts.create_namespace = true;
     }
+    let target = hc::Chart { release: &r.name, chart: &chart, namespace: ns, version };
+    let vals = hc::Values { set: &set, files: &files };
     let cmd = match current.as_ref().map(|(st, _)| st.as_str()) {
-        None => s.helm.install(&r.name, &chart, ns, version, &set, &files, &opts)?,
+        None => s.helm.install(&target, &vals, &opts)?,
         Some(stuck @ ("pending-install" | "pending-upgrade" | "pending-rollback")) => {
             recover(c, r, stuck, current.as_ref().map(|x| x.1).unwrap_or(0)).await?;
             if stuck == "pending-install" {
-                s.helm.install(&r.name, &chart, ns, version, &set, &files, &opts)?
+                s.helm.install(&target, &vals, &opts)?
             } else {
-                s.helm.upgrade(&r.name, &chart, ns, version, &set, &files, false, &opts)?
+                s.helm.upgrade(&target, &vals, false, &opts)?
             }
         }
-        Some(_) => s.helm.upgrade(&r.name, &chart, ns, version, &set, &files, false, &opts)?,
+        Some(_) => s.helm.upgrade(&target, &vals, false, &opts)?,
     };
     let res = s.run_watched(cmd, cmd_timeout(c), &r.name, ns).await;
     for f in &files {
@@ -274,7 +276,8 @@ pub async fn scale(c: &Ctx<'_>, aspect: &str, delta: i64) -> Result<(u64, u64, R
         return Err(Error::input(c.req_file, "numberOfSteps", format!("The number of target replicas after scaling [{target}] is out of range")));
     }
     let chart = chart_ref(c.instance, r);
-    let cmd = s.helm.upgrade(&r.name, &chart, &p.namespace, None, &[format!("{path}={target}")], &[], true, &c.opts)?;
+    let set = [format!("{path}={target}")];
+    let cmd = s.helm.upgrade(&hc::Chart { release: &r.name, chart: &chart, namespace: &p.namespace, version: None }, &hc::Values { set: &set, files: &[] }, true, &c.opts)?;
     s.run_watched(cmd, cmd_timeout(c), &r.name, &p.namespace).await?;
     Ok((current, target as u64, describe(c, r, &chart).await?))
 }

@@ -43,15 +43,7 @@ fi
 run_once() { # $1 = extra mgmt-driver args
     bash scripts/lab.sh up "$N" --kit --name "$LAB" --net "$NET" >/dev/null 2>&1
     python3 tests/labkit/labkit-ctl set-delay "target/lab/$LAB/kit" "$T" >/dev/null
-    local d=$REPO/target/lab/$LAB
-    {
-        printf 'defaults:\n  user: root\n  identity_file: %s\n  known_hosts: %s\n  host_key_check: strict\n' "$d/id_ed25519" "$d/known_hosts"
-        printf 'groups:\n  master_instance:\n'
-        for i in 1 2 3; do printf '    - {name: n%d, ssh_ip: 198.18.%d.%d}\n' "$i" "$NET" $((10 + i)); done
-        printf '  worker_instance:\n'
-        for ((i = 4; i <= N; i++)); do printf '    - {name: n%d, ssh_ip: 198.18.%d.%d}\n' "$i" "$NET" $((10 + i)); done
-        printf 'cps:\n  vip_CP: 198.18.%d.100\n' "$NET"
-    } >"$work/inv.yaml"
+    bash tests/labkit/cluster-inventory.sh "target/lab/$LAB" "$NET" "1 2 3" "$(seq -s " " 4 "$N")" >"$work/inv.yaml"
     rm -rf "$work/state"
     local t0 t1
     t0=$(date +%s.%N)

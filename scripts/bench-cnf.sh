@@ -23,13 +23,7 @@ bash tests/labkit/fetch-helm.sh target/helm >/dev/null
 bash samples/package/make-package.sh "$work/pkg" >/dev/null
 bash tests/labkit/make-offline-dir.sh "$work/pkg/Files/offline" target/helm/helm3/helm-v*-linux-amd64.tar.gz >/dev/null
 bash scripts/lab.sh up 4 --kit --name "$LAB" --net "$NET" >/dev/null
-d=$REPO/target/lab/$LAB
-{
-    printf 'defaults:\n  user: root\n  identity_file: %s\n  known_hosts: %s\n  host_key_check: strict\n' "$d/id_ed25519" "$d/known_hosts"
-    printf 'groups:\n  master_instance:\n'
-    for i in 1 2 3; do printf '    - {name: m%d, ssh_ip: 198.18.%d.%d}\n' "$i" "$NET" $((10 + i)); done
-    printf '  worker_instance:\n    - {name: w4, ssh_ip: 198.18.%d.14}\ncps:\n  vip_CP: 198.18.%d.100\n' "$NET" "$NET"
-} >"$work/inv.yaml"
+bash tests/labkit/cluster-inventory.sh "target/lab/$LAB" "$NET" "1 2 3" "4" >"$work/inv.yaml"
 "$md" instantiate-end -o json --request samples/requests/k8s-cluster-lab.json -i "$work/inv.yaml" --package-dir "$work/pkg" \
     --vnf-instance-id bench-k8s --state-dir "$work/state" >/dev/null 2>"$work/k8s.log" || { tail "$work/k8s.log" >&2; exit 1; }
 url=http://198.18.$NET.1:8879

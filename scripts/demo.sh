@@ -25,15 +25,7 @@ bash tests/labkit/fetch-helm.sh target/helm >/dev/null
 bash tests/labkit/make-offline-dir.sh "$work/pkg/Files/offline" target/helm/helm3/helm-v*-linux-amd64.tar.gz >/dev/null
 
 # Inventory: groups named after the request's aspect_id, the VIP as cps.vip_CP.
-{
-    printf 'defaults:\n  user: root\n  identity_file: %s\n  known_hosts: %s\n  host_key_check: strict\n' \
-        "$PWD/$dir/id_ed25519" "$PWD/$dir/known_hosts"
-    printf 'groups:\n  master_instance:\n'
-    for i in 1 2 3; do printf '    - {name: %s-%d, ssh_ip: 198.18.%d.%d}\n' "$LAB" "$i" "$NET" $((10 + i)); done
-    printf '  worker_instance:\n'
-    for i in 4 5; do printf '    - {name: %s-%d, ssh_ip: 198.18.%d.%d}\n' "$LAB" "$i" "$NET" $((10 + i)); done
-    printf 'cps:\n  vip_CP: 198.18.%d.100\n' "$NET"
-} >"$work/inventory.yaml"
+bash tests/labkit/cluster-inventory.sh "$dir" "$NET" "1 2 3" "4 5" >"$work/inventory.yaml"
 
 md=./target/release/mgmt-driver
 common=(-i "$work/inventory.yaml" --package-dir "$work/pkg" --vnf-instance-id demo-vnf --state-dir "$work/state")

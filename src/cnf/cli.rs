@@ -364,17 +364,17 @@ async fn go(op: &CnfOp, a: &CnfArgs, events: Events) -> Result<Value> {
             save(&mut st)?;
             json!({"release": release, "revision": rs.revision, "state": rs})
         }
-        CnfOp::Status { release } => json_out(&session.text(h.status(release, &ns)?, t).await?, a.dry_run)?,
-        CnfOp::History { release } => json_out(&session.text(h.history(release, &ns)?, t).await?, a.dry_run)?,
-        CnfOp::Values { release, all } => json_out(&session.text(h.get_values(release, &ns, *all)?, t).await?, a.dry_run)?,
-        CnfOp::List => json_out(&session.text(h.list(None)?, t).await?, a.dry_run)?,
+        CnfOp::Status { release } => json_out(&session, h.status(release, &ns)?).await?,
+        CnfOp::History { release } => json_out(&session, h.history(release, &ns)?).await?,
+        CnfOp::Values { release, all } => json_out(&session, h.get_values(release, &ns, *all)?).await?,
+        CnfOp::List => json_out(&session, h.list(None)?).await?,
         CnfOp::Show { what, chart, repo, version } => {
             if !["values", "readme", "chart", "all"].contains(&what.as_str()) {
                 return Err(Error::input("arguments", "WHAT", "values, readme, chart or all"));
             }
             Value::String(session.text(h.show(what, chart, repo.as_deref(), version.as_deref())?, t).await?)
         }
-        CnfOp::RepoList => json_out(&session.text(h.repo_list(), t).await?, a.dry_run)?,
+        CnfOp::RepoList => json_out(&session, h.repo_list()).await?,
         CnfOp::RepoSync { repos } => {
             let mut want = BTreeMap::new();
             for r in repos {
@@ -407,9 +407,16 @@ fn saved_params(saved: &Option<CnfState>) -> Result<serde_json::Map<String, Valu
     }
 }
 
-fn json_out(text: &str, dry: bool) -> Result<Value> {
-    if dry {
+/// Run a Helm command that prints JSON; unreadable output names the master and the command.
+async fn json_out(s: &Session, cmd: String) -> Result<Value> {
+    let text = s.text(cmd.clone(), s.rt.timeouts.command).await?;
+    if s.rt.dry {
         return Ok(Value::Null);
     }
-    serde_json::from_str(text.trim()).map_err(|e| Error::input("helm", "output", format!("not JSON: {e}")))
+    serde_json::from_str(text.trim()).map_err(|e| Error::Remote {
+        node: s.master().name().into(),
+        command: cmd,
+        status: "exit code 0".into(),
+        stderr_tail: format!("output is not JSON: {e}"),
+    })
 }

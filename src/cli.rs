@@ -8,13 +8,13 @@ use std::time::{Duration, Instant};
 use clap::{Args, Parser, Subcommand};
 
 use crate::cluster::cli::HookArgs;
-use crate::engine::{DEFAULT_PARALLEL, FanOut, HostReport, JobFn, run_jobs};
-use crate::error::{Error, Result, exit};
+use crate::engine::{run_jobs, FanOut, HostReport, JobFn, DEFAULT_PARALLEL};
+use crate::error::{exit, Error, Result};
 use crate::event::{EventKind, Events};
 use crate::inventory::{Host, Inventory, LoadOptions};
 use crate::render::{Output, Renderer};
 use crate::ssh::{SshConnector, SshOptions};
-use crate::step::{CommandOpts, JobOutput, ScriptJob, exec_job, get_job, put_job};
+use crate::step::{exec_job, get_job, put_job, CommandOpts, JobOutput, ScriptJob};
 
 #[derive(Parser, Debug)]
 #[command(name = "mgmt-driver", version, about = "Turn VMs into a Kubernetes cluster with Helm, over SSH")]
@@ -138,7 +138,11 @@ pub struct RunOpts {
 
 fn parse_mode(s: &str) -> std::result::Result<u32, String> {
     let m = u32::from_str_radix(s.trim_start_matches("0o"), 8).map_err(|_| format!("'{s}' is not an octal mode"))?;
-    if m > 0o7777 { Err(format!("'{s}' is out of range")) } else { Ok(m) }
+    if m > 0o7777 {
+        Err(format!("'{s}' is out of range"))
+    } else {
+        Ok(m)
+    }
 }
 
 fn secs(field: &str, v: f64) -> Result<Duration> {
@@ -167,7 +171,7 @@ pub async fn main(cli: Cli) -> i32 {
 }
 
 async fn run(cli: Cli) -> Result<i32> {
-    use crate::cluster::cli::{Op, run as hook};
+    use crate::cluster::cli::{run as hook, Op};
     let (target, jobs): (Target, JobFn) = match cli.command {
         Command::InstantiateEnd(a) => return Ok(hook(Op::InstantiateEnd, a, cli.output, cli.verbose).await),
         Command::HealStart(a) => return Ok(hook(Op::HealStart, a, cli.output, cli.verbose).await),
@@ -191,7 +195,10 @@ async fn run(cli: Cli) -> Result<i32> {
             (target, Arc::new(move |h: &Host| Ok(sj.job(h, &opts))))
         }
     };
-    let inv = Inventory::load(&target.inventory, &LoadOptions { allow_insecure: target.insecure_no_host_key_check, ..Default::default() })?;
+    let inv = Inventory::load(
+        &target.inventory,
+        &LoadOptions { allow_insecure: target.insecure_no_host_key_check, ..Default::default() },
+    )?;
     let hosts = inv.select(&target.group, &target.host)?;
     // Build every job before touching any node: bad input fails here, for all hosts at once.
     for h in &hosts {
@@ -259,5 +266,9 @@ fn summarize(reports: &[HostReport<JobOutput>], output: Output, elapsed: Duratio
         let list = if names.is_empty() { String::new() } else { format!(" ({})", names.join(", ")) };
         eprintln!("summary: {ok} ok, {} failed{list} in {:.2}s", failed.len(), elapsed.as_secs_f64());
     }
-    if failed.is_empty() { exit::OK } else { exit::HOST_FAILED }
+    if failed.is_empty() {
+        exit::OK
+    } else {
+        exit::HOST_FAILED
+    }
 }

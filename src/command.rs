@@ -48,7 +48,13 @@ pub const KILL_AFTER: Duration = Duration::from_secs(3);
 
 impl RemoteCommand {
     pub fn new(script: impl Into<String>) -> Self {
-        RemoteCommand { script: script.into(), timeout: None, become_: Become::No, capture: DEFAULT_CAPTURE, redact: Redact::None }
+        RemoteCommand {
+            script: script.into(),
+            timeout: None,
+            become_: Become::No,
+            capture: DEFAULT_CAPTURE,
+            redact: Redact::None,
+        }
     }
 
     pub fn with_timeout(mut self, t: Option<Duration>) -> Self {
@@ -82,12 +88,7 @@ impl RemoteCommand {
     pub fn wire(&self) -> Result<String> {
         let mut inner = self.script.clone();
         if let Some(t) = self.timeout {
-            inner = format!(
-                "exec timeout -k {} {} sh -c {}",
-                secs(KILL_AFTER),
-                secs(t),
-                quote(&inner)?
-            );
+            inner = format!("exec timeout -k {} {} sh -c {}", secs(KILL_AFTER), secs(t), quote(&inner)?);
         }
         Ok(match self.become_ {
             Become::No => inner,
@@ -115,7 +116,11 @@ impl RemoteCommand {
 /// Seconds as `timeout(1)` accepts them; fractions allowed.
 fn secs(d: Duration) -> String {
     let ms = d.as_millis();
-    if ms.is_multiple_of(1000) { format!("{}", ms / 1000) } else { format!("{:.3}", d.as_secs_f64()) }
+    if ms.is_multiple_of(1000) {
+        format!("{}", ms / 1000)
+    } else {
+        format!("{:.3}", d.as_secs_f64())
+    }
 }
 
 #[cfg(test)]

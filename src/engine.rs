@@ -3,8 +3,8 @@
 //! already running are allowed to finish: cutting a half-done install is worse than waiting.
 
 use std::future::Future;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tokio::sync::Semaphore;
@@ -116,9 +116,7 @@ mod tests {
     use std::sync::atomic::AtomicUsize;
 
     fn hosts(n: usize) -> Vec<Host> {
-        (1..=n)
-            .map(|i| Host::for_test(&format!("h{i}"), &format!("10.0.0.{i}")))
-            .collect()
+        (1..=n).map(|i| Host::for_test(&format!("h{i}"), &format!("10.0.0.{i}"))).collect()
     }
 
     #[tokio::test]
@@ -148,17 +146,27 @@ mod tests {
         let (events, _rx) = Events::channel();
         let reports = for_each_host(&hosts(5), &FanOut { parallel: 1, fail_fast: true }, &events, |h, _| async move {
             if h.name == "h2" {
-                Err(Error::Remote { node: h.name, command: "x".into(), status: "exit code 1".into(), stderr_tail: String::new() })
+                Err(Error::Remote {
+                    node: h.name,
+                    command: "x".into(),
+                    status: "exit code 1".into(),
+                    stderr_tail: String::new(),
+                })
             } else {
                 Ok(())
             }
         })
         .await;
-        let kinds: Vec<&str> = reports.iter().map(|r| r.result.as_ref().err().map(|e| e.kind()).unwrap_or("ok")).collect();
+        let kinds: Vec<&str> =
+            reports.iter().map(|r| r.result.as_ref().err().map(|e| e.kind()).unwrap_or("ok")).collect();
         assert_eq!(kinds, vec!["ok", "remote", "skipped", "skipped", "skipped"]);
         // Without fail-fast every host runs.
         let reports = for_each_host(&hosts(5), &FanOut { parallel: 1, fail_fast: false }, &events, |h, _| async move {
-            if h.name == "h2" { Err(Error::Skipped { node: h.name }) } else { Ok(()) }
+            if h.name == "h2" {
+                Err(Error::Skipped { node: h.name })
+            } else {
+                Ok(())
+            }
         })
         .await;
         assert_eq!(reports.iter().filter(|r| r.result.is_ok()).count(), 4);

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use serde::Serialize;
-use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
+use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 
 #[derive(Clone, Debug, Serialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
@@ -14,27 +14,72 @@ pub enum EventKind {
     /// A host's job is starting.
     Start,
     /// Opening TCP (first hop when `via` is not empty).
-    Connecting { addr: String, via: Vec<String> },
+    Connecting {
+        addr: String,
+        via: Vec<String>,
+    },
     /// A connection attempt failed with a "not up yet" error; trying again after `delay_ms`.
-    Retry { attempt: u32, delay_ms: u64, error: String },
-    Connected { ms: u64 },
+    Retry {
+        attempt: u32,
+        delay_ms: u64,
+        error: String,
+    },
+    Connected {
+        ms: u64,
+    },
     /// A warning that needs a human (e.g. host key checking is off, a host key was learned).
-    Warning { message: String },
+    Warning {
+        message: String,
+    },
     /// A command is starting (display form: no secrets).
-    Command { command: String },
-    Stdout { line: String },
-    Stderr { line: String },
-    Exit { code: Option<u32>, signal: Option<String>, ms: u64 },
-    Timeout { command: String, secs: f64 },
-    Uploaded { path: String, bytes: u64, skipped: bool, via: &'static str },
+    Command {
+        command: String,
+    },
+    Stdout {
+        line: String,
+    },
+    Stderr {
+        line: String,
+    },
+    Exit {
+        code: Option<u32>,
+        signal: Option<String>,
+        ms: u64,
+    },
+    Timeout {
+        command: String,
+        secs: f64,
+    },
+    Uploaded {
+        path: String,
+        bytes: u64,
+        skipped: bool,
+        via: &'static str,
+    },
     /// A lifecycle phase starts: its nodes, and whether they run at the same time.
-    Phase { name: String, parallel: bool, nodes: Vec<String>, dry: bool },
+    Phase {
+        name: String,
+        parallel: bool,
+        nodes: Vec<String>,
+        dry: bool,
+    },
     /// A long operation's progress (e.g. a Helm release's status while `helm install` runs).
-    Status { subject: String, status: String },
+    Status {
+        subject: String,
+        status: String,
+    },
     /// Dry run: what would run, in order.
-    Plan { step: usize, action: String },
+    Plan {
+        step: usize,
+        action: String,
+    },
     /// The host's job ended.
-    Done { ok: bool, ms: u64, error: Option<String>, error_kind: Option<&'static str> },
+    Done {
+        ok: bool,
+        ms: u64,
+        error: Option<String>,
+        error_kind: Option<&'static str>,
+    },
 }
 
 #[derive(Clone, Debug, Serialize)]

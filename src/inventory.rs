@@ -197,10 +197,7 @@ impl Inventory {
             let mut members = Vec::new();
             for (i, entry) in entries.into_iter().enumerate() {
                 let at = format!("groups.{group}[{i}]");
-                let name = entry
-                    .name
-                    .clone()
-                    .ok_or_else(|| Error::input(file, format!("{at}.name"), "is required"))?;
+                let name = entry.name.clone().ok_or_else(|| Error::input(file, format!("{at}.name"), "is required"))?;
                 let merged = merge(&raw.defaults, &entry);
                 let idx = if let Some(&idx) = by_name.get(&name) {
                     let prev = &pending[idx].0;
@@ -242,7 +239,11 @@ impl Inventory {
         for g in groups {
             if !self.groups.iter().any(|(name, _)| name == g) {
                 let known: Vec<&str> = self.groups.iter().map(|(n, _)| n.as_str()).collect();
-                return Err(Error::input("--group", g.clone(), format!("no such group (groups: {})", known.join(", "))));
+                return Err(Error::input(
+                    "--group",
+                    g.clone(),
+                    format!("no such group (groups: {})", known.join(", ")),
+                ));
             }
         }
         for h in hosts {
@@ -272,9 +273,23 @@ fn merge(d: &HostSpec, h: &HostSpec) -> HostSpec {
         ($($f:ident),*) => { HostSpec { $($f: h.$f.clone().or_else(|| d.$f.clone()),)* } };
     }
     let mut m = pick!(
-        name, ssh_ip, nic_ip, user, port, password, password_env, password_file, identity_file,
-        identity_passphrase_env, identity_passphrase_file, known_hosts, host_key_check, jump,
-        become_password, become_password_env, become_password_file
+        name,
+        ssh_ip,
+        nic_ip,
+        user,
+        port,
+        password,
+        password_env,
+        password_file,
+        identity_file,
+        identity_passphrase_env,
+        identity_passphrase_file,
+        known_hosts,
+        host_key_check,
+        jump,
+        become_password,
+        become_password_env,
+        become_password_file
     );
     // A host that sets its own credential source replaces the default one rather than being
     // merged with it: `password:` on a host must win over `defaults.password_env`.
@@ -309,7 +324,11 @@ impl Ctx<'_> {
         } else {
             PathBuf::from(p)
         };
-        if expanded.is_absolute() { expanded } else { self.base.join(expanded) }
+        if expanded.is_absolute() {
+            expanded
+        } else {
+            self.base.join(expanded)
+        }
     }
 
     /// One secret from exactly one of: inline value, environment variable, file.
@@ -331,7 +350,11 @@ impl Ctx<'_> {
         if let Some(var) = env {
             return match (self.env)(var) {
                 Some(v) if !v.is_empty() => Ok(Some(Secret::new(v))),
-                _ => Err(self.err(at, &format!("{prefix}_env"), format!("environment variable {var} is not set or empty"))),
+                _ => Err(self.err(
+                    at,
+                    &format!("{prefix}_env"),
+                    format!("environment variable {var} is not set or empty"),
+                )),
             };
         }
         if let Some(f) = file {
@@ -383,7 +406,11 @@ impl Ctx<'_> {
         }
         let host_key_check = s.host_key_check.unwrap_or(HostKeyCheck::AcceptNew);
         if host_key_check == HostKeyCheck::Off && !self.opts.allow_insecure {
-            return Err(self.err(at, "host_key_check", "'off' requires --insecure-no-host-key-check on the command line"));
+            return Err(self.err(
+                at,
+                "host_key_check",
+                "'off' requires --insecure-no-host-key-check on the command line",
+            ));
         }
         let known_hosts = self.path(s.known_hosts.as_deref().unwrap_or("~/.ssh/known_hosts"));
         let become_password =
@@ -427,7 +454,11 @@ fn validate_addr(addr: &str) -> std::result::Result<(), String> {
         && addr.len() <= 253
         && addr.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.'))
         && !addr.starts_with('-');
-    if ok { Ok(()) } else { Err(format!("'{addr}' is not an IP address or host name")) }
+    if ok {
+        Ok(())
+    } else {
+        Err(format!("'{addr}' is not an IP address or host name"))
+    }
 }
 
 /// `[user@]host[:port]`, where host may name another inventory host.
@@ -445,7 +476,9 @@ fn parse_jump(s: &str, default_user: &str, names: &BTreeMap<String, HostSpec>) -
         (h.to_string(), port)
     } else {
         match rest.rsplit_once(':') {
-            Some((h, p)) if !h.contains(':') => (h.to_string(), Some(p.parse::<u16>().map_err(|_| format!("'{s}': bad port"))?)),
+            Some((h, p)) if !h.contains(':') => {
+                (h.to_string(), Some(p.parse::<u16>().map_err(|_| format!("'{s}': bad port"))?))
+            }
             _ => (rest.to_string(), None),
         }
     };
@@ -534,7 +567,10 @@ cps:
         let inv = parse(SAMPLE).unwrap();
         assert_eq!(inv.hosts.len(), 2);
         let m = &inv.hosts[0];
-        assert_eq!((m.name.as_str(), m.addr.as_str(), m.port, m.user.as_str()), ("master1", "198.18.0.10", 22, "ubuntu"));
+        assert_eq!(
+            (m.name.as_str(), m.addr.as_str(), m.port, m.user.as_str()),
+            ("master1", "198.18.0.10", 22, "ubuntu")
+        );
         assert_eq!(m.nic_ip.as_deref(), Some("10.0.0.10"));
         assert_eq!(m.auth.password.as_ref().unwrap().expose(), "s3cret'pw");
         assert!(!m.auth.agent);
@@ -576,13 +612,22 @@ cps:
         let text = "defaults: {password: x, host_key_check: off}\ngroups:\n  g:\n    - {name: a, ssh_ip: 10.0.0.1}\n";
         let err = parse(text).unwrap_err().to_string();
         assert!(err.contains("host_key_check") && err.contains("--insecure-no-host-key-check"), "{err}");
-        let ok = Inventory::parse(text, "f", Path::new("/"), &env, &LoadOptions { allow_insecure: true, ..Default::default() }).unwrap();
+        let ok = Inventory::parse(
+            text,
+            "f",
+            Path::new("/"),
+            &env,
+            &LoadOptions { allow_insecure: true, ..Default::default() },
+        )
+        .unwrap();
         assert_eq!(ok.hosts[0].host_key_check, HostKeyCheck::Off);
     }
 
     #[test]
     fn hostile_addresses_and_names_are_refused() {
-        for (field, bad) in [("ssh_ip", "10.0.0.1;reboot"), ("ssh_ip", "$(id)"), ("name", "a b"), ("nic_ip", "-oProxyCommand=x")] {
+        for (field, bad) in
+            [("ssh_ip", "10.0.0.1;reboot"), ("ssh_ip", "$(id)"), ("name", "a b"), ("nic_ip", "-oProxyCommand=x")]
+        {
             let host = match field {
                 "ssh_ip" => format!("{{name: a, ssh_ip: '{bad}'}}"),
                 "name" => format!("{{name: '{bad}', ssh_ip: 10.0.0.1}}"),

@@ -1,5 +1,5 @@
 use clap::Parser;
-use mgmt_driver::cli::{Cli, main as cli_main};
+use mgmt_driver::cli::{main as cli_main, Cli};
 use mgmt_driver::error::exit;
 
 fn main() {

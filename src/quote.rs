@@ -11,7 +11,11 @@ use crate::error::Error;
 /// silently truncated. The error carries no copy of the value (it may be a secret).
 pub fn quote(s: &str) -> Result<String, Error> {
     if s.contains('\0') {
-        return Err(Error::input("argument", "shell value", "contains a NUL byte, which a shell argument cannot carry"));
+        return Err(Error::input(
+            "argument",
+            "shell value",
+            "contains a NUL byte, which a shell argument cannot carry",
+        ));
     }
     if !s.is_empty() && s.bytes().all(is_plain) {
         return Ok(s.to_string());

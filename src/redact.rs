@@ -81,7 +81,9 @@ impl Redactor {
 /// `[a-z0-9]{6}.[a-z0-9]{16}`: the shape of a kubeadm bootstrap token.
 fn is_bootstrap_token(w: &str) -> bool {
     let b = w.as_bytes();
-    b.len() == 23 && b[6] == b'.' && b.iter().enumerate().all(|(i, c)| i == 6 || c.is_ascii_lowercase() || c.is_ascii_digit())
+    b.len() == 23
+        && b[6] == b'.'
+        && b.iter().enumerate().all(|(i, c)| i == 6 || c.is_ascii_lowercase() || c.is_ascii_digit())
 }
 
 /// Mask every occurrence of known secret values in `text` (for error tails).

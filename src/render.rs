@@ -58,10 +58,18 @@ impl Renderer {
         let (mut ok, mut failed) = (0u64, 0u64);
         while let Some(ev) = rx.recv().await {
             if let EventKind::Done { ok: o, .. } = ev.kind {
-                if o { ok += 1 } else { failed += 1 }
+                if o {
+                    ok += 1
+                } else {
+                    failed += 1
+                }
                 if let Some(b) = &self.bar {
                     b.inc(1);
-                    b.set_message(if failed > 0 { format!("({ok} ok, {failed} failed)") } else { format!("({ok} ok)") });
+                    b.set_message(if failed > 0 {
+                        format!("({ok} ok, {failed} failed)")
+                    } else {
+                        format!("({ok} ok)")
+                    });
                 }
             }
             self.render(&ev);
@@ -96,13 +104,23 @@ impl Renderer {
                 (true, s)
             }
             EventKind::Phase { name, parallel, nodes, dry } => {
-                let how = if nodes.len() < 2 { "" } else if *parallel { " (in parallel)" } else { " (one after another)" };
+                let how = if nodes.len() < 2 {
+                    ""
+                } else if *parallel {
+                    " (in parallel)"
+                } else {
+                    " (one after another)"
+                };
                 (*dry, format!("== {name}{how}: {}", nodes.join(", ")))
             }
             EventKind::Status { subject, status } => (false, format!("{h}: {subject}: {status}")),
-            EventKind::Retry { attempt, delay_ms, error } => {
-                (false, format!("{h}: not reachable yet (attempt {attempt}: {error}); retrying in {:.1}s", *delay_ms as f64 / 1000.0))
-            }
+            EventKind::Retry { attempt, delay_ms, error } => (
+                false,
+                format!(
+                    "{h}: not reachable yet (attempt {attempt}: {error}); retrying in {:.1}s",
+                    *delay_ms as f64 / 1000.0
+                ),
+            ),
             EventKind::Warning { message } => (false, format!("{h}: warning: {message}")),
             EventKind::Timeout { command, secs } => (false, format!("{h}: TIMEOUT after {secs:.1}s: {command}")),
             EventKind::Done { ok: true, ms, .. } => (false, format!("{h}: ok ({:.2}s)", *ms as f64 / 1000.0)),
@@ -118,12 +136,20 @@ impl Renderer {
             }
             EventKind::Connected { ms } if self.verbose => (false, format!("{h}: connected in {ms} ms")),
             EventKind::Command { command } if self.verbose => (false, format!("{h}: $ {command}")),
-            EventKind::Exit { code, signal, ms } if self.verbose => {
-                (false, format!("{h}: exited {} in {ms} ms", code.map(|c| c.to_string()).or(signal.clone()).unwrap_or_default()))
-            }
+            EventKind::Exit { code, signal, ms } if self.verbose => (
+                false,
+                format!(
+                    "{h}: exited {} in {ms} ms",
+                    code.map(|c| c.to_string()).or(signal.clone()).unwrap_or_default()
+                ),
+            ),
             EventKind::Uploaded { path, bytes, skipped, via } if self.verbose => (
                 false,
-                if *skipped { format!("{h}: {path} unchanged, upload skipped") } else { format!("{h}: uploaded {path} ({bytes} bytes, {via})") },
+                if *skipped {
+                    format!("{h}: {path} unchanged, upload skipped")
+                } else {
+                    format!("{h}: uploaded {path} ({bytes} bytes, {via})")
+                },
             ),
             _ => return,
         };

@@ -17,7 +17,10 @@ pub enum Action {
     /// Run a command; a non-zero exit fails the host.
     Exec(RemoteCommand),
     /// Fetch a remote file to a local path.
-    Download { remote: String, local: PathBuf },
+    Download {
+        remote: String,
+        local: PathBuf,
+    },
 }
 
 impl Action {
@@ -68,7 +71,11 @@ impl Job {
             match a {
                 Action::Upload(files) => {
                     for r in t.upload(files, ev).await? {
-                        if r.skipped { out.skipped += 1 } else { out.uploaded += 1 }
+                        if r.skipped {
+                            out.skipped += 1
+                        } else {
+                            out.uploaded += 1
+                        }
                     }
                 }
                 Action::Exec(cmd) => out.last = Some(t.exec(cmd, ev).await?.check(t.node(), cmd)?),
@@ -138,7 +145,11 @@ pub fn put_job(src: &Path, dest: &str, mode: Option<u32>) -> Result<Job> {
             return Err(Error::input("arguments", "DEST", "a directory upload needs a destination directory"));
         }
         walk(src, src, &mut |path, rel, m| {
-            files.push(UploadFile { source: Source::Path(path), remote: format!("{base}/{rel}"), mode: mode.unwrap_or(m) });
+            files.push(UploadFile {
+                source: Source::Path(path),
+                remote: format!("{base}/{rel}"),
+                mode: mode.unwrap_or(m),
+            });
         })?;
         if files.is_empty() {
             return Err(Error::input(src.display().to_string(), "SRC", "directory has no files"));
@@ -185,9 +196,14 @@ fn walk(root: &Path, dir: &Path, f: &mut dyn FnMut(PathBuf, String, u32)) -> Res
     for e in entries {
         let p = e.path();
         // Follow nothing: a symlink in a tree could point anywhere on the controller.
-        let m = std::fs::symlink_metadata(&p).map_err(|e| Error::input(p.display().to_string(), "SRC", e.to_string()))?;
+        let m =
+            std::fs::symlink_metadata(&p).map_err(|e| Error::input(p.display().to_string(), "SRC", e.to_string()))?;
         if m.file_type().is_symlink() {
-            return Err(Error::input(p.display().to_string(), "SRC", "symbolic links are not uploaded; resolve them first"));
+            return Err(Error::input(
+                p.display().to_string(),
+                "SRC",
+                "symbolic links are not uploaded; resolve them first",
+            ));
         } else if m.is_dir() {
             walk(root, &p, f)?;
         } else if m.is_file() {
@@ -230,7 +246,12 @@ impl ScriptJob {
     }
 
     pub fn job(&self, host: &Host, opts: &CommandOpts) -> Job {
-        Job { actions: vec![Action::Upload(vec![self.upload.clone()]), Action::Exec(opts.command(self.line.clone(), host))] }
+        Job {
+            actions: vec![
+                Action::Upload(vec![self.upload.clone()]),
+                Action::Exec(opts.command(self.line.clone(), host)),
+            ],
+        }
     }
 }
 
@@ -240,7 +261,11 @@ mod tests {
     use crate::secret::Secret;
 
     fn host(user: &str, pw: bool) -> Host {
-        Host { user: user.into(), become_password: pw.then(|| Secret::new("pw")), ..Host::for_test("n1", "198.18.0.11") }
+        Host {
+            user: user.into(),
+            become_password: pw.then(|| Secret::new("pw")),
+            ..Host::for_test("n1", "198.18.0.11")
+        }
     }
 
     #[test]
@@ -267,7 +292,8 @@ mod tests {
 
     #[test]
     fn dry_run_description_masks_the_sudo_password() {
-        let job = exec_job(&["id".into()], &host("ubuntu", true), &CommandOpts { become_: true, timeout: None }).unwrap();
+        let job =
+            exec_job(&["id".into()], &host("ubuntu", true), &CommandOpts { become_: true, timeout: None }).unwrap();
         let d = job.actions[0].describe().unwrap();
         assert!(d.contains("sudo -S") && d.contains("********") && !d.contains("pw\n"), "{d}");
     }

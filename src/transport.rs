@@ -26,7 +26,6 @@ pub struct ExecOutput {
     pub elapsed: Duration,
 }
 
-
 impl ExecOutput {
     pub fn success(&self) -> bool {
         self.code == Some(0)

@@ -11,8 +11,8 @@ mod support;
 use std::path::Path;
 
 use libtest_mimic::{Arguments, Trial};
-use serde_json::{Value, json};
-use support::kit::{Cluster, R, check, doc, k8s_conn, outcome, request, s};
+use serde_json::{json, Value};
+use support::kit::{check, doc, k8s_conn, outcome, request, s, Cluster, R};
 use support::{is_root, mgmt, repo};
 
 // ------------------------------------------------------------------ tests
@@ -29,8 +29,13 @@ fn single_master_two_workers_with_request_passwords() -> R {
     let conn = k8s_conn(&d);
     check(conn["accessInfo"]["authUrl"] == format!("https://{}:6443", c.lab.ip(1)), || format!("authUrl: {conn}"))?;
     check(d["vimConnectionInfo"][0]["vimType"] == "openstack", || "the request's own VIM entry must be kept".into())?;
-    check(d["vim"]["auth_cred"]["bearer_token"] == "********", || format!("bearer token must be masked: {}", d["vim"]))?;
-    check(d["vim"]["auth_cred"]["ssl_ca_cert"].as_str().unwrap_or("").starts_with("-----BEGIN CERTIFICATE-----"), || format!("{}", d["vim"]))?;
+    check(d["vim"]["auth_cred"]["bearer_token"] == "********", || {
+        format!("bearer token must be masked: {}", d["vim"])
+    })?;
+    check(
+        d["vim"]["auth_cred"]["ssl_ca_cert"].as_str().unwrap_or("").starts_with("-----BEGIN CERTIFICATE-----"),
+        || format!("{}", d["vim"]),
+    )?;
     check(conn["extra"].get("helm_info").is_none(), || "no Helm script, no helm_info".into())?;
     let mut nodes = c.k8s_nodes();
     nodes.sort();
@@ -42,10 +47,15 @@ fn single_master_two_workers_with_request_passwords() -> R {
     let mode = std::fs::metadata(c.state.join(format!("{}.json", c.id))).unwrap().permissions().mode() & 0o777;
     check(mode == 0o600, || format!("state mode {mode:o}"))?;
     let token = st["bearer_token"].as_str().unwrap_or("").to_string();
-    check(token.len() > 20 && !r.all().contains(&token), || "bearer token missing from state or leaked into output".into())?;
+    check(token.len() > 20 && !r.all().contains(&token), || {
+        "bearer token missing from state or leaked into output".into()
+    })?;
     // /etc/hosts on a worker knows every node, once.
     let hosts = c.on(2, "cat /etc/hosts");
-    check(hosts.matches(&format!("{} master11 # mgmt-driver", c.lab.ip(1))).count() == 1 && hosts.contains("worker13"), || hosts.clone())?;
+    check(
+        hosts.matches(&format!("{} master11 # mgmt-driver", c.lab.ip(1))).count() == 1 && hosts.contains("worker13"),
+        || hosts.clone(),
+    )?;
     // The run directory is private and the env file with secrets is gone.
     let ls = c.on(1, "stat -c '%a %n' /home/mduser/.mgmt-driver/run/inst-c1 /home/mduser/.mgmt-driver/run/inst-c1/install_k8s_cluster.sh; ls /home/mduser/.mgmt-driver/run/inst-c1");
     check(ls.contains("700 /home/mduser/.mgmt-driver/run/inst-c1\n") && !ls.contains("env.install"), || ls.clone())?;
@@ -82,11 +92,16 @@ fn ha_masters_in_order_workers_in_parallel() -> R {
     let key = cluster["certificate_key"]["key"].as_str().unwrap_or("").to_string();
     check(key.len() == 64 && !r.all().contains(&key), || format!("certificate key missing or leaked: {key}"))?;
     let d = doc(&r);
-    check(k8s_conn(&d)["accessInfo"]["authUrl"] == format!("https://{}:16443", c.vip()), || format!("{}", k8s_conn(&d)))?;
+    check(k8s_conn(&d)["accessInfo"]["authUrl"] == format!("https://{}:16443", c.vip()), || {
+        format!("{}", k8s_conn(&d))
+    })?;
     let timing = c.kit()["timing"].clone();
     let span = |n: &str| -> (f64, f64) {
         let t = &timing[n];
-        let start = t["init_started"].as_f64().or(t["join_started"].as_f64()).unwrap_or_else(|| panic!("no start for {n}: {timing}"));
+        let start = t["init_started"]
+            .as_f64()
+            .or(t["join_started"].as_f64())
+            .unwrap_or_else(|| panic!("no start for {n}: {timing}"));
         (start, t["joined_at"].as_f64().unwrap_or_else(|| panic!("no end for {n}: {timing}")))
     };
     let m: Vec<(f64, f64)> = ["master11", "master12", "master13"].iter().map(|n| span(n)).collect();
@@ -98,7 +113,9 @@ fn ha_masters_in_order_workers_in_parallel() -> R {
     check(w.iter().all(|x| x.0 >= m[2].1), || "workers must start after the last master".into())?;
     let cfg = c.on(2, "cat /etc/haproxy/haproxy.cfg");
     for (i, ip) in [(11, c.lab.ip(1)), (12, c.lab.ip(2)), (13, c.lab.ip(3))] {
-        check(cfg.contains(&format!("server  master{i}  {ip}:6443 check")), || format!("haproxy.cfg lacks master{i}:\n{cfg}"))?;
+        check(cfg.contains(&format!("server  master{i}  {ip}:6443 check")), || {
+            format!("haproxy.cfg lacks master{i}:\n{cfg}")
+        })?;
     }
     check(c.k8s_nodes().len() == 6, || format!("{:?}", c.k8s_nodes()))?;
     Ok(())
@@ -117,20 +134,39 @@ fn proxy_and_helm_info() -> R {
     check(!r.all().contains("Pr0xyS3cret"), || format!("proxy credentials in the output:\n{}", r.all()))?;
     let d = doc(&r);
     let hi = &k8s_conn(&d)["extra"]["helm_info"];
-    check(hi["masternode_ip"] == json!([c.lab.ip(1)]) && hi["masternode_username"] == "root", || format!("helm_info: {hi}"))?;
-    check(hi.get("masternode_password").is_none() && hi["masternode_credential_ref"] == "mgmt-driver-state:inst-c3", || format!("{hi}"))?;
+    check(hi["masternode_ip"] == json!([c.lab.ip(1)]) && hi["masternode_username"] == "root", || {
+        format!("helm_info: {hi}")
+    })?;
+    check(
+        hi.get("masternode_password").is_none() && hi["masternode_credential_ref"] == "mgmt-driver-state:inst-c3",
+        || format!("{hi}"),
+    )?;
     check(c.on(1, "helm version --short").contains("v3.99.0-lab"), || "helm is not installed on the master".into())?;
     // What the scripts were given: the proxy config they wrote on the node.
-    let conf = c.on(2, "cat /etc/systemd/system/containerd.service.d/*proxy* 2>/dev/null; cat /etc/apt/apt.conf.d/*proxy* 2>/dev/null");
+    let conf = c.on(
+        2,
+        "cat /etc/systemd/system/containerd.service.d/*proxy* 2>/dev/null; cat /etc/apt/apt.conf.d/*proxy* 2>/dev/null",
+    );
     check(conf.contains("Pr0xyS3cret"), || format!("the script did not get the proxy: {conf}"))?;
     let np = conf.lines().find(|l| l.to_ascii_lowercase().contains("no_proxy")).unwrap_or("").to_string();
-    for want in ["192.168.246.0/24", "10.0.0.1", "198.18.22.0/24", "192.168.0.0/16", "10.199.187.0/24", "127.0.0.1", "localhost", ".svc"] {
+    for want in [
+        "192.168.246.0/24",
+        "10.0.0.1",
+        "198.18.22.0/24",
+        "192.168.0.0/16",
+        "10.199.187.0/24",
+        "127.0.0.1",
+        "localhost",
+        ".svc",
+    ] {
         check(np.contains(want), || format!("no_proxy lacks {want}: {np}"))?;
     }
     check(np.len() < 400, || format!("no_proxy is built from networks, not addresses: {} bytes", np.len()))?;
     // And nothing on the nodes logged it where a user could read it.
     let leaks = c.on(2, "grep -rl Pr0xyS3cret /tmp /home /var/log 2>/dev/null; stat -c '%a %n' /etc/systemd/system/containerd.service.d/*proxy* 2>/dev/null");
-    check(!leaks.contains("/tmp") && !leaks.contains("/home") && !leaks.contains("/var/log"), || format!("proxy credentials left readable: {leaks}"))?;
+    check(!leaks.contains("/tmp") && !leaks.contains("/home") && !leaks.contains("/var/log"), || {
+        format!("proxy credentials left readable: {leaks}")
+    })?;
     Ok(())
 }
 
@@ -143,15 +179,25 @@ fn rerun_after_worker_failure() -> R {
     r.fails(1, &c.lab.node(3));
     check(r.all().contains("injected: disk full"), || format!("the node's error must be shown:\n{}", r.all()))?;
     let st = c.state_doc().unwrap();
-    check(st["nodes"][c.lab.node(2)]["installed"] == true && st["nodes"][c.lab.node(3)]["installed"] != true, || format!("{}", st["nodes"]))?;
+    check(st["nodes"][c.lab.node(2)]["installed"] == true && st["nodes"][c.lab.node(3)]["installed"] != true, || {
+        format!("{}", st["nodes"])
+    })?;
     check(st["vim"].is_null(), || "no record before the cluster is complete".into())?;
     c.kit_ctl(&["unfail", "worker13"]);
     let r = c.instantiate(&req);
     r.ok();
     let d = doc(&r);
-    check(outcome(&d, &c.lab.node(1)) == "already installed" && outcome(&d, &c.lab.node(2)) == "already installed", || format!("{}", d["nodes"]))?;
+    check(
+        outcome(&d, &c.lab.node(1)) == "already installed" && outcome(&d, &c.lab.node(2)) == "already installed",
+        || format!("{}", d["nodes"]),
+    )?;
     check(outcome(&d, &c.lab.node(3)) == "joined as worker", || format!("{}", d["nodes"]))?;
-    let joins = c.kit()["events"].as_array().unwrap().iter().filter(|e| e["event"] == "joined" && e["node"] == "worker12").count();
+    let joins = c.kit()["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["event"] == "joined" && e["node"] == "worker12")
+        .count();
     check(joins == 1, || format!("worker12 joined {joins} times"))?;
     let again = doc(c.instantiate(&req).ok());
     check(k8s_conn(&again) == k8s_conn(&d), || "the record must be the same on every run".into())?;
@@ -162,7 +208,8 @@ fn rerun_after_worker_failure() -> R {
 fn heal_sol002_worker_and_master() -> R {
     let c = Cluster::new("c5", 24, 4, &[1, 2, 3], &[4], true);
     let mut req = c.request();
-    req["additionalParams"]["k8s_cluster_installation_param"]["helm_installation_script_path"] = "Scripts/install_helm.sh".into();
+    req["additionalParams"]["k8s_cluster_installation_param"]["helm_installation_script_path"] =
+        "Scripts/install_helm.sh".into();
     c.instantiate(&req).ok();
     // A chart and a repository on the survivors, as a CNF deployment leaves them.
     for i in [1, 2] {
@@ -185,23 +232,38 @@ fn heal_sol002_worker_and_master() -> R {
     c.hook("heal-start", Some(&heal), &[]).ok();
     let cfg = c.on(1, "cat /etc/haproxy/haproxy.cfg");
     check(!cfg.contains("master13"), || format!("master13 still a backend on a survivor:\n{cfg}"))?;
-    let members = c.on(1, "KUBECONFIG=/etc/kubernetes/admin.conf kubectl -n kube-system exec etcd-master11 -- etcdctl member list");
+    let members = c.on(
+        1,
+        "KUBECONFIG=/etc/kubernetes/admin.conf kubectl -n kube-system exec etcd-master11 -- etcdctl member list",
+    );
     check(!members.contains("master13") && members.lines().count() == 2, || members.clone())?;
     c.fresh_vm(3);
     let r = c.hook("heal-end", Some(&heal), &[]);
     r.ok();
     for i in [1, 2] {
         let cfg = c.on(i, "cat /etc/haproxy/haproxy.cfg");
-        check(cfg.matches(&format!("server  master13  {}:6443 check", c.lab.ip(3))).count() == 1, || format!("node {i}:\n{cfg}"))?;
+        check(cfg.matches(&format!("server  master13  {}:6443 check", c.lab.ip(3))).count() == 1, || {
+            format!("node {i}:\n{cfg}")
+        })?;
     }
     let units = c.on(1, "cat /var/lib/labkit-node/state.json");
     check(units.contains("reload"), || "haproxy was not reloaded".into())?;
-    let members = c.on(1, "KUBECONFIG=/etc/kubernetes/admin.conf kubectl -n kube-system exec etcd-master11 -- etcdctl member list");
+    let members = c.on(
+        1,
+        "KUBECONFIG=/etc/kubernetes/admin.conf kubectl -n kube-system exec etcd-master11 -- etcdctl member list",
+    );
     check(members.contains("master13") && members.lines().count() == 3, || members.clone())?;
     // Helm, its charts and its repositories are back on the healed master (no sshpass involved).
     let helm = c.on(3, "helm version --short; cat /var/tacker/helm/vnf1/localhelm/Chart.yaml; helm repo list -o json");
-    check(helm.contains("v3.99.0-lab") && helm.contains("name: localhelm") && helm.contains("https://charts.bitnami.com/bitnami"), || format!("helm not restored:\n{helm}"))?;
-    check(k8s_conn(&doc(&r))["extra"]["helm_info"]["masternode_ip"].as_array().map(|a| a.len()) == Some(3), || "helm_info lists the masters".into())?;
+    check(
+        helm.contains("v3.99.0-lab")
+            && helm.contains("name: localhelm")
+            && helm.contains("https://charts.bitnami.com/bitnami"),
+        || format!("helm not restored:\n{helm}"),
+    )?;
+    check(k8s_conn(&doc(&r))["extra"]["helm_info"]["masternode_ip"].as_array().map(|a| a.len()) == Some(3), || {
+        "helm_info lists the masters".into()
+    })?;
     Ok(())
 }
 
@@ -222,7 +284,9 @@ fn heal_sol003_whole_vnf() -> R {
     let d = doc(&r);
     check(k8s_conn(&d)["accessInfo"] == k8s_conn(&first)["accessInfo"], || "same endpoint".into())?;
     let st = c.state_doc().unwrap();
-    check(st["vim"]["auth_cred"]["ssl_ca_cert"] != Value::Null && st["nodes"].as_object().unwrap().len() == 2, || format!("{st}"))?;
+    check(st["vim"]["auth_cred"]["ssl_ca_cert"] != Value::Null && st["nodes"].as_object().unwrap().len() == 2, || {
+        format!("{st}")
+    })?;
     let inits = c.kit()["events"].as_array().unwrap().iter().filter(|e| e["event"] == "initialized").count();
     check(inits == 2, || format!("expected a second kubeadm init, got {inits}"))?;
     Ok(())
@@ -234,20 +298,27 @@ fn scale_out_in_and_terminate() -> R {
     let req = c.request();
     c.instantiate(&req).ok();
     c.write_inventory(&[1], &[2, 3, 4], true);
-    let out = c.write("scale-out.json", &json!({"type": "SCALE_OUT", "aspectId": "worker_instance", "numberOfSteps": "2"}));
+    let out =
+        c.write("scale-out.json", &json!({"type": "SCALE_OUT", "aspectId": "worker_instance", "numberOfSteps": "2"}));
     let r = c.hook("scale-end", Some(&out), &[]);
     r.ok();
     let mut nodes = c.k8s_nodes();
     nodes.sort();
     check(nodes == ["master11", "worker12", "worker13", "worker14"], || format!("{nodes:?}"))?;
-    check(c.on(1, "cat /etc/hosts").contains("worker14 # mgmt-driver") && c.on(2, "cat /etc/hosts").contains("worker13 # mgmt-driver"), || "hosts not updated everywhere".into())?;
+    check(
+        c.on(1, "cat /etc/hosts").contains("worker14 # mgmt-driver")
+            && c.on(2, "cat /etc/hosts").contains("worker13 # mgmt-driver"),
+        || "hosts not updated everywhere".into(),
+    )?;
     let inn = c.write("scale-in.json", &json!({"type": "SCALE_IN", "aspectId": "worker_instance", "numberOfSteps": 1}));
     c.hook("scale-start", Some(&inn), &[]).fails(2, "--node");
     c.kit_ctl(&["add-pod", "worker13", "web-1"]);
     let node3 = c.lab.node(3);
     c.hook("scale-start", Some(&inn), &["--node", &node3]).ok();
     let nodes = c.k8s_nodes();
-    check(!nodes.contains(&"worker13".to_string()) && nodes.contains(&"worker14".to_string()), || format!("{nodes:?}"))?;
+    check(!nodes.contains(&"worker13".to_string()) && nodes.contains(&"worker14".to_string()), || {
+        format!("{nodes:?}")
+    })?;
     let hosts = c.on(1, "cat /etc/hosts");
     check(!hosts.contains("worker13") && hosts.contains("worker14"), || hosts.clone())?;
     check(c.state_doc().unwrap()["nodes"].get(&node3).is_none(), || "removed node still in state".into())?;
@@ -255,7 +326,9 @@ fn scale_out_in_and_terminate() -> R {
     let r = c.hook("terminate-end", None, &["--reset-nodes"]);
     r.ok();
     check(c.state_doc().is_none(), || "state not removed".into())?;
-    check(c.on(2, "test -e /etc/kubernetes/kubelet.conf && echo present").is_empty(), || "kubeadm reset did not run".into())?;
+    check(c.on(2, "test -e /etc/kubernetes/kubelet.conf && echo present").is_empty(), || {
+        "kubeadm reset did not run".into()
+    })?;
     check(k8s_conn(&doc(&r)).is_null(), || "the kubernetes vimConnectionInfo must be gone".into())?;
     Ok(())
 }
@@ -310,7 +383,9 @@ fn bad_inputs_change_nothing() -> R {
     c.hook("instantiate-end", Some(&mal), &[]).fails(2, "additionalParams");
     for i in [1, 2] {
         let touched = c.on(i, "ls -a /root; ls /root/.mgmt-driver 2>&1; grep -c mgmt-driver /etc/hosts");
-        check(!touched.contains(".mgmt-driver\n") && touched.trim_end().ends_with('0'), || format!("node {i} was touched:\n{touched}"))?;
+        check(!touched.contains(".mgmt-driver\n") && touched.trim_end().ends_with('0'), || {
+            format!("node {i} was touched:\n{touched}")
+        })?;
     }
     check(c.state_doc().is_none(), || "state written for a refused request".into())?;
     check(c.kit()["cluster"].is_null(), || "the cluster was touched".into())?;
@@ -334,15 +409,39 @@ fn tacker_bodies_parse_and_plan() -> R {
     let st = d.path().join("st");
     let plan = |op: &str, req: &Path, extra: &[&str]| {
         let inv = if req.display().to_string().contains("complex") { &inv3 } else { &inv1 };
-        let mut a = vec![op, "--dry-run", "-o", "plain", "--request", s(req), "-i", s(inv), "--package-dir", s(&pkg), "--vnf-instance-id", "i1", "--state-dir", s(&st)];
+        let mut a = vec![
+            op,
+            "--dry-run",
+            "-o",
+            "plain",
+            "--request",
+            s(req),
+            "-i",
+            s(inv),
+            "--package-dir",
+            s(&pkg),
+            "--vnf-instance-id",
+            "i1",
+            "--state-dir",
+            s(&st),
+        ];
         a.extend(extra);
         mgmt(&a, &[])
     };
-    for f in ["v1/k8s-cluster/simple_kubernetes_param_file.json", "v1/k8s-cluster/complex_kubernetes_param_file.json", "v1/k8s-cluster-helm/complex_kubernetes_param_file.json", "v2/k8s-cluster/simple/simple_kubernetes_param_file_v2.json"] {
+    for f in [
+        "v1/k8s-cluster/simple_kubernetes_param_file.json",
+        "v1/k8s-cluster/complex_kubernetes_param_file.json",
+        "v1/k8s-cluster-helm/complex_kubernetes_param_file.json",
+        "v2/k8s-cluster/simple/simple_kubernetes_param_file_v2.json",
+    ] {
         let r = plan("instantiate-end", &data.join(f), &[]);
         r.ok();
-        check(r.stdout.contains("== main master: install") && r.stdout.contains("install_k8s_cluster.sh -m"), || format!("{f}:\n{}", r.all()))?;
-        check(!r.all().contains("password1") && !r.all().contains("\"ubuntu\"") , || format!("{f}: a secret is in the plan"))?;
+        check(r.stdout.contains("== main master: install") && r.stdout.contains("install_k8s_cluster.sh -m"), || {
+            format!("{f}:\n{}", r.all())
+        })?;
+        check(!r.all().contains("password1") && !r.all().contains("\"ubuntu\""), || {
+            format!("{f}: a secret is in the plan")
+        })?;
     }
     // v2 heal/scale bodies repeat the params; v1 bodies rely on the recorded ones.
     for (op, f, extra) in [
@@ -353,20 +452,38 @@ fn tacker_bodies_parse_and_plan() -> R {
         plan(op, &data.join(f), &extra).ok();
     }
     // Without a recorded instantiate, v1 scale/heal bodies (which carry no params) are refused.
-    for f in ["v1/k8s-cluster/scale_out_request.json", "v1/k8s-cluster/heal_sol002_request.json", "api-ref/v2/scale-vnf-instance-request.json"] {
+    for f in [
+        "v1/k8s-cluster/scale_out_request.json",
+        "v1/k8s-cluster/heal_sol002_request.json",
+        "api-ref/v2/scale-vnf-instance-request.json",
+    ] {
         let op = if f.contains("heal") { "heal-start" } else { "scale-end" };
         let r = plan(op, &data.join(f), &[]);
-        check(r.code == 2 && r.stderr.contains("k8s_cluster_installation_param: is required (and no earlier instantiate recorded it)"), || format!("{f}: {}", r.all()))?;
+        check(
+            r.code == 2
+                && r.stderr
+                    .contains("k8s_cluster_installation_param: is required (and no earlier instantiate recorded it)"),
+            || format!("{f}: {}", r.all()),
+        )?;
     }
     // With one recorded (as instantiate-end leaves it), they plan. w2 is a new VM in the inventory.
-    let simple: Value = serde_json::from_str(&std::fs::read_to_string(data.join("v1/k8s-cluster/simple_kubernetes_param_file.json")).unwrap()).unwrap();
+    let simple: Value = serde_json::from_str(
+        &std::fs::read_to_string(data.join("v1/k8s-cluster/simple_kubernetes_param_file.json")).unwrap(),
+    )
+    .unwrap();
     std::fs::create_dir_all(&st).unwrap();
     let node = |role: &str, ip: &str, k8s: &str| json!({"role": role, "ssh_addr": ip, "nic_ip": ip, "k8s_name": k8s, "installed": true, "helm_installed": false});
     let state = json!({"version": 1, "vnf_instance_id": "i1", "params": simple["additionalParams"]["k8s_cluster_installation_param"],
         "nodes": {"m1": node("master", "192.0.2.11", "master11"), "w1": node("worker", "192.0.2.21", "worker21")},
         "facts": {"server": "https://192.0.2.11:6443", "ca_pem": "PEM", "ca_hash": "ab", "cluster_ip": "192.0.2.11", "main_master": "m1"}});
     std::fs::write(st.join("i1.json"), state.to_string()).unwrap();
-    std::fs::write(&inv1, std::fs::read_to_string(&inv1).unwrap().replace("  masterNode:", "    - {name: w2, ssh_ip: 192.0.2.22}\n  masterNode:")).unwrap();
+    std::fs::write(
+        &inv1,
+        std::fs::read_to_string(&inv1)
+            .unwrap()
+            .replace("  masterNode:", "    - {name: w2, ssh_ip: 192.0.2.22}\n  masterNode:"),
+    )
+    .unwrap();
     // The VNFM's VnfInstance maps Tacker's vnfcInstanceId to a VM's address.
     let inst = d.path().join("vnf_instance.json");
     std::fs::write(&inst, json!({"id": "i1", "instantiatedVnfInfo": {"vnfcResourceInfo": [{"id": "bbce9656-f051-434f-8c4a-660ac23e91f6", "vduId": "workerNode",
@@ -374,10 +491,25 @@ fn tacker_bodies_parse_and_plan() -> R {
     let cases: Vec<(&str, &str, Vec<&str>, &str)> = vec![
         ("scale-end", "v1/k8s-cluster/scale_out_request.json", vec![], "== scale out: join workers: w2"),
         ("scale-end", "api-ref/v1/scale-vnf-instance-request.json", vec![], "== scale out: join workers: w2"),
-        ("scale-start", "v1/k8s-cluster/scale_in_request.json", vec!["--node", "w1"], "kubectl drain worker21 --ignore-daemonsets"),
+        (
+            "scale-start",
+            "v1/k8s-cluster/scale_in_request.json",
+            vec!["--node", "w1"],
+            "kubectl drain worker21 --ignore-daemonsets",
+        ),
         ("scale-start", "v1/k8s-cluster/scale_out_request.json", vec![], ""),
-        ("heal-start", "v1/k8s-cluster/heal_sol002_request.json", vec!["--vnf-instance", s(&inst)], "kubectl drain worker21"),
-        ("heal-end", "v1/k8s-cluster/heal_sol002_request.json", vec!["--vnf-instance", s(&inst)], "== heal: reinstall w1"),
+        (
+            "heal-start",
+            "v1/k8s-cluster/heal_sol002_request.json",
+            vec!["--vnf-instance", s(&inst)],
+            "kubectl drain worker21",
+        ),
+        (
+            "heal-end",
+            "v1/k8s-cluster/heal_sol002_request.json",
+            vec!["--vnf-instance", s(&inst)],
+            "== heal: reinstall w1",
+        ),
         ("heal-start", "api-ref/v2/heal-vnf-instance-request.json", vec!["--node", "w1"], "kubectl drain worker21"),
         ("terminate-end", "api-ref/v1/terminate-vnf-instance-request.json", vec!["--reset-nodes"], "kubeadm reset -f"),
         ("terminate-end", "api-ref/v2/terminate-vnf-instance-request.json", vec![], "remove the VIM record"),
@@ -389,7 +521,9 @@ fn tacker_bodies_parse_and_plan() -> R {
     }
     let r = plan("heal-start", &data.join("api-ref/v1/heal-vnf-instance-request.json"), &[]);
     r.fails(2, "'c51c98dc-b918-4681-a9eb-4f32a57c4e08' names no inventory host");
-    check(std::fs::read_to_string(st.join("i1.json")).unwrap() == *state.to_string(), || "a dry run changed the state".into())?;
+    check(std::fs::read_to_string(st.join("i1.json")).unwrap() == *state.to_string(), || {
+        "a dry run changed the state".into()
+    })?;
     Ok(())
 }
 

@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 
 use libtest_mimic::{Arguments, Trial};
-use serde_json::{Value, json};
-use support::kit::{Cluster, R, check, s};
+use serde_json::{json, Value};
+use support::kit::{check, s, Cluster, R};
 use support::{is_root, mgmt, repo};
 
 /// The real Helm binaries and their offline tarballs (fetched once per machine; once per run
@@ -24,14 +24,23 @@ fn helm_dir() -> PathBuf {
         .get_or_init(|| {
             let d = repo().join("target/helm");
             let o = Command::new("bash").arg(repo().join("tests/labkit/fetch-helm.sh")).arg(&d).output().unwrap();
-            assert!(o.status.success(), "fetch-helm.sh: {}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+            assert!(
+                o.status.success(),
+                "fetch-helm.sh: {}{}",
+                String::from_utf8_lossy(&o.stdout),
+                String::from_utf8_lossy(&o.stderr)
+            );
             d
         })
         .clone()
 }
 
 fn tarball(dir: &Path) -> PathBuf {
-    std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).find(|p| p.to_string_lossy().ends_with("-linux-amd64.tar.gz")).unwrap_or_else(|| panic!("no helm tarball in {}", dir.display()))
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_string_lossy().ends_with("-linux-amd64.tar.gz"))
+        .unwrap_or_else(|| panic!("no helm tarball in {}", dir.display()))
 }
 
 /// The chart repository served to the lab; killed on drop.
@@ -52,10 +61,20 @@ fn serve_repo(c: &Cluster, helm: &Path, port: u16, auth: Option<(&str, &str)>) -
     let addr = format!("198.18.{}.1", c.lab.net);
     let url = format!("http://{addr}:{port}");
     let dir = c.dir.path().join(format!("charts-{port}"));
-    let o = Command::new("bash").arg(repo().join("tests/labkit/make-chart-repo.sh")).arg(&dir).arg(helm).arg(&url).output().unwrap();
+    let o = Command::new("bash")
+        .arg(repo().join("tests/labkit/make-chart-repo.sh"))
+        .arg(&dir)
+        .arg(helm)
+        .arg(&url)
+        .output()
+        .unwrap();
     assert!(o.status.success(), "make-chart-repo.sh: {}", String::from_utf8_lossy(&o.stderr));
     let mut cmd = Command::new("python3");
-    cmd.arg(repo().join("tests/labkit/serve-repo.py")).arg(dir.join("repo")).arg(&addr).arg(port.to_string()).stdout(std::process::Stdio::null());
+    cmd.arg(repo().join("tests/labkit/serve-repo.py"))
+        .arg(dir.join("repo"))
+        .arg(&addr)
+        .arg(port.to_string())
+        .stdout(std::process::Stdio::null());
     if let Some((u, p)) = auth {
         cmd.env("REPO_USER", u).env("REPO_PASSWORD", p);
     }
@@ -82,10 +101,18 @@ fn cluster(name: &str, net: u8, major: u32) -> Cluster {
     }
     let t = tarball(&helm_dir().join(format!("helm{major}")));
     std::fs::copy(&t, off.join(t.file_name().unwrap())).unwrap();
-    let sums = Command::new("sh").arg("-c").arg("find . -type f ! -name SHA256SUMS -printf '%P\\n' | LC_ALL=C sort | xargs -d '\\n' sha256sum > SHA256SUMS").current_dir(&off).status().unwrap();
+    let sums = Command::new("sh")
+        .arg("-c")
+        .arg(
+            "find . -type f ! -name SHA256SUMS -printf '%P\\n' | LC_ALL=C sort | xargs -d '\\n' sha256sum > SHA256SUMS",
+        )
+        .current_dir(&off)
+        .status()
+        .unwrap();
     assert!(sums.success());
     let mut req = c.request();
-    req["additionalParams"]["k8s_cluster_installation_param"]["helm_installation_script_path"] = "Scripts/install_helm.sh".into();
+    req["additionalParams"]["k8s_cluster_installation_param"]["helm_installation_script_path"] =
+        "Scripts/install_helm.sh".into();
     c.instantiate(&req).ok();
     c
 }
@@ -117,13 +144,30 @@ fn cnf_request(c: &Cluster, repo_url: &str, charts: &Path) -> PathBuf {
 }
 
 fn cnf(c: &Cluster, args: &[&str]) -> support::Run {
-    let mut a = vec!["cnf", "-o", "json", "--vnf-instance-id", "cnf1", "--cluster-instance", &c.id, "-i", s(&c.inv), "--state-dir", s(&c.state), "--package-dir", s(&c.pkg), "--status-interval", "0.5"];
+    let mut a = vec![
+        "cnf",
+        "-o",
+        "json",
+        "--vnf-instance-id",
+        "cnf1",
+        "--cluster-instance",
+        &c.id,
+        "-i",
+        s(&c.inv),
+        "--state-dir",
+        s(&c.state),
+        "--package-dir",
+        s(&c.pkg),
+        "--status-interval",
+        "0.5",
+    ];
     a.extend(args);
     mgmt(&a, &[])
 }
 
 fn out(r: &support::Run) -> Value {
-    serde_json::from_str(r.stdout.trim()).unwrap_or_else(|e| panic!("not one JSON document ({e}):\n{}\n--- stderr\n{}", r.stdout, r.stderr))
+    serde_json::from_str(r.stdout.trim())
+        .unwrap_or_else(|e| panic!("not one JSON document ({e}):\n{}\n--- stderr\n{}", r.stdout, r.stderr))
 }
 
 fn helm_lifecycle(name: &str, net: u8, major: u32) -> R {
@@ -146,16 +190,23 @@ fn helm_lifecycle(name: &str, net: u8, major: u32) -> R {
     for rel in ["vdu1", "vdu2"] {
         let st = &d["result"]["releases"][rel];
         check(st["status"] == "deployed" && st["revision"] == 1, || format!("{rel}: {st}"))?;
-        check(st["resources"].as_array().unwrap().iter().any(|x| x["kind"] == "Deployment" && x["namespace"] == "cnf"), || format!("{rel}: {st}"))?;
+        check(
+            st["resources"].as_array().unwrap().iter().any(|x| x["kind"] == "Deployment" && x["namespace"] == "cnf"),
+            || format!("{rel}: {st}"),
+        )?;
     }
-    check(r.stderr.contains(r#""event":"status","subject":"release vdu1""#), || "no status events while helm ran".into())?;
+    check(r.stderr.contains(r#""event":"status","subject":"release vdu1""#), || {
+        "no status events while helm ran".into()
+    })?;
     // The hostile parameter is a literal value; nothing ran on the node.
     let vals = out(&cnf(&c, &["values", "--release", "vdu1"]));
     check(vals["result"]["a"] == "b; touch /tmp/pwned", || format!("{vals}"))?;
     for i in [1, 2] {
         check(c.on(i, "test -e /tmp/pwned && echo PWNED").is_empty(), || "/tmp/pwned exists".into())?;
         let have = c.on(i, "ls /var/tacker/helm/cnf1; helm repo list -o json");
-        check(have.contains("localhelm") && have.contains("labrepo"), || format!("master {i} lacks the chart or repo: {have}"))?;
+        check(have.contains("localhelm") && have.contains("labrepo"), || {
+            format!("master {i} lacks the chart or repo: {have}")
+        })?;
     }
     // Re-running instantiate upgrades in place (idempotent, no "name in use"); roll back on
     // failure is Helm 3's --atomic or Helm 4's --rollback-on-failure, and the real binary accepts it.
@@ -173,16 +224,24 @@ fn helm_lifecycle(name: &str, net: u8, major: u32) -> R {
 
     // Heal: the named pod is replaced by a new one.
     let pods = |c: &Cluster| -> Vec<String> {
-        let j = c.on(1, "KUBECONFIG=/etc/kubernetes/admin.conf kubectl get pods -n cnf -l app.kubernetes.io/instance=vdu1 -o json");
+        let j = c.on(
+            1,
+            "KUBECONFIG=/etc/kubernetes/admin.conf kubectl get pods -n cnf -l app.kubernetes.io/instance=vdu1 -o json",
+        );
         let v: Value = serde_json::from_str(&j).unwrap_or(Value::Null);
-        v["items"].as_array().map(|a| a.iter().filter_map(|p| p["metadata"]["name"].as_str().map(str::to_string)).collect()).unwrap_or_default()
+        v["items"]
+            .as_array()
+            .map(|a| a.iter().filter_map(|p| p["metadata"]["name"].as_str().map(str::to_string)).collect())
+            .unwrap_or_default()
     };
     let before_pods = pods(&c);
     check(!before_pods.is_empty(), || "vdu1 has no pods".into())?;
     let heal = c.write("heal.json", &json!({"vnfcInstanceId": [before_pods[0]]}));
     cnf(&c, &["heal", "--request", s(&heal)]).ok();
     let after_pods = pods(&c);
-    check(!after_pods.contains(&before_pods[0]) && after_pods.len() == before_pods.len(), || format!("{before_pods:?} -> {after_pods:?}"))?;
+    check(!after_pods.contains(&before_pods[0]) && after_pods.len() == before_pods.len(), || {
+        format!("{before_pods:?} -> {after_pods:?}")
+    })?;
 
     // Scale within bounds, and out of range with Tacker's wording.
     let sc = c.write("scale.json", &json!({"type": "SCALE_OUT", "aspectId": "vdu1_aspect", "numberOfSteps": 1}));
@@ -221,7 +280,23 @@ fn helm_lifecycle(name: &str, net: u8, major: u32) -> R {
     req3["additionalParams"]["vdu_mapping"] = json!({});
     let req3 = c.write("cnf3.json", &req3);
     let mut child = Command::new(env!("CARGO_BIN_EXE_mgmt-driver"))
-        .args(["cnf", "-o", "json", "--vnf-instance-id", "cnf3", "--cluster-instance", &c.id, "-i", s(&c.inv), "--state-dir", s(&c.state), "instantiate", "--request", s(&req3), "--wait"])
+        .args([
+            "cnf",
+            "-o",
+            "json",
+            "--vnf-instance-id",
+            "cnf3",
+            "--cluster-instance",
+            &c.id,
+            "-i",
+            s(&c.inv),
+            "--state-dir",
+            s(&c.state),
+            "instantiate",
+            "--request",
+            s(&req3),
+            "--wait",
+        ])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
@@ -229,7 +304,9 @@ fn helm_lifecycle(name: &str, net: u8, major: u32) -> R {
     let mut pending = false;
     for _ in 0..100 {
         std::thread::sleep(std::time::Duration::from_millis(200));
-        if c.on(1, "KUBECONFIG=/etc/kubernetes/admin.conf helm status vdu3 -n cnf -o json 2>/dev/null").contains("pending-install") {
+        if c.on(1, "KUBECONFIG=/etc/kubernetes/admin.conf helm status vdu3 -n cnf -o json 2>/dev/null")
+            .contains("pending-install")
+        {
             pending = true;
             break;
         }
@@ -239,33 +316,113 @@ fn helm_lifecycle(name: &str, net: u8, major: u32) -> R {
     c.on(1, "pkill -9 -f 'helm.*install vdu3' ; true");
     check(pending, || "the install never showed pending-install".into())?;
     c.kit_ctl(&["set-helm-delay", "0"]);
-    let r = mgmt(&["cnf", "-o", "json", "--vnf-instance-id", "cnf3", "--cluster-instance", &c.id, "-i", s(&c.inv), "--state-dir", s(&c.state), "instantiate", "--request", s(&req3)], &[]);
+    let r = mgmt(
+        &[
+            "cnf",
+            "-o",
+            "json",
+            "--vnf-instance-id",
+            "cnf3",
+            "--cluster-instance",
+            &c.id,
+            "-i",
+            s(&c.inv),
+            "--state-dir",
+            s(&c.state),
+            "instantiate",
+            "--request",
+            s(&req3),
+        ],
+        &[],
+    );
     r.ok();
     check(r.stderr.contains("stuck in pending-install"), || format!("no recovery reported:\n{}", r.stderr))?;
     check(out(&r)["result"]["releases"]["vdu3"]["status"] == "deployed", || r.stdout.clone())?;
-    mgmt(&["cnf", "--vnf-instance-id", "cnf3", "--cluster-instance", &c.id, "-i", s(&c.inv), "--state-dir", s(&c.state), "terminate"], &[]).ok();
+    mgmt(
+        &[
+            "cnf",
+            "--vnf-instance-id",
+            "cnf3",
+            "--cluster-instance",
+            &c.id,
+            "-i",
+            s(&c.inv),
+            "--state-dir",
+            s(&c.state),
+            "terminate",
+        ],
+        &[],
+    )
+    .ok();
 
     // A repository with a login, and no release name (OSM's rule names it): the password reaches
     // Helm on stdin from a 0600 file that is removed, never argv or our output.
-    let private = serve_repo(&c, &helm_dir().join(format!("helm{major}/helm")), 8880, Some(("cnfuser", "S3cretRepoPw")));
+    let private =
+        serve_repo(&c, &helm_dir().join(format!("helm{major}/helm")), 8880, Some(("cnfuser", "S3cretRepoPw")));
     let mut req4: Value = serde_json::from_str(&std::fs::read_to_string(&req).unwrap()).unwrap();
     req4["additionalParams"]["using_helm_install_param"] = json!([{"exthelmchart": true, "helmrepositoryname": "privrepo", "helmchartname": "nginxlab",
         "exthelmrepo_url": private.url, "exthelmrepo_username": "cnfuser", "exthelmrepo_password": "S3cretRepoPw"}]);
     req4["additionalParams"]["vdu_mapping"] = json!({});
     let req4 = c.write("cnf4.json", &req4);
-    let r4 = mgmt(&["cnf", "-o", "json", "-v", "--vnf-instance-id", "cnf4", "--cluster-instance", &c.id, "-i", s(&c.inv), "--state-dir", s(&c.state), "instantiate", "--request", s(&req4)], &[]);
+    let r4 = mgmt(
+        &[
+            "cnf",
+            "-o",
+            "json",
+            "-v",
+            "--vnf-instance-id",
+            "cnf4",
+            "--cluster-instance",
+            &c.id,
+            "-i",
+            s(&c.inv),
+            "--state-dir",
+            s(&c.state),
+            "instantiate",
+            "--request",
+            s(&req4),
+        ],
+        &[],
+    );
     r4.ok();
     check(!r4.all().contains("S3cretRepoPw"), || "the repository password is in our output".into())?;
     let rels = out(&r4)["result"]["releases"].as_object().unwrap().keys().cloned().collect::<Vec<_>>();
-    check(rels.len() == 1 && rels[0].starts_with("nginxlab-") && rels[0].len() == "nginxlab-".len() + 10, || format!("{rels:?}"))?;
-    check(!c.on(1, "ls -a /root/.mgmt-driver/run/cnf4").contains(".pw"), || "the password file was left behind".into())?;
-    mgmt(&["cnf", "--vnf-instance-id", "cnf4", "--cluster-instance", &c.id, "-i", s(&c.inv), "--state-dir", s(&c.state), "terminate"], &[]).ok();
-    check(!c.on(1, "KUBECONFIG=/etc/kubernetes/admin.conf helm list -A -o json").contains(&rels[0]), || "generated release not uninstalled".into())?;
+    check(rels.len() == 1 && rels[0].starts_with("nginxlab-") && rels[0].len() == "nginxlab-".len() + 10, || {
+        format!("{rels:?}")
+    })?;
+    check(!c.on(1, "ls -a /root/.mgmt-driver/run/cnf4").contains(".pw"), || {
+        "the password file was left behind".into()
+    })?;
+    mgmt(
+        &[
+            "cnf",
+            "--vnf-instance-id",
+            "cnf4",
+            "--cluster-instance",
+            &c.id,
+            "-i",
+            s(&c.inv),
+            "--state-dir",
+            s(&c.state),
+            "terminate",
+        ],
+        &[],
+    )
+    .ok();
+    check(!c.on(1, "KUBECONFIG=/etc/kubernetes/admin.conf helm list -A -o json").contains(&rels[0]), || {
+        "generated release not uninstalled".into()
+    })?;
     drop(private);
 
     // Repository sync: add a missing one, report; then remove the extra.
-    let sync = out(cnf(&c, &["repo-sync", "--repo", &format!("labrepo={}", repo.url), "--repo", &format!("extra={}", repo.url)]).ok());
-    let both = |v: &Value, key: &str| v["result"].as_array().is_some_and(|a| a.len() == 2 && a.iter().all(|m| m[key] == json!(["extra"])));
+    let sync = out(cnf(
+        &c,
+        &["repo-sync", "--repo", &format!("labrepo={}", repo.url), "--repo", &format!("extra={}", repo.url)],
+    )
+    .ok());
+    let both = |v: &Value, key: &str| {
+        v["result"].as_array().is_some_and(|a| a.len() == 2 && a.iter().all(|m| m[key] == json!(["extra"])))
+    };
     check(both(&sync, "added"), || format!("{sync}"))?;
     let sync = out(cnf(&c, &["repo-sync", "--repo", &format!("labrepo={}", repo.url)]).ok());
     check(both(&sync, "removed"), || format!("{sync}"))?;
@@ -273,8 +430,14 @@ fn helm_lifecycle(name: &str, net: u8, major: u32) -> R {
     // Terminate: no release, repository or chart directory left on any master.
     cnf(&c, &["terminate"]).ok();
     for i in [1, 2] {
-        let left = c.on(i, "KUBECONFIG=/etc/kubernetes/admin.conf helm list -A -o json; ls /var/tacker/helm; helm repo list 2>&1");
-        check(!left.contains("vdu1") && !left.contains("vdu2") && !left.contains("cnf1") && !left.contains("labrepo"), || format!("master {i}: {left}"))?;
+        let left = c.on(
+            i,
+            "KUBECONFIG=/etc/kubernetes/admin.conf helm list -A -o json; ls /var/tacker/helm; helm repo list 2>&1",
+        );
+        check(
+            !left.contains("vdu1") && !left.contains("vdu2") && !left.contains("cnf1") && !left.contains("labrepo"),
+            || format!("master {i}: {left}"),
+        )?;
     }
     Ok(())
 }
@@ -285,7 +448,24 @@ fn tacker_repr_helm_info() -> R {
     let vci = d.path().join("vci.json");
     std::fs::write(&vci, json!([{"id": "x", "vimId": "y", "vimType": "kubernetes", "accessInfo": {"authUrl": "https://10.10.0.91:16443"},
         "extra": {"helmInfo": "{'masternode_ip': ['192.0.2.35', '192.0.2.63'], 'masternode_username': 'ubuntu', 'masternode_password': \"it's\"}"}}]).to_string()).unwrap();
-    let r = mgmt(&["cnf", "--dry-run", "-o", "json", "--vnf-instance-id", "v1", "--state-dir", s(&d.path().join("st")), "--vim-connection-info", s(&vci), "status", "--release", "vdu1"], &[]);
+    let r = mgmt(
+        &[
+            "cnf",
+            "--dry-run",
+            "-o",
+            "json",
+            "--vnf-instance-id",
+            "v1",
+            "--state-dir",
+            s(&d.path().join("st")),
+            "--vim-connection-info",
+            s(&vci),
+            "status",
+            "--release",
+            "vdu1",
+        ],
+        &[],
+    );
     r.ok();
     let v: Value = serde_json::from_str(r.stdout.trim()).unwrap();
     check(v["master"] == "192.0.2.35", || r.all())?;

@@ -11,7 +11,7 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use libtest_mimic::{Arguments, Failed, Trial};
-use support::{Lab, inventory, is_root, mgmt};
+use support::{inventory, is_root, mgmt, Lab};
 
 /// Primary nodes 1..=FANOUT are shared read-only; the ones after are owned by single tests.
 const FANOUT: usize = 50;
@@ -34,7 +34,10 @@ fn tmp() -> tempfile::TempDir {
 /// An inventory with one group `g` of the given primary nodes, plus extra defaults.
 fn inv_for(dir: &Path, nodes: &[usize], defaults: &str) -> PathBuf {
     let lab = lab();
-    let mut y = format!("defaults:\n  known_hosts: {}\n  host_key_check: strict\n{defaults}groups:\n  g:\n", lab.file("known_hosts").display());
+    let mut y = format!(
+        "defaults:\n  known_hosts: {}\n  host_key_check: strict\n{defaults}groups:\n  g:\n",
+        lab.file("known_hosts").display()
+    );
     for &i in nodes {
         y.push_str(&format!("    - {{name: {}, ssh_ip: {}}}\n", lab.node(i), lab.ip(i)));
     }
@@ -50,7 +53,11 @@ fn s(p: &Path) -> &str {
 }
 
 fn check(cond: bool, msg: impl FnOnce() -> String) -> Result<(), Failed> {
-    if cond { Ok(()) } else { Err(msg().into()) }
+    if cond {
+        Ok(())
+    } else {
+        Err(msg().into())
+    }
 }
 
 // ---------------------------------------------------------------- auth
@@ -139,11 +146,15 @@ fn agent_auth() -> Result<(), Failed> {
 fn changed_host_key_is_refused_with_both_fingerprints() -> Result<(), Failed> {
     let d = tmp();
     let fake = d.path().join("fake");
-    let kg = std::process::Command::new("ssh-keygen").args(["-q", "-t", "ed25519", "-N", "", "-f"]).arg(&fake).status()?;
+    let kg =
+        std::process::Command::new("ssh-keygen").args(["-q", "-t", "ed25519", "-N", "", "-f"]).arg(&fake).status()?;
     check(kg.success(), || "ssh-keygen".into())?;
     let fake_pub = std::fs::read_to_string(d.path().join("fake.pub"))?;
     let kh = d.path().join("known_hosts");
-    std::fs::write(&kh, format!("{} {}\n", lab().ip(NODE_KEYS), fake_pub.split_whitespace().take(2).collect::<Vec<_>>().join(" ")))?;
+    std::fs::write(
+        &kh,
+        format!("{} {}\n", lab().ip(NODE_KEYS), fake_pub.split_whitespace().take(2).collect::<Vec<_>>().join(" ")),
+    )?;
     let fp = |p: &Path| -> String {
         let o = std::process::Command::new("ssh-keygen").arg("-lf").arg(p).output().unwrap();
         String::from_utf8_lossy(&o.stdout).split_whitespace().nth(1).unwrap().to_string()
@@ -232,7 +243,9 @@ fn concurrent_runs_learn_each_host_key_once() -> Result<(), Failed> {
     let total = hosts.len();
     hosts.sort();
     hosts.dedup();
-    check(total == nodes.len() && hosts.len() == nodes.len(), || format!("{total} lines for {} nodes:\n{text}", nodes.len()))
+    check(total == nodes.len() && hosts.len() == nodes.len(), || {
+        format!("{total} lines for {} nodes:\n{text}", nodes.len())
+    })
 }
 
 // ---------------------------------------------------------------- jump host
@@ -256,7 +269,24 @@ fn jump_host_reaches_a_node_on_a_hidden_network() -> Result<(), Failed> {
     r.ok();
     check(r.stdout.contains(&format!("{0}-h1: {0}-h1", lab.name)), || r.all())?;
     // The test host itself cannot route there.
-    let r = mgmt(&["exec", "-o", "plain", "-i", s(&inv), "--group", "direct", "--retry-for", "1", "--connect-timeout", "2", "--", "hostname"], &[]);
+    let r = mgmt(
+        &[
+            "exec",
+            "-o",
+            "plain",
+            "-i",
+            s(&inv),
+            "--group",
+            "direct",
+            "--retry-for",
+            "1",
+            "--connect-timeout",
+            "2",
+            "--",
+            "hostname",
+        ],
+        &[],
+    );
     r.fails(1, "cannot connect to");
     Ok(())
 }
@@ -266,7 +296,8 @@ fn jump_host_reaches_a_node_on_a_hidden_network() -> Result<(), Failed> {
 fn sudo_with_password_never_shows_it() -> Result<(), Failed> {
     let d = tmp();
     let pw = lab().password();
-    let inv = inv_for(d.path(), &[NODE_MISC], "  user: mduser\n  password_env: LAB_PW\n  become_password_env: LAB_PW\n");
+    let inv =
+        inv_for(d.path(), &[NODE_MISC], "  user: mduser\n  password_env: LAB_PW\n  become_password_env: LAB_PW\n");
     let r = mgmt(
         &["exec", "-o", "plain", "--become", "-i", s(&inv), "--", "echo uid=$(id -u); ps -eo args"],
         &[("LAB_PW", &pw)],
@@ -283,13 +314,15 @@ fn sudo_with_password_never_shows_it() -> Result<(), Failed> {
     check(dry.stdout.contains("sudo -S") && !dry.all().contains(&pw), || dry.all())?;
 
     // Wrong sudo password: sudo refuses, we report it, nothing hangs.
-    let inv = inv_for(d.path(), &[NODE_MISC], "  user: mduser\n  password_env: LAB_PW\n  become_password: wrong-sudo-pw\n");
+    let inv =
+        inv_for(d.path(), &[NODE_MISC], "  user: mduser\n  password_env: LAB_PW\n  become_password: wrong-sudo-pw\n");
     let r = mgmt(&["exec", "-o", "plain", "--become", "-i", s(&inv), "--", "id -u"], &[("LAB_PW", &pw)]);
     r.fails(1, "command failed with exit code 1");
     check(!r.all().contains("wrong-sudo-pw"), || "wrong sudo password echoed".into())?;
     // No sudo password configured: sudo -n fails at once instead of waiting for a prompt.
     let inv = inv_for(d.path(), &[NODE_MISC], "  user: mduser\n  password_env: LAB_PW\n");
-    mgmt(&["exec", "-o", "plain", "--become", "-i", s(&inv), "--", "id -u"], &[("LAB_PW", &pw)]).fails(1, "password is required");
+    mgmt(&["exec", "-o", "plain", "--become", "-i", s(&inv), "--", "id -u"], &[("LAB_PW", &pw)])
+        .fails(1, "password is required");
     Ok(())
 }
 
@@ -298,9 +331,14 @@ fn sudo_with_password_never_shows_it() -> Result<(), Failed> {
 fn timeout_leaves_no_process_behind() -> Result<(), Failed> {
     let d = tmp();
     let inv = inv_for(d.path(), &[NODE_MISC], &root_key_defaults("id_ed25519"));
-    let r = mgmt(&["exec", "-o", "plain", "--timeout", "1", "-i", s(&inv), "--", "sleep 4242 & sleep 4243; echo never"], &[]);
+    let r = mgmt(
+        &["exec", "-o", "plain", "--timeout", "1", "-i", s(&inv), "--", "sleep 4242 & sleep 4243; echo never"],
+        &[],
+    );
     r.fails(1, "timed out after");
-    check(r.stderr.contains(&lab().node(NODE_MISC)) && r.stderr.contains("sleep 4242 & sleep 4243"), || r.stderr.clone())?;
+    check(r.stderr.contains(&lab().node(NODE_MISC)) && r.stderr.contains("sleep 4242 & sleep 4243"), || {
+        r.stderr.clone()
+    })?;
     check(r.elapsed < Duration::from_secs(15), || format!("took {:?}", r.elapsed))?;
     std::thread::sleep(Duration::from_millis(300));
     let o = lab().node_exec(&NODE_MISC.to_string(), &["pgrep", "-f", "sleep 424[23]"]);
@@ -328,23 +366,45 @@ fn nonzero_exit_names_node_command_code_and_stderr() -> Result<(), Failed> {
     let d = tmp();
     let inv = inv_for(d.path(), &[NODE_MISC], &root_key_defaults("id_ed25519"));
     let r = mgmt(&["exec", "-o", "plain", "-i", s(&inv), "--", "echo first >&2; echo kaputt >&2; exit 3"], &[]);
-    r.fails(1, &format!("{}: FAILED: command failed with exit code 3: echo first >&2; echo kaputt >&2; exit 3", lab().node(NODE_MISC)));
+    r.fails(
+        1,
+        &format!(
+            "{}: FAILED: command failed with exit code 3: echo first >&2; echo kaputt >&2; exit 3",
+            lab().node(NODE_MISC)
+        ),
+    );
     check(r.stderr.contains("    kaputt"), || r.stderr.clone())?;
     // Killed by a signal: reported as such, not as a missing exit code.
-    mgmt(&["exec", "-o", "plain", "-i", s(&inv), "--", "kill -9 $$"], &[]).fails(1, "command failed with signal KILL: kill -9 $$");
+    mgmt(&["exec", "-o", "plain", "-i", s(&inv), "--", "kill -9 $$"], &[])
+        .fails(1, "command failed with signal KILL: kill -9 $$");
     let j = mgmt(&["exec", "-o", "json", "-i", s(&inv), "--", "exit 3"], &[]);
     let last: serde_json::Value = serde_json::from_str(j.stdout.lines().last().unwrap())?;
-    check(last["event"] == "summary" && last["failed"] == 1 && last["failed_hosts"][0]["kind"] == "remote", || j.stdout.clone())
+    check(last["event"] == "summary" && last["failed"] == 1 && last["failed_hosts"][0]["kind"] == "remote", || {
+        j.stdout.clone()
+    })
 }
 
 fn hostile_strings_arrive_byte_exact() -> Result<(), Failed> {
     let d = tmp();
     let inv = inv_for(d.path(), &[NODE_MISC], &root_key_defaults("id_ed25519"));
     let script = d.path().join("echo-args.sh");
-    std::fs::write(&script, "#!/bin/sh\nfor a in \"$@\"; do printf '%s' \"$a\" | od -An -tx1 | tr -d ' \\n'; echo; done\n")?;
+    std::fs::write(
+        &script,
+        "#!/bin/sh\nfor a in \"$@\"; do printf '%s' \"$a\" | od -An -tx1 | tr -d ' \\n'; echo; done\n",
+    )?;
     let hostile = [
-        "it's", "\"q\"", "$(touch /tmp/pwned)", "`touch /tmp/pwned`", "a=b; touch /tmp/pwned", "x && y || z",
-        "multi\nline", "ünïcödé ✓", "*?[a]{b}~#", "back\\slash", "-n", "",
+        "it's",
+        "\"q\"",
+        "$(touch /tmp/pwned)",
+        "`touch /tmp/pwned`",
+        "a=b; touch /tmp/pwned",
+        "x && y || z",
+        "multi\nline",
+        "ünïcödé ✓",
+        "*?[a]{b}~#",
+        "back\\slash",
+        "-n",
+        "",
     ];
     let mut args = vec!["run-script", "-o", "plain", "-i", s(&inv), s(&script)];
     args.extend(hostile.iter().copied());
@@ -425,7 +485,11 @@ fn directory_tree_upload() -> Result<(), Failed> {
     std::fs::write(tree.join("Chart.yaml"), "name: x\n")?;
     std::fs::write(tree.join("templates/deploy.yaml"), "kind: Deployment\n")?;
     mgmt(&["put", "-o", "plain", "-i", s(&inv), s(&tree), "/var/tmp/tree-test/"], &[]).ok();
-    check(remote_sha(NODE_MISC, "/var/tmp/tree-test/templates/deploy.yaml") == local_sha(&tree.join("templates/deploy.yaml")), || "tree".into())
+    check(
+        remote_sha(NODE_MISC, "/var/tmp/tree-test/templates/deploy.yaml")
+            == local_sha(&tree.join("templates/deploy.yaml")),
+        || "tree".into(),
+    )
 }
 
 fn get_fetches_one_file_per_host() -> Result<(), Failed> {
@@ -437,7 +501,8 @@ fn get_fetches_one_file_per_host() -> Result<(), Failed> {
         let got = std::fs::read_to_string(out.join(lab().node(i)).join("hostname"))?;
         check(got.trim() == lab().node(i), || format!("node {i}: {got:?}"))?;
     }
-    mgmt(&["get", "-o", "plain", "-i", s(&inv), "/nonexistent/file", s(&out)], &[]).fails(1, "download of /nonexistent/file");
+    mgmt(&["get", "-o", "plain", "-i", s(&inv), "/nonexistent/file", s(&out)], &[])
+        .fails(1, "download of /nonexistent/file");
     Ok(())
 }
 
@@ -468,7 +533,12 @@ fn large_upload_and_download_intact() -> Result<(), Failed> {
             let (events, _rx) = Events::channel();
             let ev = events.for_host(&host.name);
             let t = SshConnector::new(SshOptions::default())?.connect(&host, &ev).await?;
-            let up = t.upload(&[UploadFile { source: Source::Path(big.clone()), remote: "/var/tmp/big.bin".into(), mode: 0o600 }], &ev).await?;
+            let up = t
+                .upload(
+                    &[UploadFile { source: Source::Path(big.clone()), remote: "/var/tmp/big.bin".into(), mode: 0o600 }],
+                    &ev,
+                )
+                .await?;
             assert_eq!(up[0].bytes, 64 << 20);
             t.download("/var/tmp/big.bin", &back, &ev).await?;
             t.close().await;
@@ -496,7 +566,10 @@ fn bad_input_and_dry_run_touch_nothing() -> Result<(), Failed> {
     let inv = inventory(d.path(), "ghost.yaml", &y);
     let script = d.path().join("s.sh");
     std::fs::write(&script, "echo hi\n")?;
-    let r = mgmt(&["run-script", "--dry-run", "--become", "--timeout", "5", "-o", "plain", "-i", s(&inv), s(&script), "arg one"], &[]);
+    let r = mgmt(
+        &["run-script", "--dry-run", "--become", "--timeout", "5", "-o", "plain", "-i", s(&inv), s(&script), "arg one"],
+        &[],
+    );
     r.ok();
     check(r.stdout.contains("ghost: 0. connect ubuntu@198.18"), || r.all())?;
     check(r.stdout.contains("ghost: 1. upload") && r.stdout.contains("ghost: 2. exec"), || r.all())?;
@@ -557,14 +630,15 @@ fn main() {
             eprintln!("FAIL: the lab tests need root (network namespaces); CI must run them as root");
             std::process::exit(1);
         }
-        eprintln!("\n!!!!!!!! SKIPPING {} LAB TESTS: they need root (run `sudo bash scripts/test.sh`) !!!!!!!!\n", names.len());
+        eprintln!(
+            "\n!!!!!!!! SKIPPING {} LAB TESTS: they need root (run `sudo bash scripts/test.sh`) !!!!!!!!\n",
+            names.len()
+        );
     }
-    let trials: Vec<Trial> = names
-        .iter()
-        .zip(funcs)
-        .map(|(n, f)| Trial::test(*n, f).with_ignored_flag(!root))
-        .collect();
-    let wants_lab = root && !listing && trials.iter().any(|t| args.filter.as_deref().is_none_or(|f| t.name().contains(f)));
+    let trials: Vec<Trial> =
+        names.iter().zip(funcs).map(|(n, f)| Trial::test(*n, f).with_ignored_flag(!root)).collect();
+    let wants_lab =
+        root && !listing && trials.iter().any(|t| args.filter.as_deref().is_none_or(|f| t.name().contains(f)));
     if wants_lab {
         let _ = LAB.set(Lab::up("t", 7, NODES, &["--hidden", "1", "--no-sftp", &NODE_NO_SFTP.to_string()]));
     }

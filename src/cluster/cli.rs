@@ -12,12 +12,14 @@ use serde_json::{Map, Value};
 use crate::cluster::hook::Hook;
 use crate::cluster::package::Package;
 use crate::cluster::params::{ClusterParams, PARAM_KEY};
-use crate::cluster::request::{self, HealRequest, InstantiateRequest, ScaleRequest, ScaleType, TerminateRequest, VimConnections, VnfInstance};
+use crate::cluster::request::{
+    self, HealRequest, InstantiateRequest, ScaleRequest, ScaleType, TerminateRequest, VimConnections, VnfInstance,
+};
 use crate::cluster::runner::{Runner, Timeouts};
 use crate::cluster::state::{InstanceState, Store};
 use crate::cluster::topology::{self, ClusterNode, NodeDefaults, Role, Topology};
 use crate::cluster::{heal, instantiate, scale, terminate};
-use crate::error::{Error, Result, exit};
+use crate::error::{exit, Error, Result};
 use crate::event::Events;
 use crate::inventory::{HostKeyCheck, Inventory, LoadOptions};
 use crate::render::{Output, Renderer};
@@ -102,11 +104,16 @@ pub struct HookArgs {
 }
 
 fn secs(field: &str, v: f64) -> Result<std::time::Duration> {
-    if v.is_finite() && v > 0.0 && v < 1e7 { Ok(std::time::Duration::from_secs_f64(v)) } else { Err(Error::input("arguments", field, "must be a positive number of seconds")) }
+    if v.is_finite() && v > 0.0 && v < 1e7 {
+        Ok(std::time::Duration::from_secs_f64(v))
+    } else {
+        Err(Error::input("arguments", field, "must be a positive number of seconds"))
+    }
 }
 
 fn need<'a>(p: &'a Option<PathBuf>, flag: &str, op: Op) -> Result<&'a PathBuf> {
-    p.as_ref().ok_or_else(|| Error::input("arguments", flag, format!("is required for {}", op.name().replace('_', "-"))))
+    p.as_ref()
+        .ok_or_else(|| Error::input("arguments", flag, format!("is required for {}", op.name().replace('_', "-"))))
 }
 
 /// Parsed request of any operation.
@@ -150,17 +157,33 @@ fn prepare(op: Op, a: &HookArgs, events: Events) -> Result<Prepared> {
     };
     let inst: Option<VnfInstance> = a.vnf_instance.as_ref().map(|p| request::load(p)).transpose()?;
     let id = match (&inst, &a.vnf_instance_id) {
-        (Some(i), Some(id)) if &i.id != id => return Err(Error::input("--vnf-instance-id", id.clone(), format!("differs from the VnfInstance's id {}", i.id))),
+        (Some(i), Some(id)) if &i.id != id => {
+            return Err(Error::input(
+                "--vnf-instance-id",
+                id.clone(),
+                format!("differs from the VnfInstance's id {}", i.id),
+            ))
+        }
         (Some(i), _) => i.id.clone(),
         (None, Some(id)) => id.clone(),
-        (None, None) => return Err(Error::input("arguments", "--vnf-instance-id", "the VNF instance id is needed: pass --vnf-instance FILE or --vnf-instance-id ID")),
+        (None, None) => {
+            return Err(Error::input(
+                "arguments",
+                "--vnf-instance-id",
+                "the VNF instance id is needed: pass --vnf-instance FILE or --vnf-instance-id ID",
+            ))
+        }
     };
     crate::cluster::state::check_instance_id(&id)?;
     let store = Store::open(&a.state_dir.clone().unwrap_or_else(Store::default_dir))?;
     let lock = if a.dry_run { None } else { Some(store.lock(&id)?) };
     let state = store.load(&id)?;
     if state.is_none() && !matches!(op, Op::InstantiateEnd | Op::HealEnd | Op::TerminateEnd) && !a.dry_run {
-        return Err(Error::input(store.path(&id).display().to_string(), "state", format!("no state for VNF instance {id}: instantiate-end never ran here (or --state-dir differs)")));
+        return Err(Error::input(
+            store.path(&id).display().to_string(),
+            "state",
+            format!("no state for VNF instance {id}: instantiate-end never ran here (or --state-dir differs)"),
+        ));
     }
     let mut state = state.unwrap_or_else(|| InstanceState::new(&id));
 
@@ -170,19 +193,36 @@ fn prepare(op: Op, a: &HookArgs, events: Events) -> Result<Prepared> {
     let mut params_file = req_file.clone();
     if !ap.contains_key(PARAM_KEY) {
         let stored = (!state.params.is_null()).then(|| state.params.clone());
-        let from_inst = inst.as_ref().and_then(|i| i.instantiated_vnf_info.as_ref()).and_then(|i| i.additional_params.get(PARAM_KEY).cloned());
-        match stored.map(|v| (v, store.path(&id).display().to_string())).or(from_inst.map(|v| (v, a.vnf_instance.as_ref().map(|p| p.display().to_string()).unwrap_or_default()))) {
+        let from_inst = inst
+            .as_ref()
+            .and_then(|i| i.instantiated_vnf_info.as_ref())
+            .and_then(|i| i.additional_params.get(PARAM_KEY).cloned());
+        match stored
+            .map(|v| (v, store.path(&id).display().to_string()))
+            .or(from_inst.map(|v| (v, a.vnf_instance.as_ref().map(|p| p.display().to_string()).unwrap_or_default())))
+        {
             Some((v, f)) => {
                 ap.insert(PARAM_KEY.into(), v);
                 params_file = f;
             }
             None if op == Op::TerminateEnd => {}
-            None => return Err(Error::input(&req_file, format!("additionalParams.{PARAM_KEY}"), "is required (and no earlier instantiate recorded it)")),
+            None => {
+                return Err(Error::input(
+                    &req_file,
+                    format!("additionalParams.{PARAM_KEY}"),
+                    "is required (and no earlier instantiate recorded it)",
+                ))
+            }
         }
     }
     // Tacker v1 scale/heal may override the node credentials (it checked the worker username
     // twice and never the password; both are read here).
-    for (role, key) in [("master_node", "master_node_username"), ("master_node", "master_node_password"), ("worker_node", "worker_node_username"), ("worker_node", "worker_node_password")] {
+    for (role, key) in [
+        ("master_node", "master_node_username"),
+        ("master_node", "master_node_password"),
+        ("worker_node", "worker_node_username"),
+        ("worker_node", "worker_node_password"),
+    ] {
         if let Some(v) = req.additional_params().get(key).filter(|_| op != Op::InstantiateEnd) {
             let field = key.rsplit('_').next().expect("has parts");
             if let Some(o) = ap.get_mut(PARAM_KEY).and_then(|p| p.get_mut(role)).and_then(Value::as_object_mut) {
@@ -192,7 +232,11 @@ fn prepare(op: Op, a: &HookArgs, events: Events) -> Result<Prepared> {
     }
     if op == Op::TerminateEnd && !ap.contains_key(PARAM_KEY) {
         // Nothing recorded and nothing given: terminate has nothing to do but say so.
-        return Err(Error::input(store.path(&id).display().to_string(), "state", format!("no state for VNF instance {id}; nothing to terminate")));
+        return Err(Error::input(
+            store.path(&id).display().to_string(),
+            "state",
+            format!("no state for VNF instance {id}; nothing to terminate"),
+        ));
     }
     let params = ClusterParams::from_additional_params(&ap, &params_file, &id)?;
     if op == Op::InstantiateEnd || state.params.is_null() {
@@ -212,7 +256,13 @@ fn prepare(op: Op, a: &HookArgs, events: Events) -> Result<Prepared> {
             };
             topology::from_vnf_instance(i, &params, &a.vnf_instance.as_ref().expect("set").display().to_string(), &d)?
         }
-        (None, None) => return Err(Error::input("arguments", "--inventory", "nodes come from --inventory or from --vnf-instance (vnfcResourceInfo)")),
+        (None, None) => {
+            return Err(Error::input(
+                "arguments",
+                "--inventory",
+                "nodes come from --inventory or from --vnf-instance (vnfcResourceInfo)",
+            ))
+        }
     };
     let pkg = a.package_dir.as_ref().map(|d| Package::open(d)).transpose()?;
     if pkg.is_none() && matches!(op, Op::InstantiateEnd | Op::HealEnd | Op::ScaleEnd) {
@@ -224,13 +274,21 @@ fn prepare(op: Op, a: &HookArgs, events: Events) -> Result<Prepared> {
         (_, Some(i)) => i.vim_connection_info.clone(),
         _ => VimConnections::default(),
     };
-    let mut ssh = SshOptions { connect_timeout: secs("--connect-timeout", a.connect_timeout)?, retry_for: secs("--retry-for", a.retry_for)?, ..Default::default() };
+    let mut ssh = SshOptions {
+        connect_timeout: secs("--connect-timeout", a.connect_timeout)?,
+        retry_for: secs("--retry-for", a.retry_for)?,
+        ..Default::default()
+    };
     ssh.connect_timeout = ssh.connect_timeout.max(std::time::Duration::from_millis(100));
     let connector = Arc::new(SshConnector::new(ssh)?);
     if a.parallel == 0 {
         return Err(Error::input("arguments", "--parallel", "must be at least 1"));
     }
-    let timeouts = Timeouts { install: secs("--install-timeout", a.install_timeout)?, drain: secs("--drain-timeout", a.drain_timeout)?, ..Default::default() };
+    let timeouts = Timeouts {
+        install: secs("--install-timeout", a.install_timeout)?,
+        drain: secs("--drain-timeout", a.drain_timeout)?,
+        ..Default::default()
+    };
     let rt = Runner::new(connector, events, a.dry_run, a.parallel, timeouts);
     let hook = Hook {
         rt,
@@ -308,7 +366,10 @@ pub async fn run(op: Op, a: HookArgs, output: Output, verbose: bool) -> i32 {
             let _ = renderer.await;
             eprintln!("error: {e}");
             if output == Output::Json {
-                println!("{}", serde_json::json!({"operation": op.name(), "ok": false, "error": e.to_string(), "errorKind": e.kind()}));
+                println!(
+                    "{}",
+                    serde_json::json!({"operation": op.name(), "ok": false, "error": e.to_string(), "errorKind": e.kind()})
+                );
             }
             return e.exit_code();
         }

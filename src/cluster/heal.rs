@@ -50,22 +50,34 @@ pub async fn start(h: &Hook, targets: &[&ClusterNode], whole: bool) -> Result<()
                     ));
                 }
                 h.rt.phase("heal master: haproxy backends on the survivors", &survivors, true);
-                let res = h.rt.each(&survivors, |m| {
-                    let k = &k;
-                    async move { h.rt.exec(m, h.rt.root_cmd(m, cmd::haproxy_backend(k, None)?, h.rt.timeouts.command)).await.map(|_| ()) }
-                }).await;
+                let res =
+                    h.rt.each(&survivors, |m| {
+                        let k = &k;
+                        async move {
+                            h.rt.exec(m, h.rt.root_cmd(m, cmd::haproxy_backend(k, None)?, h.rt.timeouts.command))
+                                .await
+                                .map(|_| ())
+                        }
+                    })
+                    .await;
                 all_ok(res)?;
                 let via = h.rt.first_reachable(&survivors).await?;
                 let via_k8s = k8s_name_of(h, via);
                 h.rt.phase("heal master: delete node and etcd member", &[via], false);
                 h.rt.exec(via, h.rt.root_cmd(via, cmd::delete_node(&k)?, h.rt.timeouts.command)).await?;
-                let list = h.rt.output(via, h.rt.root_cmd(via, cmd::etcd_members(&via_k8s)?, h.rt.timeouts.command)).await?;
+                let list =
+                    h.rt.output(via, h.rt.root_cmd(via, cmd::etcd_members(&via_k8s)?, h.rt.timeouts.command)).await?;
                 match cmd::parse_member_id(&list, &k) {
                     Some(id) => {
-                        h.rt.exec(via, h.rt.root_cmd(via, cmd::etcd_remove(&via_k8s, &id)?, h.rt.timeouts.command)).await?;
+                        h.rt.exec(via, h.rt.root_cmd(via, cmd::etcd_remove(&via_k8s, &id)?, h.rt.timeouts.command))
+                            .await?;
                     }
                     None if h.rt.dry => {
-                        h.rt.exec(via, h.rt.root_cmd(via, cmd::etcd_remove(&via_k8s, "<member id>")?, h.rt.timeouts.command)).await?;
+                        h.rt.exec(
+                            via,
+                            h.rt.root_cmd(via, cmd::etcd_remove(&via_k8s, "<member id>")?, h.rt.timeouts.command),
+                        )
+                        .await?;
                     }
                     None => h.outcome(t, "no etcd member left to remove"),
                 }
@@ -94,10 +106,13 @@ pub async fn end(h: &Hook, targets: &[&ClusterNode], whole: bool) -> Result<serd
     if whole {
         return instantiate::run(h).await;
     }
-    let survivors: Vec<&ClusterNode> = installed_masters(h).into_iter().filter(|m| !targets.iter().any(|t| t.name() == m.name())).collect();
+    let survivors: Vec<&ClusterNode> =
+        installed_masters(h).into_iter().filter(|m| !targets.iter().any(|t| t.name() == m.name())).collect();
     let via = h.rt.first_reachable(&survivors).await?;
     let token = h.join_token(via).await?;
-    let hash = h.with_state(|s| s.facts.as_ref().map(|f| f.ca_hash.clone())).ok_or_else(|| Error::input("state", "facts", "the cluster was never instantiated"))?;
+    let hash = h
+        .with_state(|s| s.facts.as_ref().map(|f| f.ca_hash.clone()))
+        .ok_or_else(|| Error::input("state", "facts", "the cluster was never instantiated"))?;
     // The VNFM replaced these VMs: reinstall them whatever the state says (our install script
     // is a no-op on a node that already joined, so a re-run after a later failure is safe).
     let todo: Vec<&ClusterNode> = targets.to_vec();
@@ -120,10 +135,16 @@ pub async fn end(h: &Hook, targets: &[&ClusterNode], whole: bool) -> Result<serd
                 let others: Vec<&ClusterNode> = survivors.clone();
                 h.rt.phase("heal master: haproxy backend back on the survivors", &others, true);
                 let ip = t.nic_ip.clone();
-                let res = h.rt.each(&others, |m| {
-                    let (k, ip) = (&k, &ip);
-                    async move { h.rt.exec(m, h.rt.root_cmd(m, cmd::haproxy_backend(k, Some(ip))?, h.rt.timeouts.command)).await.map(|_| ()) }
-                }).await;
+                let res =
+                    h.rt.each(&others, |m| {
+                        let (k, ip) = (&k, &ip);
+                        async move {
+                            h.rt.exec(m, h.rt.root_cmd(m, cmd::haproxy_backend(k, Some(ip))?, h.rt.timeouts.command))
+                                .await
+                                .map(|_| ())
+                        }
+                    })
+                    .await;
                 all_ok(res)?;
                 instantiate::install_helm(h, &[t]).await?;
                 if h.params.helm_script_path.is_some() {
@@ -138,7 +159,10 @@ pub async fn end(h: &Hook, targets: &[&ClusterNode], whole: bool) -> Result<serd
         }
     }
     // helm_info lists the masters' current addresses (Tacker never updated it).
-    let bearer = h.with_state(|s| s.bearer_token.clone()).map(crate::secret::Secret::new).unwrap_or_else(|| crate::secret::Secret::new(""));
+    let bearer = h
+        .with_state(|s| s.bearer_token.clone())
+        .map(crate::secret::Secret::new)
+        .unwrap_or_else(|| crate::secret::Secret::new(""));
     if h.rt.dry || h.with_state(|s| s.vim.is_some()) {
         return h.write_record(&bearer);
     }
@@ -152,13 +176,28 @@ async fn restore_helm(h: &Hook, from: &ClusterNode, to: &ClusterNode) -> Result<
     if h.rt.dry || packed.trim() == "packed" {
         let tmp = tempfile_path(h)?;
         h.rt.download(from, &format!("{}/helm-charts.tgz", h.run_dir), &tmp).await?;
-        h.rt.upload(to, vec![UploadFile { source: Source::Path(tmp.clone()), remote: format!("{}/helm-charts.tgz", h.run_dir), mode: 0o600 }]).await?;
+        h.rt.upload(
+            to,
+            vec![UploadFile {
+                source: Source::Path(tmp.clone()),
+                remote: format!("{}/helm-charts.tgz", h.run_dir),
+                mode: 0o600,
+            }],
+        )
+        .await?;
         h.rt.exec(to, h.rt.root_cmd(to, cmd::unpack_charts(&h.run_dir)?, h.rt.timeouts.helm)).await?;
         let _ = std::fs::remove_file(&tmp);
     }
     let repos = h.rt.output(from, h.rt.root_cmd(from, cmd::helm_repo_list(), h.rt.timeouts.command)).await?;
-    let list: Vec<serde_json::Value> = if h.rt.dry { vec![] } else {
-        serde_json::from_str(repos.trim()).map_err(|e| Error::Remote { node: from.name().into(), command: cmd::helm_repo_list(), status: "exit code 0".into(), stderr_tail: format!("not JSON: {e}") })?
+    let list: Vec<serde_json::Value> = if h.rt.dry {
+        vec![]
+    } else {
+        serde_json::from_str(repos.trim()).map_err(|e| Error::Remote {
+            node: from.name().into(),
+            command: cmd::helm_repo_list(),
+            status: "exit code 0".into(),
+            stderr_tail: format!("not JSON: {e}"),
+        })?
     };
     for r in list {
         if let (Some(n), Some(u)) = (r.get("name").and_then(|v| v.as_str()), r.get("url").and_then(|v| v.as_str())) {

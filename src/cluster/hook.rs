@@ -4,12 +4,12 @@
 
 use std::sync::Mutex;
 
-use serde_json::{Value, json};
+use serde_json::{json, Value};
 
 use crate::cluster::install_output::MasterOutput;
 use crate::cluster::node_cmd::{self as cmd, InstallMode};
 use crate::cluster::package::Package;
-use crate::cluster::params::{ClusterParams, Cidr};
+use crate::cluster::params::{Cidr, ClusterParams};
 use crate::cluster::record::{self, HelmInfo, Record};
 use crate::cluster::request::VimConnections;
 use crate::cluster::runner::Runner;
@@ -106,15 +106,27 @@ impl Hook {
     }
 
     fn env_upload(&self, name: &str, text: String) -> UploadFile {
-        UploadFile { source: Source::Bytes(text.into_bytes().into()), remote: format!("{}/{name}", self.run_dir), mode: 0o600 }
+        UploadFile {
+            source: Source::Bytes(text.into_bytes().into()),
+            remote: format!("{}/{name}", self.run_dir),
+            mode: 0o600,
+        }
     }
 
     /// Scripts (and offline artifacts, registry certificates) into the node's private run dir.
     pub fn script_uploads(&self, n: &ClusterNode) -> Result<Vec<UploadFile>> {
-        let pkg = self.pkg.as_ref().ok_or_else(|| Error::input("arguments", "--package-dir", "is required for this operation"))?;
+        let pkg = self
+            .pkg
+            .as_ref()
+            .ok_or_else(|| Error::input("arguments", "--package-dir", "is required for this operation"))?;
         let p = &self.params;
         let f = |rel: &str, field: &str, name: &str| -> Result<UploadFile> {
-            let path = pkg.resolve(rel, &self.req_file, &format!("additionalParams.k8s_cluster_installation_param.{field}"), false)?;
+            let path = pkg.resolve(
+                rel,
+                &self.req_file,
+                &format!("additionalParams.k8s_cluster_installation_param.{field}"),
+                false,
+            )?;
             Ok(UploadFile { source: Source::Path(path), remote: format!("{}/{name}", self.run_dir), mode: 0o700 })
         };
         let mut files = vec![f(&p.script_path, "script_path", cmd::INSTALL_SCRIPT)?];
@@ -141,7 +153,11 @@ impl Hook {
         }
         for (i, r) in p.registries.iter().enumerate() {
             if let Some(c) = &r.certificate_path {
-                files.push(f(c, &format!("private_registry_connection_info[{i}].certificate_path"), &format!("registry-ca-{i}.crt"))?);
+                files.push(f(
+                    c,
+                    &format!("private_registry_connection_info[{i}].certificate_path"),
+                    &format!("registry-ca-{i}.crt"),
+                )?);
             }
         }
         Ok(files)
@@ -180,7 +196,16 @@ impl Hook {
                         if r.certificate_path.is_some() {
                             let src = crate::quote::quote(&format!("{}/registry-ca-{i}.crt", self.run_dir))?;
                             let dst = crate::quote::quote(&format!("/etc/containerd/certs.d/{}/ca.crt", r.server))?;
-                            self.rt.exec(n, self.rt.root_cmd(n, format!("install -D -m 0644 {src} {dst}"), self.rt.timeouts.command)).await?;
+                            self.rt
+                                .exec(
+                                    n,
+                                    self.rt.root_cmd(
+                                        n,
+                                        format!("install -D -m 0644 {src} {dst}"),
+                                        self.rt.timeouts.command,
+                                    ),
+                                )
+                                .await?;
                         }
                     }
                     Ok(())
@@ -191,7 +216,13 @@ impl Hook {
     }
 
     /// Run the install script on one node. Secrets go in the env file, output is redacted.
-    pub async fn install(&self, n: &ClusterNode, mode: InstallMode, join: Option<(&Secret, &str)>, cert_key: Option<&Secret>) -> Result<String> {
+    pub async fn install(
+        &self,
+        n: &ClusterNode,
+        mode: InstallMode,
+        join: Option<(&Secret, &str)>,
+        cert_key: Option<&Secret>,
+    ) -> Result<String> {
         let mut extra: Vec<(&str, &Secret)> = Vec::new();
         let hash = join.map(|(_, h)| h).unwrap_or("");
         if let Some((t, _)) = join {
@@ -222,27 +253,48 @@ impl Hook {
 
     /// A fresh join token from a master (Redacted: the output is the secret).
     pub async fn join_token(&self, m: &ClusterNode) -> Result<Secret> {
-        let out = self.rt.output(m, self.rt.root_cmd(m, cmd::token_create(), self.rt.timeouts.command).with_redact(Redact::All)).await?;
+        let out = self
+            .rt
+            .output(m, self.rt.root_cmd(m, cmd::token_create(), self.rt.timeouts.command).with_redact(Redact::All))
+            .await?;
         if self.rt.dry {
             return Ok(Secret::new("<token>"));
         }
         let t = out.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("").trim().to_string();
-        let ok = t.len() == 23 && t.as_bytes()[6] == b'.' && t.chars().filter(|c| *c != '.').all(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
+        let ok = t.len() == 23
+            && t.as_bytes()[6] == b'.'
+            && t.chars().filter(|c| *c != '.').all(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
         if !ok {
-            return Err(Error::Remote { node: m.name().into(), command: cmd::token_create(), status: "exit code 0".into(), stderr_tail: "output is not a bootstrap token".into() });
+            return Err(Error::Remote {
+                node: m.name().into(),
+                command: cmd::token_create(),
+                status: "exit code 0".into(),
+                stderr_tail: "output is not a bootstrap token".into(),
+            });
         }
         Ok(Secret::new(t))
     }
 
     /// A fresh certificate key for a joining master (uploads the control-plane certificates).
     pub async fn certificate_key(&self, m: &ClusterNode) -> Result<Secret> {
-        let out = self.rt.output(m, self.rt.root_cmd(m, cmd::certificate_key(), self.rt.timeouts.command).with_redact(Redact::Kubeadm)).await?;
+        let out = self
+            .rt
+            .output(
+                m,
+                self.rt.root_cmd(m, cmd::certificate_key(), self.rt.timeouts.command).with_redact(Redact::Kubeadm),
+            )
+            .await?;
         if self.rt.dry {
             return Ok(Secret::new("<certificate-key>"));
         }
         let k = out.lines().rev().map(str::trim).find(|l| !l.is_empty()).unwrap_or("");
         if k.len() != 64 || !k.chars().all(|c| c.is_ascii_hexdigit()) {
-            return Err(Error::Remote { node: m.name().into(), command: cmd::certificate_key(), status: "exit code 0".into(), stderr_tail: "last line is not a 64-hex certificate key".into() });
+            return Err(Error::Remote {
+                node: m.name().into(),
+                command: cmd::certificate_key(),
+                status: "exit code 0".into(),
+                stderr_tail: "last line is not a 64-hex certificate key".into(),
+            });
         }
         Ok(Secret::new(k))
     }
@@ -258,7 +310,13 @@ impl Hook {
 
     pub fn facts(&self, m: &ClusterNode, server: String, ca_pem: String, ca_hash: String) -> ClusterFacts {
         if self.rt.dry {
-            return ClusterFacts { server: format!("https://{}:6443", self.topo.cluster_ip), ca_pem: "<CA PEM>".into(), ca_hash: "<ca-hash>".into(), cluster_ip: self.topo.cluster_ip.clone(), main_master: m.name().into() };
+            return ClusterFacts {
+                server: format!("https://{}:6443", self.topo.cluster_ip),
+                ca_pem: "<CA PEM>".into(),
+                ca_hash: "<ca-hash>".into(),
+                cluster_ip: self.topo.cluster_ip.clone(),
+                main_master: m.name().into(),
+            };
         }
         ClusterFacts { server, ca_pem, ca_hash, cluster_ip: self.topo.cluster_ip.clone(), main_master: m.name().into() }
     }
@@ -270,7 +328,9 @@ impl Hook {
     /// Build and store the VIM record and the vimConnectionInfo entry; returns the VIM (masked
     /// unless `--tacker-compat`).
     pub fn write_record(&self, bearer: &Secret) -> Result<Value> {
-        let facts = self.with_state(|s| s.facts.clone()).ok_or_else(|| Error::input("state", "facts", "no cluster facts recorded"))?;
+        let facts = self
+            .with_state(|s| s.facts.clone())
+            .ok_or_else(|| Error::input("state", "facts", "no cluster facts recorded"))?;
         let helm = self.params.helm_script_path.is_some().then(|| {
             let masters: Vec<String> = self.topo.masters.iter().map(|m| m.host.addr.clone()).collect();
             HelmInfo {

@@ -48,7 +48,9 @@ pub fn parse(stdout: &str, node: &str, command: &str) -> Result<MasterOutput> {
         node: node.to_string(),
         command: command.to_string(),
         status: "exit code 0".into(),
-        stderr_tail: format!("the install script's output has no {what} (Tacker's contract: token:, server:, ssl_ca_cert_hash:, CA PEM)"),
+        stderr_tail: format!(
+            "the install script's output has no {what} (Tacker's contract: token:, server:, ssl_ca_cert_hash:, CA PEM)"
+        ),
     };
     let pem = pem.filter(|_| !in_pem).ok_or_else(|| missing("complete CA certificate PEM block"))?;
     let hash = hash.ok_or_else(|| missing("'ssl_ca_cert_hash:' line"))?;
@@ -68,7 +70,8 @@ pub fn parse(stdout: &str, node: &str, command: &str) -> Result<MasterOutput> {
 mod tests {
     use super::*;
 
-    const OUT: &str = "[init] Using Kubernetes version: v1.31.2\nnoise token: in the middle\ntoken:abcdef.0123456789abcdef\n\
+    const OUT: &str =
+        "[init] Using Kubernetes version: v1.31.2\nnoise token: in the middle\ntoken:abcdef.0123456789abcdef\n\
 server:https://10.10.0.91:16443\n-----BEGIN CERTIFICATE-----\nMIIC5zCCAc+gAwIBAgIBADANBgkq\n-----END CERTIFICATE-----\n\
 ssl_ca_cert_hash:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08\ncertificate_key:1111\nDone\n";
 

@@ -72,7 +72,9 @@ pub async fn run(h: &Hook) -> Result<serde_json::Value> {
             (0, Some(k)) => k,
             _ => h.certificate_key(main).await?,
         };
-        let r = h.install(m, InstallMode::JoinMaster, Some((token.as_ref().expect("set above"), &ca_hash)), Some(&key)).await;
+        let r = h
+            .install(m, InstallMode::JoinMaster, Some((token.as_ref().expect("set above"), &ca_hash)), Some(&key))
+            .await;
         h.rt.done(m, &r);
         r?;
         h.outcome(m, "joined as master");
@@ -82,9 +84,8 @@ pub async fn run(h: &Hook) -> Result<serde_json::Value> {
     if !workers.is_empty() {
         h.rt.phase("workers: join", &workers, true);
         let tok = token.as_ref().expect("set above");
-        let res = h
-            .rt
-            .each(&workers, |w| {
+        let res =
+            h.rt.each(&workers, |w| {
                 let ca_hash = &ca_hash;
                 async move {
                     let r = h.install(w, InstallMode::Worker, Some((tok, ca_hash)), None).await;
@@ -98,10 +99,20 @@ pub async fn run(h: &Hook) -> Result<serde_json::Value> {
 
     // 5. Bearer token for the VIM.
     h.rt.phase("VIM bearer token", &[main], false);
-    let out = h.rt.output(main, h.rt.root_cmd(main, cmd::admin_token(&h.run_dir)?, h.rt.timeouts.command).with_redact(Redact::All)).await?;
+    let out =
+        h.rt.output(
+            main,
+            h.rt.root_cmd(main, cmd::admin_token(&h.run_dir)?, h.rt.timeouts.command).with_redact(Redact::All),
+        )
+        .await?;
     let bearer = if h.rt.dry { Secret::new("<bearer token>") } else { Secret::new(out.trim()) };
     if !h.rt.dry && bearer.expose().is_empty() {
-        return Err(Error::Remote { node: main.name().into(), command: "kubectl get secret mgmt-driver-admin-token".into(), status: "exit code 0".into(), stderr_tail: "empty token".into() });
+        return Err(Error::Remote {
+            node: main.name().into(),
+            command: "kubectl get secret mgmt-driver-admin-token".into(),
+            status: "exit code 0".into(),
+            stderr_tail: "empty token".into(),
+        });
     }
 
     // 6. Helm on every master.
@@ -116,19 +127,25 @@ pub async fn install_helm(h: &Hook, masters: &[&ClusterNode]) -> Result<()> {
     if h.params.helm_script_path.is_none() {
         return Ok(());
     }
-    let todo: Vec<&ClusterNode> = masters.iter().copied().filter(|m| !h.with_state(|s| s.nodes.get(m.name()).is_some_and(|n| n.helm_installed))).collect();
+    let todo: Vec<&ClusterNode> = masters
+        .iter()
+        .copied()
+        .filter(|m| !h.with_state(|s| s.nodes.get(m.name()).is_some_and(|n| n.helm_installed)))
+        .collect();
     if todo.is_empty() {
         return Ok(());
     }
     h.rt.phase("helm: install", &todo, true);
-    let res = h
-        .rt
-        .each(&todo, |m| async move {
-            h.rt.upload(m, vec![crate::transport::UploadFile {
-                source: crate::transport::Source::Bytes(h.env(&[])?.into_bytes().into()),
-                remote: format!("{}/env.helm", h.run_dir),
-                mode: 0o600,
-            }])
+    let res =
+        h.rt.each(&todo, |m| async move {
+            h.rt.upload(
+                m,
+                vec![crate::transport::UploadFile {
+                    source: crate::transport::Source::Bytes(h.env(&[])?.into_bytes().into()),
+                    remote: format!("{}/env.helm", h.run_dir),
+                    mode: 0o600,
+                }],
+            )
             .await?;
             h.rt.exec(m, h.rt.root_cmd(m, cmd::helm_install(&h.run_dir, "env.helm")?, h.rt.timeouts.helm)).await?;
             h.with_state(|s| s.node(m.name()).helm_installed = true);

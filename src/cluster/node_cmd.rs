@@ -28,10 +28,7 @@ pub fn env_file(vars: &[(String, String)]) -> Result<String> {
 
 /// Enter the run dir, load and delete the env file `env_name`, then run `body`.
 fn with_env(run_dir: &str, env_name: &str, body: &str) -> Result<String> {
-    Ok(format!(
-        "cd {} && set -a && . ./{env_name} && set +a && rm -f ./{env_name} && {body}",
-        quote(run_dir)?
-    ))
+    Ok(format!("cd {} && set -a && . ./{env_name} && set +a && rm -f ./{env_name} && {body}", quote(run_dir)?))
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -52,12 +49,29 @@ pub struct Networks<'a> {
 /// The install script's command line, Tacker's contract. The join token and certificate key
 /// come from `$K8S_JOIN_TOKEN` / `$K8S_CERT_KEY`, set by the env file, so the SSH request and
 /// every log line carry only the variable names.
-pub fn install(run_dir: &str, env_name: &str, mode: InstallMode, t: &Topology, node: &ClusterNode, net: Networks, ca_hash: &str) -> Result<String> {
+pub fn install(
+    run_dir: &str,
+    env_name: &str,
+    mode: InstallMode,
+    t: &Topology,
+    node: &ClusterNode,
+    net: Networks,
+    ca_hash: &str,
+) -> Result<String> {
     let (pod, svc) = (net.pod, net.service);
     let mut args = vec!["bash".to_string(), format!("./{INSTALL_SCRIPT}")];
     match mode {
         InstallMode::MainMaster | InstallMode::JoinMaster => {
-            args.extend(["-m".into(), t.master_ips(), "-i".into(), t.cluster_ip.clone(), "-p".into(), pod.into(), "-a".into(), svc.into()]);
+            args.extend([
+                "-m".into(),
+                t.master_ips(),
+                "-i".into(),
+                t.cluster_ip.clone(),
+                "-p".into(),
+                pod.into(),
+                "-a".into(),
+                svc.into(),
+            ]);
         }
         InstallMode::Worker => args.extend(["-w".into(), node.nic_ip.clone(), "-i".into(), t.cluster_ip.clone()]),
     }
@@ -181,7 +195,10 @@ pub fn drain(k8s_name: &str, timeout_s: u32) -> Result<String> {
 }
 
 pub fn pods_on(k8s_name: &str) -> Result<String> {
-    Ok(format!("{KUBECONFIG}kubectl get pods -A --field-selector {} -o json", quote(&format!("spec.nodeName={k8s_name}"))?))
+    Ok(format!(
+        "{KUBECONFIG}kubectl get pods -A --field-selector {} -o json",
+        quote(&format!("spec.nodeName={k8s_name}"))?
+    ))
 }
 
 /// Delete the Node object; one that is already gone is fine (re-runs).
@@ -195,7 +212,10 @@ pub fn delete_node(k8s_name: &str) -> Result<String> {
 const ETCDCTL: &str = "etcdctl --endpoints=https://127.0.0.1:2379 --cacert=/etc/kubernetes/pki/etcd/ca.crt --cert=/etc/kubernetes/pki/etcd/server.crt --key=/etc/kubernetes/pki/etcd/server.key";
 
 pub fn etcd_members(survivor_k8s_name: &str) -> Result<String> {
-    Ok(format!("{KUBECONFIG}kubectl -n kube-system exec {} -- {ETCDCTL} member list", quote(&format!("etcd-{survivor_k8s_name}"))?))
+    Ok(format!(
+        "{KUBECONFIG}kubectl -n kube-system exec {} -- {ETCDCTL} member list",
+        quote(&format!("etcd-{survivor_k8s_name}"))?
+    ))
 }
 
 pub fn etcd_remove(survivor_k8s_name: &str, member_id: &str) -> Result<String> {
@@ -216,13 +236,16 @@ pub fn parse_member_id(list: &str, name: &str) -> Option<String> {
 
 /// Names of pods on a node that a drain must evict (not DaemonSet pods, not static mirror pods).
 pub fn evictable_pods(pods_json: &str) -> std::result::Result<Vec<String>, String> {
-    let v: serde_json::Value = serde_json::from_str(pods_json).map_err(|e| format!("kubectl output is not JSON: {e}"))?;
+    let v: serde_json::Value =
+        serde_json::from_str(pods_json).map_err(|e| format!("kubectl output is not JSON: {e}"))?;
     let items = v.get("items").and_then(|i| i.as_array()).ok_or("kubectl output has no items")?;
     Ok(items
         .iter()
         .filter(|p| {
             let owners = p.pointer("/metadata/ownerReferences").and_then(|o| o.as_array());
-            !owners.is_some_and(|o| o.iter().any(|r| matches!(r.get("kind").and_then(|k| k.as_str()), Some("DaemonSet" | "Node"))))
+            !owners.is_some_and(|o| {
+                o.iter().any(|r| matches!(r.get("kind").and_then(|k| k.as_str()), Some("DaemonSet" | "Node")))
+            })
         })
         .map(|p| {
             let ns = p.pointer("/metadata/namespace").and_then(|x| x.as_str()).unwrap_or("default");
@@ -260,7 +283,7 @@ pub fn helm_repo_add(name: &str, url: &str) -> Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cluster::topology::{Role, k8s_name};
+    use crate::cluster::topology::{k8s_name, Role};
     use crate::inventory::Host;
     use std::process::Command;
 
@@ -281,13 +304,33 @@ mod tests {
     #[test]
     fn install_lines_follow_tackers_contract_without_secrets() {
         let t = topo();
-        let m = install("r", "env.x", InstallMode::MainMaster, &t, &t.masters[0], Networks { pod: "192.168.0.0/16", service: "10.96.0.0/12" }, "h").unwrap();
-        assert!(m.ends_with("bash ./install_k8s_cluster.sh -m 10.0.0.1,10.0.0.2 -i 10.0.0.100 -p 192.168.0.0/16 -a 10.96.0.0/12"), "{m}");
+        let m = install(
+            "r",
+            "env.x",
+            InstallMode::MainMaster,
+            &t,
+            &t.masters[0],
+            Networks { pod: "192.168.0.0/16", service: "10.96.0.0/12" },
+            "h",
+        )
+        .unwrap();
+        assert!(
+            m.ends_with(
+                "bash ./install_k8s_cluster.sh -m 10.0.0.1,10.0.0.2 -i 10.0.0.100 -p 192.168.0.0/16 -a 10.96.0.0/12"
+            ),
+            "{m}"
+        );
         assert!(m.starts_with("cd r && set -a && . ./env.x && set +a && rm -f ./env.x && "), "{m}");
-        let j = install("r", "e", InstallMode::JoinMaster, &t, &t.masters[1], Networks { pod: "p", service: "a" }, "abc").unwrap();
+        let j =
+            install("r", "e", InstallMode::JoinMaster, &t, &t.masters[1], Networks { pod: "p", service: "a" }, "abc")
+                .unwrap();
         assert!(j.ends_with("-t \"$K8S_JOIN_TOKEN\" -s abc -k \"$K8S_CERT_KEY\""), "{j}");
-        let w = install("r", "e", InstallMode::Worker, &t, &t.workers[0], Networks { pod: "p", service: "a" }, "abc").unwrap();
-        assert!(w.ends_with("bash ./install_k8s_cluster.sh -w 10.0.0.10 -i 10.0.0.100 -t \"$K8S_JOIN_TOKEN\" -s abc"), "{w}");
+        let w = install("r", "e", InstallMode::Worker, &t, &t.workers[0], Networks { pod: "p", service: "a" }, "abc")
+            .unwrap();
+        assert!(
+            w.ends_with("bash ./install_k8s_cluster.sh -w 10.0.0.10 -i 10.0.0.100 -t \"$K8S_JOIN_TOKEN\" -s abc"),
+            "{w}"
+        );
     }
 
     fn sh(script: &str) -> std::process::Output {
@@ -299,18 +342,31 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let f = d.path().join("hosts");
         std::fs::write(&f, "127.0.0.1 localhost\n10.0.0.10 keepme\n10.0.0.1 old-name\n").unwrap();
-        let add = vec![("10.0.0.1".to_string(), "master1".to_string()), ("10.0.0.2".to_string(), "master2".to_string())];
-        let cmd = hosts_update(&add, &[]).unwrap().replace("/etc/hosts", &f.display().to_string()).replace("/etc/.hosts", &d.path().join(".hosts").display().to_string());
+        let add =
+            vec![("10.0.0.1".to_string(), "master1".to_string()), ("10.0.0.2".to_string(), "master2".to_string())];
+        let cmd = hosts_update(&add, &[])
+            .unwrap()
+            .replace("/etc/hosts", &f.display().to_string())
+            .replace("/etc/.hosts", &d.path().join(".hosts").display().to_string());
         for _ in 0..2 {
             let o = sh(&cmd);
             assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         }
         let text = std::fs::read_to_string(&f).unwrap();
-        assert_eq!(text, "127.0.0.1 localhost\n10.0.0.10 keepme\n10.0.0.1 master1 # mgmt-driver\n10.0.0.2 master2 # mgmt-driver\n");
+        assert_eq!(
+            text,
+            "127.0.0.1 localhost\n10.0.0.10 keepme\n10.0.0.1 master1 # mgmt-driver\n10.0.0.2 master2 # mgmt-driver\n"
+        );
         // Scale-in: drop 10.0.0.2 only.
-        let cmd = hosts_update(&add[..1], &["10.0.0.2".into()]).unwrap().replace("/etc/hosts", &f.display().to_string()).replace("/etc/.hosts", &d.path().join(".hosts").display().to_string());
+        let cmd = hosts_update(&add[..1], &["10.0.0.2".into()])
+            .unwrap()
+            .replace("/etc/hosts", &f.display().to_string())
+            .replace("/etc/.hosts", &d.path().join(".hosts").display().to_string());
         assert!(sh(&cmd).status.success());
-        assert_eq!(std::fs::read_to_string(&f).unwrap(), "127.0.0.1 localhost\n10.0.0.10 keepme\n10.0.0.1 master1 # mgmt-driver\n");
+        assert_eq!(
+            std::fs::read_to_string(&f).unwrap(),
+            "127.0.0.1 localhost\n10.0.0.10 keepme\n10.0.0.1 master1 # mgmt-driver\n"
+        );
     }
 
     #[test]
@@ -319,12 +375,19 @@ mod tests {
         let f = d.path().join("haproxy.cfg");
         let cfg = "frontend k8s\n    bind *:16443\n    default_backend masters\nbackend masters\n    balance roundrobin\n    server  master1  10.0.0.1:6443 check\n    server  master2  10.0.0.2:6443 check\n    server  master3  10.0.0.3:6443 check\n";
         std::fs::write(&f, cfg).unwrap();
-        let fix = |s: String| s.replace("/etc/haproxy/haproxy.cfg", &f.display().to_string()).replace("/etc/haproxy/.cfg", &d.path().join(".cfg").display().to_string()).replace("systemctl reload haproxy", "true");
+        let fix = |s: String| {
+            s.replace("/etc/haproxy/haproxy.cfg", &f.display().to_string())
+                .replace("/etc/haproxy/.cfg", &d.path().join(".cfg").display().to_string())
+                .replace("systemctl reload haproxy", "true")
+        };
         assert!(sh(&fix(haproxy_backend("master2", None).unwrap())).status.success());
         assert!(!std::fs::read_to_string(&f).unwrap().contains("master2"));
         assert!(sh(&fix(haproxy_backend("master2", Some("10.0.0.22")).unwrap())).status.success());
         let text = std::fs::read_to_string(&f).unwrap();
-        assert!(text.ends_with("    server  master3  10.0.0.3:6443 check\n    server  master2  10.0.0.22:6443 check\n"), "{text}");
+        assert!(
+            text.ends_with("    server  master3  10.0.0.3:6443 check\n    server  master2  10.0.0.22:6443 check\n"),
+            "{text}"
+        );
         assert_eq!(text.matches("master2").count(), 1);
     }
 

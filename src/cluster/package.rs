@@ -30,17 +30,24 @@ impl Package {
     pub fn resolve(&self, rel: &str, file: &str, field: &str, want_dir: bool) -> Result<PathBuf> {
         let err = |m: String| Error::input(file, field, m);
         let p = Path::new(rel);
-        if p.is_absolute() || p.components().any(|c| !matches!(c, std::path::Component::Normal(_) | std::path::Component::CurDir)) {
+        if p.is_absolute()
+            || p.components().any(|c| !matches!(c, std::path::Component::Normal(_) | std::path::Component::CurDir))
+        {
             return Err(err(format!("'{rel}' must be a relative path inside the VNF package")));
         }
         let full = self.root.join(p);
-        let real = full.canonicalize().map_err(|e| err(format!("'{rel}' not found in the VNF package {}: {e}", self.root.display())))?;
+        let real = full
+            .canonicalize()
+            .map_err(|e| err(format!("'{rel}' not found in the VNF package {}: {e}", self.root.display())))?;
         if !real.starts_with(&self.root) {
             return Err(err(format!("'{rel}' leaves the VNF package (it resolves to {})", real.display())));
         }
         let ok = if want_dir { real.is_dir() } else { real.is_file() };
         if !ok {
-            return Err(err(format!("'{rel}' is not a {} in the VNF package", if want_dir { "directory" } else { "file" })));
+            return Err(err(format!(
+                "'{rel}' is not a {} in the VNF package",
+                if want_dir { "directory" } else { "file" }
+            )));
         }
         Ok(real)
     }

@@ -23,7 +23,8 @@ impl Cidr {
         let (a, p) = s.split_once('/').ok_or_else(|| format!("'{s}' is not a CIDR (address/prefix)"))?;
         let addr: std::net::IpAddr = a.parse().map_err(|_| format!("'{s}': '{a}' is not an IP address"))?;
         let max = if addr.is_ipv4() { 32 } else { 128 };
-        let prefix: u8 = p.parse().ok().filter(|p| *p <= max).ok_or_else(|| format!("'{s}': prefix must be 0..{max}"))?;
+        let prefix: u8 =
+            p.parse().ok().filter(|p| *p <= max).ok_or_else(|| format!("'{s}': prefix must be 0..{max}"))?;
         Ok(Cidr { text: s.to_string(), addr, prefix })
     }
 
@@ -244,7 +245,8 @@ impl ClusterParams {
         let master = role(&mo, true, &mut warnings)?;
         let worker = role(&o.req_obj("worker_node")?, false, &mut warnings)?;
         // Tacker v2 (vdu_id) defaults the pod network to 10.0.0.0/8, v1 to 192.168.0.0/16.
-        let pod_default = if matches!(master.group, Some(GroupKey::VduId(_))) { "10.0.0.0/8" } else { "192.168.0.0/16" };
+        let pod_default =
+            if matches!(master.group, Some(GroupKey::VduId(_))) { "10.0.0.0/8" } else { "192.168.0.0/16" };
         let pod_cidr = cidr(&mo, "pod_cidr", pod_default, &mut warnings)?;
         let cluster_cidr = cidr(&mo, "cluster_cidr", "10.96.0.0/12", &mut warnings)?;
         let cluster_cp_name = mo.req_str("cluster_cp_name")?;
@@ -419,7 +421,8 @@ mod tests {
 
     #[test]
     fn package_paths_must_stay_inside() {
-        assert!(err(r#", "helm_installation_script_path": "../x.sh""#).contains("helm_installation_script_path: '../x.sh' must stay inside"));
+        assert!(err(r#", "helm_installation_script_path": "../x.sh""#)
+            .contains("helm_installation_script_path: '../x.sh' must stay inside"));
         assert!(err(r#", "offline_artifacts_path": "/etc""#).contains("must be relative"));
     }
 
@@ -427,12 +430,17 @@ mod tests {
     fn storage_is_refused_not_ignored_and_unknown_keys_warn() {
         assert!(err(r#", "storage_server": {"ssh_cp_name": "s"}"#).contains("storage_server: not supported yet"));
         let p = ClusterParams::from_additional_params(&params(r#", "extra_thing": 1"#), "f", "i").unwrap();
-        assert_eq!(p.warnings, vec!["additionalParams.k8s_cluster_installation_param.extra_thing: unknown key, ignored"]);
+        assert_eq!(
+            p.warnings,
+            vec!["additionalParams.k8s_cluster_installation_param.extra_thing: unknown key, ignored"]
+        );
     }
 
     #[test]
     fn half_a_proxy_is_ignored_with_a_warning_and_registries_are_checked() {
-        let p = ClusterParams::from_additional_params(&params(r#", "proxy": {"http_proxy": "http://p:3128"}"#), "f", "i").unwrap();
+        let p =
+            ClusterParams::from_additional_params(&params(r#", "proxy": {"http_proxy": "http://p:3128"}"#), "f", "i")
+                .unwrap();
         assert!(p.proxy.is_none() && p.warnings[0].contains("both http_proxy and https_proxy"));
         let p = ClusterParams::from_additional_params(
             &params(r#", "private_registry_connection_info": [{"connection_type": 0, "server": "reg:5000", "hosts_string": "10.0.0.9 reg"}]"#),

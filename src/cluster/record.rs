@@ -4,7 +4,7 @@
 //! (Tacker wrote a Python repr string); the node password goes in only with the explicit
 //! Tacker-compatibility flag, otherwise a reference to the state store stands in for it.
 
-use serde_json::{Value, json};
+use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
 use crate::cluster::request::VimConnection;
@@ -110,7 +110,8 @@ mod tests {
 
     #[test]
     fn helm_info_is_json_and_holds_a_password_only_when_asked() {
-        let h = HelmInfo { master_ips: vec!["10.0.0.1".into()], username: "ubuntu", password: None, vnf_instance_id: "i1" };
+        let h =
+            HelmInfo { master_ips: vec!["10.0.0.1".into()], username: "ubuntu", password: None, vnf_instance_id: "i1" };
         let v = h.to_json();
         assert_eq!(v["masternode_ip"][0], "10.0.0.1");
         assert!(v.get("masternode_password").is_none());
@@ -121,7 +122,14 @@ mod tests {
 
     #[test]
     fn records_are_stable_and_mask_the_token() {
-        let r = Record { vim_name: "v", auth_url: "https://a:6443".into(), bearer_token: "tok", ca_pem: Some("PEM"), helm_info: None, vnf_instance_id: "i" };
+        let r = Record {
+            vim_name: "v",
+            auth_url: "https://a:6443".into(),
+            bearer_token: "tok",
+            ca_pem: Some("PEM"),
+            helm_info: None,
+            vnf_instance_id: "i",
+        };
         assert_eq!(r.vim(false)["auth_cred"]["bearer_token"], MASK);
         assert_eq!(r.vim(true)["auth_cred"]["bearer_token"], "tok");
         assert_eq!(r.vim_connection(), r.vim_connection());

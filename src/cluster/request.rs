@@ -52,7 +52,8 @@ impl VimConnections {
     /// Remove entries whose `vimType` is kubernetes and whose `accessInfo.authUrl` or VIM name
     /// matches; returns how many went.
     pub fn remove_kubernetes(&mut self, auth_url: Option<&str>, vim_name: &str) -> usize {
-        let keep = |c: &VimConnection| !(c.is_kubernetes() && (c.auth_url() == auth_url || c.vim_name() == Some(vim_name)));
+        let keep =
+            |c: &VimConnection| !(c.is_kubernetes() && (c.auth_url() == auth_url || c.vim_name() == Some(vim_name)));
         match self {
             VimConnections::List(v) => {
                 let n = v.len();
@@ -156,7 +157,10 @@ fn one() -> u32 {
 
 fn int_or_string<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<u32, D::Error> {
     match Value::deserialize(d)? {
-        Value::Number(n) => n.as_u64().and_then(|v| u32::try_from(v).ok()).ok_or_else(|| serde::de::Error::custom("must be a positive integer")),
+        Value::Number(n) => n
+            .as_u64()
+            .and_then(|v| u32::try_from(v).ok())
+            .ok_or_else(|| serde::de::Error::custom("must be a positive integer")),
         Value::String(s) => s.trim().parse().map_err(|_| serde::de::Error::custom(format!("'{s}' is not an integer"))),
         other => Err(serde::de::Error::custom(format!("expected an integer, got {other}"))),
     }
@@ -259,9 +263,10 @@ impl VnfcCpInfo {
     /// The first IP address in `cpProtocolInfo[].ipOverEthernet.ipAddresses[].addresses[]`.
     pub fn first_address(&self) -> Option<String> {
         self.cp_protocol_info.iter().find_map(|p| {
-            p.pointer("/ipOverEthernet/ipAddresses")?.as_array()?.iter().find_map(|a| {
-                a.get("addresses")?.as_array()?.iter().find_map(|x| x.as_str().map(str::to_string))
-            })
+            p.pointer("/ipOverEthernet/ipAddresses")?
+                .as_array()?
+                .iter()
+                .find_map(|a| a.get("addresses")?.as_array()?.iter().find_map(|x| x.as_str().map(str::to_string)))
         })
     }
 }
@@ -281,7 +286,8 @@ mod tests {
         let h: HealRequest = parse(r#"{"vnfcInstanceId": "a"}"#, "t").unwrap();
         assert_eq!(h.vnfc_instance_id, vec!["a"]);
         assert!(!h.whole_vnf());
-        let h: HealRequest = parse(r#"{"vnfcInstanceId": ["a","b"], "additionalParams": {"all": false}}"#, "t").unwrap();
+        let h: HealRequest =
+            parse(r#"{"vnfcInstanceId": ["a","b"], "additionalParams": {"all": false}}"#, "t").unwrap();
         assert_eq!(h.vnfc_instance_id.len(), 2);
         let h: HealRequest = parse(r#"{"additionalParams": {"all": true}}"#, "t").unwrap();
         assert!(h.whole_vnf());
@@ -293,7 +299,8 @@ mod tests {
         assert_eq!((s.kind, s.number_of_steps), (ScaleType::Out, 2));
         let s: ScaleRequest = parse(r#"{"type":"SCALE_IN","aspectId":"w","numberOfSteps":1}"#, "t").unwrap();
         assert_eq!(s.number_of_steps, 1);
-        let e = parse::<ScaleRequest>(r#"{"type":"SCALE_SIDEWAYS","aspectId":"w"}"#, "req.json").unwrap_err().to_string();
+        let e =
+            parse::<ScaleRequest>(r#"{"type":"SCALE_SIDEWAYS","aspectId":"w"}"#, "req.json").unwrap_err().to_string();
         assert!(e.starts_with("req.json: type: unknown variant"), "{e}");
         let e = parse::<InstantiateRequest>(r#"{"flavourId": 3}"#, "req.json").unwrap_err().to_string();
         assert!(e.starts_with("req.json: flavourId: invalid type"), "{e}");
@@ -301,7 +308,9 @@ mod tests {
 
     #[test]
     fn vim_connection_info_list_or_map_round_trips() {
-        let r: InstantiateRequest = parse(r#"{"flavourId":"s","vimConnectionInfo":{"vim1":{"vimType":"openstack","vimId":"x"}}}"#, "t").unwrap();
+        let r: InstantiateRequest =
+            parse(r#"{"flavourId":"s","vimConnectionInfo":{"vim1":{"vimType":"openstack","vimId":"x"}}}"#, "t")
+                .unwrap();
         assert!(matches!(r.vim_connection_info, VimConnections::Map(_)));
         let v = serde_json::to_value(&r.vim_connection_info).unwrap();
         assert_eq!(v["vim1"]["vimId"], "x");

@@ -5,8 +5,8 @@
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::join_all;
@@ -16,7 +16,7 @@ use crate::cluster::topology::ClusterNode;
 use crate::command::{Become, RemoteCommand};
 use crate::error::{Error, Result};
 use crate::event::{EventKind, Events, HostEvents};
-use crate::step::{Action, become_for};
+use crate::step::{become_for, Action};
 use crate::transport::{Connector, ExecOutput, Transport, UploadFile};
 
 type Slot = Arc<OnceCell<Arc<dyn Transport>>>;
@@ -33,7 +33,12 @@ pub struct Timeouts {
 
 impl Default for Timeouts {
     fn default() -> Self {
-        Timeouts { install: Duration::from_secs(2700), helm: Duration::from_secs(600), command: Duration::from_secs(120), drain: Duration::from_secs(300) }
+        Timeouts {
+            install: Duration::from_secs(2700),
+            helm: Duration::from_secs(600),
+            command: Duration::from_secs(120),
+            drain: Duration::from_secs(300),
+        }
     }
 }
 
@@ -49,7 +54,15 @@ pub struct Runner {
 
 impl Runner {
     pub fn new(connector: Arc<dyn Connector>, events: Events, dry: bool, parallel: usize, timeouts: Timeouts) -> Self {
-        Runner { connector, conns: Mutex::new(HashMap::new()), events, dry, parallel: parallel.max(1), timeouts, step: AtomicUsize::new(0) }
+        Runner {
+            connector,
+            conns: Mutex::new(HashMap::new()),
+            events,
+            dry,
+            parallel: parallel.max(1),
+            timeouts,
+            step: AtomicUsize::new(0),
+        }
     }
 
     pub fn ev(&self, node: &ClusterNode) -> HostEvents {
@@ -168,7 +181,12 @@ impl Runner {
             return;
         }
         if let Err(e) = r {
-            self.ev(node).emit(EventKind::Done { ok: false, ms: 0, error: Some(e.to_string()), error_kind: Some(e.kind()) });
+            self.ev(node).emit(EventKind::Done {
+                ok: false,
+                ms: 0,
+                error: Some(e.to_string()),
+                error_kind: Some(e.kind()),
+            });
         }
     }
 
@@ -182,7 +200,8 @@ impl Runner {
             match self.transport(m).await {
                 Ok(_) => return Ok(m),
                 Err(e) => {
-                    self.ev(m).emit(EventKind::Warning { message: format!("unreachable, trying the next master: {e}") });
+                    self.ev(m)
+                        .emit(EventKind::Warning { message: format!("unreachable, trying the next master: {e}") });
                     last = Some(e);
                 }
             }
@@ -213,6 +232,10 @@ pub fn all_ok<T>(results: Vec<(&ClusterNode, Result<T>)>) -> Result<Vec<T>> {
     match first {
         None => Ok(out),
         Some(e) if failed.len() == 1 => Err(e),
-        Some(e) => Err(Error::Session { node: failed.join(", "), during: "the parallel step".into(), message: format!("{} nodes failed; first: {e}", failed.len()) }),
+        Some(e) => Err(Error::Session {
+            node: failed.join(", "),
+            during: "the parallel step".into(),
+            message: format!("{} nodes failed; first: {e}", failed.len()),
+        }),
     }
 }

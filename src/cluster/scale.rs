@@ -27,7 +27,12 @@ pub async fn remove_from_cluster(h: &Hook, via: &ClusterNode, k8s_name: &str, no
     h.rt.exec(via, h.rt.root_cmd(via, cmd::drain(k8s_name, secs)?, h.rt.timeouts.command + d)).await?;
     let pods = h.rt.output(via, h.rt.root_cmd(via, cmd::pods_on(k8s_name)?, h.rt.timeouts.command)).await?;
     if !h.rt.dry {
-        let left = cmd::evictable_pods(&pods).map_err(|m| Error::Remote { node: via.name().into(), command: cmd::pods_on(k8s_name).unwrap_or_default(), status: "exit code 0".into(), stderr_tail: m })?;
+        let left = cmd::evictable_pods(&pods).map_err(|m| Error::Remote {
+            node: via.name().into(),
+            command: cmd::pods_on(k8s_name).unwrap_or_default(),
+            status: "exit code 0".into(),
+            stderr_tail: m,
+        })?;
         if !left.is_empty() {
             return Err(Error::Remote {
                 node: node.name().into(),
@@ -42,7 +47,9 @@ pub async fn remove_from_cluster(h: &Hook, via: &ClusterNode, k8s_name: &str, no
 }
 
 pub fn k8s_name_of(h: &Hook, n: &ClusterNode) -> String {
-    h.with_state(|s| s.nodes.get(n.name()).map(|x| x.k8s_name.clone())).filter(|k| !k.is_empty()).unwrap_or_else(|| n.k8s_name.clone())
+    h.with_state(|s| s.nodes.get(n.name()).map(|x| x.k8s_name.clone()))
+        .filter(|k| !k.is_empty())
+        .unwrap_or_else(|| n.k8s_name.clone())
 }
 
 pub async fn scale_in(h: &Hook, targets: &[&ClusterNode]) -> Result<serde_json::Value> {
@@ -68,14 +75,21 @@ pub async fn scale_in(h: &Hook, targets: &[&ClusterNode]) -> Result<serde_json::
         h.outcome(t, format!("drained and deleted ({k})"));
     }
     let gone: Vec<String> = targets.iter().map(|t| t.nic_ip.clone()).collect();
-    let rest: Vec<&ClusterNode> = h.topo.all().filter(|n| h.installed(n) && !targets.iter().any(|t| t.name() == n.name())).collect();
+    let rest: Vec<&ClusterNode> =
+        h.topo.all().filter(|n| h.installed(n) && !targets.iter().any(|t| t.name() == n.name())).collect();
     h.rt.phase("/etc/hosts on the remaining nodes", &rest, true);
     let entries: Vec<(String, String)> = h.hosts_entries().into_iter().filter(|(ip, _)| !gone.contains(ip)).collect();
-    let res = h.rt.each(&rest, |n| {
-        let entries = &entries;
-        let gone = &gone;
-        async move { h.rt.exec(n, h.rt.root_cmd(n, cmd::hosts_update(entries, gone)?, h.rt.timeouts.command)).await.map(|_| ()) }
-    }).await;
+    let res =
+        h.rt.each(&rest, |n| {
+            let entries = &entries;
+            let gone = &gone;
+            async move {
+                h.rt.exec(n, h.rt.root_cmd(n, cmd::hosts_update(entries, gone)?, h.rt.timeouts.command))
+                    .await
+                    .map(|_| ())
+            }
+        })
+        .await;
     all_ok(res)?;
     Ok(serde_json::Value::Null)
 }
@@ -93,25 +107,36 @@ pub async fn scale_out(h: &Hook, targets: &[&ClusterNode]) -> Result<serde_json:
     let masters = installed_masters(h);
     let via = h.rt.first_reachable(&masters).await?;
     let token = h.join_token(via).await?;
-    let hash = h.with_state(|s| s.facts.as_ref().map(|f| f.ca_hash.clone())).ok_or_else(|| Error::input("state", "facts", "the cluster was never instantiated"))?;
+    let hash = h
+        .with_state(|s| s.facts.as_ref().map(|f| f.ca_hash.clone()))
+        .ok_or_else(|| Error::input("state", "facts", "the cluster was never instantiated"))?;
     h.prepare(&new, &[]).await?;
     h.rt.phase("scale out: join workers", &new, true);
-    let res = h.rt.each(&new, |w| {
-        let (token, hash) = (&token, &hash);
-        async move {
-            let r = h.install(w, InstallMode::Worker, Some((token, hash)), None).await;
-            h.outcome(w, if r.is_ok() { "joined as worker" } else { "failed" });
-            r
-        }
-    }).await;
+    let res =
+        h.rt.each(&new, |w| {
+            let (token, hash) = (&token, &hash);
+            async move {
+                let r = h.install(w, InstallMode::Worker, Some((token, hash)), None).await;
+                h.outcome(w, if r.is_ok() { "joined as worker" } else { "failed" });
+                r
+            }
+        })
+        .await;
     all_ok(res)?;
-    let old: Vec<&ClusterNode> = h.topo.all().filter(|n| h.installed(n) && !new.iter().any(|t| t.name() == n.name())).collect();
+    let old: Vec<&ClusterNode> =
+        h.topo.all().filter(|n| h.installed(n) && !new.iter().any(|t| t.name() == n.name())).collect();
     h.rt.phase("/etc/hosts on the existing nodes", &old, true);
     let entries = h.hosts_entries();
-    let res = h.rt.each(&old, |n| {
-        let entries = &entries;
-        async move { h.rt.exec(n, h.rt.root_cmd(n, cmd::hosts_update(entries, &[])?, h.rt.timeouts.command)).await.map(|_| ()) }
-    }).await;
+    let res =
+        h.rt.each(&old, |n| {
+            let entries = &entries;
+            async move {
+                h.rt.exec(n, h.rt.root_cmd(n, cmd::hosts_update(entries, &[])?, h.rt.timeouts.command))
+                    .await
+                    .map(|_| ())
+            }
+        })
+        .await;
     all_ok(res)?;
     Ok(serde_json::Value::Null)
 }

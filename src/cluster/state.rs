@@ -90,8 +90,19 @@ pub struct Lock {
 
 /// VNF instance ids become file names: keep them boring.
 pub fn check_instance_id(id: &str) -> Result<()> {
-    let ok = !id.is_empty() && id.len() <= 128 && !id.starts_with('.') && id.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c));
-    if ok { Ok(()) } else { Err(Error::input("vnf instance", "id", format!("'{id}' is not a usable VNF instance id ([A-Za-z0-9._-], not starting with '.')"))) }
+    let ok = !id.is_empty()
+        && id.len() <= 128
+        && !id.starts_with('.')
+        && id.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c));
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::input(
+            "vnf instance",
+            "id",
+            format!("'{id}' is not a usable VNF instance id ([A-Za-z0-9._-], not starting with '.')"),
+        ))
+    }
 }
 
 impl Store {
@@ -103,7 +114,10 @@ impl Store {
     }
 
     pub fn default_dir() -> PathBuf {
-        dirs::state_dir().or_else(|| dirs::home_dir().map(|h| h.join(".local/state"))).unwrap_or_else(|| PathBuf::from(".")).join("mgmt-driver")
+        dirs::state_dir()
+            .or_else(|| dirs::home_dir().map(|h| h.join(".local/state")))
+            .unwrap_or_else(|| PathBuf::from("."))
+            .join("mgmt-driver")
     }
 
     pub fn path(&self, id: &str) -> PathBuf {
@@ -144,7 +158,11 @@ impl Store {
         let s: InstanceState = serde_json::from_str(&text)
             .map_err(|e| Error::input(p.display().to_string(), "state", format!("unreadable: {e}")))?;
         if s.version != STATE_VERSION {
-            return Err(Error::input(p.display().to_string(), "version", format!("state version {} is not {STATE_VERSION}", s.version)));
+            return Err(Error::input(
+                p.display().to_string(),
+                "version",
+                format!("state version {} is not {STATE_VERSION}", s.version),
+            ));
         }
         Ok(Some(s))
     }
@@ -174,7 +192,9 @@ impl Store {
         check_instance_id(id)?;
         let p = self.dir.join(format!("{id}.{kind}.json"));
         match std::fs::read_to_string(&p) {
-            Ok(t) => serde_json::from_str(&t).map(Some).map_err(|e| Error::input(p.display().to_string(), "state", format!("unreadable: {e}"))),
+            Ok(t) => serde_json::from_str(&t)
+                .map(Some)
+                .map_err(|e| Error::input(p.display().to_string(), "state", format!("unreadable: {e}"))),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(Error::input(p.display().to_string(), "state", e.to_string())),
         }
@@ -221,7 +241,8 @@ impl Store {
 
 /// UTC timestamp without a date crate: days-from-civil arithmetic.
 pub fn now_rfc3339() -> String {
-    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0) as i64;
+    let secs =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0) as i64;
     let (days, rem) = (secs.div_euclid(86400), secs.rem_euclid(86400));
     let z = days + 719_468;
     let era = z.div_euclid(146_097);

@@ -12,11 +12,13 @@ pub async fn run(h: &Hook, reset_nodes: bool) -> Result<serde_json::Value> {
     if reset_nodes {
         let nodes: Vec<&ClusterNode> = h.topo.all().filter(|n| h.installed(n)).collect();
         h.rt.phase("kubeadm reset", &nodes, true);
-        let res = h.rt.each(&nodes, |n| async move {
-            h.rt.exec(n, h.rt.root_cmd(n, cmd::kubeadm_reset(), h.rt.timeouts.install)).await?;
-            h.outcome(n, "reset");
-            Ok(())
-        }).await;
+        let res =
+            h.rt.each(&nodes, |n| async move {
+                h.rt.exec(n, h.rt.root_cmd(n, cmd::kubeadm_reset(), h.rt.timeouts.install)).await?;
+                h.outcome(n, "reset");
+                Ok(())
+            })
+            .await;
         all_ok(res)?;
     }
     let vim = h.with_state(|s| s.vim.clone());

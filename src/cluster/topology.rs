@@ -196,10 +196,9 @@ pub fn from_vnf_instance(inst: &VnfInstance, p: &ClusterParams, file: &str, d: &
     let workers = role_nodes(&p.worker, Role::Worker, "worker_node")?;
     // The cluster CP is a master's own port (single master) or a VIP the VNFM must list in
     // the first master's vnfcCpInfo.
-    let cluster_ip = vnfcs
-        .iter()
-        .find_map(|v| v.address_of(&p.cluster_cp_name))
-        .ok_or_else(|| Error::input(file, "master_node.cluster_cp_name", format!("no address for '{}'", p.cluster_cp_name)))?;
+    let cluster_ip = vnfcs.iter().find_map(|v| v.address_of(&p.cluster_cp_name)).ok_or_else(|| {
+        Error::input(file, "master_node.cluster_cp_name", format!("no address for '{}'", p.cluster_cp_name))
+    })?;
     let cluster_fip = p.cluster_fip_name.as_ref().and_then(|n| vnfcs.iter().find_map(|v| v.address_of(n)));
     check(Topology { masters, workers, cluster_ip, cluster_fip }, file)
 }
@@ -229,7 +228,14 @@ cps: {vip_CP: 10.0.0.100}
     }
 
     fn inv(text: &str) -> Inventory {
-        Inventory::parse(text, "inv.yaml", std::path::Path::new("/"), &|_| None, &LoadOptions { credentials_from_request: true, ..Default::default() }).unwrap()
+        Inventory::parse(
+            text,
+            "inv.yaml",
+            std::path::Path::new("/"),
+            &|_| None,
+            &LoadOptions { credentials_from_request: true, ..Default::default() },
+        )
+        .unwrap()
     }
 
     #[test]
@@ -249,9 +255,14 @@ cps: {vip_CP: 10.0.0.100}
     fn ha_without_a_vip_and_unknown_aspects_are_input_errors() {
         let e = from_inventory(&inv(INV), &params("other_CP"), "inv.yaml", "req.json").unwrap_err().to_string();
         assert!(e.contains("inv.yaml: cps.other_CP: 2 masters need the cluster VIP"), "{e}");
-        let e = from_inventory(&inv(&INV.replace("worker_instance:", "workers:")), &params("vip_CP"), "inv.yaml", "req.json")
-            .unwrap_err()
-            .to_string();
+        let e = from_inventory(
+            &inv(&INV.replace("worker_instance:", "workers:")),
+            &params("vip_CP"),
+            "inv.yaml",
+            "req.json",
+        )
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("worker_node.aspect_id: 'worker_instance' is not a group"), "{e}");
     }
 
@@ -264,8 +275,10 @@ cps: {vip_CP: 10.0.0.100}
             "worker_node": {"vdu_id": "workerNode", "ssh_cp_name": "workerNode_CP1_floating_ip", "nic_cp_name": "workerNode_CP1",
                             "username": "ubuntu", "password": "pw"}}});
         let p = ClusterParams::from_additional_params(ap.as_object().unwrap(), "req.json", "i").unwrap();
-        let cp = |id: &str, ip: &str| serde_json::json!({"cpdId": id, "cpProtocolInfo": [{"layerProtocol": "IP_OVER_ETHERNET",
-            "ipOverEthernet": {"ipAddresses": [{"type": "IPV4", "addresses": [ip]}]}}]});
+        let cp = |id: &str, ip: &str| {
+            serde_json::json!({"cpdId": id, "cpProtocolInfo": [{"layerProtocol": "IP_OVER_ETHERNET",
+            "ipOverEthernet": {"ipAddresses": [{"type": "IPV4", "addresses": [ip]}]}}]})
+        };
         let inst: VnfInstance = serde_json::from_value(serde_json::json!({"id": "i", "instantiatedVnfInfo": {"vnfcResourceInfo": [
             {"id": "vnfc-m", "vduId": "masterNode", "vnfcCpInfo": [cp("masterNode_CP1_floating_ip", "192.0.2.5"), cp("masterNode_CP1", "10.0.0.5")]},
             {"id": "vnfc-w", "vduId": "workerNode", "vnfcCpInfo": [cp("workerNode_CP1_floating_ip", "192.0.2.6"), cp("workerNode_CP1", "10.0.0.6")]}]}}))
@@ -283,7 +296,10 @@ cps: {vip_CP: 10.0.0.100}
 
     #[test]
     fn hosts_without_credentials_use_the_requests() {
-        let text = INV.replace("defaults: {user: root, password: rootpw, known_hosts: /dev/null}", "defaults: {known_hosts: /dev/null}");
+        let text = INV.replace(
+            "defaults: {user: root, password: rootpw, known_hosts: /dev/null}",
+            "defaults: {known_hosts: /dev/null}",
+        );
         let t = from_inventory(&inv(&text), &params("vip_CP"), "inv.yaml", "req.json").unwrap();
         let h = &t.masters[0].host;
         assert_eq!(h.user, "ubuntu");

@@ -7,19 +7,19 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::{Args, Subcommand};
-use serde_json::{Value, json};
+use serde_json::{json, Value};
 
 use crate::cluster::package::Package;
 use crate::cluster::request::{self, HealRequest, InstantiateRequest, ScaleRequest, ScaleType, VimConnections};
 use crate::cluster::runner::{Runner, Timeouts};
-use crate::cluster::state::{InstanceState, Store, check_instance_id};
+use crate::cluster::state::{check_instance_id, InstanceState, Store};
 use crate::cluster::topology::ClusterNode;
 use crate::cnf::helm_cmd::InstallOpts;
 use crate::cnf::helm_info::{self, HelmInfo};
 use crate::cnf::ops::{self, CnfState, Ctx};
 use crate::cnf::params::CnfParams;
-use crate::cnf::session::{Session, master_node};
-use crate::error::{Error, Result, exit};
+use crate::cnf::session::{master_node, Session};
+use crate::error::{exit, Error, Result};
 use crate::event::Events;
 use crate::inventory::{Auth, Host, HostKeyCheck, Inventory, LoadOptions};
 use crate::render::{Output, Renderer};
@@ -140,11 +140,20 @@ pub struct CnfArgs {
 const KIND: &str = "cnf";
 
 fn secs(field: &str, v: f64) -> Result<Duration> {
-    if v.is_finite() && v > 0.0 && v < 1e7 { Ok(Duration::from_secs_f64(v)) } else { Err(Error::input("arguments", field, "must be a positive number of seconds")) }
+    if v.is_finite() && v > 0.0 && v < 1e7 {
+        Ok(Duration::from_secs_f64(v))
+    } else {
+        Err(Error::input("arguments", field, "must be a positive number of seconds"))
+    }
 }
 
 /// helm_info from the first place that has it.
-fn find_helm_info(a: &CnfArgs, req_vims: Option<&VimConnections>, store: &Store, saved: Option<&CnfState>) -> Result<(HelmInfo, Value, String)> {
+fn find_helm_info(
+    a: &CnfArgs,
+    req_vims: Option<&VimConnections>,
+    store: &Store,
+    saved: Option<&CnfState>,
+) -> Result<(HelmInfo, Value, String)> {
     let from_conns = |vc: &VimConnections, at: &str| -> Option<Result<(HelmInfo, Value, String)>> {
         vc.iter().find_map(|c| {
             let extra = c.extra.as_ref()?;
@@ -153,21 +162,39 @@ fn find_helm_info(a: &CnfArgs, req_vims: Option<&VimConnections>, store: &Store,
         })
     };
     if let Some(p) = &a.vim_connection_info {
-        let text = std::fs::read_to_string(p).map_err(|e| Error::input(p.display().to_string(), "vimConnectionInfo", e.to_string()))?;
-        let v: Value = serde_json::from_str(&text).map_err(|e| Error::input(p.display().to_string(), "vimConnectionInfo", e.to_string()))?;
+        let text = std::fs::read_to_string(p)
+            .map_err(|e| Error::input(p.display().to_string(), "vimConnectionInfo", e.to_string()))?;
+        let v: Value = serde_json::from_str(&text)
+            .map_err(|e| Error::input(p.display().to_string(), "vimConnectionInfo", e.to_string()))?;
         let vc: VimConnections = match v {
-            Value::Object(ref m) if m.contains_key("vimType") => VimConnections::List(vec![serde_json::from_value(v.clone()).map_err(|e| Error::input(p.display().to_string(), "vimConnectionInfo", e.to_string()))?]),
-            other => serde_json::from_value(other).map_err(|e| Error::input(p.display().to_string(), "vimConnectionInfo", e.to_string()))?,
+            Value::Object(ref m) if m.contains_key("vimType") => {
+                VimConnections::List(vec![serde_json::from_value(v.clone())
+                    .map_err(|e| Error::input(p.display().to_string(), "vimConnectionInfo", e.to_string()))?])
+            }
+            other => serde_json::from_value(other)
+                .map_err(|e| Error::input(p.display().to_string(), "vimConnectionInfo", e.to_string()))?,
         };
-        return from_conns(&vc, &p.display().to_string()).unwrap_or_else(|| Err(Error::input(p.display().to_string(), "extra.helm_info", "helm_info is missing in vim_connection_info.extra.")));
+        return from_conns(&vc, &p.display().to_string()).unwrap_or_else(|| {
+            Err(Error::input(
+                p.display().to_string(),
+                "extra.helm_info",
+                "helm_info is missing in vim_connection_info.extra.",
+            ))
+        });
     }
     if let Some(r) = req_vims.and_then(|vc| from_conns(vc, "request vimConnectionInfo")) {
         return r;
     }
     if let Some(cid) = &a.cluster_instance {
-        let st: InstanceState = store.load(cid)?.ok_or_else(|| Error::input("--cluster-instance", cid.clone(), "no cluster recorded under this id"))?;
-        let conn = st.vim_connection_info.ok_or_else(|| Error::input("--cluster-instance", cid.clone(), "the cluster has no vimConnectionInfo yet"))?;
-        let vc = VimConnections::List(vec![serde_json::from_value(conn).map_err(|e| Error::input("state", "vim_connection_info", e.to_string()))?]);
+        let st: InstanceState = store
+            .load(cid)?
+            .ok_or_else(|| Error::input("--cluster-instance", cid.clone(), "no cluster recorded under this id"))?;
+        let conn = st.vim_connection_info.ok_or_else(|| {
+            Error::input("--cluster-instance", cid.clone(), "the cluster has no vimConnectionInfo yet")
+        })?;
+        let vc =
+            VimConnections::List(vec![serde_json::from_value(conn)
+                .map_err(|e| Error::input("state", "vim_connection_info", e.to_string()))?]);
         return from_conns(&vc, &format!("cluster {cid}")).unwrap_or_else(|| Err(Error::input("--cluster-instance", cid.clone(), "helm_info is missing in vim_connection_info.extra. (was the cluster installed with helm_installation_script_path?)")));
     }
     if let Some(Ok(h)) = saved.map(|s| helm_info::parse(&s.params["__helm_info"], "state")) {
@@ -179,11 +206,17 @@ fn find_helm_info(a: &CnfArgs, req_vims: Option<&VimConnections>, store: &Store,
 /// One Host per master address: from the inventory when it lists the address, else with
 /// helm_info's (or the recorded cluster's) credentials.
 fn masters(h: &HelmInfo, a: &CnfArgs, store: &Store, state_dir: &std::path::Path) -> Result<Vec<ClusterNode>> {
-    let inv = a.inventory.as_ref().map(|p| Inventory::load(p, &LoadOptions { allow_insecure: false, credentials_from_request: true })).transpose()?;
+    let inv = a
+        .inventory
+        .as_ref()
+        .map(|p| Inventory::load(p, &LoadOptions { allow_insecure: false, credentials_from_request: true }))
+        .transpose()?;
     let cred_pw: Option<Secret> = match (&h.password, &h.credential_ref) {
         (Some(p), _) => Some(Secret::new(p.clone())),
         (None, Some(r)) => match r.strip_prefix("mgmt-driver-state:") {
-            Some(cid) => store.load(cid)?.and_then(|s| s.params.pointer("/master_node/password").and_then(Value::as_str).map(Secret::new)),
+            Some(cid) => store
+                .load(cid)?
+                .and_then(|s| s.params.pointer("/master_node/password").and_then(Value::as_str).map(Secret::new)),
             None => None,
         },
         _ => None,
@@ -251,12 +284,16 @@ async fn go(op: &CnfOp, a: &CnfArgs, events: Events) -> Result<Value> {
     // The request (or the recorded one) gives the CNF params.
     let (ap, req_vims, scale, heal) = match op {
         CnfOp::Instantiate => {
-            let p = a.request.as_ref().ok_or_else(|| Error::input("arguments", "--request", "is required for instantiate"))?;
+            let p = a
+                .request
+                .as_ref()
+                .ok_or_else(|| Error::input("arguments", "--request", "is required for instantiate"))?;
             let r: InstantiateRequest = request::load(p)?;
             (r.additional_params, Some(r.vim_connection_info), None, None)
         }
         CnfOp::Scale => {
-            let p = a.request.as_ref().ok_or_else(|| Error::input("arguments", "--request", "is required for scale"))?;
+            let p =
+                a.request.as_ref().ok_or_else(|| Error::input("arguments", "--request", "is required for scale"))?;
             let r: ScaleRequest = request::load(p)?;
             (saved_params(&saved)?, None, Some(r), None)
         }
@@ -276,24 +313,56 @@ async fn go(op: &CnfOp, a: &CnfArgs, events: Events) -> Result<Value> {
         // Every local chart must be in the package before anything connects.
         for (i, r) in p.releases.iter().enumerate() {
             if let crate::cnf::params::ChartSource::Local { path, .. } = &r.source {
-                let pkg = pkg.as_ref().ok_or_else(|| Error::input("arguments", "--package-dir", "is required for local charts"))?;
-                pkg.resolve(path, &req_file, &format!("additionalParams.using_helm_install_param[{i}].helmchartfile_path"), false)?;
+                let pkg = pkg
+                    .as_ref()
+                    .ok_or_else(|| Error::input("arguments", "--package-dir", "is required for local charts"))?;
+                pkg.resolve(
+                    path,
+                    &req_file,
+                    &format!("additionalParams.using_helm_install_param[{i}].helmchartfile_path"),
+                    false,
+                )?;
             }
         }
     }
     let (hi, hi_json, _from) = find_helm_info(a, req_vims.as_ref(), &store, saved.as_ref())?;
     let nodes = masters(&hi, a, &store, &state_dir)?;
 
-    let ssh = SshOptions { connect_timeout: secs("--connect-timeout", a.connect_timeout)?, retry_for: secs("--retry-for", a.retry_for)?, ..Default::default() };
+    let ssh = SshOptions {
+        connect_timeout: secs("--connect-timeout", a.connect_timeout)?,
+        retry_for: secs("--retry-for", a.retry_for)?,
+        ..Default::default()
+    };
     let rt = Runner::new(Arc::new(SshConnector::new(ssh)?), events, a.dry_run, a.parallel.max(1), Timeouts::default());
     let session = Session::open(rt, nodes, secs("--status-interval", a.status_interval)?).await?;
     let opts = InstallOpts { wait: a.wait, timeout_s: Some(a.timeout), atomic: a.atomic, create_namespace: false };
-    let empty = CnfParams { namespace: "default".into(), releases: vec![], replica_values: Default::default(), vdu_mapping: Default::default(), replicas: Default::default(), warnings: vec![] };
+    let empty = CnfParams {
+        namespace: "default".into(),
+        releases: vec![],
+        replica_values: Default::default(),
+        vdu_mapping: Default::default(),
+        replicas: Default::default(),
+        warnings: vec![],
+    };
     let p = params.as_ref().unwrap_or(&empty);
-    let ctx = Ctx { s: &session, params: p, instance: &id, pkg: pkg.as_ref(), req_file: &req_file, opts, timeout: Duration::from_secs(a.timeout) };
+    let ctx = Ctx {
+        s: &session,
+        params: p,
+        instance: &id,
+        pkg: pkg.as_ref(),
+        req_file: &req_file,
+        opts,
+        timeout: Duration::from_secs(a.timeout),
+    };
     let master = session.master().host.addr.clone();
     let mut st = saved.clone().unwrap_or_else(|| CnfState { vnf_instance_id: id.clone(), ..Default::default() });
-    let save = |st: &mut CnfState| -> Result<()> { if a.dry_run { Ok(()) } else { store.save_doc(&id, KIND, st) } };
+    let save = |st: &mut CnfState| -> Result<()> {
+        if a.dry_run {
+            Ok(())
+        } else {
+            store.save_doc(&id, KIND, st)
+        }
+    };
     let t = session.rt.timeouts.command;
     let h = session.helm;
     let ns = p.namespace.clone();
@@ -341,9 +410,13 @@ async fn go(op: &CnfOp, a: &CnfArgs, events: Events) -> Result<Value> {
         }
         CnfOp::Upgrade { release, chart, version, set, reuse_values } => {
             let recorded = st.releases.get(release).map(|r| r.chart.clone());
-            let chart = chart.clone().or(recorded).ok_or_else(|| Error::input("arguments", "--chart", format!("release {release} has no recorded chart; pass --chart")))?;
-            let target = crate::cnf::helm_cmd::Chart { release, chart: &chart, namespace: &ns, version: version.as_deref() };
-            let cmd = h.upgrade(&target, &crate::cnf::helm_cmd::Values { set, files: &[] }, *reuse_values, &ctx.opts)?;
+            let chart = chart.clone().or(recorded).ok_or_else(|| {
+                Error::input("arguments", "--chart", format!("release {release} has no recorded chart; pass --chart"))
+            })?;
+            let target =
+                crate::cnf::helm_cmd::Chart { release, chart: &chart, namespace: &ns, version: version.as_deref() };
+            let cmd =
+                h.upgrade(&target, &crate::cnf::helm_cmd::Values { set, files: &[] }, *reuse_values, &ctx.opts)?;
             session.run_watched(cmd, ctx.timeout + Duration::from_secs(30), release, &ns).await?;
             let rel = p.releases.iter().find(|r| &r.name == release).cloned().unwrap_or(crate::cnf::params::Release {
                 name: release.clone(),
@@ -358,7 +431,10 @@ async fn go(op: &CnfOp, a: &CnfArgs, events: Events) -> Result<Value> {
         CnfOp::Rollback { release, revision } => {
             session.run(h.rollback(release, &ns, *revision, &ctx.opts)?, ctx.timeout + Duration::from_secs(30)).await?;
             let chart = st.releases.get(release).map(|r| r.chart.clone()).unwrap_or_default();
-            let rel = crate::cnf::params::Release { source: crate::cnf::params::ChartSource::Oci { reference: chart.clone() }, ..crate::cnf::params::Release::named(release) };
+            let rel = crate::cnf::params::Release {
+                source: crate::cnf::params::ChartSource::Oci { reference: chart.clone() },
+                ..crate::cnf::params::Release::named(release)
+            };
             let rs = ops::describe(&ctx, &rel, &chart).await?;
             st.releases.insert(release.clone(), rs.clone());
             save(&mut st)?;
@@ -378,13 +454,19 @@ async fn go(op: &CnfOp, a: &CnfArgs, events: Events) -> Result<Value> {
         CnfOp::RepoSync { repos } => {
             let mut want = BTreeMap::new();
             for r in repos {
-                let (n, u) = r.split_once('=').ok_or_else(|| Error::input("arguments", "--repo", format!("'{r}' is not NAME=URL")))?;
+                let (n, u) = r
+                    .split_once('=')
+                    .ok_or_else(|| Error::input("arguments", "--repo", format!("'{r}' is not NAME=URL")))?;
                 want.insert(n.to_string(), u.to_string());
             }
             ops::repo_sync(&session, &want).await?
         }
         CnfOp::Terminate => {
-            let releases: Vec<String> = if p.releases.is_empty() { st.releases.keys().cloned().collect() } else { p.releases.iter().map(|r| r.name.clone()).collect() };
+            let releases: Vec<String> = if p.releases.is_empty() {
+                st.releases.keys().cloned().collect()
+            } else {
+                p.releases.iter().map(|r| r.name.clone()).collect()
+            };
             let out = ops::terminate(&ctx, &releases).await?;
             if !a.dry_run {
                 store.remove_doc(&id, KIND)?;
@@ -393,7 +475,9 @@ async fn go(op: &CnfOp, a: &CnfArgs, events: Events) -> Result<Value> {
         }
     };
     session.rt.close().await;
-    Ok(json!({"ok": true, "vnfInstanceId": id, "master": master, "helmMajor": h.major, "dryRun": a.dry_run, "result": result, "warnings": p.warnings}))
+    Ok(
+        json!({"ok": true, "vnfInstanceId": id, "master": master, "helmMajor": h.major, "dryRun": a.dry_run, "result": result, "warnings": p.warnings}),
+    )
 }
 
 fn saved_params(saved: &Option<CnfState>) -> Result<serde_json::Map<String, Value>> {
@@ -403,7 +487,11 @@ fn saved_params(saved: &Option<CnfState>) -> Result<serde_json::Map<String, Valu
             m.remove("__helm_info");
             Ok(m)
         }
-        _ => Err(Error::input("state", "cnf", "no CNF instantiated under this --vnf-instance-id (run `cnf instantiate` first)")),
+        _ => Err(Error::input(
+            "state",
+            "cnf",
+            "no CNF instantiated under this --vnf-instance-id (run `cnf instantiate` first)",
+        )),
     }
 }
 

@@ -79,7 +79,8 @@ impl Helm {
     }
 
     fn chart_words(verb: &str, c: &Chart) -> Vec<String> {
-        let mut w: Vec<String> = vec![verb.into(), c.release.into(), c.chart.into(), "--namespace".into(), c.namespace.into()];
+        let mut w: Vec<String> =
+            vec![verb.into(), c.release.into(), c.chart.into(), "--namespace".into(), c.namespace.into()];
         if let Some(v) = c.version {
             w.extend(["--version".into(), v.into()]);
         }
@@ -144,7 +145,15 @@ impl Helm {
     }
 
     pub fn get_values(&self, rel: &str, ns: &str, all: bool) -> Result<String> {
-        let mut w: Vec<String> = vec!["get".into(), "values".into(), rel.into(), "--namespace".into(), ns.into(), "-o".into(), "json".into()];
+        let mut w: Vec<String> = vec![
+            "get".into(),
+            "values".into(),
+            rel.into(),
+            "--namespace".into(),
+            ns.into(),
+            "-o".into(),
+            "json".into(),
+        ];
         if all {
             w.push("--all".into());
         }
@@ -184,7 +193,14 @@ impl Helm {
 
     /// `helm repo add` (forcing an update of an existing name: a changed URL is re-added);
     /// credentials come from a 0600 file (`--password-stdin` reads it), never from argv.
-    pub fn repo_add(&self, name: &str, url: &str, user: Option<&str>, password_file: Option<&str>, ca_file: Option<&str>) -> Result<String> {
+    pub fn repo_add(
+        &self,
+        name: &str,
+        url: &str,
+        user: Option<&str>,
+        password_file: Option<&str>,
+        ca_file: Option<&str>,
+    ) -> Result<String> {
         let mut w: Vec<String> = vec!["repo".into(), "add".into(), "--force-update".into(), name.into(), url.into()];
         if let Some(u) = user {
             w.extend(["--username".into(), u.into(), "--password-stdin".into()]);
@@ -243,7 +259,8 @@ pub fn remove_chart_dir(instance: &str) -> Result<String> {
 /// characters, starting with a letter, plus `-` and a 10-digit suffix.
 pub fn generated_release_name(chart: &str, suffix: u64) -> String {
     let base = chart.rsplit('/').next().unwrap_or(chart);
-    let mut s: String = base.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '-' }).collect();
+    let mut s: String =
+        base.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '-' }).collect();
     if !s.starts_with(|c: char| c.is_ascii_lowercase()) {
         s.insert(0, 'a');
     }
@@ -263,7 +280,10 @@ mod tests {
         let h3 = Helm { major: 3 }.install(&c, &Values::default(), &o).unwrap();
         let h4 = Helm { major: 4 }.install(&c, &Values::default(), &o).unwrap();
         assert!(h3.ends_with("helm install r c --namespace ns --atomic --timeout 120s --create-namespace"), "{h3}");
-        assert!(h4.ends_with("helm install r c --namespace ns --rollback-on-failure --timeout 120s --create-namespace"), "{h4}");
+        assert!(
+            h4.ends_with("helm install r c --namespace ns --rollback-on-failure --timeout 120s --create-namespace"),
+            "{h4}"
+        );
         assert!(Helm { major: 3 }.list(None).unwrap().ends_with("helm list --all -o json --all-namespaces"));
         assert!(Helm { major: 4 }.list(None).unwrap().ends_with("helm list -o json --all-namespaces"));
         assert_eq!(parse_version("v3.17.3+ge4da497\n"), Some(3));
@@ -278,7 +298,10 @@ mod tests {
         // Run it through a real shell with `helm` replaced by printf: the words must arrive intact.
         let script = c.replace("export KUBECONFIG=/etc/kubernetes/admin.conf; helm", "printf '[%s]'");
         let out = Command::new("sh").arg("-c").arg(&script).output().unwrap();
-        assert_eq!(String::from_utf8_lossy(&out.stdout), "[install][r][c][--namespace][default][--set][a=b; touch /tmp/pwned][--set][x=$(id)]");
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            "[install][r][c][--namespace][default][--set][a=b; touch /tmp/pwned][--set][x=$(id)]"
+        );
     }
 
     #[test]
@@ -291,7 +314,9 @@ mod tests {
 
     #[test]
     fn repo_credentials_never_reach_argv() {
-        let c = Helm { major: 3 }.repo_add("r", "https://h/c", Some("u"), Some(".mgmt-driver/run/i/repo-r.pw"), None).unwrap();
+        let c = Helm { major: 3 }
+            .repo_add("r", "https://h/c", Some("u"), Some(".mgmt-driver/run/i/repo-r.pw"), None)
+            .unwrap();
         assert!(c.ends_with("--username u --password-stdin < .mgmt-driver/run/i/repo-r.pw"), "{c}");
     }
 }

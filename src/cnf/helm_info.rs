@@ -37,12 +37,19 @@ pub fn parse(v: &Value, at: &str) -> Result<HelmInfo> {
         return Err(Error::input(at, "helm_info.masternode_ip", "content of helm_info is invalid: no master address"));
     }
     for ip in &ips {
-        if ip.parse::<std::net::IpAddr>().is_err() && !ip.chars().all(|c| c.is_ascii_alphanumeric() || ".-".contains(c)) {
+        if ip.parse::<std::net::IpAddr>().is_err() && !ip.chars().all(|c| c.is_ascii_alphanumeric() || ".-".contains(c))
+        {
             return Err(Error::input(at, "helm_info.masternode_ip", format!("'{ip}' is not an address")));
         }
     }
-    let username = s("masternode_username").ok_or_else(|| Error::input(at, "helm_info.masternode_username", "content of helm_info is invalid: missing"))?;
-    Ok(HelmInfo { masternode_ip: ips, username, password: s("masternode_password"), credential_ref: s("masternode_credential_ref") })
+    let username = s("masternode_username")
+        .ok_or_else(|| Error::input(at, "helm_info.masternode_username", "content of helm_info is invalid: missing"))?;
+    Ok(HelmInfo {
+        masternode_ip: ips,
+        username,
+        password: s("masternode_password"),
+        credential_ref: s("masternode_credential_ref"),
+    })
 }
 
 /// A Python literal (the subset `repr()` of a dict of strings and lists produces) as JSON.
@@ -156,14 +163,18 @@ impl Py<'_> {
                 b'r' => out.push(b'\r'),
                 b'0' => out.push(0),
                 b'x' => {
-                    let h = std::str::from_utf8(self.b.get(self.i..self.i + 2).ok_or("short \\x escape")?).map_err(|e| e.to_string())?;
-                    let ch = char::from_u32(u32::from_str_radix(h, 16).map_err(|e| e.to_string())?).ok_or("bad \\x escape")?;
+                    let h = std::str::from_utf8(self.b.get(self.i..self.i + 2).ok_or("short \\x escape")?)
+                        .map_err(|e| e.to_string())?;
+                    let ch = char::from_u32(u32::from_str_radix(h, 16).map_err(|e| e.to_string())?)
+                        .ok_or("bad \\x escape")?;
                     out.extend(ch.to_string().as_bytes());
                     self.i += 2;
                 }
                 b'u' => {
-                    let h = std::str::from_utf8(self.b.get(self.i..self.i + 4).ok_or("short \\u escape")?).map_err(|e| e.to_string())?;
-                    let ch = char::from_u32(u32::from_str_radix(h, 16).map_err(|e| e.to_string())?).ok_or("bad \\u escape")?;
+                    let h = std::str::from_utf8(self.b.get(self.i..self.i + 4).ok_or("short \\u escape")?)
+                        .map_err(|e| e.to_string())?;
+                    let ch = char::from_u32(u32::from_str_radix(h, 16).map_err(|e| e.to_string())?)
+                        .ok_or("bad \\u escape")?;
                     out.extend(ch.to_string().as_bytes());
                     self.i += 4;
                 }
@@ -226,7 +237,10 @@ mod tests {
         assert_eq!(h.credential_ref.as_deref(), Some("mgmt-driver-state:i"));
         let e = parse(&json!({"masternode_username": "root"}), "vim").unwrap_err().to_string();
         assert!(e.contains("masternode_ip") && e.contains("content of helm_info is invalid"), "{e}");
-        assert!(parse(&Value::String("{'a': ".into()), "vim").unwrap_err().to_string().contains("content of helm_info is invalid"));
+        assert!(parse(&Value::String("{'a': ".into()), "vim")
+            .unwrap_err()
+            .to_string()
+            .contains("content of helm_info is invalid"));
         assert!(parse(&json!({"masternode_ip": ["1.2.3.4; rm -rf /"], "masternode_username": "u"}), "vim").is_err());
     }
 }

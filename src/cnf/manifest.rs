@@ -26,7 +26,12 @@ pub fn parse(text: &str, default_ns: &str) -> Result<Vec<Resource>, String> {
             return Err(format!("document {}: no kind or metadata.name", i + 1));
         }
         let ns = s("/metadata/namespace");
-        out.push(Resource { api_version, kind, name, namespace: if ns.is_empty() { default_ns.to_string() } else { ns } });
+        out.push(Resource {
+            api_version,
+            kind,
+            name,
+            namespace: if ns.is_empty() { default_ns.to_string() } else { ns },
+        });
     }
     Ok(out)
 }
@@ -41,7 +46,15 @@ mod tests {
 ---\n# Source: localhelm/templates/deployment.yaml\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: vdu1-localhelm\n  namespace: cnf\nspec:\n  replicas: 2\n---\n";
         let r = parse(m, "default").unwrap();
         assert_eq!(r.len(), 2);
-        assert_eq!(r[0], Resource { api_version: "v1".into(), kind: "Service".into(), name: "vdu1-localhelm".into(), namespace: "default".into() });
+        assert_eq!(
+            r[0],
+            Resource {
+                api_version: "v1".into(),
+                kind: "Service".into(),
+                name: "vdu1-localhelm".into(),
+                namespace: "default".into()
+            }
+        );
         assert_eq!(r[1].namespace, "cnf");
         assert!(parse("kind: [", "d").is_err());
     }

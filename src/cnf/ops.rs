@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::{json, Value};
 
 use crate::cluster::package::Package;
 use crate::cluster::runner::all_ok;
@@ -13,7 +13,7 @@ use crate::cluster::topology::ClusterNode;
 use crate::cnf::helm_cmd::{self as hc, InstallOpts};
 use crate::cnf::manifest::{self, Resource};
 use crate::cnf::params::{ChartSource, CnfParams, Release};
-use crate::cnf::session::{Session, release_status};
+use crate::cnf::session::{release_status, Session};
 use crate::error::{Error, Result};
 use crate::quote::quote;
 use crate::transport::{Source, UploadFile};
@@ -53,7 +53,12 @@ fn cmd_timeout(c: &Ctx) -> Duration {
 }
 
 fn remote_err(node: &ClusterNode, command: &str, msg: impl Into<String>) -> Error {
-    Error::Remote { node: node.name().into(), command: command.into(), status: "exit code 0".into(), stderr_tail: msg.into() }
+    Error::Remote {
+        node: node.name().into(),
+        command: command.into(),
+        status: "exit code 0".into(),
+        stderr_tail: msg.into(),
+    }
 }
 
 /// The chart argument of a release on the masters.
@@ -72,19 +77,31 @@ pub async fn distribute(c: &Ctx<'_>) -> Result<Vec<String>> {
     let nodes = s.all();
     s.rt.phase("charts and repositories on every master", &nodes, true);
     let owner_of = |n: &ClusterNode| n.host.user.clone();
-    let res = s
-        .rt
-        .each(&nodes, |n| async move {
+    let res =
+        s.rt.each(&nodes, |n| async move {
             let t = s.rt.timeouts.command;
             for r in &c.params.releases {
                 match &r.source {
                     ChartSource::Local { path, chart_dir } => {
-                        let pkg = c.pkg.ok_or_else(|| Error::input("arguments", "--package-dir", "is required for local charts"))?;
-                        let field = format!("additionalParams.using_helm_install_param[{}].helmchartfile_path", c.params.releases.iter().position(|x| x.name == r.name).unwrap_or(0));
+                        let pkg = c.pkg.ok_or_else(|| {
+                            Error::input("arguments", "--package-dir", "is required for local charts")
+                        })?;
+                        let field = format!(
+                            "additionalParams.using_helm_install_param[{}].helmchartfile_path",
+                            c.params.releases.iter().position(|x| x.name == r.name).unwrap_or(0)
+                        );
                         let local = pkg.resolve(path, c.req_file, &field, false)?;
                         let name = path.rsplit('/').next().unwrap_or(path).to_string();
                         s.rt.exec(n, s.rt.root_cmd(n, hc::prepare_chart_dir(c.instance, &owner_of(n))?, t)).await?;
-                        s.rt.upload(n, vec![UploadFile { source: Source::Path(local), remote: format!("{}/{name}", hc::chart_dir(c.instance)), mode: 0o644 }]).await?;
+                        s.rt.upload(
+                            n,
+                            vec![UploadFile {
+                                source: Source::Path(local),
+                                remote: format!("{}/{name}", hc::chart_dir(c.instance)),
+                                mode: 0o644,
+                            }],
+                        )
+                        .await?;
                         s.rt.exec(n, s.rt.root_cmd(n, hc::extract_chart(c.instance, &name, chart_dir)?, t)).await?;
                     }
                     ChartSource::External { repo, url, .. } => {
@@ -94,20 +111,36 @@ pub async fn distribute(c: &Ctx<'_>) -> Result<Vec<String>> {
                         let mut files = Vec::new();
                         let pw_file = r.repo_password.as_ref().map(|_| format!("{run}/repo-{repo}.pw"));
                         if let (Some(f), Some(pw)) = (&pw_file, &r.repo_password) {
-                            files.push(UploadFile { source: Source::Bytes(pw.expose().as_bytes().to_vec().into()), remote: f.clone(), mode: 0o600 });
+                            files.push(UploadFile {
+                                source: Source::Bytes(pw.expose().as_bytes().to_vec().into()),
+                                remote: f.clone(),
+                                mode: 0o600,
+                            });
                         }
                         let ca_file = match &r.repo_ca_file {
                             Some(ca) => {
-                                let pkg = c.pkg.ok_or_else(|| Error::input("arguments", "--package-dir", "is required for exthelmrepo_ca_file"))?;
+                                let pkg = c.pkg.ok_or_else(|| {
+                                    Error::input("arguments", "--package-dir", "is required for exthelmrepo_ca_file")
+                                })?;
                                 let local = pkg.resolve(ca, c.req_file, "exthelmrepo_ca_file", false)?;
                                 let remote = format!("{run}/repo-{repo}-ca.crt");
-                                files.push(UploadFile { source: Source::Path(local), remote: remote.clone(), mode: 0o600 });
+                                files.push(UploadFile {
+                                    source: Source::Path(local),
+                                    remote: remote.clone(),
+                                    mode: 0o600,
+                                });
                                 Some(remote)
                             }
                             None => None,
                         };
                         s.rt.upload(n, files).await?;
-                        let add = s.helm.repo_add(repo, url, r.repo_username.as_deref(), pw_file.as_deref(), ca_file.as_deref())?;
+                        let add = s.helm.repo_add(
+                            repo,
+                            url,
+                            r.repo_username.as_deref(),
+                            pw_file.as_deref(),
+                            ca_file.as_deref(),
+                        )?;
                         let res = s.rt.exec(n, s.rt.root_cmd(n, add, t)).await;
                         if let Some(f) = &pw_file {
                             s.rt.exec(n, s.rt.root_cmd(n, format!("rm -f {}", quote(f)?), t)).await?;
@@ -177,7 +210,15 @@ pub async fn apply_release(c: &Ctx<'_>, r: &Release) -> Result<ReleaseState> {
     let mut files = Vec::new();
     if let Some(v) = &r.values {
         let f = format!(".mgmt-driver/run/{}/values-{}.json", c.instance, r.name);
-        s.rt.upload(m, vec![UploadFile { source: Source::Bytes(v.to_string().into_bytes().into()), remote: f.clone(), mode: 0o600 }]).await?;
+        s.rt.upload(
+            m,
+            vec![UploadFile {
+                source: Source::Bytes(v.to_string().into_bytes().into()),
+                remote: f.clone(),
+                mode: 0o600,
+            }],
+        )
+        .await?;
         files.push(f);
     }
     let set = release_sets(c, r);
@@ -219,15 +260,20 @@ async fn recover(c: &Ctx<'_>, r: &Release, stuck: &str, revision: u64) -> Result
         s.helm.rollback(&r.name, ns, None, &InstallOpts::default())?
     };
     s.rt.ev(s.master()).emit(crate::event::EventKind::Warning {
-        message: format!("release {} is stuck in {stuck} (revision {revision}) from an interrupted run; recovering", r.name),
+        message: format!(
+            "release {} is stuck in {stuck} (revision {revision}) from an interrupted run; recovering",
+            r.name
+        ),
     });
-    s.run(fix.clone(), cmd_timeout(c)).await.map_err(|e| {
-        Error::Remote {
-            node: s.master().name().into(),
-            command: fix.clone(),
-            status: "recovery failed".into(),
-            stderr_tail: format!("release {} is stuck in {stuck}; fix it on a master with:\n  {}\nthen run this operation again.\n{e}", r.name, fix.trim_start_matches("export KUBECONFIG=/etc/kubernetes/admin.conf; ")),
-        }
+    s.run(fix.clone(), cmd_timeout(c)).await.map_err(|e| Error::Remote {
+        node: s.master().name().into(),
+        command: fix.clone(),
+        status: "recovery failed".into(),
+        stderr_tail: format!(
+            "release {} is stuck in {stuck}; fix it on a master with:\n  {}\nthen run this operation again.\n{e}",
+            r.name,
+            fix.trim_start_matches("export KUBECONFIG=/etc/kubernetes/admin.conf; ")
+        ),
     })?;
     Ok(())
 }
@@ -243,10 +289,16 @@ pub async fn describe(c: &Ctx<'_>, r: &Release, chart: &str) -> Result<ReleaseSt
     if s.rt.dry {
         return Ok(ReleaseState { chart: chart.into(), ..Default::default() });
     }
-    let (status, revision) = release_status(&st).ok_or_else(|| remote_err(s.master(), "helm status", "unreadable status JSON"))?;
-    s.rt.ev(s.master()).emit(crate::event::EventKind::Status { subject: format!("release {}", r.name), status: format!("{status} (revision {revision})") });
-    let resources = manifest::parse(&man.stdout_text(), ns).map_err(|e| remote_err(s.master(), "helm get manifest", e))?;
-    let values: Value = serde_json::from_str(vals.trim()).map_err(|e| remote_err(s.master(), "helm get values", format!("not JSON: {e}")))?;
+    let (status, revision) =
+        release_status(&st).ok_or_else(|| remote_err(s.master(), "helm status", "unreadable status JSON"))?;
+    s.rt.ev(s.master()).emit(crate::event::EventKind::Status {
+        subject: format!("release {}", r.name),
+        status: format!("{status} (revision {revision})"),
+    });
+    let resources =
+        manifest::parse(&man.stdout_text(), ns).map_err(|e| remote_err(s.master(), "helm get manifest", e))?;
+    let values: Value = serde_json::from_str(vals.trim())
+        .map_err(|e| remote_err(s.master(), "helm get values", format!("not JSON: {e}")))?;
     Ok(ReleaseState { chart: chart.into(), revision, status, resources, values })
 }
 
@@ -259,25 +311,46 @@ pub fn value_at<'v>(v: &'v Value, path: &str) -> Option<&'v Value> {
 /// ± steps, bounded by the VDU's min/max, then `helm upgrade --reuse-values --set path=n`.
 pub async fn scale(c: &Ctx<'_>, aspect: &str, delta: i64) -> Result<(u64, u64, ReleaseState)> {
     let p = c.params;
-    let path = p.replica_values.get(aspect).ok_or_else(|| Error::input(c.req_file, "aspectId", format!("Replica value for aspectId '{aspect}' is missing")))?;
-    let r = aspect_release(p, aspect).ok_or_else(|| Error::input(c.req_file, "aspectId", format!("no release scales aspect '{aspect}' (add aspect_id to its vdu_mapping entry)")))?;
+    let path = p.replica_values.get(aspect).ok_or_else(|| {
+        Error::input(c.req_file, "aspectId", format!("Replica value for aspectId '{aspect}' is missing"))
+    })?;
+    let r = aspect_release(p, aspect).ok_or_else(|| {
+        Error::input(
+            c.req_file,
+            "aspectId",
+            format!("no release scales aspect '{aspect}' (add aspect_id to its vdu_mapping entry)"),
+        )
+    })?;
     let s = c.s;
     let vals = s.text(s.helm.get_values(&r.name, &p.namespace, true)?, s.rt.timeouts.command).await?;
     let current = if s.rt.dry {
         1
     } else {
-        let v: Value = serde_json::from_str(vals.trim()).map_err(|e| remote_err(s.master(), "helm get values", e.to_string()))?;
-        value_at(&v, path).and_then(Value::as_u64).ok_or_else(|| remote_err(s.master(), "helm get values", format!("no number at '{path}' in the release's values")))?
+        let v: Value =
+            serde_json::from_str(vals.trim()).map_err(|e| remote_err(s.master(), "helm get values", e.to_string()))?;
+        value_at(&v, path).and_then(Value::as_u64).ok_or_else(|| {
+            remote_err(s.master(), "helm get values", format!("no number at '{path}' in the release's values"))
+        })?
     };
     let target = current as i64 + delta;
     let vdu = p.vdu_mapping.values().find(|v| v.release == r.name);
-    let (min, max) = (vdu.and_then(|v| v.min).unwrap_or(0) as i64, vdu.and_then(|v| v.max).map(i64::from).unwrap_or(i64::MAX));
+    let (min, max) =
+        (vdu.and_then(|v| v.min).unwrap_or(0) as i64, vdu.and_then(|v| v.max).map(i64::from).unwrap_or(i64::MAX));
     if target < min || target > max {
-        return Err(Error::input(c.req_file, "numberOfSteps", format!("The number of target replicas after scaling [{target}] is out of range")));
+        return Err(Error::input(
+            c.req_file,
+            "numberOfSteps",
+            format!("The number of target replicas after scaling [{target}] is out of range"),
+        ));
     }
     let chart = chart_ref(c.instance, r);
     let set = [format!("{path}={target}")];
-    let cmd = s.helm.upgrade(&hc::Chart { release: &r.name, chart: &chart, namespace: &p.namespace, version: None }, &hc::Values { set: &set, files: &[] }, true, &c.opts)?;
+    let cmd = s.helm.upgrade(
+        &hc::Chart { release: &r.name, chart: &chart, namespace: &p.namespace, version: None },
+        &hc::Values { set: &set, files: &[] },
+        true,
+        &c.opts,
+    )?;
     s.run_watched(cmd, cmd_timeout(c), &r.name, &p.namespace).await?;
     Ok((current, target as u64, describe(c, r, &chart).await?))
 }
@@ -291,7 +364,11 @@ pub async fn heal(c: &Ctx<'_>, pods: &[String]) -> Result<Value> {
         if !crate::cnf::params::dns_label(&p.replace('.', "-"), 253) {
             return Err(Error::input(c.req_file, "vnfcInstanceId", format!("'{p}' is not a pod name")));
         }
-        let cmd = format!("export KUBECONFIG=/etc/kubernetes/admin.conf; kubectl delete pod {} --namespace {} --wait=true", quote(p)?, quote(ns)?);
+        let cmd = format!(
+            "export KUBECONFIG=/etc/kubernetes/admin.conf; kubectl delete pod {} --namespace {} --wait=true",
+            quote(p)?,
+            quote(ns)?
+        );
         s.run(cmd, c.timeout).await?;
         out.push(json!({"pod": p, "deleted": true}));
     }
@@ -315,13 +392,17 @@ pub async fn terminate(c: &Ctx<'_>, releases: &[String]) -> Result<Value> {
     }
     let nodes = s.all();
     s.rt.phase("remove repositories and charts on every master", &nodes, true);
-    let repos: Vec<String> = c.params.releases.iter().filter_map(|r| match &r.source {
-        ChartSource::External { repo, .. } => Some(repo.clone()),
-        _ => None,
-    }).collect();
-    let res = s
-        .rt
-        .each(&nodes, |n| {
+    let repos: Vec<String> = c
+        .params
+        .releases
+        .iter()
+        .filter_map(|r| match &r.source {
+            ChartSource::External { repo, .. } => Some(repo.clone()),
+            _ => None,
+        })
+        .collect();
+    let res =
+        s.rt.each(&nodes, |n| {
             let repos = &repos;
             async move {
                 let t = s.rt.timeouts.command;
@@ -342,15 +423,23 @@ pub async fn terminate(c: &Ctx<'_>, releases: &[String]) -> Result<Value> {
 pub async fn repo_sync(s: &Session, want: &BTreeMap<String, String>) -> Result<Value> {
     let nodes = s.all();
     s.rt.phase("repo sync on every master", &nodes, true);
-    let res = s
-        .rt
-        .each(&nodes, |n| async move {
+    let res =
+        s.rt.each(&nodes, |n| async move {
             let t = s.rt.timeouts.command;
             let out = s.rt.exec(n, s.rt.root_cmd(n, s.helm.repo_list(), t)).await?.stdout_text();
-            let have: Vec<Value> = if s.rt.dry { vec![] } else { serde_json::from_str(out.trim()).map_err(|e| remote_err(n, "helm repo list", e.to_string()))? };
+            let have: Vec<Value> = if s.rt.dry {
+                vec![]
+            } else {
+                serde_json::from_str(out.trim()).map_err(|e| remote_err(n, "helm repo list", e.to_string()))?
+            };
             let have: BTreeMap<String, String> = have
                 .iter()
-                .filter_map(|r| Some((r.get("name")?.as_str()?.to_string(), r.get("url")?.as_str()?.trim_end_matches('/').to_string())))
+                .filter_map(|r| {
+                    Some((
+                        r.get("name")?.as_str()?.to_string(),
+                        r.get("url")?.as_str()?.trim_end_matches('/').to_string(),
+                    ))
+                })
                 .collect();
             let (mut added, mut updated, mut removed) = (vec![], vec![], vec![]);
             for (name, url) in want {
@@ -385,7 +474,11 @@ mod tests {
 
     #[test]
     fn tackers_sample_manifest_parses() {
-        let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/tacker/v1/cnf-helm/helm_get_manifest_output.yaml")).unwrap();
+        let text = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/data/tacker/v1/cnf-helm/helm_get_manifest_output.yaml"
+        ))
+        .unwrap();
         let r = manifest::parse(&text, "default").unwrap();
         assert!(r.iter().any(|x| x.kind == "Deployment"), "{r:?}");
     }

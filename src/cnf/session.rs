@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use crate::cluster::runner::Runner;
 use crate::cluster::topology::{ClusterNode, Role};
-use crate::cnf::helm_cmd::{Helm, parse_version};
+use crate::cnf::helm_cmd::{parse_version, Helm};
 use crate::error::{Error, Result};
 use crate::event::EventKind;
 use crate::transport::ExecOutput;
@@ -39,7 +39,8 @@ impl Session {
                 status: "exit code 0".into(),
                 stderr_tail: format!("cannot read a version from {:?}", out.stdout_text().trim()),
             })?;
-            s.rt.ev(&node).emit(EventKind::Status { subject: "helm".into(), status: format!("major version {}", s.helm.major) });
+            s.rt.ev(&node)
+                .emit(EventKind::Status { subject: "helm".into(), status: format!("major version {}", s.helm.major) });
         }
         Ok(s)
     }
@@ -80,7 +81,9 @@ impl Session {
         let m = self.master();
         let c = self.rt.root_cmd(m, status_cmd.to_string(), Duration::from_secs(30));
         let status = match self.rt.exec(m, c).await {
-            Ok(o) => release_status(&o.stdout_text()).map(|(s, r)| format!("{s} (revision {r})")).unwrap_or_else(|| "unknown".into()),
+            Ok(o) => release_status(&o.stdout_text())
+                .map(|(s, r)| format!("{s} (revision {r})"))
+                .unwrap_or_else(|| "unknown".into()),
             Err(_) => "not found yet".into(),
         };
         self.rt.ev(m).emit(EventKind::Status { subject: format!("release {rel}"), status });

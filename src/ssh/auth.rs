@@ -4,9 +4,9 @@
 use std::sync::Arc;
 
 use russh::client::{AuthResult, Handle};
-use russh::keys::agent::AgentIdentity;
 use russh::keys::agent::client::AgentClient;
-use russh::keys::{PrivateKeyWithHashAlg, load_secret_key};
+use russh::keys::agent::AgentIdentity;
+use russh::keys::{load_secret_key, PrivateKeyWithHashAlg};
 
 use super::client::Client;
 use crate::error::{Error, Result};
@@ -54,9 +54,12 @@ pub async fn login(handle: &mut Handle<Client>, node: &str, addr: &str, user: &s
 
     if auth.agent {
         tried.push("agent");
-        let mut agent = AgentClient::connect_env()
-            .await
-            .map_err(|e| Error::Auth { node: node.into(), user: user.into(), addr: addr.into(), tried: format!("agent: {e}") })?;
+        let mut agent = AgentClient::connect_env().await.map_err(|e| Error::Auth {
+            node: node.into(),
+            user: user.into(),
+            addr: addr.into(),
+            tried: format!("agent: {e}"),
+        })?;
         let ids = agent.request_identities().await.map_err(|e| session_err(format!("ssh-agent: {e}")))?;
         for id in ids {
             let AgentIdentity::PublicKey { key, .. } = id else { continue };

@@ -3,10 +3,10 @@
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use russh::keys::{PublicKey, PublicKeyOrCertificate};
 use russh::client;
+use russh::keys::{PublicKey, PublicKeyOrCertificate};
 
-use super::host_key::{Verdict, verify};
+use super::host_key::{verify, Verdict};
 use crate::inventory::HostKeyCheck;
 
 pub struct Client {

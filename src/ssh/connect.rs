@@ -9,13 +9,13 @@ use std::time::Instant;
 use russh::client::{self, Handle};
 use tokio::net::TcpStream;
 
-use super::SshOptions;
 use super::auth::login;
 use super::client::Client;
 use super::host_key::Verdict;
+use super::SshOptions;
 use crate::error::{Error, Result};
 use crate::event::{EventKind, HostEvents};
-use crate::inventory::{Host, fmt_addr};
+use crate::inventory::{fmt_addr, Host};
 
 /// An authenticated connection, plus the bastion connections it runs through (kept alive
 /// as long as the session lives).
@@ -37,13 +37,15 @@ enum Failure {
     Fatal(Error),
 }
 
-pub async fn connect(host: &Host, opts: &SshOptions, config: &Arc<client::Config>, ev: &HostEvents) -> Result<Connected> {
+pub async fn connect(
+    host: &Host,
+    opts: &SshOptions,
+    config: &Arc<client::Config>,
+    ev: &HostEvents,
+) -> Result<Connected> {
     let mut hops: Vec<Hop> = host.jump.iter().map(|j| Hop { user: &j.user, addr: &j.addr, port: j.port }).collect();
     hops.push(Hop { user: &host.user, addr: &host.addr, port: host.port });
-    ev.emit(EventKind::Connecting {
-        addr: host.endpoint(),
-        via: host.jump.iter().map(|j| j.to_string()).collect(),
-    });
+    ev.emit(EventKind::Connecting { addr: host.endpoint(), via: host.jump.iter().map(|j| j.to_string()).collect() });
     let started = Instant::now();
     let deadline = started + opts.retry_for;
     let mut attempt = 0u32;
@@ -58,7 +60,12 @@ pub async fn connect(host: &Host, opts: &SshOptions, config: &Arc<client::Config
             Err(Failure::NotUpYet(msg)) => {
                 let delay = opts.backoff.delay(attempt, fastrand::f64());
                 if Instant::now() + delay >= deadline {
-                    return Err(Error::Connect { node: host.name.clone(), addr: host.endpoint(), message: msg, attempts: attempt });
+                    return Err(Error::Connect {
+                        node: host.name.clone(),
+                        addr: host.endpoint(),
+                        message: msg,
+                        attempts: attempt,
+                    });
                 }
                 ev.emit(EventKind::Retry { attempt, delay_ms: delay.as_millis() as u64, error: msg });
                 tokio::time::sleep(delay).await;
@@ -100,7 +107,12 @@ async fn connect_chain(
             }
         };
         let mut handle = match tokio::time::timeout(opts.connect_timeout, handshake).await {
-            Err(_) => return Err(Failure::NotUpYet(format!("{endpoint}: no SSH handshake within {:?}", opts.connect_timeout))),
+            Err(_) => {
+                return Err(Failure::NotUpYet(format!(
+                    "{endpoint}: no SSH handshake within {:?}",
+                    opts.connect_timeout
+                )))
+            }
             Ok(Ok(h)) => h,
             Ok(Err(e)) => {
                 let v = verdict.lock().unwrap_or_else(|p| p.into_inner()).take();
@@ -112,16 +124,28 @@ async fn connect_chain(
         };
         match verdict.lock().unwrap_or_else(|p| p.into_inner()).take() {
             Some(Verdict::Learned { fingerprint }) => ev.emit(EventKind::Warning {
-                message: format!("{endpoint}: new host key {fingerprint} recorded in {} (accept-new)", host.known_hosts.display()),
+                message: format!(
+                    "{endpoint}: new host key {fingerprint} recorded in {} (accept-new)",
+                    host.known_hosts.display()
+                ),
             }),
             Some(Verdict::Unchecked { fingerprint }) => ev.emit(EventKind::Warning {
-                message: format!("{endpoint}: host key NOT checked (--insecure-no-host-key-check); offered {fingerprint}"),
+                message: format!(
+                    "{endpoint}: host key NOT checked (--insecure-no-host-key-check); offered {fingerprint}"
+                ),
             }),
             _ => {}
         }
-        let auth = tokio::time::timeout(opts.connect_timeout, login(&mut handle, &label, &endpoint, hop.user, &host.auth)).await;
+        let auth =
+            tokio::time::timeout(opts.connect_timeout, login(&mut handle, &label, &endpoint, hop.user, &host.auth))
+                .await;
         match auth {
-            Err(_) => return Err(Failure::NotUpYet(format!("{endpoint}: authentication did not finish within {:?}", opts.connect_timeout))),
+            Err(_) => {
+                return Err(Failure::NotUpYet(format!(
+                    "{endpoint}: authentication did not finish within {:?}",
+                    opts.connect_timeout
+                )))
+            }
             Ok(Err(e)) => return Err(Failure::Fatal(e)),
             Ok(Ok(())) => {}
         }
@@ -140,15 +164,26 @@ fn classify(node: &str, endpoint: &str, e: russh::Error) -> Failure {
             | NetworkUnreachable | UnexpectedEof | BrokenPipe | NotConnected | AddrNotAvailable => {
                 Failure::NotUpYet(format!("{endpoint}: {io}"))
             }
-            _ => Failure::Fatal(Error::Connect { node: node.into(), addr: endpoint.into(), message: io.to_string(), attempts: 1 }),
+            _ => Failure::Fatal(Error::Connect {
+                node: node.into(),
+                addr: endpoint.into(),
+                message: io.to_string(),
+                attempts: 1,
+            }),
         },
         // sshd dropping us during the banner (MaxStartups, still starting) looks like these.
         russh::Error::Disconnect | russh::Error::HUP | russh::Error::ConnectionTimeout => {
             Failure::NotUpYet(format!("{endpoint}: {e}"))
         }
         // A bastion could not reach the next hop yet.
-        russh::Error::ChannelOpenFailure(f) => Failure::NotUpYet(format!("{endpoint}: jump host could not connect: {f:?}")),
-        _ => Failure::Fatal(Error::Session { node: node.into(), during: format!("SSH handshake with {endpoint}"), message: e.to_string() }),
+        russh::Error::ChannelOpenFailure(f) => {
+            Failure::NotUpYet(format!("{endpoint}: jump host could not connect: {f:?}"))
+        }
+        _ => Failure::Fatal(Error::Session {
+            node: node.into(),
+            during: format!("SSH handshake with {endpoint}"),
+            message: e.to_string(),
+        }),
     }
 }
 

@@ -10,7 +10,7 @@ use std::time::Instant;
 use russh::ChannelMsg;
 
 use super::SshSession;
-use crate::command::{Become, KILL_AFTER, RemoteCommand};
+use crate::command::{Become, RemoteCommand, KILL_AFTER};
 use crate::error::{Error, Result};
 use crate::event::{EventKind, HostEvents};
 use crate::redact::Redactor;
@@ -54,14 +54,18 @@ impl LineSplitter {
 /// Run `cmd` and stream its output as events.
 pub async fn exec(session: &SshSession, cmd: &RemoteCommand, ev: &HostEvents) -> Result<ExecOutput> {
     let (node, grace) = (session.node.as_str(), session.grace);
-    let session_err = |m: String| Error::Session { node: node.into(), during: format!("command `{}`", cmd.display()), message: m };
+    let session_err =
+        |m: String| Error::Session { node: node.into(), during: format!("command `{}`", cmd.display()), message: m };
     let wire = cmd.wire()?;
     ev.emit(EventKind::Command { command: cmd.display().to_string() });
     let started = Instant::now();
     let mut ch = session.channel().await.map_err(|e| session_err(format!("cannot open channel: {e}")))?;
     ch.exec(true, wire.into_bytes()).await.map_err(|e| session_err(e.to_string()))?;
     if cmd.become_ == Become::SudoWithPassword {
-        let pw = session.become_password.as_ref().ok_or_else(|| Error::input("inventory", "become_password", "needed for --become but not set"))?;
+        let pw = session
+            .become_password
+            .as_ref()
+            .ok_or_else(|| Error::input("inventory", "become_password", "needed for --become but not set"))?;
         ch.data_bytes(format!("{}\n", pw.expose()).into_bytes()).await.map_err(|e| session_err(e.to_string()))?;
     }
     ch.eof().await.map_err(|e| session_err(e.to_string()))?;

@@ -31,10 +31,16 @@ fn lock_for_append(path: &Path) -> std::io::Result<std::fs::File> {
 pub enum Verdict {
     Trusted,
     /// Unknown host recorded under accept-new.
-    Learned { fingerprint: String },
+    Learned {
+        fingerprint: String,
+    },
     /// Check is off; accepted with a warning.
-    Unchecked { fingerprint: String },
-    Rejected { message: String },
+    Unchecked {
+        fingerprint: String,
+    },
+    Rejected {
+        message: String,
+    },
 }
 
 pub fn fingerprint(key: &PublicKey) -> String {
@@ -130,7 +136,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let kh = dir.path().join("known_hosts");
         std::fs::write(&kh, "").unwrap();
-        let mut child = std::process::Command::new("flock").arg(&kh).arg("-c").arg("sleep 1.5").spawn().expect("flock (util-linux)");
+        let mut child = std::process::Command::new("flock")
+            .arg(&kh)
+            .arg("-c")
+            .arg("sleep 1.5")
+            .spawn()
+            .expect("flock (util-linux)");
         let held = (0..200).any(|_| {
             let f = std::fs::File::open(&kh).unwrap();
             match f.try_lock() {

@@ -9,13 +9,13 @@ pub mod host_key;
 mod transfer;
 
 use std::path::Path;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use russh::Channel;
 use russh::client::{Handle, Msg};
+use russh::Channel;
 use russh_sftp::client::SftpSession;
 use tokio::sync::OnceCell;
 

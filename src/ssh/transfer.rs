@@ -146,7 +146,9 @@ pub fn finalize_script(items: &[(&UploadFile, &Todo, &str)]) -> Result<String> {
         let mode = format!("{:o}", f.mode);
         match todo {
             Todo::Nothing => {}
-            Todo::Chmod => s.push_str(&format!("; chmod {mode} {dest} || fail {}", quote(&format!("chmod failed: {}", f.remote))?)),
+            Todo::Chmod => {
+                s.push_str(&format!("; chmod {mode} {dest} || fail {}", quote(&format!("chmod failed: {}", f.remote))?))
+            }
             Todo::Send { tmp } => {
                 s.push_str(&format!("; f={dest}; t={}; {}", quote(tmp)?, verify_and_move(sha, f.mode, &f.remote)?));
             }
@@ -164,7 +166,11 @@ fn temp_name(remote: &str) -> String {
 /// (the node-side programs read one line per file).
 pub fn check_remote_path(p: &str) -> Result<()> {
     if p.is_empty() || p.ends_with('/') || p.contains(['\n', '\0']) {
-        return Err(Error::input("DEST", p.escape_debug().to_string(), "not a usable remote file path (empty, a directory, or has a newline)"));
+        return Err(Error::input(
+            "DEST",
+            p.escape_debug().to_string(),
+            "not a usable remote file path (empty, a directory, or has a newline)",
+        ));
     }
     Ok(())
 }
@@ -212,9 +218,19 @@ impl SshSession {
                 let skipped = match (code, out.trim_ascii()) {
                     (Some(0), b"skipped") => true,
                     (Some(0), b"written") => false,
-                    _ => return Err(terr(&f.remote, format!("{}: {}", status(code), String::from_utf8_lossy(&err).trim()))),
+                    _ => {
+                        return Err(terr(
+                            &f.remote,
+                            format!("{}: {}", status(code), String::from_utf8_lossy(&err).trim()),
+                        ))
+                    }
                 };
-                ev.emit(EventKind::Uploaded { path: f.remote.clone(), bytes: *size, skipped, via: if skipped { "none" } else { "exec" } });
+                ev.emit(EventKind::Uploaded {
+                    path: f.remote.clone(),
+                    bytes: *size,
+                    skipped,
+                    via: if skipped { "none" } else { "exec" },
+                });
                 return Ok(vec![UploadResult { remote: f.remote.clone(), bytes: *size, skipped }]);
             }
         }
@@ -250,7 +266,12 @@ impl SshSession {
         let mut results = Vec::with_capacity(files.len());
         for ((f, t), (_, size)) in files.iter().zip(&todos).zip(&digests) {
             let skipped = !matches!(t, Todo::Send { .. });
-            ev.emit(EventKind::Uploaded { path: f.remote.clone(), bytes: *size, skipped, via: if skipped { "none" } else { via } });
+            ev.emit(EventKind::Uploaded {
+                path: f.remote.clone(),
+                bytes: *size,
+                skipped,
+                via: if skipped { "none" } else { via },
+            });
             results.push(UploadResult { remote: f.remote.clone(), bytes: *size, skipped });
         }
         Ok(results)
@@ -283,7 +304,11 @@ impl SshSession {
     }
 
     /// Run `script` with `src` streamed to its stdin; returns exit code, stdout and stderr.
-    async fn exec_stdin(&self, script: &str, src: &Source) -> std::result::Result<(Option<u32>, Vec<u8>, Vec<u8>), String> {
+    async fn exec_stdin(
+        &self,
+        script: &str,
+        src: &Source,
+    ) -> std::result::Result<(Option<u32>, Vec<u8>, Vec<u8>), String> {
         let mut ch = self.channel().await.map_err(|e| e.to_string())?;
         ch.exec(true, script.as_bytes().to_vec()).await.map_err(|e| e.to_string())?;
         match src {
@@ -332,8 +357,15 @@ impl SshSession {
         };
         match (res, finish.await) {
             (Ok(n), Ok(())) => {
-                tokio::fs::rename(&tmp, local).await.map_err(|e| terr(format!("rename to {}: {e}", local.display())))?;
-                ev.emit(EventKind::Uploaded { path: local.display().to_string(), bytes: n, skipped: false, via: "download" });
+                tokio::fs::rename(&tmp, local)
+                    .await
+                    .map_err(|e| terr(format!("rename to {}: {e}", local.display())))?;
+                ev.emit(EventKind::Uploaded {
+                    path: local.display().to_string(),
+                    bytes: n,
+                    skipped: false,
+                    via: "download",
+                });
                 Ok(n)
             }
             (Err(m), _) => {
@@ -382,7 +414,10 @@ fn status(code: Option<u32>) -> String {
 }
 
 /// `tokio::io::copy` with a larger buffer: SFTP throughput depends on big writes.
-async fn copy<R: tokio::io::AsyncRead + Unpin, W: tokio::io::AsyncWrite + Unpin>(r: &mut R, w: &mut W) -> std::io::Result<u64> {
+async fn copy<R: tokio::io::AsyncRead + Unpin, W: tokio::io::AsyncWrite + Unpin>(
+    r: &mut R,
+    w: &mut W,
+) -> std::io::Result<u64> {
     let mut buf = vec![0u8; CHUNK];
     let mut n = 0u64;
     loop {
@@ -404,7 +439,11 @@ mod tests {
 
     fn sh(script: &str, dir: &Path) -> (i32, String, String) {
         let o = Command::new("sh").arg("-c").arg(script).current_dir(dir).env("HOME", dir).output().unwrap();
-        (o.status.code().unwrap_or(-1), String::from_utf8_lossy(&o.stdout).into(), String::from_utf8_lossy(&o.stderr).into())
+        (
+            o.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&o.stdout).into(),
+            String::from_utf8_lossy(&o.stderr).into(),
+        )
     }
 
     #[test]
@@ -461,7 +500,11 @@ mod tests {
                 .unwrap();
             c.stdin.take().unwrap().write_all(stdin).unwrap();
             let o = c.wait_with_output().unwrap();
-            (o.status.code(), String::from_utf8_lossy(&o.stdout).trim().to_string(), String::from_utf8_lossy(&o.stderr).into_owned())
+            (
+                o.status.code(),
+                String::from_utf8_lossy(&o.stdout).trim().to_string(),
+                String::from_utf8_lossy(&o.stderr).into_owned(),
+            )
         };
         assert_eq!(run(b"corrupt").0, Some(1));
         assert!(!d.path().join("sub/it's.sh").exists() && !d.path().join("sub/tmp1").exists());

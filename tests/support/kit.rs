@@ -5,14 +5,18 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use libtest_mimic::Failed;
-use serde_json::{Value, json};
+use serde_json::{json, Value};
 
-use super::{Lab, mgmt, repo};
+use super::{mgmt, repo, Lab};
 
 pub type R = Result<(), Failed>;
 
 pub fn check(cond: bool, msg: impl FnOnce() -> String) -> R {
-    if cond { Ok(()) } else { Err(msg().into()) }
+    if cond {
+        Ok(())
+    } else {
+        Err(msg().into())
+    }
 }
 
 pub fn s(p: &Path) -> &str {
@@ -29,7 +33,11 @@ pub fn package(dir: &Path) -> PathBuf {
     for f in ["install_k8s_cluster.sh", "install_helm.sh"] {
         std::fs::copy(repo().join("scripts").join(f), scripts.join(f)).unwrap();
     }
-    let o = Command::new("bash").arg(repo().join("tests/labkit/make-offline-dir.sh")).arg(pkg.join("Files/offline")).output().unwrap();
+    let o = Command::new("bash")
+        .arg(repo().join("tests/labkit/make-offline-dir.sh"))
+        .arg(pkg.join("Files/offline"))
+        .output()
+        .unwrap();
     assert!(o.status.success(), "make-offline-dir: {}", String::from_utf8_lossy(&o.stderr));
     pkg
 }
@@ -72,7 +80,15 @@ impl Cluster {
         let lab = Lab::up(name, net, nodes, &["--kit"]);
         let dir = tempfile::tempdir().unwrap();
         let pkg = package(dir.path());
-        let c = Cluster { inv: dir.path().join("inv.yaml"), state: dir.path().join("state"), pkg, lab, dir, id: format!("inst-{name}"), ha: masters.len() > 1 };
+        let c = Cluster {
+            inv: dir.path().join("inv.yaml"),
+            state: dir.path().join("state"),
+            pkg,
+            lab,
+            dir,
+            id: format!("inst-{name}"),
+            ha: masters.len() > 1,
+        };
         c.write_inventory(masters, workers, root_key);
         c
     }
@@ -82,7 +98,8 @@ impl Cluster {
     }
 
     pub fn write_inventory(&self, masters: &[usize], workers: &[usize], root_key: bool) {
-        let mut y = format!("defaults:\n  known_hosts: {}\n  host_key_check: strict\n", self.lab.file("known_hosts").display());
+        let mut y =
+            format!("defaults:\n  known_hosts: {}\n  host_key_check: strict\n", self.lab.file("known_hosts").display());
         if root_key {
             y.push_str(&format!("  user: root\n  identity_file: {}\n", self.lab.file("id_ed25519").display()));
         }
@@ -111,7 +128,21 @@ impl Cluster {
     }
 
     pub fn hook(&self, op: &str, req: Option<&Path>, extra: &[&str]) -> super::Run {
-        let mut args = vec![op, "-o", "json", "-i", s(&self.inv), "--package-dir", s(&self.pkg), "--vnf-instance-id", &self.id, "--state-dir", s(&self.state), "--retry-for", "20"];
+        let mut args = vec![
+            op,
+            "-o",
+            "json",
+            "-i",
+            s(&self.inv),
+            "--package-dir",
+            s(&self.pkg),
+            "--vnf-instance-id",
+            &self.id,
+            "--state-dir",
+            s(&self.state),
+            "--retry-for",
+            "20",
+        ];
         if let Some(r) = req {
             args.extend(["--request", s(r)]);
         }
@@ -158,19 +189,34 @@ impl Cluster {
     }
 
     pub fn state_doc(&self) -> Option<Value> {
-        std::fs::read_to_string(self.state.join(format!("{}.json", self.id))).ok().map(|t| serde_json::from_str(&t).unwrap())
+        std::fs::read_to_string(self.state.join(format!("{}.json", self.id)))
+            .ok()
+            .map(|t| serde_json::from_str(&t).unwrap())
     }
 }
 
 pub fn doc(r: &super::Run) -> Value {
-    serde_json::from_str(r.stdout.trim()).unwrap_or_else(|e| panic!("stdout is not one JSON document ({e}):\n{}\n--- stderr\n{}", r.stdout, r.stderr))
+    serde_json::from_str(r.stdout.trim())
+        .unwrap_or_else(|e| panic!("stdout is not one JSON document ({e}):\n{}\n--- stderr\n{}", r.stdout, r.stderr))
 }
 
 pub fn k8s_conn(d: &Value) -> Value {
-    d["vimConnectionInfo"].as_array().unwrap().iter().find(|c| c["vimType"] == "kubernetes").cloned().unwrap_or(Value::Null)
+    d["vimConnectionInfo"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["vimType"] == "kubernetes")
+        .cloned()
+        .unwrap_or(Value::Null)
 }
 
 pub fn outcome(d: &Value, node: &str) -> String {
-    d["nodes"].as_array().unwrap().iter().filter(|n| n["node"] == node).map(|n| n["outcome"].as_str().unwrap().to_string()).collect::<Vec<_>>().join(",")
+    d["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|n| n["node"] == node)
+        .map(|n| n["outcome"].as_str().unwrap().to_string())
+        .collect::<Vec<_>>()
+        .join(",")
 }
-

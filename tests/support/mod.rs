@@ -31,7 +31,12 @@ impl Lab {
             vec!["up".into(), nodes.to_string(), "--name".into(), name.into(), "--net".into(), net.to_string()];
         args.extend(extra.iter().map(|s| s.to_string()));
         let out = lab.script(&args);
-        assert!(out.status.success(), "lab up failed:\n{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "lab up failed:\n{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
         lab
     }
 
@@ -112,7 +117,12 @@ impl Run {
     #[track_caller]
     pub fn fails(&self, code: i32, needle: &str) -> &Self {
         assert_eq!(self.code, code, "expected exit {code}:\n--- stdout\n{}\n--- stderr\n{}", self.stdout, self.stderr);
-        assert!(self.all().contains(needle), "expected {needle:?} in output:\n--- stdout\n{}\n--- stderr\n{}", self.stdout, self.stderr);
+        assert!(
+            self.all().contains(needle),
+            "expected {needle:?} in output:\n--- stdout\n{}\n--- stderr\n{}",
+            self.stdout,
+            self.stderr
+        );
         self
     }
 }

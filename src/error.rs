@@ -51,6 +51,16 @@ pub enum Error {
     #[error("{node}: ssh session error during {during}: {message}")]
     Session { node: String, during: String, message: String },
 
+    /// A command succeeded but its output does not hold what the step needs (a node's
+    /// hostname, a token, Helm's JSON). Such values are never used unchecked.
+    #[error("{node}: cannot read {what} from the output of: {command}: {message}")]
+    Unreadable { node: String, command: String, what: String, message: String },
+
+    /// The state store could not be written after nodes may already have changed: not bad
+    /// input. The previous document is intact (writes are atomic); re-running resumes.
+    #[error("{path}: cannot write the state: {message} (nodes may have changed; fix the cause and re-run)")]
+    State { path: String, message: String },
+
     /// The host was never started because an earlier host failed under --fail-fast.
     #[error("{node}: skipped (an earlier host failed and --fail-fast is set)")]
     Skipped { node: String },
@@ -93,6 +103,24 @@ impl Error {
             Error::Transfer { .. } => "transfer",
             Error::Session { .. } => "session",
             Error::Skipped { .. } => "skipped",
+            Error::Unreadable { .. } => "unreadable",
+            Error::State { .. } => "state",
+        }
+    }
+
+    /// The node an error happened on, when there is one.
+    pub fn node(&self) -> Option<&str> {
+        match self {
+            Error::Input { .. } | Error::State { .. } => None,
+            Error::Connect { node, .. }
+            | Error::Auth { node, .. }
+            | Error::HostKey { node, .. }
+            | Error::Timeout { node, .. }
+            | Error::Remote { node, .. }
+            | Error::Transfer { node, .. }
+            | Error::Session { node, .. }
+            | Error::Unreadable { node, .. }
+            | Error::Skipped { node } => Some(node),
         }
     }
 

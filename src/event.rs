@@ -61,7 +61,6 @@ pub enum EventKind {
         name: String,
         parallel: bool,
         nodes: Vec<String>,
-        dry: bool,
     },
     /// A long operation's progress (e.g. a Helm release's status while `helm install` runs).
     Status {

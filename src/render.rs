@@ -15,14 +15,18 @@ pub enum Output {
     Auto,
     Plain,
     Progress,
+    /// One JSON result document on stdout; events as JSON lines on stderr.
     Json,
+    /// One YAML result document on stdout; events as plain lines on stderr.
+    Yaml,
 }
 
 pub struct Renderer {
     mode: Output,
     verbose: bool,
     bar: Option<ProgressBar>,
-    json_to_stderr: bool,
+    /// A dry run: phases are part of the plan on stdout.
+    plan: bool,
 }
 
 impl Renderer {
@@ -43,14 +47,19 @@ impl Renderer {
             b.enable_steady_tick(std::time::Duration::from_millis(250));
             b
         });
-        Renderer { mode, verbose, bar, json_to_stderr: false }
+        Renderer { mode, verbose, bar, plan: false }
     }
 
-    /// For lifecycle hooks: no progress bar (hosts finish many steps, not one), and JSON
-    /// events on stderr so stdout carries only the result document.
+    /// For lifecycle operations: no progress bar (hosts finish many steps, not one).
     pub fn for_hooks(mode: Output, verbose: bool) -> Self {
         let mode = if matches!(mode, Output::Auto | Output::Progress) { Output::Plain } else { mode };
-        Renderer { mode, verbose, bar: None, json_to_stderr: true }
+        Renderer { mode, verbose, bar: None, plan: false }
+    }
+
+    /// Render a dry run's plan (phases go to stdout with the steps).
+    pub fn plan(mut self, plan: bool) -> Self {
+        self.plan = plan;
+        self
     }
 
     /// Consume events until every sender is gone.
@@ -81,13 +90,9 @@ impl Renderer {
 
     fn render(&self, ev: &Event) {
         if self.mode == Output::Json {
-            // Hooks print one result document on stdout; their events go to stderr.
+            // The result document owns stdout; events go to stderr.
             let line = serde_json::to_string(ev).unwrap_or_default();
-            if self.json_to_stderr {
-                let _ = writeln!(std::io::stderr().lock(), "{line}");
-            } else {
-                let _ = writeln!(std::io::stdout().lock(), "{line}");
-            }
+            let _ = writeln!(std::io::stderr().lock(), "{line}");
             return;
         }
         let h = &ev.host;
@@ -103,7 +108,7 @@ impl Renderer {
                 }
                 (true, s)
             }
-            EventKind::Phase { name, parallel, nodes, dry } => {
+            EventKind::Phase { name, parallel, nodes } => {
                 let how = if nodes.len() < 2 {
                     ""
                 } else if *parallel {
@@ -111,7 +116,7 @@ impl Renderer {
                 } else {
                     " (one after another)"
                 };
-                (*dry, format!("== {name}{how}: {}", nodes.join(", ")))
+                (self.plan, format!("== {name}{how}: {}", nodes.join(", ")))
             }
             EventKind::Status { subject, status } => (false, format!("{h}: {subject}: {status}")),
             EventKind::Retry { attempt, delay_ms, error } => (
@@ -153,6 +158,8 @@ impl Renderer {
             ),
             _ => return,
         };
+        // With -o yaml the document owns stdout.
+        let to_stdout = to_stdout && self.mode != Output::Yaml;
         let emit = || {
             if to_stdout {
                 let _ = writeln!(std::io::stdout().lock(), "{line}");

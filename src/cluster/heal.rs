@@ -13,15 +13,16 @@
 use crate::cluster::hook::Hook;
 use crate::cluster::instantiate;
 use crate::cluster::node_cmd::{self as cmd, InstallMode};
-use crate::cluster::runner::all_ok;
+use crate::lifecycle::all_ok;
 use crate::cluster::scale::{installed_masters, k8s_name_of, remove_from_cluster};
-use crate::cluster::topology::{ClusterNode, Role};
+use crate::cluster::topology::ClusterNode;
+use crate::lifecycle::Role;
 use crate::error::{Error, Result};
 use crate::transport::{Source, UploadFile};
 
 pub async fn start(h: &Hook, targets: &[&ClusterNode], whole: bool) -> Result<()> {
     if whole {
-        h.rt.phase("heal (whole VNF): forget the VIM record and the nodes", &[], false);
+        h.rt.phase::<ClusterNode>("heal (whole VNF): forget the VIM record and the nodes", &[], false);
         h.with_state(|s| {
             s.vim = None;
             s.vim_connection_info = None;
@@ -35,7 +36,7 @@ pub async fn start(h: &Hook, targets: &[&ClusterNode], whole: bool) -> Result<()
     for t in targets {
         let survivors: Vec<&ClusterNode> = installed_masters(h).into_iter().filter(|m| m.name() != t.name()).collect();
         let k = k8s_name_of(h, t);
-        if !h.installed(t) && !h.rt.dry {
+        if !h.installed(t) {
             // A repeated heal-start: this node was already taken out.
             h.outcome(t, format!("already removed from the cluster ({k})"));
             continue;
@@ -65,24 +66,19 @@ pub async fn start(h: &Hook, targets: &[&ClusterNode], whole: bool) -> Result<()
                 let via_k8s = k8s_name_of(h, via);
                 h.rt.phase("heal master: delete node and etcd member", &[via], false);
                 h.rt.exec(via, h.rt.root_cmd(via, cmd::delete_node(&k)?, h.rt.timeouts.command)).await?;
-                let list =
-                    h.rt.output(via, h.rt.root_cmd(via, cmd::etcd_members(&via_k8s)?, h.rt.timeouts.command)).await?;
-                match cmd::parse_member_id(&list, &k) {
+                let members = h.rt.root_cmd(via, cmd::etcd_members(&via_k8s)?, h.rt.timeouts.command);
+                let member = h.rt.fact(via, members, "the etcd member list", || Some("<member id>".to_string()), |o| {
+                    Ok(cmd::parse_member_id(o, &k))
+                });
+                match member.await? {
                     Some(id) => {
                         h.rt.exec(via, h.rt.root_cmd(via, cmd::etcd_remove(&via_k8s, &id)?, h.rt.timeouts.command))
                             .await?;
                     }
-                    None if h.rt.dry => {
-                        h.rt.exec(
-                            via,
-                            h.rt.root_cmd(via, cmd::etcd_remove(&via_k8s, "<member id>")?, h.rt.timeouts.command),
-                        )
-                        .await?;
-                    }
                     None => h.outcome(t, "no etcd member left to remove"),
                 }
             }
-            Role::Worker => {
+            Role::Worker | Role::Node => {
                 let masters = installed_masters(h);
                 let via = h.rt.first_reachable(&masters).await?;
                 h.rt.phase("heal worker: drain and delete", &[t], false);
@@ -152,7 +148,7 @@ pub async fn end(h: &Hook, targets: &[&ClusterNode], whole: bool) -> Result<serd
                 }
                 h.outcome(t, "rejoined as master");
             }
-            Role::Worker => {
+            Role::Worker | Role::Node => {
                 h.install(t, InstallMode::Worker, Some((&token, &hash)), None).await?;
                 h.outcome(t, "rejoined as worker");
             }
@@ -163,7 +159,7 @@ pub async fn end(h: &Hook, targets: &[&ClusterNode], whole: bool) -> Result<serd
         .with_state(|s| s.bearer_token.clone())
         .map(crate::secret::Secret::new)
         .unwrap_or_else(|| crate::secret::Secret::new(""));
-    if h.rt.dry || h.with_state(|s| s.vim.is_some()) {
+    if h.with_state(|s| s.vim.is_some()) {
         return h.write_record(&bearer);
     }
     Ok(serde_json::Value::Null)
@@ -172,43 +168,28 @@ pub async fn end(h: &Hook, targets: &[&ClusterNode], whole: bool) -> Result<serd
 /// Copy the chart root and the repository list from a survivor to a healed master.
 async fn restore_helm(h: &Hook, from: &ClusterNode, to: &ClusterNode) -> Result<()> {
     h.rt.phase("heal master: restore Helm charts and repositories", &[from, to], false);
-    let packed = h.rt.output(from, h.rt.root_cmd(from, cmd::pack_charts(&h.run_dir)?, h.rt.timeouts.helm)).await?;
-    if h.rt.dry || packed.trim() == "packed" {
-        let tmp = tempfile_path(h)?;
-        h.rt.download(from, &format!("{}/helm-charts.tgz", h.run_dir), &tmp).await?;
-        h.rt.upload(
-            to,
-            vec![UploadFile {
-                source: Source::Path(tmp.clone()),
-                remote: format!("{}/helm-charts.tgz", h.run_dir),
-                mode: 0o600,
-            }],
-        )
-        .await?;
+    let pack = h.rt.root_cmd(from, cmd::pack_charts(&h.run_dir)?, h.rt.timeouts.helm);
+    let packed = h.rt.fact(from, pack, "whether charts were packed", || true, |o| Ok(o.trim() == "packed")).await?;
+    if packed {
+        // A private directory (0700, unpredictable name), removed when it goes out of scope.
+        let tmp = tempfile::tempdir().map_err(|e| Error::input("temp dir", "TMPDIR", e.to_string()))?;
+        let local = tmp.path().join("helm-charts.tgz");
+        h.rt.download(from, &format!("{}/helm-charts.tgz", h.run_dir), &local).await?;
+        let archive = UploadFile {
+            source: Source::Path(local),
+            remote: format!("{}/helm-charts.tgz", h.run_dir),
+            mode: 0o600,
+        };
+        h.rt.upload(to, vec![archive]).await?;
         h.rt.exec(to, h.rt.root_cmd(to, cmd::unpack_charts(&h.run_dir)?, h.rt.timeouts.helm)).await?;
-        let _ = std::fs::remove_file(&tmp);
     }
-    let repos = h.rt.output(from, h.rt.root_cmd(from, cmd::helm_repo_list(), h.rt.timeouts.command)).await?;
-    let list: Vec<serde_json::Value> = if h.rt.dry {
-        vec![]
-    } else {
-        serde_json::from_str(repos.trim()).map_err(|e| Error::Remote {
-            node: from.name().into(),
-            command: cmd::helm_repo_list(),
-            status: "exit code 0".into(),
-            stderr_tail: format!("not JSON: {e}"),
-        })?
-    };
+    let repos = h.rt.root_cmd(from, cmd::helm_repo_list(), h.rt.timeouts.command);
+    let repos = h.rt.json_fact(from, repos, "the Helm repository list").await?;
+    let list = repos.as_array().cloned().unwrap_or_default();
     for r in list {
         if let (Some(n), Some(u)) = (r.get("name").and_then(|v| v.as_str()), r.get("url").and_then(|v| v.as_str())) {
             h.rt.exec(to, h.rt.root_cmd(to, cmd::helm_repo_add(n, u)?, h.rt.timeouts.command)).await?;
         }
     }
     Ok(())
-}
-
-fn tempfile_path(h: &Hook) -> Result<std::path::PathBuf> {
-    let dir = std::env::temp_dir().join(format!("mgmt-driver-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).map_err(|e| Error::input(dir.display().to_string(), "temp", e.to_string()))?;
-    Ok(dir.join(format!("{}-helm-charts.tgz", h.instance_id)))
 }

@@ -6,15 +6,16 @@ use std::sync::Mutex;
 
 use serde_json::{json, Value};
 
-use crate::cluster::install_output::MasterOutput;
+use crate::cluster::install_output::{self, MasterOutput};
 use crate::cluster::node_cmd::{self as cmd, InstallMode};
-use crate::cluster::package::Package;
 use crate::cluster::params::{Cidr, ClusterParams};
 use crate::cluster::record::{self, HelmInfo, Record};
-use crate::cluster::request::VimConnections;
-use crate::cluster::runner::Runner;
-use crate::cluster::state::{ClusterFacts, InstanceState, Store};
-use crate::cluster::topology::{ClusterNode, Role, Topology};
+use crate::cluster::state::{self, ClusterFacts, InstanceState};
+use crate::cluster::topology::{ClusterNode, Topology};
+use crate::lifecycle::package::Package;
+use crate::lifecycle::request::VimConnections;
+use crate::lifecycle::state::Store;
+use crate::lifecycle::{Role, Runner};
 use crate::error::{Error, Result};
 use crate::redact::Redact;
 use crate::secret::Secret;
@@ -40,12 +41,9 @@ pub struct Hook {
 }
 
 impl Hook {
+    /// Record the instance state now (a plan's store writes nothing).
     pub fn save(&self) -> Result<()> {
-        if self.rt.dry {
-            return Ok(());
-        }
-        let mut s = self.state.lock().expect("state lock");
-        self.store.save(&mut s)
+        self.state.lock().expect("state lock").save(&self.store)
     }
 
     pub fn with_state<T>(&self, f: impl FnOnce(&mut InstanceState) -> T) -> T {
@@ -143,10 +141,10 @@ impl Hook {
         if let Some(off) = &p.offline_artifacts_path {
             let field = "additionalParams.k8s_cluster_installation_param.offline_artifacts_path";
             let dir = pkg.resolve(off, &self.req_file, field, true)?;
-            let job = crate::step::put_job(&dir, &format!("{}/{}", self.run_dir, cmd::OFFLINE_DIR), Some(0o600))
+            let job = crate::fanout::put_job(&dir, &format!("{}/{}", self.run_dir, cmd::OFFLINE_DIR), Some(0o600))
                 .map_err(|e| Error::input(&self.req_file, field, e.to_string()))?;
             for a in job.actions {
-                if let crate::step::Action::Upload(v) = a {
+                if let crate::lifecycle::job::Action::Upload(v) = a {
                     files.extend(v);
                 }
             }
@@ -212,17 +210,46 @@ impl Hook {
                 }
             })
             .await;
-        crate::cluster::runner::all_ok(res).map(|_| ())
+        crate::lifecycle::all_ok(res).map(|_| ())
     }
 
-    /// Run the install script on one node. Secrets go in the env file, output is redacted.
+    /// Run the install script on one node (a joining master or a worker) and record it.
     pub async fn install(
         &self,
         n: &ClusterNode,
         mode: InstallMode,
         join: Option<(&Secret, &str)>,
         cert_key: Option<&Secret>,
-    ) -> Result<String> {
+    ) -> Result<()> {
+        self.install_as(n, mode, join, cert_key, "nothing", || (), |_| Ok(())).await
+    }
+
+    /// Install the main master and read what its script printed: token, server, CA.
+    pub async fn install_main(&self, n: &ClusterNode) -> Result<MasterOutput> {
+        let placeholder = || MasterOutput {
+            token: Secret::new("<token>"),
+            server: format!("https://{}:6443", self.topo.cluster_ip),
+            ca_hash: "<ca-hash>".into(),
+            certificate_key: Some(Secret::new("<certificate-key>")),
+            ca_pem: "<CA PEM>".into(),
+        };
+        let what = "the cluster facts (token, server, CA)";
+        self.install_as(n, InstallMode::MainMaster, None, None, what, placeholder, install_output::parse).await
+    }
+
+    /// The install script on one node: secrets go in the env file, output is redacted; then the
+    /// node's hostname (its Kubernetes name) is read back, checked, and the node recorded.
+    #[allow(clippy::too_many_arguments)] // the script's contract plus how to read its output
+    async fn install_as<T>(
+        &self,
+        n: &ClusterNode,
+        mode: InstallMode,
+        join: Option<(&Secret, &str)>,
+        cert_key: Option<&Secret>,
+        what: &str,
+        placeholder: impl FnOnce() -> T,
+        parse: impl FnOnce(&str) -> std::result::Result<T, String>,
+    ) -> Result<T> {
         let mut extra: Vec<(&str, &Secret)> = Vec::new();
         let hash = join.map(|(_, h)| h).unwrap_or("");
         if let Some((t, _)) = join {
@@ -236,9 +263,9 @@ impl Hook {
         let net = cmd::Networks { pod: &self.params.pod_cidr.text, service: &self.params.cluster_cidr.text };
         let line = cmd::install(&self.run_dir, env_name, mode, &self.topo, n, net, hash)?;
         let c = self.rt.root_cmd(n, line, self.rt.timeouts.install).with_redact(Redact::Kubeadm);
-        let out = self.rt.output(n, c).await?;
-        let name = self.rt.output(n, self.rt.root_cmd(n, cmd::hostname(), self.rt.timeouts.command)).await?;
-        let k8s = if self.rt.dry { n.k8s_name.clone() } else { name.trim().to_string() };
+        let out = self.rt.fact(n, c, what, placeholder, parse).await?;
+        let hostname = self.rt.root_cmd(n, cmd::hostname(), self.rt.timeouts.command);
+        let k8s = self.rt.fact(n, hostname, "the node's hostname", || n.k8s_name.clone(), parse_hostname).await?;
         self.with_state(|s| {
             let st = s.node(n.name());
             st.role = Some(n.role);
@@ -251,73 +278,37 @@ impl Hook {
         Ok(out)
     }
 
-    /// A fresh join token from a master (Redacted: the output is the secret).
+    /// A fresh join token from a master (redacted: the output is the secret).
     pub async fn join_token(&self, m: &ClusterNode) -> Result<Secret> {
-        let out = self
-            .rt
-            .output(m, self.rt.root_cmd(m, cmd::token_create(), self.rt.timeouts.command).with_redact(Redact::All))
-            .await?;
-        if self.rt.dry {
-            return Ok(Secret::new("<token>"));
-        }
-        let t = out.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("").trim().to_string();
-        let ok = t.len() == 23
-            && t.as_bytes()[6] == b'.'
-            && t.chars().filter(|c| *c != '.').all(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
-        if !ok {
-            return Err(Error::Remote {
-                node: m.name().into(),
-                command: cmd::token_create(),
-                status: "exit code 0".into(),
-                stderr_tail: "output is not a bootstrap token".into(),
-            });
-        }
-        Ok(Secret::new(t))
+        let c = self.rt.root_cmd(m, cmd::token_create(), self.rt.timeouts.command).with_redact(Redact::All);
+        self.rt.fact(m, c, "a bootstrap token", || Secret::new("<token>"), parse_token).await
     }
 
     /// A fresh certificate key for a joining master (uploads the control-plane certificates).
     pub async fn certificate_key(&self, m: &ClusterNode) -> Result<Secret> {
-        let out = self
-            .rt
-            .output(
-                m,
-                self.rt.root_cmd(m, cmd::certificate_key(), self.rt.timeouts.command).with_redact(Redact::Kubeadm),
-            )
-            .await?;
-        if self.rt.dry {
-            return Ok(Secret::new("<certificate-key>"));
-        }
-        let k = out.lines().rev().map(str::trim).find(|l| !l.is_empty()).unwrap_or("");
-        if k.len() != 64 || !k.chars().all(|c| c.is_ascii_hexdigit()) {
-            return Err(Error::Remote {
-                node: m.name().into(),
-                command: cmd::certificate_key(),
-                status: "exit code 0".into(),
-                stderr_tail: "last line is not a 64-hex certificate key".into(),
-            });
-        }
-        Ok(Secret::new(k))
+        let c = self.rt.root_cmd(m, cmd::certificate_key(), self.rt.timeouts.command).with_redact(Redact::Kubeadm);
+        self.rt.fact(m, c, "a certificate key", || Secret::new("<certificate-key>"), parse_certificate_key).await
     }
 
     /// Cluster facts from a running master (re-runs, where the script's output is gone).
     pub async fn query_facts(&self, m: &ClusterNode) -> Result<ClusterFacts> {
         let t = self.rt.timeouts.command;
-        let server = self.rt.output(m, self.rt.root_cmd(m, cmd::server_url(), t)).await?;
-        let ca_pem = self.rt.output(m, self.rt.root_cmd(m, cmd::ca_pem(), t)).await?;
-        let ca_hash = self.rt.output(m, self.rt.root_cmd(m, cmd::ca_hash(), t)).await?;
-        Ok(self.facts(m, server.trim().into(), ca_pem, ca_hash.trim().into()))
+        let placeholder = format!("https://{}:6443", self.topo.cluster_ip);
+        let server = self.rt.fact(m, self.rt.root_cmd(m, cmd::server_url(), t), "the API server URL", || placeholder, |o| {
+            Ok(o.trim().to_string())
+        });
+        let server = server.await?;
+        let ca_pem = self.rt.fact(m, self.rt.root_cmd(m, cmd::ca_pem(), t), "the CA certificate", || "<CA PEM>".into(), |o| {
+            Ok(o.to_string())
+        });
+        let ca_pem = ca_pem.await?;
+        let ca_hash = self.rt.fact(m, self.rt.root_cmd(m, cmd::ca_hash(), t), "the CA hash", || "<ca-hash>".into(), |o| {
+            Ok(o.trim().to_string())
+        });
+        Ok(self.facts(m, server, ca_pem, ca_hash.await?))
     }
 
     pub fn facts(&self, m: &ClusterNode, server: String, ca_pem: String, ca_hash: String) -> ClusterFacts {
-        if self.rt.dry {
-            return ClusterFacts {
-                server: format!("https://{}:6443", self.topo.cluster_ip),
-                ca_pem: "<CA PEM>".into(),
-                ca_hash: "<ca-hash>".into(),
-                cluster_ip: self.topo.cluster_ip.clone(),
-                main_master: m.name().into(),
-            };
-        }
         ClusterFacts { server, ca_pem, ca_hash, cluster_ip: self.topo.cluster_ip.clone(), main_master: m.name().into() }
     }
 
@@ -364,25 +355,76 @@ impl Hook {
         Ok(rec.vim(self.tacker_compat))
     }
 
-    /// The hook's result document (stdout with `-o json`).
-    pub fn result(&self, operation: &str, error: Option<&Error>, vim: Option<Value>) -> Value {
+    /// Where the hook ran, for the result document's context.
+    pub fn context(&self) -> Value {
+        json!({
+            "vnfInstanceId": self.instance_id,
+            "state": self.store.doc_path(&self.instance_id, state::KIND),
+        })
+    }
+
+    /// The recorded VIM (its bearer token masked unless `--tacker-compat`).
+    pub fn recorded_vim(&self) -> Option<Value> {
+        self.with_state(|s| s.vim.clone()).map(|mut v| {
+            if !self.tacker_compat {
+                v["auth_cred"]["bearer_token"] = crate::secret::MASK.into();
+            }
+            v
+        })
+    }
+
+    /// The hook's result: the updated vimConnectionInfo, the VIM record and each node's outcome.
+    pub fn result(&self, vim: Option<Value>) -> Value {
         let mut outcomes = self.outcomes.lock().expect("outcomes").clone();
         // Cluster order (masters, then workers), whatever order parallel steps finished in.
         let order: Vec<&str> = self.topo.all().map(|n| n.name()).collect();
         outcomes.sort_by_key(|(n, _)| order.iter().position(|o| o == n).unwrap_or(usize::MAX));
         json!({
-            "operation": operation,
-            "vnfInstanceId": self.instance_id,
-            "ok": error.is_none(),
-            "error": error.map(|e| e.to_string()),
-            "errorKind": error.map(|e| e.kind()),
-            "dryRun": self.rt.dry,
             "vimConnectionInfo": *self.vim_connections.lock().expect("vim connections"),
             "vim": vim,
             "nodes": outcomes.iter().map(|(n, o)| json!({"node": n, "outcome": o})).collect::<Vec<_>>(),
-            "warnings": self.params.warnings,
-            "state": self.store.path(&self.instance_id),
         })
+    }
+}
+
+/// The last non-empty line, when it is a bootstrap token (`[a-z0-9]{6}.[a-z0-9]{16}`). The
+/// message never quotes the output: it may be a secret.
+fn parse_token(out: &str) -> std::result::Result<Secret, String> {
+    let t = out.lines().rev().map(str::trim).find(|l| !l.is_empty()).unwrap_or("");
+    let ok = t.len() == 23
+        && t.as_bytes()[6] == b'.'
+        && t.chars().filter(|c| *c != '.').all(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
+    if ok {
+        Ok(Secret::new(t))
+    } else {
+        Err("the last line is not a bootstrap token".into())
+    }
+}
+
+fn parse_certificate_key(out: &str) -> std::result::Result<Secret, String> {
+    let k = out.lines().rev().map(str::trim).find(|l| !l.is_empty()).unwrap_or("");
+    if k.len() == 64 && k.chars().all(|c| c.is_ascii_hexdigit()) {
+        Ok(Secret::new(k))
+    } else {
+        Err("the last line is not a 64-hex certificate key".into())
+    }
+}
+
+/// A node's hostname becomes its Kubernetes name and is used in later commands: it must be a
+/// DNS name (RFC 1123 labels), nothing else.
+pub fn parse_hostname(out: &str) -> std::result::Result<String, String> {
+    let h = out.trim();
+    let label = |l: &str| {
+        !l.is_empty()
+            && l.len() <= 63
+            && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+            && !l.starts_with('-')
+            && !l.ends_with('-')
+    };
+    if !h.is_empty() && h.len() <= 253 && h.split('.').all(label) {
+        Ok(h.to_ascii_lowercase())
+    } else {
+        Err(format!("{:?} is not a DNS host name", h.chars().take(80).collect::<String>()))
     }
 }
 

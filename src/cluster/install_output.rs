@@ -2,7 +2,6 @@
 //! `server:`, `ssl_ca_cert_hash:`, `certificate_key:` lines and the CA certificate's PEM block,
 //! wherever they appear among the script's other output.
 
-use crate::error::{Error, Result};
 use crate::secret::Secret;
 
 #[derive(Clone, Debug)]
@@ -14,7 +13,8 @@ pub struct MasterOutput {
     pub ca_pem: String,
 }
 
-pub fn parse(stdout: &str, node: &str, command: &str) -> Result<MasterOutput> {
+/// The fields of the main master's output, or what is missing (the caller names node and command).
+pub fn parse(stdout: &str) -> Result<MasterOutput, String> {
     let (mut token, mut server, mut hash, mut key) = (None, None, None, None);
     let mut pem: Option<String> = None;
     let mut in_pem = false;
@@ -44,13 +44,8 @@ pub fn parse(stdout: &str, node: &str, command: &str) -> Result<MasterOutput> {
             key = Some(v);
         }
     }
-    let missing = |what: &str| Error::Remote {
-        node: node.to_string(),
-        command: command.to_string(),
-        status: "exit code 0".into(),
-        stderr_tail: format!(
-            "the install script's output has no {what} (Tacker's contract: token:, server:, ssl_ca_cert_hash:, CA PEM)"
-        ),
+    let missing = |what: &str| {
+        format!("the install script's output has no {what} (Tacker's contract: token:, server:, ssl_ca_cert_hash:, CA PEM)")
     };
     let pem = pem.filter(|_| !in_pem).ok_or_else(|| missing("complete CA certificate PEM block"))?;
     let hash = hash.ok_or_else(|| missing("'ssl_ca_cert_hash:' line"))?;
@@ -77,7 +72,7 @@ ssl_ca_cert_hash:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a0
 
     #[test]
     fn finds_every_field_among_other_output() {
-        let o = parse(OUT, "m1", "install").unwrap();
+        let o = parse(OUT).unwrap();
         assert_eq!(o.token.expose(), "abcdef.0123456789abcdef");
         assert_eq!(o.server, "https://10.10.0.91:16443");
         assert_eq!(o.ca_hash.len(), 64);
@@ -87,9 +82,9 @@ ssl_ca_cert_hash:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a0
 
     #[test]
     fn missing_fields_are_named() {
-        let e = parse(&OUT.replace("token:abc", "tok:abc"), "m1", "install").unwrap_err().to_string();
-        assert!(e.contains("m1") && e.contains("no 'token:' line"), "{e}");
-        let e = parse(&OUT.replace("-----END CERTIFICATE-----\n", ""), "m1", "install").unwrap_err().to_string();
+        let e = parse(&OUT.replace("token:abc", "tok:abc")).unwrap_err();
+        assert!(e.contains("no 'token:' line"), "{e}");
+        let e = parse(&OUT.replace("-----END CERTIFICATE-----\n", "")).unwrap_err();
         assert!(e.contains("PEM"), "{e}");
     }
 }

@@ -12,11 +12,10 @@
 //! completes the missing nodes only and ends with the same record.
 
 use crate::cluster::hook::Hook;
-use crate::cluster::install_output;
 use crate::cluster::node_cmd::{self as cmd, InstallMode};
-use crate::cluster::runner::all_ok;
+use crate::lifecycle::all_ok;
 use crate::cluster::topology::ClusterNode;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::redact::Redact;
 use crate::secret::Secret;
 
@@ -35,18 +34,11 @@ pub async fn run(h: &Hook) -> Result<serde_json::Value> {
         let facts = if h.installed(main) {
             h.query_facts(main).await?
         } else {
-            let out = h.install(main, InstallMode::MainMaster, None, None).await?;
+            let o = h.install_main(main).await?;
             h.outcome(main, "installed");
-            if h.rt.dry {
-                token = Some(Secret::new("<token>"));
-                cert_key = Some(Secret::new("<certificate-key>"));
-                h.facts(main, String::new(), String::new(), String::new())
-            } else {
-                let o = install_output::parse(&out, main.name(), "install_k8s_cluster.sh -m ...")?;
-                token = Some(o.token.clone());
-                cert_key = o.certificate_key.clone();
-                h.facts_from_output(main, &o)
-            }
+            token = Some(o.token.clone());
+            cert_key = o.certificate_key.clone();
+            h.facts_from_output(main, &o)
         };
         h.with_state(|s| s.facts = Some(facts));
         h.save()?;
@@ -99,21 +91,12 @@ pub async fn run(h: &Hook) -> Result<serde_json::Value> {
 
     // 5. Bearer token for the VIM.
     h.rt.phase("VIM bearer token", &[main], false);
-    let out =
-        h.rt.output(
-            main,
-            h.rt.root_cmd(main, cmd::admin_token(&h.run_dir)?, h.rt.timeouts.command).with_redact(Redact::All),
-        )
-        .await?;
-    let bearer = if h.rt.dry { Secret::new("<bearer token>") } else { Secret::new(out.trim()) };
-    if !h.rt.dry && bearer.expose().is_empty() {
-        return Err(Error::Remote {
-            node: main.name().into(),
-            command: "kubectl get secret mgmt-driver-admin-token".into(),
-            status: "exit code 0".into(),
-            stderr_tail: "empty token".into(),
-        });
-    }
+    let c = h.rt.root_cmd(main, cmd::admin_token(&h.run_dir)?, h.rt.timeouts.command).with_redact(Redact::All);
+    let bearer = h.rt.fact(main, c, "the VIM bearer token", || Secret::new("<bearer token>"), |o| match o.trim() {
+        "" => Err("the token is empty".to_string()),
+        t => Ok(Secret::new(t)),
+    });
+    let bearer = bearer.await?;
 
     // 6. Helm on every master.
     install_helm(h, &h.topo.masters.iter().collect::<Vec<_>>()).await?;

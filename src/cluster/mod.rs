@@ -1,20 +1,62 @@
 //! The Kubernetes-cluster lifecycle hooks: a drop-in for Tacker's sample Kubernetes MgmtDriver.
-//! Pure parts (request models, params, topology, node commands, output parsing, records) are
-//! unit-tested; `runner` is the edge that talks to nodes; the hook files read like the spec's
-//! step lists. The node contract is in docs/cluster-contract.md.
+//! `prepare` reads and checks every input; `hook` holds what the hooks share (the runner, the
+//! instance state, the steps several hooks reuse); each operation is a file that reads like the
+//! spec's step list (`instantiate`, `heal`, `scale`, `terminate`). Pure parts (params, topology,
+//! node commands, output parsing, records) are unit-tested. The node contract is in
+//! docs/cluster-contract.md.
 
-pub mod cli;
 pub mod heal;
 pub mod hook;
 pub mod install_output;
 pub mod instantiate;
 pub mod node_cmd;
-pub mod package;
 pub mod params;
+pub mod prepare;
 pub mod record;
-pub mod request;
-pub mod runner;
 pub mod scale;
 pub mod state;
 pub mod terminate;
 pub mod topology;
+
+use serde_json::Value;
+
+use crate::error::Error;
+use crate::lifecycle::request::ScaleType;
+use prepare::{Op, Prepared, Req};
+use topology::ClusterNode;
+
+/// What a hook run produced, for the result document.
+pub struct Outcome {
+    pub context: Value,
+    pub result: Value,
+    pub warnings: Vec<String>,
+    pub error: Option<Error>,
+}
+
+/// Run a prepared hook: the operation for `op`, then the result document.
+pub async fn run(op: Op, p: &Prepared, reset_nodes: bool) -> Outcome {
+    let h = &p.hook;
+    let nodes: Vec<&ClusterNode> = p.targets.iter().filter_map(|n| h.topo.find(n)).collect();
+    let result = match (op, &p.req) {
+        (Op::InstantiateEnd, _) => instantiate::run(h).await.map(Some),
+        (Op::HealStart, Req::Heal(r)) => heal::start(h, &nodes, r.whole_vnf()).await.map(|_| None),
+        (Op::HealEnd, Req::Heal(r)) => heal::end(h, &nodes, r.whole_vnf()).await.map(Some),
+        (Op::ScaleStart, Req::Scale(r)) if r.kind == ScaleType::In => scale::scale_in(h, &nodes).await.map(|_| None),
+        (Op::ScaleEnd, Req::Scale(r)) if r.kind == ScaleType::Out => scale::scale_out(h, &nodes).await.map(|_| None),
+        // The other direction: nothing to do (as Tacker).
+        (Op::ScaleStart | Op::ScaleEnd, _) => Ok(None),
+        (Op::TerminateEnd, _) => terminate::run(h, reset_nodes).await.map(|_| None),
+        _ => Ok(None),
+    };
+    h.rt.close().await;
+    let vim = match &result {
+        Ok(Some(v)) if !v.is_null() => Some(v.clone()),
+        _ => h.recorded_vim(),
+    };
+    Outcome {
+        context: h.context(),
+        result: h.result(if op == Op::TerminateEnd { None } else { vim }),
+        warnings: h.params.warnings.clone(),
+        error: result.err(),
+    }
+}

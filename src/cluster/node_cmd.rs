@@ -283,7 +283,8 @@ pub fn helm_repo_add(name: &str, url: &str) -> Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cluster::topology::{k8s_name, Role};
+    use crate::cluster::topology::k8s_name;
+    use crate::lifecycle::Role;
     use crate::inventory::Host;
     use std::process::Command;
 

@@ -10,8 +10,9 @@
 
 use crate::cluster::hook::Hook;
 use crate::cluster::node_cmd::{self as cmd, InstallMode};
-use crate::cluster::runner::all_ok;
-use crate::cluster::topology::{ClusterNode, Role};
+use crate::lifecycle::all_ok;
+use crate::cluster::topology::ClusterNode;
+use crate::lifecycle::Role;
 use crate::error::{Error, Result};
 
 /// Installed masters, in cluster order.
@@ -25,22 +26,15 @@ pub async fn remove_from_cluster(h: &Hook, via: &ClusterNode, k8s_name: &str, no
     let d = h.rt.timeouts.drain;
     let secs = d.as_secs().max(1) as u32;
     h.rt.exec(via, h.rt.root_cmd(via, cmd::drain(k8s_name, secs)?, h.rt.timeouts.command + d)).await?;
-    let pods = h.rt.output(via, h.rt.root_cmd(via, cmd::pods_on(k8s_name)?, h.rt.timeouts.command)).await?;
-    if !h.rt.dry {
-        let left = cmd::evictable_pods(&pods).map_err(|m| Error::Remote {
-            node: via.name().into(),
-            command: cmd::pods_on(k8s_name).unwrap_or_default(),
-            status: "exit code 0".into(),
-            stderr_tail: m,
-        })?;
-        if !left.is_empty() {
-            return Err(Error::Remote {
-                node: node.name().into(),
-                command: format!("drain {k8s_name}"),
-                status: "pods still on the node".into(),
-                stderr_tail: left.join("\n"),
-            });
-        }
+    let pods = h.rt.root_cmd(via, cmd::pods_on(k8s_name)?, h.rt.timeouts.command);
+    let left = h.rt.fact(via, pods, "the pods left on the node", Vec::new, cmd::evictable_pods).await?;
+    if !left.is_empty() {
+        return Err(Error::Remote {
+            node: node.name().into(),
+            command: format!("drain {k8s_name}"),
+            status: "pods still on the node".into(),
+            stderr_tail: left.join("\n"),
+        });
     }
     h.rt.exec(via, h.rt.root_cmd(via, cmd::delete_node(k8s_name)?, h.rt.timeouts.command)).await?;
     Ok(())

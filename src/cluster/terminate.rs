@@ -4,7 +4,7 @@
 
 use crate::cluster::hook::Hook;
 use crate::cluster::node_cmd as cmd;
-use crate::cluster::runner::all_ok;
+use crate::lifecycle::all_ok;
 use crate::cluster::topology::ClusterNode;
 use crate::error::Result;
 
@@ -23,9 +23,7 @@ pub async fn run(h: &Hook, reset_nodes: bool) -> Result<serde_json::Value> {
     }
     let vim = h.with_state(|s| s.vim.clone());
     h.vim_connections.lock().expect("vim").remove_kubernetes(None, &h.params.vim_name);
-    h.rt.phase("remove the VIM record and the instance state", &[], false);
-    if !h.rt.dry {
-        h.store.remove(&h.instance_id)?;
-    }
+    h.rt.phase::<ClusterNode>("remove the VIM record and the instance state", &[], false);
+    h.store.remove_doc(&h.instance_id, crate::cluster::state::KIND)?;
     Ok(serde_json::json!({"removed": vim.and_then(|v| v.get("name").cloned())}))
 }

@@ -7,16 +7,11 @@ use std::collections::BTreeSet;
 use std::path::PathBuf;
 
 use crate::cluster::params::{ClusterParams, RoleParams};
-use crate::cluster::request::VnfInstance;
+use crate::lifecycle::request::VnfInstance;
+use crate::lifecycle::{Node, Role};
 use crate::error::{Error, Result};
 use crate::inventory::{Auth, Host, HostKeyCheck, Inventory};
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Role {
-    Master,
-    Worker,
-}
 
 #[derive(Clone, Debug)]
 pub struct ClusterNode {
@@ -31,6 +26,12 @@ pub struct ClusterNode {
 impl ClusterNode {
     pub fn name(&self) -> &str {
         &self.host.name
+    }
+}
+
+impl Node for ClusterNode {
+    fn host(&self) -> &Host {
+        &self.host
     }
 }
 

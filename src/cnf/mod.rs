@@ -1,11 +1,131 @@
 //! Helm CNF lifecycle over SSH: Tacker's HelmClient and OSM's Helm connector, done right. Pure
-//! parts (helm_info parsing, params, Helm 3/4 command lines, manifests) are unit-tested; the
-//! session picks a master (with failover) and runs Helm there.
+//! parts (helm_info parsing, params, Helm 3/4 command lines, manifests) are unit-tested; `masters`
+//! finds where Helm runs, `session` picks a master (with failover) and runs Helm there, `ops`
+//! holds the operations' steps and `run` reads the inputs and dispatches.
+//!
+//! The operation list derives clap's `Subcommand` so the CLI can parse it directly; it is still
+//! plain data to everything here.
 
-pub mod cli;
 pub mod helm_cmd;
 pub mod helm_info;
 pub mod manifest;
+pub mod masters;
 pub mod ops;
 pub mod params;
+pub mod run;
 pub mod session;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::inventory::LoadOptions;
+
+#[derive(clap::Subcommand, Debug, Clone)]
+pub enum Op {
+    /// Deploy the request's charts (install, or upgrade when the release exists).
+    Instantiate,
+    /// Scale an aspect: helm upgrade --reuse-values --set <helm_replica_values path>=<n>.
+    Scale,
+    /// Re-create the pods named by the request's vnfcInstanceId (Helm has no heal).
+    Heal,
+    /// Upgrade a release (new chart, version or values); prints the new revision.
+    Upgrade {
+        #[arg(long)]
+        release: String,
+        /// Chart reference (default: the release's recorded chart).
+        #[arg(long)]
+        chart: Option<String>,
+        #[arg(long)]
+        version: Option<String>,
+        /// key=value, repeatable; each stays one literal argument.
+        #[arg(long)]
+        set: Vec<String>,
+        #[arg(long)]
+        reuse_values: bool,
+    },
+    /// Roll a release back (to REVISION, or the previous one).
+    Rollback {
+        #[arg(long)]
+        release: String,
+        #[arg(long)]
+        revision: Option<u32>,
+    },
+    Status {
+        #[arg(long)]
+        release: String,
+    },
+    History {
+        #[arg(long)]
+        release: String,
+    },
+    Values {
+        #[arg(long)]
+        release: String,
+        #[arg(long)]
+        all: bool,
+    },
+    List,
+    /// helm show values|readme|chart CHART [--repo URL] [--version V].
+    Show {
+        what: String,
+        chart: String,
+        #[arg(long)]
+        repo: Option<String>,
+        #[arg(long)]
+        version: Option<String>,
+    },
+    RepoList,
+    /// Make every master's repositories exactly NAME=URL... (add, re-add on URL change, remove extras).
+    RepoSync {
+        #[arg(long = "repo")]
+        repos: Vec<String>,
+    },
+    /// Uninstall the releases, remove repositories and chart directories on every master.
+    Terminate,
+}
+
+impl Op {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Op::Instantiate => "cnf instantiate",
+            Op::Scale => "cnf scale",
+            Op::Heal => "cnf heal",
+            Op::Upgrade { .. } => "cnf upgrade",
+            Op::Rollback { .. } => "cnf rollback",
+            Op::Status { .. } => "cnf status",
+            Op::History { .. } => "cnf history",
+            Op::Values { .. } => "cnf values",
+            Op::List => "cnf list",
+            Op::Show { .. } => "cnf show",
+            Op::RepoList => "cnf repo-list",
+            Op::RepoSync { .. } => "cnf repo-sync",
+            Op::Terminate => "cnf terminate",
+        }
+    }
+}
+
+/// What the caller hands over for a CNF operation.
+#[derive(Clone, Debug, Default)]
+pub struct Inputs {
+    /// The VNF instance (CNF) id: names the chart directory and the state document.
+    pub vnf_instance_id: Option<String>,
+    /// The operation's request (instantiate, scale, heal).
+    pub request: Option<PathBuf>,
+    pub package_dir: Option<PathBuf>,
+    /// A vimConnectionInfo file (list, map or one entry) holding extra.helm_info.
+    pub vim_connection_info: Option<PathBuf>,
+    /// Use the cluster recorded by `instantiate-end` under this id.
+    pub cluster_instance: Option<String>,
+    /// Credentials and host keys for the masters (matched by address).
+    pub inventory: Option<PathBuf>,
+    pub inventory_opts: LoadOptions,
+    pub known_hosts: Option<PathBuf>,
+    /// helm --wait.
+    pub wait: bool,
+    /// Roll back on failure (Helm 3 --atomic, Helm 4 --rollback-on-failure).
+    pub atomic: bool,
+    /// Each Helm operation's --timeout, and our deadline around it.
+    pub timeout: Duration,
+    /// Poll `helm status` this often while a long Helm command runs.
+    pub status_interval: Duration,
+}

@@ -7,14 +7,13 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use crate::cluster::package::Package;
-use crate::cluster::runner::all_ok;
-use crate::cluster::topology::ClusterNode;
 use crate::cnf::helm_cmd::{self as hc, InstallOpts};
 use crate::cnf::manifest::{self, Resource};
 use crate::cnf::params::{ChartSource, CnfParams, Release};
 use crate::cnf::session::{release_status, Session};
 use crate::error::{Error, Result};
+use crate::lifecycle::package::Package;
+use crate::lifecycle::{all_ok, Node, Target};
 use crate::quote::quote;
 use crate::transport::{Source, UploadFile};
 
@@ -52,15 +51,6 @@ fn cmd_timeout(c: &Ctx) -> Duration {
     c.timeout + Duration::from_secs(30)
 }
 
-fn remote_err(node: &ClusterNode, command: &str, msg: impl Into<String>) -> Error {
-    Error::Remote {
-        node: node.name().into(),
-        command: command.into(),
-        status: "exit code 0".into(),
-        stderr_tail: msg.into(),
-    }
-}
-
 /// The chart argument of a release on the masters.
 pub fn chart_ref(instance: &str, r: &Release) -> String {
     match &r.source {
@@ -76,7 +66,7 @@ pub async fn distribute(c: &Ctx<'_>) -> Result<Vec<String>> {
     let s = c.s;
     let nodes = s.all();
     s.rt.phase("charts and repositories on every master", &nodes, true);
-    let owner_of = |n: &ClusterNode| n.host.user.clone();
+    let owner_of = |n: &Target| n.host.user.clone();
     let res =
         s.rt.each(&nodes, |n| async move {
             let t = s.rt.timeouts.command;
@@ -205,8 +195,7 @@ pub async fn apply_release(c: &Ctx<'_>, r: &Release) -> Result<ReleaseState> {
         ChartSource::Local { .. } => None,
         _ => r.version.as_deref(),
     };
-    let st = s.text(s.helm.status_or_absent(&r.name, ns)?, s.rt.timeouts.command).await?;
-    let current = if s.rt.dry { None } else { release_status(&st) };
+    let current = s.release(&r.name, ns, None).await?;
     let mut files = Vec::new();
     if let Some(v) = &r.values {
         let f = format!(".mgmt-driver/run/{}/values-{}.json", c.instance, r.name);
@@ -283,22 +272,21 @@ pub async fn describe(c: &Ctx<'_>, r: &Release, chart: &str) -> Result<ReleaseSt
     let s = c.s;
     let ns = &c.params.namespace;
     let t = s.rt.timeouts.command;
-    let st = s.text(s.helm.status(&r.name, ns)?, t).await?;
-    let man = s.run(s.helm.get_manifest(&r.name, ns)?, t).await?;
-    let vals = s.text(s.helm.get_values(&r.name, ns, true)?, t).await?;
-    if s.rt.dry {
-        return Ok(ReleaseState { chart: chart.into(), ..Default::default() });
-    }
-    let (status, revision) =
-        release_status(&st).ok_or_else(|| remote_err(s.master(), "helm status", "unreadable status JSON"))?;
-    s.rt.ev(s.master()).emit(crate::event::EventKind::Status {
+    let m = s.master();
+    let status = s.rt.root_cmd(m, s.helm.status(&r.name, ns)?, t);
+    let (status, revision) = s
+        .rt
+        .fact(m, status, "the release status", || (String::new(), 0), |o| {
+            release_status(o).ok_or_else(|| "unreadable status JSON".to_string())
+        })
+        .await?;
+    let man = s.rt.root_cmd(m, s.helm.get_manifest(&r.name, ns)?, t);
+    let resources = s.rt.fact(m, man, "the release manifest", Vec::new, |o| manifest::parse(o, ns)).await?;
+    let values = s.json(s.helm.get_values(&r.name, ns, true)?, "the release values").await?;
+    s.rt.ev(m).emit(crate::event::EventKind::Status {
         subject: format!("release {}", r.name),
         status: format!("{status} (revision {revision})"),
     });
-    let resources =
-        manifest::parse(&man.stdout_text(), ns).map_err(|e| remote_err(s.master(), "helm get manifest", e))?;
-    let values: Value = serde_json::from_str(vals.trim())
-        .map_err(|e| remote_err(s.master(), "helm get values", format!("not JSON: {e}")))?;
     Ok(ReleaseState { chart: chart.into(), revision, status, resources, values })
 }
 
@@ -322,16 +310,13 @@ pub async fn scale(c: &Ctx<'_>, aspect: &str, delta: i64) -> Result<(u64, u64, R
         )
     })?;
     let s = c.s;
-    let vals = s.text(s.helm.get_values(&r.name, &p.namespace, true)?, s.rt.timeouts.command).await?;
-    let current = if s.rt.dry {
-        1
-    } else {
-        let v: Value =
-            serde_json::from_str(vals.trim()).map_err(|e| remote_err(s.master(), "helm get values", e.to_string()))?;
-        value_at(&v, path).and_then(Value::as_u64).ok_or_else(|| {
-            remote_err(s.master(), "helm get values", format!("no number at '{path}' in the release's values"))
-        })?
-    };
+    let m = s.master();
+    let vals = s.rt.root_cmd(m, s.helm.get_values(&r.name, &p.namespace, true)?, s.rt.timeouts.command);
+    let current = s.rt.fact(m, vals, "the replica count", || 1, |o| {
+        let v: Value = serde_json::from_str(o.trim()).map_err(|e| format!("not JSON: {e}"))?;
+        value_at(&v, path).and_then(Value::as_u64).ok_or_else(|| format!("no number at '{path}' in the release's values"))
+    });
+    let current = current.await?;
     let target = current as i64 + delta;
     let vdu = p.vdu_mapping.values().find(|v| v.release == r.name);
     let (min, max) =
@@ -382,8 +367,8 @@ pub async fn terminate(c: &Ctx<'_>, releases: &[String]) -> Result<Value> {
     let ns = &c.params.namespace;
     let mut gone = Vec::new();
     for r in releases {
-        let st = s.text(s.helm.status_or_absent(r, ns)?, s.rt.timeouts.command).await?;
-        if !s.rt.dry && release_status(&st).is_none() {
+        // A plan shows the uninstall of every release.
+        if s.release(r, ns, Some(("deployed".into(), 0))).await?.is_none() {
             gone.push(json!({"release": r, "outcome": "already absent"}));
             continue;
         }
@@ -426,12 +411,8 @@ pub async fn repo_sync(s: &Session, want: &BTreeMap<String, String>) -> Result<V
     let res =
         s.rt.each(&nodes, |n| async move {
             let t = s.rt.timeouts.command;
-            let out = s.rt.exec(n, s.rt.root_cmd(n, s.helm.repo_list(), t)).await?.stdout_text();
-            let have: Vec<Value> = if s.rt.dry {
-                vec![]
-            } else {
-                serde_json::from_str(out.trim()).map_err(|e| remote_err(n, "helm repo list", e.to_string()))?
-            };
+            let list = s.rt.json_fact(n, s.rt.root_cmd(n, s.helm.repo_list(), t), "the repository list").await?;
+            let have: Vec<Value> = list.as_array().cloned().unwrap_or_default();
             let have: BTreeMap<String, String> = have
                 .iter()
                 .filter_map(|r| {

@@ -74,7 +74,7 @@ pub struct VduMap {
     pub max: Option<u32>,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct CnfParams {
     pub namespace: String,
     pub releases: Vec<Release>,

@@ -4,48 +4,41 @@
 
 use std::time::Duration;
 
-use crate::cluster::runner::Runner;
-use crate::cluster::topology::{ClusterNode, Role};
 use crate::cnf::helm_cmd::{parse_version, Helm};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::event::EventKind;
+use crate::lifecycle::{Runner, Target};
 use crate::transport::ExecOutput;
 
 pub struct Session {
     pub rt: Runner,
-    pub masters: Vec<ClusterNode>,
+    pub masters: Vec<Target>,
     /// Index of the master Helm runs on.
     pub active: usize,
     pub helm: Helm,
     pub status_every: Duration,
 }
 
+/// Exits 127 with a clear message on a master without Helm; prints e.g. `v3.17.3+g...`.
+const HELM_VERSION: &str = "command -v helm >/dev/null || { echo 'helm is not installed' >&2; exit 127; }; helm version --short";
+
 impl Session {
-    /// Pick the first reachable master and detect its Helm.
-    pub async fn open(rt: Runner, masters: Vec<ClusterNode>, status_every: Duration) -> Result<Session> {
-        let refs: Vec<&ClusterNode> = masters.iter().collect();
+    /// Pick the first reachable master and detect its Helm (a plan assumes Helm 3).
+    pub async fn open(rt: Runner, masters: Vec<Target>, status_every: Duration) -> Result<Session> {
+        let refs: Vec<&Target> = masters.iter().collect();
         let m = rt.first_reachable(&refs).await?;
-        let active = masters.iter().position(|x| x.name() == m.name()).expect("one of them");
-        let mut s = Session { rt, masters, active, helm: Helm { major: 3 }, status_every };
-        if !s.rt.dry {
-            let node = s.master().clone();
-            let out = s
-                .rt
-                .exec(&node, s.rt.root_cmd(&node, "command -v helm >/dev/null || { echo 'helm is not installed' >&2; exit 127; }; helm version --short".into(), Duration::from_secs(30)))
-                .await?;
-            s.helm.major = parse_version(&out.stdout_text()).ok_or_else(|| Error::Remote {
-                node: node.name().into(),
-                command: "helm version --short".into(),
-                status: "exit code 0".into(),
-                stderr_tail: format!("cannot read a version from {:?}", out.stdout_text().trim()),
-            })?;
-            s.rt.ev(&node)
-                .emit(EventKind::Status { subject: "helm".into(), status: format!("major version {}", s.helm.major) });
-        }
-        Ok(s)
+        let active = masters.iter().position(|x| x.host.name == m.host.name).expect("one of them");
+        let cmd = rt.root_cmd(m, HELM_VERSION.into(), Duration::from_secs(30));
+        let major = rt
+            .fact(m, cmd, "the Helm version", || 3, |o| {
+                parse_version(o).ok_or_else(|| format!("no version in {:?}", o.trim()))
+            })
+            .await?;
+        rt.ev(m).emit(EventKind::Status { subject: "helm".into(), status: format!("major version {major}") });
+        Ok(Session { rt, masters, active, helm: Helm { major }, status_every })
     }
 
-    pub fn master(&self) -> &ClusterNode {
+    pub fn master(&self) -> &Target {
         &self.masters[self.active]
     }
 
@@ -55,8 +48,28 @@ impl Session {
         self.rt.exec(m, self.rt.root_cmd(m, script, timeout)).await
     }
 
+    /// Run a Helm command that prints JSON on the active master and parse it (null in a plan).
+    pub async fn json(&self, script: String, what: &str) -> Result<serde_json::Value> {
+        let m = self.master();
+        self.rt.json_fact(m, self.rt.root_cmd(m, script, self.rt.timeouts.command), what).await
+    }
+
+    /// Run a Helm command whose text output is the result (empty in a plan).
     pub async fn text(&self, script: String, timeout: Duration) -> Result<String> {
-        Ok(self.run(script, timeout).await?.stdout_text())
+        let m = self.master();
+        self.rt.fact(m, self.rt.root_cmd(m, script, timeout), "the output", String::new, |o| Ok(o.to_string())).await
+    }
+
+    /// `(status, revision)` of a release, or None when it does not exist; in a plan, `planned`.
+    pub async fn release(
+        &self,
+        rel: &str,
+        ns: &str,
+        planned: Option<(String, u64)>,
+    ) -> Result<Option<(String, u64)>> {
+        let m = self.master();
+        let cmd = self.rt.root_cmd(m, self.helm.status_or_absent(rel, ns)?, self.rt.timeouts.command);
+        self.rt.fact(m, cmd, "the release status", || planned, |o| Ok(release_status(o))).await
     }
 
     /// Run a long Helm command while polling `helm status` every `status_every` on a second
@@ -90,7 +103,7 @@ impl Session {
     }
 
     /// Every master, for steps that must reach all of them (charts, repositories).
-    pub fn all(&self) -> Vec<&ClusterNode> {
+    pub fn all(&self) -> Vec<&Target> {
         self.masters.iter().collect()
     }
 }
@@ -99,12 +112,6 @@ impl Session {
 pub fn release_status(json: &str) -> Option<(String, u64)> {
     let v: serde_json::Value = serde_json::from_str(json.trim()).ok()?;
     Some((v.pointer("/info/status")?.as_str()?.to_string(), v.get("version")?.as_u64()?))
-}
-
-/// A master as a node the runner can reach.
-pub fn master_node(host: crate::inventory::Host) -> ClusterNode {
-    let nic = host.addr.clone();
-    ClusterNode { k8s_name: String::new(), nic_ip: nic, role: Role::Master, host }
 }
 
 #[cfg(test)]

@@ -21,14 +21,14 @@ use tokio::sync::OnceCell;
 
 use crate::backoff::Backoff;
 use crate::command::RemoteCommand;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::event::HostEvents;
 use crate::inventory::Host;
 use crate::secret::Secret;
 use crate::transport::{Connector, ExecOutput, Transport, UploadFile, UploadResult};
 
 pub use exec::LineSplitter;
-pub use transfer::{check_remote_path, local_digest, parse_probe, probe_script};
+pub use transfer::{parse_probe, probe_script};
 
 /// Connection behaviour, shared by every host of a run.
 #[derive(Clone, Debug)]
@@ -156,6 +156,13 @@ impl Transport for SshSession {
     }
 
     async fn download(&self, remote: &str, local: &Path, events: &HostEvents) -> Result<u64> {
+        if let Some(dir) = local.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|e| Error::Transfer {
+                node: self.node.clone(),
+                what: format!("download of {remote}"),
+                message: format!("cannot create {}: {e}", dir.display()),
+            })?;
+        }
         self.download_file(remote, local, events).await
     }
 

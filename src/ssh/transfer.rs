@@ -17,7 +17,6 @@ use std::path::Path;
 use russh::ChannelMsg;
 use russh_sftp::client::SftpSession;
 use russh_sftp::protocol::{FileAttributes, OpenFlags};
-use sha2::{Digest, Sha256};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::SshSession;
@@ -25,7 +24,7 @@ use crate::command::RemoteCommand;
 use crate::error::{Error, Result};
 use crate::event::{EventKind, HostEvents};
 use crate::quote::quote;
-use crate::transport::{Source, UploadFile, UploadResult};
+use crate::transport::{check_remote_path, local_digest, Source, UploadFile, UploadResult};
 
 const CHUNK: usize = 256 * 1024;
 
@@ -62,34 +61,6 @@ pub fn inline_script(f: &UploadFile, sha: &str, tmp: &str) -> Result<String> {
         verify_and_move(sha, f.mode, &f.remote)?,
         mode = f.mode,
     ))
-}
-
-/// Content digest and size of a local source, computed off the async threads.
-pub async fn local_digest(src: &Source) -> std::io::Result<(String, u64)> {
-    match src {
-        Source::Bytes(b) => Ok((hex::encode(Sha256::digest(b)), b.len() as u64)),
-        Source::Path(p) => {
-            let p = p.clone();
-            tokio::task::spawn_blocking(move || {
-                use std::io::Read;
-                let mut f = std::fs::File::open(&p)?;
-                let mut h = Sha256::new();
-                let mut buf = vec![0u8; CHUNK];
-                let mut n = 0u64;
-                loop {
-                    let r = f.read(&mut buf)?;
-                    if r == 0 {
-                        break;
-                    }
-                    n += r as u64;
-                    h.update(&buf[..r]);
-                }
-                Ok((hex::encode(h.finalize()), n))
-            })
-            .await
-            .map_err(std::io::Error::other)?
-        }
-    }
 }
 
 /// The probe: one output line per file, `<octal mode> <sha256>` or `-` when absent.
@@ -160,19 +131,6 @@ pub fn finalize_script(items: &[(&UploadFile, &Todo, &str)]) -> Result<String> {
 /// A temporary name next to the target, so the final rename stays on one filesystem.
 fn temp_name(remote: &str) -> String {
     format!("{remote}.mgmtd-{:016x}", fastrand::u64(..))
-}
-
-/// A remote file path we can transfer to: not empty, not a directory, no newline or NUL
-/// (the node-side programs read one line per file).
-pub fn check_remote_path(p: &str) -> Result<()> {
-    if p.is_empty() || p.ends_with('/') || p.contains(['\n', '\0']) {
-        return Err(Error::input(
-            "DEST",
-            p.escape_debug().to_string(),
-            "not a usable remote file path (empty, a directory, or has a newline)",
-        ));
-    }
-    Ok(())
 }
 
 impl SshSession {
@@ -435,6 +393,7 @@ async fn copy<R: tokio::io::AsyncRead + Unpin, W: tokio::io::AsyncWrite + Unpin>
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sha2::{Digest, Sha256};
     use std::process::Command;
 
     fn sh(script: &str, dir: &Path) -> (i32, String, String) {

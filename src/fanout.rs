@@ -1,113 +1,15 @@
-//! Jobs: what to do on each host, as data. Building a job is pure (and is what `--dry-run`
-//! prints); running it is a straight walk over its actions on one [`Transport`].
+//! The fan-out commands as jobs: `exec`, `put`, `get` and `run-script` each build one job per
+//! host from the command line (pure, before anything connects, so bad input fails for every host
+//! at once with exit 2); the runner then fans the jobs out.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::command::{Become, RemoteCommand};
 use crate::error::{Error, Result};
-use crate::event::{EventKind, HostEvents};
 use crate::inventory::Host;
+use crate::lifecycle::job::{Action, CommandOpts, Job};
 use crate::quote::join;
-use crate::transport::{ExecOutput, Source, Transport, UploadFile};
-
-#[derive(Clone, Debug)]
-pub enum Action {
-    Upload(Vec<UploadFile>),
-    /// Run a command; a non-zero exit fails the host.
-    Exec(RemoteCommand),
-    /// Fetch a remote file to a local path.
-    Download {
-        remote: String,
-        local: PathBuf,
-    },
-}
-
-impl Action {
-    /// One line per action for `--dry-run`: the exact command text the node would receive
-    /// (passwords are never part of it; sudo reads them from stdin).
-    pub fn describe(&self) -> Result<String> {
-        Ok(match self {
-            Action::Upload(files) => files
-                .iter()
-                .map(|f| {
-                    let src = match &f.source {
-                        Source::Path(p) => p.display().to_string(),
-                        Source::Bytes(b) => format!("<{} bytes>", b.len()),
-                    };
-                    format!("upload {src} -> {} (mode {:04o}, skipped if sha256 matches)", f.remote, f.mode)
-                })
-                .collect::<Vec<_>>()
-                .join("\n"),
-            Action::Download { remote, local } => format!("download {remote} -> {}", local.display()),
-            Action::Exec(c) => {
-                let mut s = format!("exec {}", c.wire()?);
-                if c.become_ == Become::SudoWithPassword {
-                    s.push_str("   [sudo password: ******** on stdin]");
-                }
-                s
-            }
-        })
-    }
-}
-
-#[derive(Clone, Debug, Default)]
-pub struct Job {
-    pub actions: Vec<Action>,
-}
-
-/// What a host's job produced: the last command's output, if any.
-#[derive(Debug, Default)]
-pub struct JobOutput {
-    pub last: Option<ExecOutput>,
-    pub uploaded: usize,
-    pub skipped: usize,
-}
-
-impl Job {
-    pub async fn run(&self, t: &dyn Transport, ev: &HostEvents) -> Result<JobOutput> {
-        let mut out = JobOutput::default();
-        for a in &self.actions {
-            match a {
-                Action::Upload(files) => {
-                    for r in t.upload(files, ev).await? {
-                        if r.skipped {
-                            out.skipped += 1
-                        } else {
-                            out.uploaded += 1
-                        }
-                    }
-                }
-                Action::Exec(cmd) => out.last = Some(t.exec(cmd, ev).await?.check(t.node(), cmd)?),
-                Action::Download { remote, local } => {
-                    if let Some(dir) = local.parent() {
-                        std::fs::create_dir_all(dir)
-                            .map_err(|e| Error::input(dir.display().to_string(), "DEST", e.to_string()))?;
-                    }
-                    t.download(remote, local, ev).await?;
-                }
-            }
-        }
-        Ok(out)
-    }
-
-    /// Emit the plan as events (dry run), connecting to nothing.
-    pub fn plan(&self, ev: &HostEvents) -> Result<()> {
-        for (i, a) in self.actions.iter().enumerate() {
-            ev.emit(EventKind::Plan { step: i + 1, action: a.describe()? });
-        }
-        Ok(())
-    }
-}
-
-/// How become applies to a host: nothing for root, `sudo -S` with a password, `sudo -n` without.
-pub fn become_for(host: &Host, want: bool) -> Become {
-    match (want, host.user == "root", host.become_password.is_some()) {
-        (false, _, _) | (true, true, _) => Become::No,
-        (true, false, true) => Become::SudoWithPassword,
-        (true, false, false) => Become::SudoNoPassword,
-    }
-}
+use crate::transport::{Source, UploadFile};
 
 /// `exec -- CMD...`: like ssh, the words are joined with spaces and run by the node's shell.
 pub fn exec_job(words: &[String], host: &Host, opts: &CommandOpts) -> Result<Job> {
@@ -119,19 +21,6 @@ pub fn exec_job(words: &[String], host: &Host, opts: &CommandOpts) -> Result<Job
         return Err(Error::input("arguments", "CMD", "contains a NUL byte"));
     }
     Ok(Job { actions: vec![Action::Exec(opts.command(script, host))] })
-}
-
-/// Options shared by commands that run something.
-#[derive(Clone, Debug, Default)]
-pub struct CommandOpts {
-    pub timeout: Option<std::time::Duration>,
-    pub become_: bool,
-}
-
-impl CommandOpts {
-    pub fn command(&self, script: String, host: &Host) -> RemoteCommand {
-        RemoteCommand::new(script).with_timeout(self.timeout).with_become(become_for(host, self.become_))
-    }
 }
 
 /// `put SRC DEST`: a file, or a directory tree (DEST is then the remote directory).
@@ -170,7 +59,7 @@ pub fn put_job(src: &Path, dest: &str, mode: Option<u32>) -> Result<Job> {
     }
     // Refuse unusable destinations here, before any node is touched (exit 2, not 1 per host).
     for f in &files {
-        crate::ssh::check_remote_path(&f.remote)?;
+        crate::transport::check_remote_path(&f.remote)?;
     }
     Ok(Job { actions: vec![Action::Upload(files)] })
 }
@@ -235,7 +124,7 @@ impl ScriptJob {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .ok_or_else(|| Error::input("arguments", "SCRIPT", "has no file name"))?;
-        let (sha, _) = crate::ssh::local_digest(&Source::Bytes(bytes.clone()))
+        let (sha, _) = crate::transport::local_digest(&Source::Bytes(bytes.clone()))
             .await
             .map_err(|e| Error::input(script.display().to_string(), "SCRIPT", e.to_string()))?;
         let remote = format!(".mgmt-driver/scripts/{}/{name}", &sha[..16]);
@@ -268,14 +157,6 @@ mod tests {
         }
     }
 
-    #[test]
-    fn become_mode_follows_user_and_password() {
-        assert_eq!(become_for(&host("root", true), true), Become::No);
-        assert_eq!(become_for(&host("ubuntu", true), true), Become::SudoWithPassword);
-        assert_eq!(become_for(&host("ubuntu", false), true), Become::SudoNoPassword);
-        assert_eq!(become_for(&host("ubuntu", true), false), Become::No);
-    }
-
     #[tokio::test]
     async fn run_script_quotes_every_argument_and_uses_a_private_path() {
         let d = tempfile::tempdir().unwrap();
@@ -288,14 +169,6 @@ mod tests {
         assert!(cmd.script.ends_with("/hello.sh 'a b' '$(reboot)' 'x;y'"), "{}", cmd.script);
         let Action::Upload(files) = &job.actions[0] else { panic!() };
         assert_eq!(files[0].mode, 0o700);
-    }
-
-    #[test]
-    fn dry_run_description_masks_the_sudo_password() {
-        let job =
-            exec_job(&["id".into()], &host("ubuntu", true), &CommandOpts { become_: true, timeout: None }).unwrap();
-        let d = job.actions[0].describe().unwrap();
-        assert!(d.contains("sudo -S") && d.contains("********") && !d.contains("pw\n"), "{d}");
     }
 
     #[test]

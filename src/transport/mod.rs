@@ -7,11 +7,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use sha2::{Digest, Sha256};
 
 use crate::command::RemoteCommand;
 use crate::error::{Error, Result};
 use crate::event::HostEvents;
 use crate::inventory::Host;
+
+pub mod fake;
 
 /// What a finished command left behind.
 #[derive(Clone, Debug, Default)]
@@ -24,9 +27,17 @@ pub struct ExecOutput {
     /// The last lines of stderr, for error messages.
     pub stderr_tail: String,
     pub elapsed: Duration,
+    /// Nothing ran: a dry run's plan transport recorded the command instead. Readers of output
+    /// take a placeholder (see `Runner::fact`).
+    pub planned: bool,
 }
 
 impl ExecOutput {
+    /// What the plan transport answers: success, no output.
+    pub fn planned() -> ExecOutput {
+        ExecOutput { code: Some(0), planned: true, ..Default::default() }
+    }
+
     pub fn success(&self) -> bool {
         self.code == Some(0)
     }
@@ -56,6 +67,47 @@ impl ExecOutput {
     pub fn stdout_text(&self) -> String {
         String::from_utf8_lossy(&self.stdout).into_owned()
     }
+}
+
+/// Content digest and size of a local source, computed off the async threads.
+pub async fn local_digest(src: &Source) -> std::io::Result<(String, u64)> {
+    match src {
+        Source::Bytes(b) => Ok((hex::encode(Sha256::digest(b)), b.len() as u64)),
+        Source::Path(p) => {
+            let p = p.clone();
+            tokio::task::spawn_blocking(move || {
+                use std::io::Read;
+                let mut f = std::fs::File::open(&p)?;
+                let mut h = Sha256::new();
+                let mut buf = vec![0u8; 256 * 1024];
+                let mut n = 0u64;
+                loop {
+                    let r = f.read(&mut buf)?;
+                    if r == 0 {
+                        break;
+                    }
+                    n += r as u64;
+                    h.update(&buf[..r]);
+                }
+                Ok((hex::encode(h.finalize()), n))
+            })
+            .await
+            .map_err(std::io::Error::other)?
+        }
+    }
+}
+
+/// A remote file path we can transfer to: not empty, not a directory, no newline or NUL
+/// (the node-side programs read one line per file).
+pub fn check_remote_path(p: &str) -> Result<()> {
+    if p.is_empty() || p.ends_with('/') || p.contains(['\n', '\0']) {
+        return Err(Error::input(
+            "DEST",
+            p.escape_debug().to_string(),
+            "not a usable remote file path (empty, a directory, or has a newline)",
+        ));
+    }
+    Ok(())
 }
 
 /// Where an upload's bytes come from.

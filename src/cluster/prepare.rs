@@ -1,29 +1,25 @@
-//! The hook commands: `instantiate-end`, `heal-start`, `heal-end`, `scale-start`, `scale-end`,
-//! `terminate-end`. Everything is read and validated first (request, params, inventory,
-//! package, state); only then does anything connect. `--dry-run` stops short of connecting and
-//! prints every step instead.
+//! Everything a cluster hook needs, read and checked before anything connects: the request, the
+//! instance's recorded state, the cluster params (from the request, the record or the
+//! VnfInstance), the nodes (inventory or VnfInstance), the package paths and which nodes a heal
+//! or scale is about. Bad input stops here with exit 2 and nothing touched.
 
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
-use clap::Args;
 use serde_json::{Map, Value};
 
 use crate::cluster::hook::Hook;
-use crate::cluster::package::Package;
 use crate::cluster::params::{ClusterParams, PARAM_KEY};
-use crate::cluster::request::{
+use crate::cluster::state::{self, InstanceState};
+use crate::cluster::topology::{self, NodeDefaults, Topology};
+use crate::error::{Error, Result};
+use crate::inventory::{HostKeyCheck, Inventory, LoadOptions};
+use crate::lifecycle::package::Package;
+use crate::lifecycle::request::{
     self, HealRequest, InstantiateRequest, ScaleRequest, ScaleType, TerminateRequest, VimConnections, VnfInstance,
 };
-use crate::cluster::runner::{Runner, Timeouts};
-use crate::cluster::state::{InstanceState, Store};
-use crate::cluster::topology::{self, ClusterNode, NodeDefaults, Role, Topology};
-use crate::cluster::{heal, instantiate, scale, terminate};
-use crate::error::{exit, Error, Result};
-use crate::event::Events;
-use crate::inventory::{HostKeyCheck, Inventory, LoadOptions};
-use crate::render::{Output, Renderer};
-use crate::ssh::{SshConnector, SshOptions};
+use crate::lifecycle::state::{check_instance_id, Lock, Store};
+use crate::lifecycle::Runner;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Op {
@@ -48,67 +44,24 @@ impl Op {
     }
 }
 
-#[derive(Args, Debug, Clone)]
-pub struct HookArgs {
+/// What the caller (the CLI, a VNFM hook) hands over.
+#[derive(Clone, Debug, Default)]
+pub struct Inputs {
     /// The operation's request body (SOL002/SOL003 JSON).
-    #[arg(long)]
     pub request: Option<PathBuf>,
-    /// Nodes: groups named after the VNFD's aspect_id / vdu_id, `cps` for the cluster VIP.
-    #[arg(short, long, env = "MGMT_DRIVER_INVENTORY")]
     pub inventory: Option<PathBuf>,
-    /// The unpacked VNF package; script paths in the request are relative to it.
-    #[arg(long)]
+    pub inventory_opts: LoadOptions,
     pub package_dir: Option<PathBuf>,
     /// The VnfInstance (SOL003 JSON): its id, vimConnectionInfo and vnfcResourceInfo.
-    #[arg(long)]
     pub vnf_instance: Option<PathBuf>,
-    /// The VNF instance id, when no --vnf-instance is given.
-    #[arg(long)]
     pub vnf_instance_id: Option<String>,
-    /// Where instance state is kept (default: ~/.local/state/mgmt-driver).
-    #[arg(long, env = "MGMT_DRIVER_STATE_DIR")]
-    pub state_dir: Option<PathBuf>,
     /// Inventory host names to scale or heal (default: from the request).
-    #[arg(long)]
     pub node: Vec<String>,
-    /// Print the plan (nodes by role, order, parallel groups, exact commands) and connect to nothing.
-    #[arg(long)]
-    pub dry_run: bool,
-    /// How many nodes at once in parallel phases.
-    #[arg(short, long, default_value_t = 64)]
-    pub parallel: usize,
-    /// Tacker compatibility: the node password in helm_info, the bearer token in the output.
-    #[arg(long)]
     pub tacker_compat: bool,
-    /// terminate-end: run `kubeadm reset -f` on every node first.
-    #[arg(long)]
-    pub reset_nodes: bool,
-    /// Seconds an install script may run (Tacker: 2700).
-    #[arg(long, default_value_t = 2700.0)]
-    pub install_timeout: f64,
-    /// Seconds a drain waits for pods to be evicted before the step fails.
-    #[arg(long, default_value_t = 300.0)]
-    pub drain_timeout: f64,
-    /// Seconds per connection attempt.
-    #[arg(long, default_value_t = 10.0)]
-    pub connect_timeout: f64,
-    /// Keep retrying nodes that are not up yet for this many seconds.
-    #[arg(long, default_value_t = 300.0)]
-    pub retry_for: f64,
-    /// known_hosts for nodes taken from --vnf-instance (accept-new).
-    #[arg(long)]
+    /// known_hosts for nodes taken from the VnfInstance (accept-new).
     pub known_hosts: Option<PathBuf>,
-    /// Allow `host_key_check: off` in the inventory.
-    #[arg(long)]
-    pub insecure_no_host_key_check: bool,
-}
-
-fn secs(field: &str, v: f64) -> Result<std::time::Duration> {
-    if v.is_finite() && v > 0.0 && v < 1e7 {
-        Ok(std::time::Duration::from_secs_f64(v))
-    } else {
-        Err(Error::input("arguments", field, "must be a positive number of seconds"))
-    }
+    /// Only planning: a scale or heal may be planned without a recorded instantiate.
+    pub dry_run: bool,
 }
 
 fn need<'a>(p: &'a Option<PathBuf>, flag: &str, op: Op) -> Result<&'a PathBuf> {
@@ -117,7 +70,7 @@ fn need<'a>(p: &'a Option<PathBuf>, flag: &str, op: Op) -> Result<&'a PathBuf> {
 }
 
 /// Parsed request of any operation.
-enum Req {
+pub enum Req {
     Instantiate(InstantiateRequest),
     Heal(HealRequest),
     Scale(ScaleRequest),
@@ -135,14 +88,17 @@ impl Req {
     }
 }
 
-struct Prepared {
-    hook: Hook,
-    req: Req,
-    targets: Vec<String>,
-    _lock: Option<crate::cluster::state::Lock>,
+/// A hook ready to run: validated inputs, its nodes, and the instance lock held until dropped.
+pub struct Prepared {
+    pub hook: Hook,
+    pub req: Req,
+    pub targets: Vec<String>,
+    _lock: Lock,
 }
 
-fn prepare(op: Op, a: &HookArgs, events: Events) -> Result<Prepared> {
+/// Read and check everything an operation needs, before anything connects: the request, the
+/// instance's recorded state, the params, the nodes, the package paths, the target nodes.
+pub fn prepare(op: Op, a: &Inputs, store: Store, rt: Runner) -> Result<Prepared> {
     let req_path = match op {
         Op::TerminateEnd => a.request.as_ref(),
         _ => Some(need(&a.request, "--request", op)?),
@@ -174,13 +130,12 @@ fn prepare(op: Op, a: &HookArgs, events: Events) -> Result<Prepared> {
             ))
         }
     };
-    crate::cluster::state::check_instance_id(&id)?;
-    let store = Store::open(&a.state_dir.clone().unwrap_or_else(Store::default_dir))?;
-    let lock = if a.dry_run { None } else { Some(store.lock(&id)?) };
-    let state = store.load(&id)?;
+    check_instance_id(&id)?;
+    let lock = store.lock(&id, state::KIND)?;
+    let state = InstanceState::load(&store, &id)?;
     if state.is_none() && !matches!(op, Op::InstantiateEnd | Op::HealEnd | Op::TerminateEnd) && !a.dry_run {
         return Err(Error::input(
-            store.path(&id).display().to_string(),
+            store.doc_path(&id, state::KIND).display().to_string(),
             "state",
             format!("no state for VNF instance {id}: instantiate-end never ran here (or --state-dir differs)"),
         ));
@@ -198,7 +153,7 @@ fn prepare(op: Op, a: &HookArgs, events: Events) -> Result<Prepared> {
             .and_then(|i| i.instantiated_vnf_info.as_ref())
             .and_then(|i| i.additional_params.get(PARAM_KEY).cloned());
         match stored
-            .map(|v| (v, store.path(&id).display().to_string()))
+            .map(|v| (v, store.doc_path(&id, state::KIND).display().to_string()))
             .or(from_inst.map(|v| (v, a.vnf_instance.as_ref().map(|p| p.display().to_string()).unwrap_or_default())))
         {
             Some((v, f)) => {
@@ -233,7 +188,7 @@ fn prepare(op: Op, a: &HookArgs, events: Events) -> Result<Prepared> {
     if op == Op::TerminateEnd && !ap.contains_key(PARAM_KEY) {
         // Nothing recorded and nothing given: terminate has nothing to do but say so.
         return Err(Error::input(
-            store.path(&id).display().to_string(),
+            store.doc_path(&id, state::KIND).display().to_string(),
             "state",
             format!("no state for VNF instance {id}; nothing to terminate"),
         ));
@@ -243,7 +198,7 @@ fn prepare(op: Op, a: &HookArgs, events: Events) -> Result<Prepared> {
         state.params = ap.get(PARAM_KEY).cloned().unwrap_or(Value::Null);
     }
 
-    let inv_opts = LoadOptions { allow_insecure: a.insecure_no_host_key_check, credentials_from_request: true };
+    let inv_opts = LoadOptions { credentials_from_request: true, ..a.inventory_opts.clone() };
     let topo: Topology = match (&a.inventory, &inst) {
         (Some(p), _) => {
             let inv = Inventory::load(p, &inv_opts)?;
@@ -251,7 +206,7 @@ fn prepare(op: Op, a: &HookArgs, events: Events) -> Result<Prepared> {
         }
         (None, Some(i)) => {
             let d = NodeDefaults {
-                known_hosts: a.known_hosts.clone().unwrap_or_else(|| store_dir(a).join("known_hosts")),
+                known_hosts: a.known_hosts.clone().unwrap_or_else(|| store.dir().join("known_hosts")),
                 host_key_check: HostKeyCheck::AcceptNew,
             };
             topology::from_vnf_instance(i, &params, &a.vnf_instance.as_ref().expect("set").display().to_string(), &d)?
@@ -274,22 +229,6 @@ fn prepare(op: Op, a: &HookArgs, events: Events) -> Result<Prepared> {
         (_, Some(i)) => i.vim_connection_info.clone(),
         _ => VimConnections::default(),
     };
-    let mut ssh = SshOptions {
-        connect_timeout: secs("--connect-timeout", a.connect_timeout)?,
-        retry_for: secs("--retry-for", a.retry_for)?,
-        ..Default::default()
-    };
-    ssh.connect_timeout = ssh.connect_timeout.max(std::time::Duration::from_millis(100));
-    let connector = Arc::new(SshConnector::new(ssh)?);
-    if a.parallel == 0 {
-        return Err(Error::input("arguments", "--parallel", "must be at least 1"));
-    }
-    let timeouts = Timeouts {
-        install: secs("--install-timeout", a.install_timeout)?,
-        drain: secs("--drain-timeout", a.drain_timeout)?,
-        ..Default::default()
-    };
-    let rt = Runner::new(connector, events, a.dry_run, a.parallel, timeouts);
     let hook = Hook {
         rt,
         store,
@@ -314,12 +253,8 @@ fn prepare(op: Op, a: &HookArgs, events: Events) -> Result<Prepared> {
     Ok(Prepared { hook, req, targets, _lock: lock })
 }
 
-fn store_dir(a: &HookArgs) -> PathBuf {
-    a.state_dir.clone().unwrap_or_else(Store::default_dir)
-}
-
 /// Which nodes a heal or scale is about, as inventory host names.
-fn targets(op: Op, h: &Hook, req: &Req, a: &HookArgs, inst: Option<&VnfInstance>) -> Result<Vec<String>> {
+fn targets(op: Op, h: &Hook, req: &Req, a: &Inputs, inst: Option<&VnfInstance>) -> Result<Vec<String>> {
     for n in &a.node {
         if h.topo.find(n).is_none() {
             return Err(Error::input("--node", n.clone(), "no such node among the cluster's masters and workers"));
@@ -356,74 +291,3 @@ fn targets(op: Op, h: &Hook, req: &Req, a: &HookArgs, inst: Option<&VnfInstance>
     }
 }
 
-/// Run one hook: exit code 0 ok, 1 a node failed, 2 bad input (nothing ran).
-pub async fn run(op: Op, a: HookArgs, output: Output, verbose: bool) -> i32 {
-    let (events, rx) = Events::channel();
-    let renderer = tokio::spawn(Renderer::for_hooks(output, verbose).run(rx));
-    let p = match prepare(op, &a, events) {
-        Ok(p) => p,
-        Err(e) => {
-            let _ = renderer.await;
-            eprintln!("error: {e}");
-            if output == Output::Json {
-                println!(
-                    "{}",
-                    serde_json::json!({"operation": op.name(), "ok": false, "error": e.to_string(), "errorKind": e.kind()})
-                );
-            }
-            return e.exit_code();
-        }
-    };
-    let h = &p.hook;
-    for w in &h.params.warnings {
-        eprintln!("warning: {w}");
-    }
-    let nodes: Vec<&ClusterNode> = p.targets.iter().filter_map(|n| h.topo.find(n)).collect();
-    let result = match (op, &p.req) {
-        (Op::InstantiateEnd, _) => instantiate::run(h).await.map(Some),
-        (Op::HealStart, Req::Heal(r)) => heal::start(h, &nodes, r.whole_vnf()).await.map(|_| None),
-        (Op::HealEnd, Req::Heal(r)) => heal::end(h, &nodes, r.whole_vnf()).await.map(Some),
-        (Op::ScaleStart, Req::Scale(r)) if r.kind == ScaleType::In => scale::scale_in(h, &nodes).await.map(|_| None),
-        (Op::ScaleEnd, Req::Scale(r)) if r.kind == ScaleType::Out => scale::scale_out(h, &nodes).await.map(|_| None),
-        (Op::ScaleStart | Op::ScaleEnd, _) => Ok(None), // the other direction: nothing to do (as Tacker)
-        (Op::TerminateEnd, _) => terminate::run(h, a.reset_nodes).await.map(|_| None),
-        _ => Ok(None),
-    };
-    h.rt.close().await;
-    let vim = match &result {
-        Ok(Some(v)) if !v.is_null() => Some(v.clone()),
-        _ => h.with_state(|s| s.vim.clone()).map(|mut v| {
-            if !h.tacker_compat {
-                v["auth_cred"]["bearer_token"] = crate::secret::MASK.into();
-            }
-            v
-        }),
-    };
-    let doc = h.result(op.name(), result.as_ref().err(), if op == Op::TerminateEnd { None } else { vim });
-    drop(p);
-    let _ = renderer.await;
-    if output == Output::Json {
-        println!("{doc}");
-    }
-    match &result {
-        Ok(_) => {
-            if output != Output::Json {
-                eprintln!("{}: ok{}", op.name(), if a.dry_run { " (dry run: nothing was run)" } else { "" });
-            }
-            exit::OK
-        }
-        Err(e) => {
-            eprintln!("error: {e}");
-            e.exit_code()
-        }
-    }
-}
-
-impl Role {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Role::Master => "master",
-            Role::Worker => "worker",
-        }
-    }
-}

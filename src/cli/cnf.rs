@@ -1,0 +1,99 @@
+//! `mgmt-driver cnf <op>`: Helm CNF operations on a cluster's masters over SSH. Parses the
+//! arguments and calls `cnf::run`; inputs are checked before anything connects.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+
+use crate::cli::common::{parse_duration, Ctx, Defaults};
+use crate::cli::envelope::Envelope;
+use crate::cnf::{self, Inputs, Op};
+use crate::error::{exit, Result};
+use crate::lifecycle::Timeouts;
+use crate::render::Output;
+
+#[derive(Args, Debug, Clone)]
+pub struct CnfArgs {
+    /// The VNF instance (CNF) id: names the chart directory and the state document.
+    #[arg(long, global = true)]
+    pub vnf_instance_id: Option<String>,
+    /// The operation's request (instantiate, scale, heal).
+    #[arg(long, global = true)]
+    pub request: Option<PathBuf>,
+    #[arg(long, global = true)]
+    pub package_dir: Option<PathBuf>,
+    /// vimConnectionInfo (list, map or one entry) holding extra.helm_info.
+    #[arg(long, global = true)]
+    pub vim_connection_info: Option<PathBuf>,
+    /// Use the cluster recorded by `instantiate-end` for this VNF instance id.
+    #[arg(long, global = true)]
+    pub cluster_instance: Option<String>,
+    /// Credentials and host keys for the masters (matched by address).
+    #[arg(short, long, global = true)]
+    pub inventory: Option<PathBuf>,
+    #[arg(long, env = "MGMT_DRIVER_STATE_DIR", global = true)]
+    pub state_dir: Option<PathBuf>,
+    #[arg(long, global = true)]
+    pub known_hosts: Option<PathBuf>,
+    /// helm --wait.
+    #[arg(long, global = true)]
+    pub wait: bool,
+    /// Roll back on failure (Helm 3 --atomic, Helm 4 --rollback-on-failure).
+    #[arg(long, global = true)]
+    pub atomic: bool,
+    /// Each Helm operation's --timeout and our deadline around it: `300`, `10m`.
+    #[arg(long, default_value = "300", global = true, value_parser = parse_duration, value_name = "DURATION")]
+    pub timeout: Duration,
+    /// Poll `helm status` this often while a long Helm command runs.
+    #[arg(long, default_value = "5", global = true, value_parser = parse_duration, value_name = "DURATION")]
+    pub status_interval: Duration,
+}
+
+impl CnfArgs {
+    fn inputs(&self, ctx: &Ctx) -> Inputs {
+        Inputs {
+            vnf_instance_id: self.vnf_instance_id.clone(),
+            request: self.request.clone(),
+            package_dir: self.package_dir.clone(),
+            vim_connection_info: self.vim_connection_info.clone(),
+            cluster_instance: self.cluster_instance.clone(),
+            inventory: self.inventory.clone(),
+            inventory_opts: ctx.inventory_opts(),
+            known_hosts: self.known_hosts.clone(),
+            wait: self.wait,
+            atomic: self.atomic,
+            timeout: self.timeout,
+            status_interval: self.status_interval,
+        }
+    }
+}
+
+pub async fn run(op: Op, a: CnfArgs, ctx: &Ctx) -> i32 {
+    let (events, renderer) = ctx.renderer(None);
+    let inputs = a.inputs(ctx);
+    let defaults = Defaults { retry_for: Duration::from_secs(5), parallel: 16 };
+    let r: Result<cnf::run::Outcome> = async {
+        let prepared = cnf::run::prepare(&op, &inputs, ctx.store(&a.state_dir)?)?;
+        let rt = ctx.runner(events, &defaults, Timeouts::default(), false)?;
+        cnf::run::run(&op, &inputs, prepared, rt).await
+    }
+    .await;
+    let _ = renderer.await;
+    let env = Envelope::new(op.name(), ctx.run.dry_run);
+    match r {
+        Ok(o) => {
+            let env = Envelope { context: o.context, result: o.result, warnings: o.warnings, ..env };
+            match ctx.output {
+                Output::Json | Output::Yaml => env.print(ctx.output),
+                _ => println!("{}", serde_json::to_string_pretty(&env).unwrap_or_default()),
+            }
+            exit::OK
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            env.error(&e).print(ctx.output);
+            e.exit_code()
+        }
+    }
+}

@@ -1,0 +1,160 @@
+//! What every subcommand shares, declared once: connection flags, fan-out and dry-run flags, the
+//! one duration parser, and the one set-up that turns them into a connector (SSH, or the plan
+//! connector for `--dry-run`), a runner, a store and a renderer. Subcommands only parse their
+//! own arguments and call an operation.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::Args;
+use tokio::task::JoinHandle;
+
+use crate::error::{Error, Result};
+use crate::event::Events;
+use crate::inventory::LoadOptions;
+use crate::lifecycle::plan::PlanConnector;
+use crate::lifecycle::state::Store;
+use crate::lifecycle::{FanOut, Runner, Timeouts};
+use crate::render::{Output, Renderer};
+use crate::ssh::{SshConnector, SshOptions};
+use crate::transport::Connector;
+
+/// How to reach nodes. Global: every command takes them, the hooks included.
+#[derive(Args, Debug, Clone, Default)]
+pub struct ConnArgs {
+    /// Per connection attempt (TCP + handshake + login): `10`, `10s`, `500ms`, `1m`.
+    #[arg(long, global = true, value_parser = parse_duration, value_name = "DURATION")]
+    pub connect_timeout: Option<Duration>,
+    /// Keep retrying nodes that are not up yet (refused, unreachable) this long (default: 60s for
+    /// exec/put/get/run-script, 300s for the hooks, 5s per master for cnf).
+    #[arg(long, global = true, value_parser = parse_duration, value_name = "DURATION")]
+    pub retry_for: Option<Duration>,
+    /// Key exchange algorithms, most preferred first (comma-separated).
+    #[arg(long, global = true, value_delimiter = ',')]
+    pub kex: Option<Vec<String>>,
+    /// Allow `host_key_check: off` in the inventory (warns for every host).
+    #[arg(long, global = true)]
+    pub insecure_no_host_key_check: bool,
+}
+
+/// How many nodes at once, and whether to run at all.
+#[derive(Args, Debug, Clone, Default)]
+pub struct RunArgs {
+    /// How many nodes at once (default: 256 for exec/put/get/run-script, 64 for the hooks, 16
+    /// masters for cnf).
+    #[arg(short, long, global = true)]
+    pub parallel: Option<usize>,
+    /// Start no new node after the first failure.
+    #[arg(long, global = true)]
+    pub fail_fast: bool,
+    /// Print what would run where, in order, and connect to nothing; nothing is written.
+    #[arg(long, global = true)]
+    pub dry_run: bool,
+}
+
+/// The parts of the command line every subcommand's set-up needs.
+#[derive(Clone, Debug)]
+pub struct Ctx {
+    pub output: Output,
+    pub verbose: bool,
+    pub conn: ConnArgs,
+    pub run: RunArgs,
+}
+
+/// A subcommand's own defaults for the shared flags.
+pub struct Defaults {
+    pub retry_for: Duration,
+    pub parallel: usize,
+}
+
+/// Durations as operators write them: `30` (seconds), `1.5`, `10s`, `500ms`, `5m`, `1h`.
+pub fn parse_duration(s: &str) -> std::result::Result<Duration, String> {
+    let t = s.trim();
+    let d = match t.parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Duration::from_secs_f64(v.min(1e9)),
+        Ok(_) => return Err(format!("'{s}' must be a positive duration")),
+        Err(_) => humantime::parse_duration(t).map_err(|e| format!("'{s}' is not a duration ({e}); use e.g. 30, 10s, 5m, 1h"))?,
+    };
+    if d.is_zero() {
+        return Err(format!("'{s}' must be a positive duration"));
+    }
+    if d > Duration::from_secs(10_000_000) {
+        return Err(format!("'{s}' is too long (at most 10000000 seconds)"));
+    }
+    Ok(d)
+}
+
+impl Ctx {
+    pub fn inventory_opts(&self) -> LoadOptions {
+        LoadOptions { allow_insecure: self.conn.insecure_no_host_key_check, ..Default::default() }
+    }
+
+    fn parallel(&self, d: &Defaults) -> Result<usize> {
+        match self.run.parallel {
+            Some(0) => Err(Error::input("arguments", "--parallel", "must be at least 1")),
+            Some(n) => Ok(n),
+            None => Ok(d.parallel),
+        }
+    }
+
+    /// SSH, or the plan connector under `--dry-run` (which connects to nothing).
+    pub fn connector(&self, d: &Defaults) -> Result<Arc<dyn Connector>> {
+        if self.run.dry_run {
+            return Ok(Arc::new(PlanConnector::new()));
+        }
+        let mut ssh = SshOptions { retry_for: self.conn.retry_for.unwrap_or(d.retry_for), ..Default::default() };
+        if let Some(t) = self.conn.connect_timeout {
+            ssh.connect_timeout = t.max(Duration::from_millis(100));
+        }
+        if let Some(k) = &self.conn.kex {
+            ssh.kex = k.clone();
+        }
+        Ok(Arc::new(SshConnector::new(ssh)?))
+    }
+
+    /// The runner every operation uses. A plan runs one node at a time, so it reads in order.
+    pub fn runner(&self, events: Events, d: &Defaults, timeouts: Timeouts, report_each: bool) -> Result<Runner> {
+        let parallel = if self.run.dry_run { 1 } else { self.parallel(d)? };
+        let fan_out = FanOut { parallel, fail_fast: self.run.fail_fast, report_each };
+        Ok(Runner::new(self.connector(d)?, events, fan_out, timeouts))
+    }
+
+    /// The state store; read-only in a plan.
+    pub fn store(&self, dir: &Option<PathBuf>) -> Result<Store> {
+        let dir = dir.clone().unwrap_or_else(Store::default_dir);
+        if self.run.dry_run {
+            Ok(Store::read_only(&dir))
+        } else {
+            Store::open(&dir)
+        }
+    }
+
+    /// Start rendering events. Lifecycle operations keep stdout for the result document.
+    pub fn renderer(&self, hosts: Option<usize>) -> (Events, JoinHandle<()>) {
+        let (events, rx) = Events::channel();
+        let r = match hosts {
+            Some(n) => Renderer::new(self.output, self.verbose, n),
+            None => Renderer::for_hooks(self.output, self.verbose),
+        };
+        (events, tokio::spawn(r.plan(self.run.dry_run).run(rx)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_as_operators_write_them() {
+        assert_eq!(parse_duration("30").unwrap(), Duration::from_secs(30));
+        assert_eq!(parse_duration("1.5").unwrap(), Duration::from_millis(1500));
+        assert_eq!(parse_duration("10s").unwrap(), Duration::from_secs(10));
+        assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
+        assert_eq!(parse_duration("5m").unwrap(), Duration::from_secs(300));
+        assert_eq!(parse_duration("1h").unwrap(), Duration::from_secs(3600));
+        for bad in ["0", "-1", "NaN", "inf", "ten", "", "1e300", "400000000000s"] {
+            assert!(parse_duration(bad).is_err(), "{bad}");
+        }
+    }
+}

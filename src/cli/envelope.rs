@@ -1,0 +1,99 @@
+//! The one result document every command prints with `-o json` (one line on stdout) or
+//! `-o yaml`: what ran, whether it worked, its result, and the warnings and errors. Events go to
+//! stderr in those modes, so stdout is exactly one document a VNFM or script can parse. The shape
+//! is documented by `docs/result.schema.json`, and the tests check every JSON output against it.
+
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use crate::error::Error;
+use crate::render::Output;
+
+pub const API_VERSION: &str = "mgmt-driver/v1";
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Envelope {
+    pub api_version: &'static str,
+    pub kind: &'static str,
+    /// `exec`, `instantiate_end`, `cnf instantiate`, ...
+    pub operation: String,
+    pub ok: bool,
+    pub dry_run: bool,
+    /// Where it ran: the instance, the master, the Helm version, the hosts.
+    pub context: Value,
+    /// The operation's own result (null when it failed before producing one).
+    pub result: Value,
+    pub warnings: Vec<String>,
+    pub errors: Vec<ErrorItem>,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ErrorItem {
+    /// A short machine-readable kind (`input`, `connect`, `remote`, ...).
+    pub kind: &'static str,
+    pub message: String,
+    /// The node it happened on, when there is one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
+}
+
+impl ErrorItem {
+    pub fn from_error(e: &Error) -> ErrorItem {
+        ErrorItem { kind: e.kind(), message: e.to_string(), node: e.node().map(str::to_string) }
+    }
+}
+
+impl Envelope {
+    pub fn new(operation: impl Into<String>, dry_run: bool) -> Envelope {
+        Envelope {
+            api_version: API_VERSION,
+            kind: "Result",
+            operation: operation.into(),
+            ok: true,
+            dry_run,
+            context: json!({}),
+            result: Value::Null,
+            warnings: vec![],
+            errors: vec![],
+        }
+    }
+
+    pub fn error(mut self, e: &Error) -> Envelope {
+        self.ok = false;
+        self.errors.push(ErrorItem::from_error(e));
+        self
+    }
+
+    /// Print the document for `-o json` / `-o yaml`; other modes print their own way.
+    pub fn print(&self, output: Output) {
+        match output {
+            Output::Json => println!("{}", serde_json::to_string(self).expect("envelope serializes")),
+            Output::Yaml => print!("{}", serde_norway::to_string(self).expect("envelope serializes")),
+            _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_error_names_kind_node_and_message() {
+        let e = Error::Remote {
+            node: "w2".into(),
+            command: "x".into(),
+            status: "exit code 1".into(),
+            stderr_tail: String::new(),
+        };
+        let v = serde_json::to_value(Envelope::new("exec", false).error(&e)).unwrap();
+        assert_eq!(v["ok"], false);
+        assert_eq!(v["apiVersion"], API_VERSION);
+        assert_eq!(v["errors"][0]["kind"], "remote");
+        assert_eq!(v["errors"][0]["node"], "w2");
+        let ok = serde_json::to_value(Envelope::new("exec", true)).unwrap();
+        assert!(ok["errors"].as_array().unwrap().is_empty() && ok["dryRun"] == true);
+    }
+}

@@ -1,0 +1,193 @@
+//! `exec`, `put`, `get`, `run-script`: build one job per host (pure; bad input fails for every
+//! host at once, before anything connects), fan the jobs out on the runner, summarize.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use clap::Args;
+use serde_json::{json, Value};
+
+use crate::cli::common::{parse_duration, Ctx, Defaults};
+use crate::cli::envelope::{Envelope, ErrorItem};
+use crate::error::{exit, Error, Result};
+use crate::fanout::{exec_job, get_job, put_job, ScriptJob};
+use crate::inventory::{Host, Inventory};
+use crate::lifecycle::job::{CommandOpts, Job, JobOutput};
+use crate::lifecycle::runner::DEFAULT_PARALLEL;
+use crate::lifecycle::Timeouts;
+use crate::render::Output;
+
+/// Which hosts.
+#[derive(Args, Debug, Clone)]
+pub struct Select {
+    /// Inventory file (YAML).
+    #[arg(short, long, env = "MGMT_DRIVER_INVENTORY")]
+    pub inventory: PathBuf,
+    /// Only hosts of this group (repeatable).
+    #[arg(short, long)]
+    pub group: Vec<String>,
+    /// Only this host (repeatable).
+    #[arg(long)]
+    pub host: Vec<String>,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct RunOpts {
+    /// Kill the command (its whole process group on the node) after this long: `30`, `10s`, `5m`.
+    #[arg(short, long, value_parser = parse_duration, value_name = "DURATION")]
+    pub timeout: Option<Duration>,
+    /// Run with sudo (password from the inventory's become_password*, fed on stdin).
+    #[arg(short, long)]
+    pub r#become: bool,
+}
+
+impl RunOpts {
+    fn command_opts(&self) -> CommandOpts {
+        CommandOpts { timeout: self.timeout, become_: self.r#become }
+    }
+}
+
+#[derive(Args, Debug)]
+pub struct ExecArgs {
+    #[command(flatten)]
+    pub select: Select,
+    #[command(flatten)]
+    pub run: RunOpts,
+    /// The command, after `--`.
+    #[arg(last = true, required = true)]
+    pub cmd: Vec<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct PutArgs {
+    #[command(flatten)]
+    pub select: Select,
+    pub src: PathBuf,
+    /// Remote path; ending in `/` keeps the source's file name. Relative = login home.
+    pub dest: String,
+    /// File mode in octal (default: the local file's mode).
+    #[arg(long, value_parser = parse_mode)]
+    pub mode: Option<u32>,
+}
+
+#[derive(Args, Debug)]
+pub struct GetArgs {
+    #[command(flatten)]
+    pub select: Select,
+    /// Remote file; relative = login home.
+    pub remote: String,
+    /// Local directory (created when missing).
+    pub dir: PathBuf,
+}
+
+#[derive(Args, Debug)]
+pub struct RunScriptArgs {
+    #[command(flatten)]
+    pub select: Select,
+    #[command(flatten)]
+    pub run: RunOpts,
+    pub script: PathBuf,
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+    pub args: Vec<String>,
+}
+
+fn parse_mode(s: &str) -> std::result::Result<u32, String> {
+    let m = u32::from_str_radix(s.trim_start_matches("0o"), 8).map_err(|_| format!("'{s}' is not an octal mode"))?;
+    if m > 0o7777 {
+        Err(format!("'{s}' is out of range"))
+    } else {
+        Ok(m)
+    }
+}
+
+pub async fn exec(a: ExecArgs, ctx: &Ctx) -> Result<i32> {
+    let opts = a.run.command_opts();
+    fan_out("exec", &a.select, ctx, |h| exec_job(&a.cmd, h, &opts)).await
+}
+
+pub async fn put(a: PutArgs, ctx: &Ctx) -> Result<i32> {
+    let job = put_job(&a.src, &a.dest, a.mode)?;
+    fan_out("put", &a.select, ctx, |_| Ok(job.clone())).await
+}
+
+pub async fn get(a: GetArgs, ctx: &Ctx) -> Result<i32> {
+    fan_out("get", &a.select, ctx, |h| get_job(&a.remote, &a.dir, h)).await
+}
+
+pub async fn run_script(a: RunScriptArgs, ctx: &Ctx) -> Result<i32> {
+    let opts = a.run.command_opts();
+    let sj = ScriptJob::new(&a.script, &a.args).await?;
+    fan_out("run-script", &a.select, ctx, |h| Ok(sj.job(h, &opts))).await
+}
+
+/// Build every host's job first (bad input fails here, for all hosts at once), then run them.
+async fn fan_out(op: &str, sel: &Select, ctx: &Ctx, job: impl Fn(&Host) -> Result<Job>) -> Result<i32> {
+    let inv = Inventory::load(&sel.inventory, &ctx.inventory_opts())?;
+    let hosts = inv.select(&sel.group, &sel.host)?;
+    let jobs: Vec<Job> = hosts.iter().map(&job).collect::<Result<_>>()?;
+    let defaults = Defaults { retry_for: Duration::from_secs(60), parallel: DEFAULT_PARALLEL };
+    let (events, renderer) = ctx.renderer(Some(hosts.len()));
+    let rt = ctx.runner(events, &defaults, Timeouts::default(), true)?;
+    let started = Instant::now();
+    let refs: Vec<&Host> = hosts.iter().collect();
+    let results = rt
+        .each(&refs, |h| {
+            let job = &jobs[hosts.iter().position(|x| x.name == h.name).expect("one of them")];
+            let rt = &rt;
+            async move {
+                let r = rt.run_job(h, job).await;
+                // One connection per host for its whole job; close it as soon as the job ends.
+                rt.forget(h).await;
+                r
+            }
+        })
+        .await;
+    drop(rt);
+    let _ = renderer.await;
+    Ok(summarize(op, &results, ctx, started.elapsed()))
+}
+
+fn summarize(op: &str, results: &[(&Host, Result<JobOutput>)], ctx: &Ctx, elapsed: Duration) -> i32 {
+    let failed: Vec<(&str, &Error)> =
+        results.iter().filter_map(|(h, r)| r.as_ref().err().map(|e| (h.name.as_str(), e))).collect();
+    let ok = results.len() - failed.len();
+    match ctx.output {
+        Output::Json | Output::Yaml => {
+            let mut env = Envelope::new(op, ctx.run.dry_run);
+            env.ok = failed.is_empty();
+            env.context = json!({"hosts": results.len()});
+            env.result = json!({
+                "okCount": ok,
+                "failedCount": failed.len(),
+                "ms": elapsed.as_millis() as u64,
+                "hosts": results.iter().map(|(h, r)| host_result(h, r)).collect::<Vec<_>>(),
+            });
+            env.errors = failed.iter().map(|(_, e)| ErrorItem::from_error(e)).collect();
+            env.print(ctx.output);
+        }
+        _ => {
+            let names: Vec<&str> = failed.iter().map(|(n, _)| *n).collect();
+            let list = if names.is_empty() { String::new() } else { format!(" ({})", names.join(", ")) };
+            eprintln!("summary: {ok} ok, {} failed{list} in {:.2}s", failed.len(), elapsed.as_secs_f64());
+        }
+    }
+    if failed.is_empty() {
+        exit::OK
+    } else {
+        exit::HOST_FAILED
+    }
+}
+
+fn host_result(h: &Host, r: &Result<JobOutput>) -> Value {
+    match r {
+        Ok(o) => json!({
+            "host": h.name,
+            "ok": true,
+            "exitCode": o.last.as_ref().and_then(|l| l.code),
+            "stdout": o.last.as_ref().map(|l| l.stdout_text()),
+            "uploaded": o.uploaded,
+            "skipped": o.skipped,
+        }),
+        Err(e) => json!({"host": h.name, "ok": false, "errorKind": e.kind(), "error": e.to_string()}),
+    }
+}

@@ -1,0 +1,119 @@
+//! The hook commands: `instantiate-end`, `heal-start`, `heal-end`, `scale-start`, `scale-end`,
+//! `terminate-end`. They parse their arguments and call the cluster operations; everything is
+//! validated before anything connects (`cluster::prepare`).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+
+use crate::cli::common::{parse_duration, Ctx, Defaults};
+use crate::cli::envelope::Envelope;
+use crate::cluster::prepare::{self, Inputs, Op};
+use crate::error::{exit, Result};
+use crate::lifecycle::Timeouts;
+use crate::render::Output;
+
+#[derive(Args, Debug, Clone)]
+pub struct HookArgs {
+    /// The operation's request body (SOL002/SOL003 JSON).
+    #[arg(long)]
+    pub request: Option<PathBuf>,
+    /// Nodes: groups named after the VNFD's aspect_id / vdu_id, `cps` for the cluster VIP.
+    #[arg(short, long, env = "MGMT_DRIVER_INVENTORY")]
+    pub inventory: Option<PathBuf>,
+    /// The unpacked VNF package; script paths in the request are relative to it.
+    #[arg(long)]
+    pub package_dir: Option<PathBuf>,
+    /// The VnfInstance (SOL003 JSON): its id, vimConnectionInfo and vnfcResourceInfo.
+    #[arg(long)]
+    pub vnf_instance: Option<PathBuf>,
+    /// The VNF instance id, when no --vnf-instance is given.
+    #[arg(long)]
+    pub vnf_instance_id: Option<String>,
+    /// Where instance state is kept (default: ~/.local/state/mgmt-driver).
+    #[arg(long, env = "MGMT_DRIVER_STATE_DIR")]
+    pub state_dir: Option<PathBuf>,
+    /// Inventory host names to scale or heal (default: from the request).
+    #[arg(long)]
+    pub node: Vec<String>,
+    /// Tacker compatibility: the node password in helm_info, the bearer token in the output.
+    #[arg(long)]
+    pub tacker_compat: bool,
+    /// terminate-end: run `kubeadm reset -f` on every node first.
+    #[arg(long)]
+    pub reset_nodes: bool,
+    /// How long an install script may run (Tacker: 2700s).
+    #[arg(long, default_value = "2700", value_parser = parse_duration, value_name = "DURATION")]
+    pub install_timeout: Duration,
+    /// How long a drain waits for pods to be evicted before the step fails.
+    #[arg(long, default_value = "300", value_parser = parse_duration, value_name = "DURATION")]
+    pub drain_timeout: Duration,
+    /// known_hosts for nodes taken from --vnf-instance (accept-new).
+    #[arg(long)]
+    pub known_hosts: Option<PathBuf>,
+}
+
+impl HookArgs {
+    fn inputs(&self, ctx: &Ctx) -> Inputs {
+        Inputs {
+            request: self.request.clone(),
+            inventory: self.inventory.clone(),
+            inventory_opts: ctx.inventory_opts(),
+            package_dir: self.package_dir.clone(),
+            vnf_instance: self.vnf_instance.clone(),
+            vnf_instance_id: self.vnf_instance_id.clone(),
+            node: self.node.clone(),
+            tacker_compat: self.tacker_compat,
+            known_hosts: self.known_hosts.clone(),
+            dry_run: ctx.run.dry_run,
+        }
+    }
+}
+
+/// Run one hook: exit code 0 ok, 1 a node failed, 2 bad input (nothing ran).
+pub async fn run(op: Op, a: HookArgs, ctx: &Ctx) -> i32 {
+    let (events, renderer) = ctx.renderer(None);
+    let defaults = Defaults { retry_for: Duration::from_secs(300), parallel: 64 };
+    let timeouts = Timeouts { install: a.install_timeout, drain: a.drain_timeout, ..Default::default() };
+    let prepared: Result<prepare::Prepared> = (|| {
+        let store = ctx.store(&a.state_dir)?;
+        let rt = ctx.runner(events, &defaults, timeouts, false)?;
+        prepare::prepare(op, &a.inputs(ctx), store, rt)
+    })();
+    let mut env = Envelope::new(op.name(), ctx.run.dry_run);
+    let p = match prepared {
+        Ok(p) => p,
+        Err(e) => {
+            let _ = renderer.await;
+            eprintln!("error: {e}");
+            env.error(&e).print(ctx.output);
+            return e.exit_code();
+        }
+    };
+    for w in &p.hook.params.warnings {
+        eprintln!("warning: {w}");
+    }
+    let outcome = crate::cluster::run(op, &p, a.reset_nodes).await;
+    drop(p);
+    let _ = renderer.await;
+    env.context = outcome.context;
+    env.result = outcome.result;
+    env.warnings = outcome.warnings;
+    let code = match &outcome.error {
+        None => {
+            if !matches!(ctx.output, Output::Json | Output::Yaml) {
+                let note = if ctx.run.dry_run { " (dry run: nothing was run)" } else { "" };
+                eprintln!("{}: ok{note}", op.name());
+            }
+            exit::OK
+        }
+        Some(e) => {
+            eprintln!("error: {e}");
+            env = env.error(e);
+            e.exit_code()
+        }
+    };
+    env.print(ctx.output);
+    code
+}

@@ -1,0 +1,33 @@
+//! `mgmt-driver version` and `mgmt-driver completion SHELL`.
+
+use clap::CommandFactory;
+use serde_json::json;
+
+use crate::cli::common::Ctx;
+use crate::cli::envelope::Envelope;
+use crate::cli::Cli;
+use crate::error::exit;
+use crate::render::Output;
+
+pub fn version(ctx: &Ctx) -> i32 {
+    let version = env!("CARGO_PKG_VERSION");
+    match ctx.output {
+        Output::Json | Output::Yaml => {
+            let mut e = Envelope::new("version", false);
+            e.result = json!({
+                "version": version,
+                "apiVersion": crate::cli::envelope::API_VERSION,
+                "rustVersion": env!("CARGO_PKG_RUST_VERSION"),
+            });
+            e.print(ctx.output);
+        }
+        _ => println!("mgmt-driver {version}"),
+    }
+    exit::OK
+}
+
+pub fn completion(shell: clap_complete::Shell) -> i32 {
+    let mut cmd = Cli::command();
+    clap_complete::generate(shell, &mut cmd, "mgmt-driver", &mut std::io::stdout());
+    exit::OK
+}

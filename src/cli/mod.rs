@@ -1,0 +1,107 @@
+//! The command line: one parser, shared flags declared once (`common.rs`), one result envelope
+//! (`envelope.rs`), and subcommands that only parse their own arguments and call an operation:
+//! the fan-out commands (`fanout.rs`), the cluster hooks (`hook.rs`), the Helm CNF operations
+//! (`cnf.rs`), and `version` / `completion` (`meta.rs`). This is the composition root: the only
+//! place that picks the SSH connector (or the plan connector for `--dry-run`).
+
+pub mod cnf;
+pub mod common;
+pub mod envelope;
+pub mod fanout;
+pub mod hook;
+pub mod meta;
+
+use clap::{Parser, Subcommand};
+
+use crate::error::Result;
+use crate::render::Output;
+use common::{ConnArgs, Ctx, RunArgs};
+
+#[derive(Parser, Debug)]
+#[command(name = "mgmt-driver", version, about = "Turn VMs into a Kubernetes cluster with Helm, over SSH")]
+pub struct Cli {
+    /// Output: progress on a terminal, plain lines, or one result document (json, yaml) on stdout
+    /// with events on stderr.
+    #[arg(short = 'o', long, value_enum, default_value = "auto", global = true)]
+    pub output: Output,
+    /// Also show connects, commands, exits and uploads.
+    #[arg(short, long, global = true)]
+    pub verbose: bool,
+    #[command(flatten)]
+    pub conn: ConnArgs,
+    #[command(flatten)]
+    pub run: RunArgs,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Run a shell command on every selected host (words are joined, as ssh does).
+    Exec(fanout::ExecArgs),
+    /// Upload a file or a directory tree (atomic, skipped when the remote sha256 matches).
+    Put(fanout::PutArgs),
+    /// Download a file from every selected host into DIR/<host>/<file name>.
+    Get(fanout::GetArgs),
+    /// Upload a script to a private directory and run it with the given arguments (quoted).
+    RunScript(fanout::RunScriptArgs),
+    /// VNFM hook: turn the VMs into a Kubernetes cluster (with Helm) and record the VIM.
+    InstantiateEnd(hook::HookArgs),
+    /// VNFM hook: take the healed VNFCs out of the cluster (SOL002), or forget it (SOL003).
+    HealStart(hook::HookArgs),
+    /// VNFM hook: bring the healed VNFCs back (SOL002), or re-instantiate (SOL003).
+    HealEnd(hook::HookArgs),
+    /// VNFM hook: SCALE_IN drains and deletes the removed workers (`--node`).
+    ScaleStart(hook::HookArgs),
+    /// VNFM hook: SCALE_OUT joins the new workers.
+    ScaleEnd(hook::HookArgs),
+    /// VNFM hook: remove the VIM record and the instance state (`--reset-nodes`: kubeadm reset).
+    TerminateEnd(hook::HookArgs),
+    /// Helm CNF operations on the cluster's masters (install, scale, upgrade, rollback, ...).
+    Cnf {
+        #[command(subcommand)]
+        op: crate::cnf::Op,
+        #[command(flatten)]
+        args: cnf::CnfArgs,
+    },
+    /// Print the version (and, with -o json, the build's details).
+    Version,
+    /// Print a shell completion script: `mgmt-driver completion bash > /etc/bash_completion.d/mgmt-driver`.
+    Completion {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+}
+
+/// Run the parsed command line and return the process exit code.
+pub async fn main(cli: Cli) -> i32 {
+    let ctx = Ctx { output: cli.output, verbose: cli.verbose, conn: cli.conn, run: cli.run };
+    match run(cli.command, &ctx).await {
+        Ok(code) => code,
+        Err(e) => {
+            // Only errors before any operation started end up here (bad flags, unreadable files).
+            eprintln!("error: {e}");
+            envelope::Envelope::new("mgmt-driver", ctx.run.dry_run).error(&e).print(ctx.output);
+            e.exit_code()
+        }
+    }
+}
+
+async fn run(command: Command, ctx: &Ctx) -> Result<i32> {
+    use crate::cluster::prepare::Op;
+    Ok(match command {
+        Command::Exec(a) => fanout::exec(a, ctx).await?,
+        Command::Put(a) => fanout::put(a, ctx).await?,
+        Command::Get(a) => fanout::get(a, ctx).await?,
+        Command::RunScript(a) => fanout::run_script(a, ctx).await?,
+        Command::InstantiateEnd(a) => hook::run(Op::InstantiateEnd, a, ctx).await,
+        Command::HealStart(a) => hook::run(Op::HealStart, a, ctx).await,
+        Command::HealEnd(a) => hook::run(Op::HealEnd, a, ctx).await,
+        Command::ScaleStart(a) => hook::run(Op::ScaleStart, a, ctx).await,
+        Command::ScaleEnd(a) => hook::run(Op::ScaleEnd, a, ctx).await,
+        Command::TerminateEnd(a) => hook::run(Op::TerminateEnd, a, ctx).await,
+        Command::Cnf { op, args } => cnf::run(op, args, ctx).await,
+        Command::Version => meta::version(ctx),
+        Command::Completion { shell } => meta::completion(shell),
+    })
+}

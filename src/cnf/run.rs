@@ -1,0 +1,286 @@
+//! A CNF operation from start to end: `prepare` reads and checks the inputs (request or the
+//! recorded one, params, package paths, where Helm runs) before anything connects; `run` opens
+//! the Helm session on the first master that answers and calls the operation.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde_json::{json, Map, Value};
+
+use crate::cnf::helm_cmd::{Chart, InstallOpts, Values};
+use crate::cnf::helm_info::HelmInfo;
+use crate::cnf::masters::{find_helm_info, masters};
+use crate::cnf::ops::{self, CnfState, Ctx};
+use crate::cnf::params::{ChartSource, CnfParams, Release};
+use crate::cnf::session::Session;
+use crate::cnf::{Inputs, Op};
+use crate::error::{Error, Result};
+use crate::lifecycle::package::Package;
+use crate::lifecycle::request::{self, HealRequest, InstantiateRequest, ScaleRequest, ScaleType};
+use crate::lifecycle::state::{check_instance_id, Lock, Store};
+use crate::lifecycle::Runner;
+
+/// The CNF document's kind in the store: `<id>.cnf.json`.
+pub const KIND: &str = "cnf";
+
+/// Everything checked, nothing connected yet.
+pub struct Prepared {
+    id: String,
+    store: Store,
+    _lock: Lock,
+    saved: Option<CnfState>,
+    req_file: String,
+    /// The additionalParams in force (the request's for instantiate, else the recorded ones).
+    ap: Map<String, Value>,
+    params: CnfParams,
+    scale: Option<ScaleRequest>,
+    heal: Option<HealRequest>,
+    pkg: Option<Package>,
+    helm_info: HelmInfo,
+    helm_info_json: Value,
+}
+
+/// What a CNF operation produced.
+pub struct Outcome {
+    pub context: Value,
+    pub result: Value,
+    pub warnings: Vec<String>,
+}
+
+fn need_request<'a>(a: &'a Inputs, op: &str) -> Result<&'a std::path::PathBuf> {
+    a.request.as_ref().ok_or_else(|| Error::input("arguments", "--request", format!("is required for {op}")))
+}
+
+pub fn prepare(op: &Op, a: &Inputs, store: Store) -> Result<Prepared> {
+    let id = a.vnf_instance_id.clone().ok_or_else(|| Error::input("arguments", "--vnf-instance-id", "is required"))?;
+    check_instance_id(&id)?;
+    let lock = store.lock(&id, KIND)?;
+    let saved: Option<CnfState> = store.load_doc(&id, KIND)?;
+    let req_file = a.request.as_ref().map(|p| p.display().to_string()).unwrap_or_else(|| "(recorded request)".into());
+    // The request (or the recorded one) gives the CNF params.
+    let (mut scale, mut heal, mut req_vims) = (None, None, None);
+    let ap = match op {
+        Op::Instantiate => {
+            let r: InstantiateRequest = request::load(need_request(a, "instantiate")?)?;
+            req_vims = Some(r.vim_connection_info);
+            r.additional_params
+        }
+        Op::Scale => {
+            scale = Some(request::load(need_request(a, "scale")?)?);
+            saved_params(&saved)?
+        }
+        Op::Heal => {
+            heal = Some(request::load(need_request(a, "heal")?)?);
+            saved_params(&saved)?
+        }
+        _ if saved.is_some() => saved_params(&saved)?,
+        _ => Map::new(),
+    };
+    let params = if ap.is_empty() {
+        CnfParams { namespace: "default".into(), ..Default::default() }
+    } else {
+        CnfParams::from_additional_params(&ap, &req_file)?
+    };
+    let pkg = a.package_dir.as_ref().map(|d| Package::open(d)).transpose()?;
+    if matches!(op, Op::Instantiate) {
+        // Every local chart must be in the package before anything connects.
+        for (i, r) in params.releases.iter().enumerate() {
+            if let ChartSource::Local { path, .. } = &r.source {
+                let pkg = pkg
+                    .as_ref()
+                    .ok_or_else(|| Error::input("arguments", "--package-dir", "is required for local charts"))?;
+                let field = format!("additionalParams.using_helm_install_param[{i}].helmchartfile_path");
+                pkg.resolve(path, &req_file, &field, false)?;
+            }
+        }
+    }
+    let (helm_info, helm_info_json, _from) = find_helm_info(a, req_vims.as_ref(), &store, saved.as_ref())?;
+    Ok(Prepared { id, store, _lock: lock, saved, req_file, ap, params, scale, heal, pkg, helm_info, helm_info_json })
+}
+
+fn saved_params(saved: &Option<CnfState>) -> Result<Map<String, Value>> {
+    match saved.as_ref().map(|s| &s.params) {
+        Some(Value::Object(m)) => {
+            let mut m = m.clone();
+            m.remove("__helm_info");
+            Ok(m)
+        }
+        _ => Err(Error::input(
+            "state",
+            "cnf",
+            "no CNF instantiated under this --vnf-instance-id (run `cnf instantiate` first)",
+        )),
+    }
+}
+
+/// Run a prepared operation: open the Helm session, call the operation, record the outcome.
+pub async fn run(op: &Op, a: &Inputs, p: Prepared, rt: Runner) -> Result<Outcome> {
+    let nodes = masters(&p.helm_info, a, &p.store)?;
+    let session = Session::open(rt, nodes, a.status_interval).await?;
+    let opts = InstallOpts {
+        wait: a.wait,
+        timeout_s: Some(a.timeout.as_secs().max(1)),
+        atomic: a.atomic,
+        create_namespace: false,
+    };
+    let ctx = Ctx {
+        s: &session,
+        params: &p.params,
+        instance: &p.id,
+        pkg: p.pkg.as_ref(),
+        req_file: &p.req_file,
+        opts,
+        timeout: a.timeout,
+    };
+    let mut rec = Record {
+        st: p.saved.clone().unwrap_or_else(|| CnfState { vnf_instance_id: p.id.clone(), ..Default::default() }),
+        store: &p.store,
+        id: &p.id,
+    };
+    let result = dispatch(op, &ctx, &p, &mut rec).await;
+    session.rt.close().await;
+    let context = json!({
+        "vnfInstanceId": p.id,
+        "master": session.master().host.addr,
+        "helmMajor": session.helm.major,
+    });
+    Ok(Outcome { context, result: result?, warnings: p.params.warnings.clone() })
+}
+
+/// The CNF's record in the store, saved after every change.
+struct Record<'a> {
+    st: CnfState,
+    store: &'a Store,
+    id: &'a str,
+}
+
+impl Record<'_> {
+    fn save(&mut self) -> Result<()> {
+        self.store.save_doc(self.id, KIND, &self.st)
+    }
+
+    fn release(&mut self, name: &str, rs: &ops::ReleaseState) -> Result<()> {
+        self.st.releases.insert(name.to_string(), rs.clone());
+        self.save()
+    }
+}
+
+async fn dispatch(op: &Op, c: &Ctx<'_>, p: &Prepared, rec: &mut Record<'_>) -> Result<Value> {
+    let s = c.s;
+    let h = s.helm;
+    let ns = c.params.namespace.as_str();
+    Ok(match op {
+        Op::Instantiate => instantiate(c, p, rec).await?,
+        Op::Scale => scale(c, p.scale.as_ref().expect("scale request"), rec).await?,
+        Op::Heal => ops::heal(c, &p.heal.as_ref().expect("heal request").vnfc_instance_id).await?,
+        Op::Upgrade { release, chart, version, set, reuse_values } => {
+            upgrade(c, rec, release, chart.clone(), version.as_deref(), set, *reuse_values).await?
+        }
+        Op::Rollback { release, revision } => {
+            s.run(h.rollback(release, ns, *revision, &c.opts)?, c.timeout + Duration::from_secs(30)).await?;
+            let chart = rec.st.releases.get(release).map(|r| r.chart.clone()).unwrap_or_default();
+            let rel =
+                Release { source: ChartSource::Oci { reference: chart.clone() }, ..Release::named(release) };
+            let rs = ops::describe(c, &rel, &chart).await?;
+            rec.release(release, &rs)?;
+            json!({"release": release, "revision": rs.revision, "state": rs})
+        }
+        Op::Status { release } => s.json(h.status(release, ns)?, "the release status").await?,
+        Op::History { release } => s.json(h.history(release, ns)?, "the release history").await?,
+        Op::Values { release, all } => s.json(h.get_values(release, ns, *all)?, "the release values").await?,
+        Op::List => s.json(h.list(None)?, "the release list").await?,
+        Op::Show { what, chart, repo, version } => {
+            if !["values", "readme", "chart", "all"].contains(&what.as_str()) {
+                return Err(Error::input("arguments", "WHAT", "values, readme, chart or all"));
+            }
+            let cmd = h.show(what, chart, repo.as_deref(), version.as_deref())?;
+            Value::String(s.text(cmd, s.rt.timeouts.command).await?)
+        }
+        Op::RepoList => s.json(h.repo_list(), "the repository list").await?,
+        Op::RepoSync { repos } => ops::repo_sync(s, &repo_pairs(repos)?).await?,
+        Op::Terminate => {
+            let releases: Vec<String> = if c.params.releases.is_empty() {
+                rec.st.releases.keys().cloned().collect()
+            } else {
+                c.params.releases.iter().map(|r| r.name.clone()).collect()
+            };
+            let out = ops::terminate(c, &releases).await?;
+            p.store.remove_doc(&p.id, KIND)?;
+            json!({"releases": out})
+        }
+    })
+}
+
+fn repo_pairs(repos: &[String]) -> Result<BTreeMap<String, String>> {
+    let mut want = BTreeMap::new();
+    for r in repos {
+        let (n, u) =
+            r.split_once('=').ok_or_else(|| Error::input("arguments", "--repo", format!("'{r}' is not NAME=URL")))?;
+        want.insert(n.to_string(), u.to_string());
+    }
+    Ok(want)
+}
+
+/// Record the request (with generated release names, so later operations find the same
+/// releases), put charts and repositories on every master, then install or upgrade each release.
+async fn instantiate(c: &Ctx<'_>, p: &Prepared, rec: &mut Record<'_>) -> Result<Value> {
+    let s = c.s;
+    let mut ap = p.ap.clone();
+    ap.insert("__helm_info".into(), p.helm_info_json.clone());
+    if let Some(Value::Array(items)) = ap.get_mut("using_helm_install_param") {
+        for (item, r) in items.iter_mut().zip(&c.params.releases) {
+            if let Some(o) = item.as_object_mut() {
+                o.insert("helmreleasename".into(), Value::String(r.name.clone()));
+            }
+        }
+    }
+    rec.st.params = Value::Object(ap);
+    rec.st.namespace = c.params.namespace.clone();
+    rec.st.masters = p.helm_info.masternode_ip.clone();
+    rec.save()?;
+    let skipped = ops::distribute(c).await?;
+    s.rt.phase("install or upgrade the releases", &[s.master()], false);
+    let mut rels = Map::new();
+    for r in &c.params.releases {
+        let rs = ops::apply_release(c, r).await?;
+        rec.release(&r.name, &rs)?;
+        rels.insert(r.name.clone(), serde_json::to_value(&rs).expect("serializes"));
+    }
+    Ok(json!({"releases": rels, "mastersNotReached": skipped}))
+}
+
+async fn scale(c: &Ctx<'_>, r: &ScaleRequest, rec: &mut Record<'_>) -> Result<Value> {
+    let steps = r.number_of_steps as i64;
+    let delta = if r.kind == ScaleType::Out { steps } else { -steps };
+    let (from, to, rs) = ops::scale(c, &r.aspect_id, delta).await?;
+    if let Some(rel) = ops::aspect_release(c.params, &r.aspect_id) {
+        rec.release(&rel.name, &rs)?;
+    }
+    Ok(json!({"aspectId": r.aspect_id, "from": from, "to": to, "release": rs}))
+}
+
+async fn upgrade(
+    c: &Ctx<'_>,
+    rec: &mut Record<'_>,
+    release: &str,
+    chart: Option<String>,
+    version: Option<&str>,
+    set: &[String],
+    reuse_values: bool,
+) -> Result<Value> {
+    let ns = c.params.namespace.as_str();
+    let recorded = rec.st.releases.get(release).map(|r| r.chart.clone());
+    let chart = chart.or(recorded).ok_or_else(|| {
+        Error::input("arguments", "--chart", format!("release {release} has no recorded chart; pass --chart"))
+    })?;
+    let target = Chart { release, chart: &chart, namespace: ns, version };
+    let cmd = c.s.helm.upgrade(&target, &Values { set, files: &[] }, reuse_values, &c.opts)?;
+    c.s.run_watched(cmd, c.timeout + Duration::from_secs(30), release, ns).await?;
+    let rel = c.params.releases.iter().find(|r| r.name == release).cloned().unwrap_or(Release {
+        source: ChartSource::Oci { reference: chart.clone() },
+        ..Release::named(release)
+    });
+    let rs = ops::describe(c, &rel, &chart).await?;
+    rec.release(release, &rs)?;
+    Ok(json!({"release": release, "revision": rs.revision, "state": rs}))
+}

@@ -1,0 +1,99 @@
+//! Jobs: what to do on one host, as data. Building a job is pure (the fan-out commands build one
+//! per host before anything connects); running it is a straight walk over its actions on the
+//! runner, which plans or runs them.
+
+use std::path::PathBuf;
+
+use crate::command::{Become, RemoteCommand};
+use crate::error::Result;
+use crate::inventory::Host;
+use crate::lifecycle::runner::Runner;
+use crate::lifecycle::target::Node;
+use crate::transport::{ExecOutput, UploadFile};
+
+#[derive(Clone, Debug)]
+pub enum Action {
+    Upload(Vec<UploadFile>),
+    /// Run a command; a non-zero exit fails the host.
+    Exec(RemoteCommand),
+    /// Fetch a remote file to a local path.
+    Download { remote: String, local: PathBuf },
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Job {
+    pub actions: Vec<Action>,
+}
+
+/// What a host's job produced: the last command's output, if any.
+#[derive(Debug, Default)]
+pub struct JobOutput {
+    pub last: Option<ExecOutput>,
+    pub uploaded: usize,
+    pub skipped: usize,
+}
+
+impl Runner {
+    /// Run a job's actions in order on one node; the first failure ends it.
+    pub async fn run_job(&self, node: &dyn Node, job: &Job) -> Result<JobOutput> {
+        let mut out = JobOutput::default();
+        for a in &job.actions {
+            match a {
+                Action::Upload(files) => {
+                    for r in self.upload(node, files.clone()).await? {
+                        if r.skipped {
+                            out.skipped += 1
+                        } else {
+                            out.uploaded += 1
+                        }
+                    }
+                }
+                Action::Exec(cmd) => out.last = Some(self.exec(node, cmd.clone()).await?),
+                Action::Download { remote, local } => {
+                    self.download(node, remote, local).await?;
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// How become applies to a host: nothing for root, `sudo -S` with a password, `sudo -n` without.
+pub fn become_for(host: &Host, want: bool) -> Become {
+    match (want, host.user == "root", host.become_password.is_some()) {
+        (false, _, _) | (true, true, _) => Become::No,
+        (true, false, true) => Become::SudoWithPassword,
+        (true, false, false) => Become::SudoNoPassword,
+    }
+}
+
+/// Options shared by commands that run something.
+#[derive(Clone, Debug, Default)]
+pub struct CommandOpts {
+    pub timeout: Option<std::time::Duration>,
+    pub become_: bool,
+}
+
+impl CommandOpts {
+    pub fn command(&self, script: String, host: &Host) -> RemoteCommand {
+        RemoteCommand::new(script).with_timeout(self.timeout).with_become(become_for(host, self.become_))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::secret::Secret;
+
+    fn host(user: &str, pw: bool) -> Host {
+        Host { user: user.into(), become_password: pw.then(|| Secret::new("pw")), ..Host::for_test("n1", "198.18.0.11") }
+    }
+
+    #[test]
+    fn become_mode_follows_user_and_password() {
+        assert_eq!(become_for(&host("root", true), true), Become::No);
+        assert_eq!(become_for(&host("ubuntu", true), true), Become::SudoWithPassword);
+        assert_eq!(become_for(&host("ubuntu", false), true), Become::SudoNoPassword);
+        assert_eq!(become_for(&host("ubuntu", true), false), Become::No);
+    }
+}

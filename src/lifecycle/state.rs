@@ -1,0 +1,252 @@
+//! The embedded state store: JSON documents per VNF instance in a private directory (0700),
+//! each written atomically (temp file, fsync, rename, mode 0600: they hold the cluster's
+//! secrets), and an instance lock held for the whole run so two operations on the same instance
+//! cannot interleave. Later operations (heal, scale, terminate, CNF) read what earlier ones
+//! recorded here. Each operation family keeps its own document kind beside the others:
+//! `<id>.json` for the cluster, `<id>.cnf.json` for Helm releases.
+//!
+//! A plan (dry run) opens the store read-only: it reads what is recorded, and writes, locks and
+//! creates nothing.
+
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+use crate::error::{Error, Result};
+
+/// A directory of instance documents.
+#[derive(Clone, Debug)]
+pub struct Store {
+    dir: PathBuf,
+    writable: bool,
+}
+
+/// Held for the whole run; dropping it releases the lock.
+pub struct Lock {
+    _file: Option<File>,
+}
+
+/// VNF instance ids become file names: keep them boring.
+pub fn check_instance_id(id: &str) -> Result<()> {
+    let ok = !id.is_empty()
+        && id.len() <= 128
+        && !id.starts_with('.')
+        && id.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c));
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::input(
+            "vnf instance",
+            "id",
+            format!("'{id}' is not a usable VNF instance id ([A-Za-z0-9._-], not starting with '.')"),
+        ))
+    }
+}
+
+impl Store {
+    /// Open (and create, 0700) the store for a run that changes things.
+    pub fn open(dir: &Path) -> Result<Store> {
+        let err = |e: std::io::Error| Error::input("--state-dir", dir.display().to_string(), e.to_string());
+        std::fs::create_dir_all(dir).map_err(err)?;
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).map_err(err)?;
+        Ok(Store { dir: dir.to_path_buf(), writable: true })
+    }
+
+    /// The store as a plan sees it: readable, never written, locked or created.
+    pub fn read_only(dir: &Path) -> Store {
+        Store { dir: dir.to_path_buf(), writable: false }
+    }
+
+    pub fn default_dir() -> PathBuf {
+        dirs::state_dir()
+            .or_else(|| dirs::home_dir().map(|h| h.join(".local/state")))
+            .unwrap_or_else(|| PathBuf::from("."))
+            .join("mgmt-driver")
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// `<id>.json` for the cluster document (kind ""), `<id>.<kind>.json` for the others.
+    pub fn doc_path(&self, id: &str, kind: &str) -> PathBuf {
+        self.dir.join(file_name(id, kind, "json"))
+    }
+
+    /// Take an instance's lock for one document kind without waiting: a second run on the same
+    /// instance is refused with a clear message rather than queued behind a 40-minute install.
+    pub fn lock(&self, id: &str, kind: &str) -> Result<Lock> {
+        check_instance_id(id)?;
+        if !self.writable {
+            return Ok(Lock { _file: None });
+        }
+        let p = self.dir.join(file_name(id, kind, "lock"));
+        let f = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .mode(0o600)
+            .open(&p)
+            .map_err(|e| Error::input(p.display().to_string(), "lock", e.to_string()))?;
+        match f.try_lock() {
+            Ok(()) => Ok(Lock { _file: Some(f) }),
+            Err(std::fs::TryLockError::WouldBlock) => Err(Error::input(
+                p.display().to_string(),
+                "lock",
+                format!("another mgmt-driver run is working on VNF instance {id}; wait for it to finish"),
+            )),
+            Err(std::fs::TryLockError::Error(e)) => Err(Error::input(p.display().to_string(), "lock", e.to_string())),
+        }
+    }
+
+    pub fn load_doc<T: DeserializeOwned>(&self, id: &str, kind: &str) -> Result<Option<T>> {
+        check_instance_id(id)?;
+        let p = self.doc_path(id, kind);
+        match std::fs::read_to_string(&p) {
+            Ok(t) => serde_json::from_str(&t)
+                .map(Some)
+                .map_err(|e| Error::input(p.display().to_string(), "state", format!("unreadable: {e}"))),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(Error::input(p.display().to_string(), "state", e.to_string())),
+        }
+    }
+
+    /// Atomic replace: a crash leaves the old or the new document, never half of one. A failure
+    /// is a [`Error::State`] (exit 1), never "bad input": nodes may already have changed.
+    pub fn save_doc<T: Serialize>(&self, id: &str, kind: &str, doc: &T) -> Result<()> {
+        check_instance_id(id)?;
+        if !self.writable {
+            return Ok(());
+        }
+        let p = self.doc_path(id, kind);
+        let tmp = self.dir.join(format!(".{}.tmp", file_name(id, kind, "json")));
+        let err = |e: std::io::Error| Error::State { path: p.display().to_string(), message: e.to_string() };
+        let body = serde_json::to_vec_pretty(doc).expect("state serializes");
+        let write = || -> std::io::Result<()> {
+            let mut f = OpenOptions::new().create(true).truncate(true).write(true).mode(0o600).open(&tmp)?;
+            f.write_all(&body)?;
+            f.sync_all()?;
+            drop(f);
+            std::fs::rename(&tmp, &p)
+        };
+        if let Err(e) = write() {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(err(e));
+        }
+        if let Ok(d) = File::open(&self.dir) {
+            let _ = d.sync_all();
+        }
+        Ok(())
+    }
+
+    /// Remove a document; `Ok(false)` when there was none.
+    pub fn remove_doc(&self, id: &str, kind: &str) -> Result<bool> {
+        check_instance_id(id)?;
+        if !self.writable {
+            return Ok(self.doc_path(id, kind).exists());
+        }
+        let p = self.doc_path(id, kind);
+        match std::fs::remove_file(&p) {
+            Ok(()) => Ok(true),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(Error::State { path: p.display().to_string(), message: e.to_string() }),
+        }
+    }
+}
+
+fn file_name(id: &str, kind: &str, ext: &str) -> String {
+    if kind.is_empty() {
+        format!("{id}.{ext}")
+    } else {
+        format!("{id}.{kind}.{ext}")
+    }
+}
+
+/// UTC timestamp without a date crate: days-from-civil arithmetic.
+pub fn now_rfc3339() -> String {
+    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
+        as i64;
+    let (days, rem) = (secs.div_euclid(86400), secs.rem_euclid(86400));
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{json, Value};
+
+    #[test]
+    fn saves_atomically_private_and_round_trips() {
+        let d = tempfile::tempdir().unwrap();
+        let st = Store::open(&d.path().join("s")).unwrap();
+        assert!(st.load_doc::<Value>("abc", "").unwrap().is_none());
+        st.save_doc("abc", "", &json!({"a": 1})).unwrap();
+        st.save_doc("abc", "cnf", &json!({"b": 2})).unwrap();
+        let mode = std::fs::metadata(st.doc_path("abc", "")).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        assert_eq!(std::fs::metadata(d.path().join("s")).unwrap().permissions().mode() & 0o777, 0o700);
+        assert_eq!(st.load_doc::<Value>("abc", "cnf").unwrap().unwrap()["b"], 2);
+        assert!(st.remove_doc("abc", "").unwrap() && !st.remove_doc("abc", "").unwrap());
+        assert!(st.doc_path("abc", "cnf").exists());
+    }
+
+    #[test]
+    fn a_second_run_on_the_same_instance_is_refused() {
+        let d = tempfile::tempdir().unwrap();
+        let st = Store::open(d.path()).unwrap();
+        let held = st.lock("abc", "").unwrap();
+        let e = st.lock("abc", "").err().unwrap().to_string();
+        assert!(e.contains("another mgmt-driver run is working on VNF instance abc"), "{e}");
+        assert!(st.lock("other", "").is_ok());
+        assert!(st.lock("abc", "cnf").is_ok(), "cluster hooks and CNF operations lock separately");
+        drop(held);
+        assert!(st.lock("abc", "").is_ok());
+    }
+
+    #[test]
+    fn a_plan_reads_but_never_writes_locks_or_creates() {
+        let d = tempfile::tempdir().unwrap();
+        let dir = d.path().join("never");
+        let ro = Store::read_only(&dir);
+        let _l = ro.lock("abc", "").unwrap();
+        ro.save_doc("abc", "", &json!({})).unwrap();
+        assert!(!dir.exists(), "a plan created the state directory");
+        let rw = Store::open(&dir).unwrap();
+        rw.save_doc("abc", "", &json!({"x": 1})).unwrap();
+        assert_eq!(Store::read_only(&dir).load_doc::<Value>("abc", "").unwrap().unwrap()["x"], 1);
+    }
+
+    #[test]
+    fn a_failed_write_is_a_state_error_and_keeps_the_old_document() {
+        let d = tempfile::tempdir().unwrap();
+        let st = Store::open(d.path()).unwrap();
+        st.save_doc("abc", "", &json!({"v": 1})).unwrap();
+        // A directory where the temp file should go makes the write fail.
+        std::fs::create_dir(d.path().join(".abc.json.tmp")).unwrap();
+        let e = st.save_doc("abc", "", &json!({"v": 2})).unwrap_err();
+        assert_eq!((e.kind(), e.exit_code()), ("state", 1), "{e}");
+        assert_eq!(st.load_doc::<Value>("abc", "").unwrap().unwrap()["v"], 1);
+    }
+
+    #[test]
+    fn instance_ids_are_file_name_safe() {
+        for bad in ["", "../x", "a/b", ".hidden", "a b"] {
+            assert!(check_instance_id(bad).is_err(), "{bad}");
+        }
+        assert!(check_instance_id("3cc2c4ff-525c-48b4-94c9-29247223322f").is_ok());
+        assert_eq!(now_rfc3339().len(), 20);
+    }
+}

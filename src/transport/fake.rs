@@ -1,0 +1,220 @@
+//! An in-process transport whose nodes answer from a script: the fake beside the SSH transport.
+//! Unit tests of decision logic (heal, scale, failover, Helm pending-state recovery) run real
+//! operation code against it without root or a lab; the lab tests stay the proof that the SSH
+//! side works. Replies are chosen by the node and a piece of the command text; the newest rule
+//! that matches wins, so a test can script a default and then override it. Every call is
+//! recorded in order for the test to assert on.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+
+use crate::command::RemoteCommand;
+use crate::error::{Error, Result};
+use crate::event::{EventKind, HostEvents};
+use crate::inventory::Host;
+use crate::transport::{Connector, ExecOutput, Transport, UploadFile, UploadResult};
+
+/// One thing a node was asked to do.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Call {
+    Connect { node: String },
+    Exec { node: String, script: String },
+    Upload { node: String, remotes: Vec<String> },
+    Download { node: String, remote: String },
+}
+
+#[derive(Clone, Debug)]
+struct Rule {
+    node: Option<String>,
+    needle: String,
+    code: u32,
+    stdout: String,
+    stderr: String,
+    /// How many more times this rule answers (None: always).
+    left: Option<usize>,
+}
+
+#[derive(Default)]
+struct Script {
+    rules: Vec<Rule>,
+    down: Vec<String>,
+    calls: Vec<Call>,
+}
+
+/// Cheap to clone: clones share one script and one call log.
+#[derive(Clone, Default)]
+pub struct FakeConnector {
+    script: Arc<Mutex<Script>>,
+}
+
+impl FakeConnector {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn add(&self, node: Option<&str>, needle: &str, code: u32, stdout: &str, stderr: &str, left: Option<usize>) {
+        self.script.lock().expect("fake script").rules.push(Rule {
+            node: node.map(str::to_string),
+            needle: needle.to_string(),
+            code,
+            stdout: stdout.to_string(),
+            stderr: stderr.to_string(),
+            left,
+        });
+    }
+
+    /// Commands on `node` (any node when None) containing `needle` print `stdout` and exit 0.
+    pub fn reply(&self, node: Option<&str>, needle: &str, stdout: &str) -> &Self {
+        self.add(node, needle, 0, stdout, "", None);
+        self
+    }
+
+    /// As [`reply`](Self::reply), for the next `times` matching commands only.
+    pub fn reply_times(&self, node: Option<&str>, needle: &str, stdout: &str, times: usize) -> &Self {
+        self.add(node, needle, 0, stdout, "", Some(times));
+        self
+    }
+
+    /// Commands containing `needle` fail with exit `code` and `stderr`.
+    pub fn fail(&self, node: Option<&str>, needle: &str, code: u32, stderr: &str) -> &Self {
+        self.add(node, needle, code, "", stderr, None);
+        self
+    }
+
+    /// The node does not answer: connecting fails as a dead VM does.
+    pub fn down(&self, node: &str) -> &Self {
+        self.script.lock().expect("fake script").down.push(node.to_string());
+        self
+    }
+
+    pub fn calls(&self) -> Vec<Call> {
+        self.script.lock().expect("fake script").calls.clone()
+    }
+
+    /// The scripts run on `node`, in order.
+    pub fn execs(&self, node: &str) -> Vec<String> {
+        self.calls()
+            .into_iter()
+            .filter_map(|c| match c {
+                Call::Exec { node: n, script } if n == node => Some(script),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Every exec on any node as `node: script`, in order.
+    pub fn all_execs(&self) -> Vec<String> {
+        self.calls()
+            .into_iter()
+            .filter_map(|c| match c {
+                Call::Exec { node, script } => Some(format!("{node}: {script}")),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn log(&self, c: Call) {
+        self.script.lock().expect("fake script").calls.push(c);
+    }
+
+    fn answer(&self, node: &str, script: &str) -> ExecOutput {
+        let mut s = self.script.lock().expect("fake script");
+        let hit = s.rules.iter_mut().rev().find(|r| {
+            r.node.as_deref().is_none_or(|n| n == node) && script.contains(&r.needle) && r.left != Some(0)
+        });
+        match hit {
+            Some(r) => {
+                if let Some(n) = r.left.as_mut() {
+                    *n -= 1;
+                }
+                ExecOutput {
+                    code: Some(r.code),
+                    stdout: r.stdout.clone().into_bytes(),
+                    stderr_tail: r.stderr.clone(),
+                    ..Default::default()
+                }
+            }
+            None => ExecOutput { code: Some(0), ..Default::default() },
+        }
+    }
+}
+
+#[async_trait]
+impl Connector for FakeConnector {
+    async fn connect(&self, host: &Host, _events: &HostEvents) -> Result<Box<dyn Transport>> {
+        self.log(Call::Connect { node: host.name.clone() });
+        if self.script.lock().expect("fake script").down.contains(&host.name) {
+            return Err(Error::Connect {
+                node: host.name.clone(),
+                addr: host.endpoint(),
+                message: "no route to host (fake)".into(),
+                attempts: 1,
+            });
+        }
+        Ok(Box::new(FakeTransport { node: host.name.clone(), fake: self.clone() }))
+    }
+}
+
+struct FakeTransport {
+    node: String,
+    fake: FakeConnector,
+}
+
+#[async_trait]
+impl Transport for FakeTransport {
+    fn node(&self) -> &str {
+        &self.node
+    }
+
+    async fn exec(&self, cmd: &RemoteCommand, events: &HostEvents) -> Result<ExecOutput> {
+        self.fake.log(Call::Exec { node: self.node.clone(), script: cmd.script.clone() });
+        events.emit(EventKind::Command { command: cmd.display().to_string() });
+        let mut out = self.fake.answer(&self.node, &cmd.script);
+        out.elapsed = Duration::from_millis(1);
+        for line in String::from_utf8_lossy(&out.stdout).lines() {
+            events.emit(EventKind::Stdout { line: line.to_string() });
+        }
+        Ok(out)
+    }
+
+    async fn upload(&self, files: &[UploadFile], _events: &HostEvents) -> Result<Vec<UploadResult>> {
+        let remotes: Vec<String> = files.iter().map(|f| f.remote.clone()).collect();
+        self.fake.log(Call::Upload { node: self.node.clone(), remotes: remotes.clone() });
+        Ok(remotes.into_iter().map(|remote| UploadResult { remote, bytes: 0, skipped: false }).collect())
+    }
+
+    async fn download(&self, remote: &str, local: &std::path::Path, _events: &HostEvents) -> Result<u64> {
+        self.fake.log(Call::Download { node: self.node.clone(), remote: remote.to_string() });
+        std::fs::write(local, b"").map_err(|e| Error::Transfer {
+            node: self.node.clone(),
+            what: format!("download of {remote}"),
+            message: e.to_string(),
+        })?;
+        Ok(0)
+    }
+
+    async fn close(&self) {}
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::Events;
+
+    #[tokio::test]
+    async fn newest_matching_rule_answers_and_calls_are_logged() {
+        let f = FakeConnector::new();
+        f.reply(None, "hostname", "any").reply(Some("m1"), "hostname", "master1").reply_times(None, "x", "once", 1);
+        f.down("dead");
+        let (ev, _rx) = Events::channel();
+        let t = f.connect(&Host::for_test("m1", "192.0.2.1"), &ev.for_host("m1")).await.unwrap();
+        let out = t.exec(&RemoteCommand::new("hostname"), &ev.for_host("m1")).await.unwrap();
+        assert_eq!(out.stdout_text(), "master1");
+        assert_eq!(t.exec(&RemoteCommand::new("x"), &ev.for_host("m1")).await.unwrap().stdout_text(), "once");
+        assert_eq!(t.exec(&RemoteCommand::new("x"), &ev.for_host("m1")).await.unwrap().stdout_text(), "");
+        assert!(f.connect(&Host::for_test("dead", "192.0.2.9"), &ev.for_host("dead")).await.is_err());
+        assert_eq!(f.execs("m1"), vec!["hostname", "x", "x"]);
+    }
+}

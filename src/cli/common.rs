@@ -74,7 +74,8 @@ pub fn parse_duration(s: &str) -> std::result::Result<Duration, String> {
     let d = match t.parse::<f64>() {
         Ok(v) if v.is_finite() && v > 0.0 => Duration::from_secs_f64(v.min(1e9)),
         Ok(_) => return Err(format!("'{s}' must be a positive duration")),
-        Err(_) => humantime::parse_duration(t).map_err(|e| format!("'{s}' is not a duration ({e}); use e.g. 30, 10s, 5m, 1h"))?,
+        Err(_) => humantime::parse_duration(t)
+            .map_err(|e| format!("'{s}' is not a duration ({e}); use e.g. 30, 10s, 5m, 1h"))?,
     };
     if d.is_zero() {
         return Err(format!("'{s}' must be a positive duration"));

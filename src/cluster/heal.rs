@@ -13,11 +13,11 @@
 use crate::cluster::hook::Hook;
 use crate::cluster::instantiate;
 use crate::cluster::node_cmd::{self as cmd, InstallMode};
-use crate::lifecycle::all_ok;
 use crate::cluster::scale::{installed_masters, k8s_name_of, remove_from_cluster};
 use crate::cluster::topology::ClusterNode;
-use crate::lifecycle::Role;
 use crate::error::{Error, Result};
+use crate::lifecycle::all_ok;
+use crate::lifecycle::Role;
 use crate::transport::{Source, UploadFile};
 
 pub async fn start(h: &Hook, targets: &[&ClusterNode], whole: bool) -> Result<()> {
@@ -67,9 +67,13 @@ pub async fn start(h: &Hook, targets: &[&ClusterNode], whole: bool) -> Result<()
                 h.rt.phase("heal master: delete node and etcd member", &[via], false);
                 h.rt.exec(via, h.rt.root_cmd(via, cmd::delete_node(&k)?, h.rt.timeouts.command)).await?;
                 let members = h.rt.root_cmd(via, cmd::etcd_members(&via_k8s)?, h.rt.timeouts.command);
-                let member = h.rt.fact(via, members, "the etcd member list", || Some("<member id>".to_string()), |o| {
-                    Ok(cmd::parse_member_id(o, &k))
-                });
+                let member = h.rt.fact(
+                    via,
+                    members,
+                    "the etcd member list",
+                    || Some("<member id>".to_string()),
+                    |o| Ok(cmd::parse_member_id(o, &k)),
+                );
                 match member.await? {
                     Some(id) => {
                         h.rt.exec(via, h.rt.root_cmd(via, cmd::etcd_remove(&via_k8s, &id)?, h.rt.timeouts.command))
@@ -175,11 +179,8 @@ async fn restore_helm(h: &Hook, from: &ClusterNode, to: &ClusterNode) -> Result<
         let tmp = tempfile::tempdir().map_err(|e| Error::input("temp dir", "TMPDIR", e.to_string()))?;
         let local = tmp.path().join("helm-charts.tgz");
         h.rt.download(from, &format!("{}/helm-charts.tgz", h.run_dir), &local).await?;
-        let archive = UploadFile {
-            source: Source::Path(local),
-            remote: format!("{}/helm-charts.tgz", h.run_dir),
-            mode: 0o600,
-        };
+        let archive =
+            UploadFile { source: Source::Path(local), remote: format!("{}/helm-charts.tgz", h.run_dir), mode: 0o600 };
         h.rt.upload(to, vec![archive]).await?;
         h.rt.exec(to, h.rt.root_cmd(to, cmd::unpack_charts(&h.run_dir)?, h.rt.timeouts.helm)).await?;
     }
@@ -192,4 +193,94 @@ async fn restore_helm(h: &Hook, from: &ClusterNode, to: &ClusterNode) -> Result<
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use crate::cluster::prepare::Op;
+    use crate::cluster::testkit::{position, Fixture};
+
+    fn heal(ids: &[&str]) -> serde_json::Value {
+        json!({"vnfcInstanceId": ids})
+    }
+
+    #[tokio::test]
+    async fn master_heal_edits_haproxy_on_survivors_then_removes_node_and_etcd_member() {
+        let f = Fixture::new(3, 1);
+        f.instantiate().await;
+        f.fake.reply(
+            None,
+            "member list",
+            "8e9e05c52164694d, started, master11, https://x\n1a2b, started, master13, https://y\n",
+        );
+        let before = f.execs().len();
+        let o = f.run(Op::HealStart, heal(&["m3"]), &[]).await;
+        assert!(o.error.is_none(), "{:?}", o.error);
+        let e = &f.execs()[before..];
+        let haproxy = ["m1", "m2"].map(|m| position(e, m, "haproxy").expect("backend edited on every survivor"));
+        assert!(position(e, "m3", "haproxy").is_none(), "{e:#?}");
+        let del = position(e, "m1", "kubectl delete node master13").expect("node deleted via the first survivor");
+        let rm = position(e, "m1", "member remove 1a2b").expect("the healed master's member removed, by exact name");
+        assert!(haproxy.iter().all(|&h| h < del) && del < rm, "{e:#?}");
+        assert_eq!(f.state()["nodes"]["m3"]["installed"], false);
+        // A repeated heal-start (VNFMs retry hooks) finds it already removed and runs nothing.
+        let before = f.execs().len();
+        let o = f.run(Op::HealStart, heal(&["m3"]), &[]).await;
+        assert!(o.error.is_none() && f.execs().len() == before, "{:?} {:#?}", o.error, &f.execs()[before..]);
+        assert!(o.result["nodes"][0]["outcome"].as_str().unwrap().starts_with("already removed"));
+    }
+
+    #[tokio::test]
+    async fn an_unreachable_survivor_stops_a_master_heal_before_anything_is_deleted() {
+        let f = Fixture::new(3, 1);
+        f.instantiate().await;
+        f.fake.down("m1");
+        let rt_fresh = f.execs().len();
+        let o = f.run(Op::HealStart, heal(&["m3"]), &[]).await;
+        let e = o.error.expect("m1 is down").to_string();
+        assert!(e.contains("m1") && e.contains("no route to host"), "{e}");
+        assert!(!f.execs()[rt_fresh..].iter().any(|x| x.contains("delete node")), "{:#?}", &f.execs()[rt_fresh..]);
+        assert_eq!(f.state()["nodes"]["m3"]["installed"], true, "the node must stay recorded");
+    }
+
+    #[tokio::test]
+    async fn the_only_master_cannot_be_healed_and_nothing_runs() {
+        let f = Fixture::new(1, 1);
+        f.instantiate().await;
+        let before = f.execs().len();
+        let o = f.run(Op::HealStart, heal(&["m1"]), &[]).await;
+        let e = o.error.expect("refused");
+        assert!(e.to_string().contains("only master") && e.exit_code() == 2, "{e}");
+        assert_eq!(f.execs().len(), before);
+    }
+
+    #[tokio::test]
+    async fn worker_heal_drains_checks_and_deletes_and_a_stuck_pod_keeps_the_node() {
+        let f = Fixture::new(1, 2);
+        f.instantiate().await;
+        f.fake.reply(None, "get pods", r#"{"items": [{"metadata": {"namespace": "default", "name": "stuck", "ownerReferences": [{"kind": "ReplicaSet"}]}}]}"#);
+        let o = f.run(Op::HealStart, heal(&["w1"]), &[]).await;
+        let e = o.error.expect("a pod is left").to_string();
+        assert!(e.contains("w1") && e.contains("stuck"), "{e}");
+        assert!(!f.execs().iter().any(|x| x.contains("delete node worker21")), "deleted although a pod is left");
+        assert_eq!(f.state()["nodes"]["w1"]["installed"], true);
+        f.fake.reply(None, "get pods", r#"{"items": []}"#);
+        let o = f.run(Op::HealStart, heal(&["w1"]), &[]).await;
+        assert!(o.error.is_none(), "{:?}", o.error);
+        let e = f.execs();
+        let drain = position(&e, "m1", "kubectl drain worker21");
+        assert!(drain.is_some() && drain < position(&e, "m1", "delete node worker21"), "{e:#?}");
+        // heal-end: a fresh token from a master, then the new VM joins as a worker.
+        let before = e.len();
+        let o = f.run(Op::HealEnd, heal(&["w1"]), &[]).await;
+        assert!(o.error.is_none(), "{:?}", o.error);
+        let e = &f.execs()[before..];
+        assert!(
+            position(e, "m1", "kubeadm token create").unwrap()
+                < position(e, "w1", "install_k8s_cluster.sh -w").unwrap()
+        );
+        assert_eq!(f.state()["nodes"]["w1"]["installed"], true);
+    }
 }

@@ -12,11 +12,11 @@ use crate::cluster::params::{Cidr, ClusterParams};
 use crate::cluster::record::{self, HelmInfo, Record};
 use crate::cluster::state::{self, ClusterFacts, InstanceState};
 use crate::cluster::topology::{ClusterNode, Topology};
+use crate::error::{Error, Result};
 use crate::lifecycle::package::Package;
 use crate::lifecycle::request::VimConnections;
 use crate::lifecycle::state::Store;
 use crate::lifecycle::{Role, Runner};
-use crate::error::{Error, Result};
 use crate::redact::Redact;
 use crate::secret::Secret;
 use crate::transport::{Source, UploadFile};
@@ -294,17 +294,29 @@ impl Hook {
     pub async fn query_facts(&self, m: &ClusterNode) -> Result<ClusterFacts> {
         let t = self.rt.timeouts.command;
         let placeholder = format!("https://{}:6443", self.topo.cluster_ip);
-        let server = self.rt.fact(m, self.rt.root_cmd(m, cmd::server_url(), t), "the API server URL", || placeholder, |o| {
-            Ok(o.trim().to_string())
-        });
+        let server = self.rt.fact(
+            m,
+            self.rt.root_cmd(m, cmd::server_url(), t),
+            "the API server URL",
+            || placeholder,
+            |o| Ok(o.trim().to_string()),
+        );
         let server = server.await?;
-        let ca_pem = self.rt.fact(m, self.rt.root_cmd(m, cmd::ca_pem(), t), "the CA certificate", || "<CA PEM>".into(), |o| {
-            Ok(o.to_string())
-        });
+        let ca_pem = self.rt.fact(
+            m,
+            self.rt.root_cmd(m, cmd::ca_pem(), t),
+            "the CA certificate",
+            || "<CA PEM>".into(),
+            |o| Ok(o.to_string()),
+        );
         let ca_pem = ca_pem.await?;
-        let ca_hash = self.rt.fact(m, self.rt.root_cmd(m, cmd::ca_hash(), t), "the CA hash", || "<ca-hash>".into(), |o| {
-            Ok(o.trim().to_string())
-        });
+        let ca_hash = self.rt.fact(
+            m,
+            self.rt.root_cmd(m, cmd::ca_hash(), t),
+            "the CA hash",
+            || "<ca-hash>".into(),
+            |o| Ok(o.trim().to_string()),
+        );
         Ok(self.facts(m, server, ca_pem, ca_hash.await?))
     }
 

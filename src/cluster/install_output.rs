@@ -45,7 +45,9 @@ pub fn parse(stdout: &str) -> Result<MasterOutput, String> {
         }
     }
     let missing = |what: &str| {
-        format!("the install script's output has no {what} (Tacker's contract: token:, server:, ssl_ca_cert_hash:, CA PEM)")
+        format!(
+            "the install script's output has no {what} (Tacker's contract: token:, server:, ssl_ca_cert_hash:, CA PEM)"
+        )
     };
     let pem = pem.filter(|_| !in_pem).ok_or_else(|| missing("complete CA certificate PEM block"))?;
     let hash = hash.ok_or_else(|| missing("'ssl_ca_cert_hash:' line"))?;

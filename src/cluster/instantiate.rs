@@ -13,9 +13,9 @@
 
 use crate::cluster::hook::Hook;
 use crate::cluster::node_cmd::{self as cmd, InstallMode};
-use crate::lifecycle::all_ok;
 use crate::cluster::topology::ClusterNode;
 use crate::error::Result;
+use crate::lifecycle::all_ok;
 use crate::redact::Redact;
 use crate::secret::Secret;
 
@@ -92,10 +92,16 @@ pub async fn run(h: &Hook) -> Result<serde_json::Value> {
     // 5. Bearer token for the VIM.
     h.rt.phase("VIM bearer token", &[main], false);
     let c = h.rt.root_cmd(main, cmd::admin_token(&h.run_dir)?, h.rt.timeouts.command).with_redact(Redact::All);
-    let bearer = h.rt.fact(main, c, "the VIM bearer token", || Secret::new("<bearer token>"), |o| match o.trim() {
-        "" => Err("the token is empty".to_string()),
-        t => Ok(Secret::new(t)),
-    });
+    let bearer = h.rt.fact(
+        main,
+        c,
+        "the VIM bearer token",
+        || Secret::new("<bearer token>"),
+        |o| match o.trim() {
+            "" => Err("the token is empty".to_string()),
+            t => Ok(Secret::new(t)),
+        },
+    );
     let bearer = bearer.await?;
 
     // 6. Helm on every master.
@@ -136,4 +142,57 @@ pub async fn install_helm(h: &Hook, masters: &[&ClusterNode]) -> Result<()> {
         })
         .await;
     all_ok(res).map(|_| ())
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::cluster::prepare::Op;
+    use crate::cluster::testkit::{position, Fixture};
+
+    #[tokio::test]
+    async fn masters_join_one_after_another_then_workers_then_token_helm_record() {
+        let f = Fixture::new(3, 2);
+        f.instantiate().await;
+        let e = f.execs();
+        let install = |n: &str| position(&e, n, "install_k8s_cluster.sh").unwrap_or_else(|| panic!("{n}: {e:#?}"));
+        // The main master first, the other masters strictly in order, workers after them.
+        assert!(install("m1") < install("m2") && install("m2") < install("m3"), "{e:#?}");
+        assert!(install("m3") < install("w1") && install("m3") < install("w2"), "{e:#?}");
+        // Joining masters get a fresh certificate key each (the first one reuses m1's own).
+        assert!(position(&e, "m1", "upload-certs").unwrap() < install("m3"), "{e:#?}");
+        let bearer = position(&e, "m1", "mgmt-driver-admin-token").unwrap();
+        let helm = ["m1", "m2", "m3"].map(|m| position(&e, m, "install_helm.sh").unwrap());
+        assert!(helm.iter().all(|&h| h > bearer), "{e:#?}");
+        let st = f.state();
+        assert_eq!(st["nodes"]["m2"]["k8s_name"], "master12");
+        assert!(st["vim"]["auth_cred"]["bearer_token"] == "bearer-token");
+    }
+
+    #[tokio::test]
+    async fn a_rerun_skips_finished_nodes_and_a_failed_worker_is_named() {
+        let f = Fixture::new(1, 2);
+        f.fake.fail(Some("w2"), "install_k8s_cluster.sh", 3, "E: unable to locate package");
+        let o = f.run(Op::InstantiateEnd, Fixture::instantiate_body(), &[]).await;
+        let err = o.error.expect("w2 failed").to_string();
+        assert!(err.contains("w2") && err.contains("unable to locate package"), "{err}");
+        assert_eq!(f.state()["nodes"]["w1"]["installed"], true);
+        // The node is fixed; the re-run installs w2 only.
+        f.fake.reply(Some("w2"), "install_k8s_cluster.sh", "");
+        let before = f.execs().len();
+        f.instantiate().await;
+        let again = &f.execs()[before..];
+        assert_eq!(again.iter().filter(|e| e.contains("install_k8s_cluster.sh")).count(), 1, "{again:#?}");
+        assert!(position(again, "w2", "install_k8s_cluster.sh").is_some(), "{again:#?}");
+    }
+
+    #[tokio::test]
+    async fn a_hostname_that_is_not_a_dns_name_is_refused_naming_node_and_command() {
+        let f = Fixture::new(1, 1);
+        f.fake.reply(Some("w1"), "hostname", "w1; rm -rf /\n");
+        let o = f.run(Op::InstantiateEnd, Fixture::instantiate_body(), &[]).await;
+        let e = o.error.expect("refused");
+        assert_eq!(e.kind(), "unreadable");
+        let text = e.to_string();
+        assert!(text.starts_with("w1: cannot read the node's hostname") && text.contains("hostname"), "{text}");
+    }
 }

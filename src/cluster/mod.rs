@@ -60,3 +60,5 @@ pub async fn run(op: Op, p: &Prepared, reset_nodes: bool) -> Outcome {
         error: result.err(),
     }
 }
+#[cfg(test)]
+pub(crate) mod testkit;

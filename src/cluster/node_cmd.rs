@@ -284,8 +284,8 @@ pub fn helm_repo_add(name: &str, url: &str) -> Result<String> {
 mod tests {
     use super::*;
     use crate::cluster::topology::k8s_name;
-    use crate::lifecycle::Role;
     use crate::inventory::Host;
+    use crate::lifecycle::Role;
     use std::process::Command;
 
     fn node(role: Role, ip: &str) -> ClusterNode {

@@ -290,4 +290,3 @@ fn targets(op: Op, h: &Hook, req: &Req, a: &Inputs, inst: Option<&VnfInstance>) 
         _ => Ok(vec![]),
     }
 }
-

@@ -10,10 +10,10 @@
 
 use crate::cluster::hook::Hook;
 use crate::cluster::node_cmd::{self as cmd, InstallMode};
-use crate::lifecycle::all_ok;
 use crate::cluster::topology::ClusterNode;
-use crate::lifecycle::Role;
 use crate::error::{Error, Result};
+use crate::lifecycle::all_ok;
+use crate::lifecycle::Role;
 
 /// Installed masters, in cluster order.
 pub fn installed_masters(h: &Hook) -> Vec<&ClusterNode> {
@@ -133,4 +133,65 @@ pub async fn scale_out(h: &Hook, targets: &[&ClusterNode]) -> Result<serde_json:
         .await;
     all_ok(res)?;
     Ok(serde_json::Value::Null)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use crate::cluster::prepare::Op;
+    use crate::cluster::testkit::{position, Fixture};
+
+    #[tokio::test]
+    async fn scale_out_joins_only_new_workers_and_tells_the_old_nodes() {
+        let f = Fixture::new(1, 1);
+        f.instantiate().await;
+        f.write_inventory(1, 3);
+        let before = f.execs().len();
+        let o =
+            f.run(Op::ScaleEnd, json!({"type": "SCALE_OUT", "aspectId": "worker", "numberOfSteps": "2"}), &[]).await;
+        assert!(o.error.is_none(), "{:?}", o.error);
+        let e = &f.execs()[before..];
+        assert!(position(e, "w1", "install_k8s_cluster.sh").is_none(), "{e:#?}");
+        let token = position(e, "m1", "kubeadm token create").unwrap();
+        for w in ["w2", "w3"] {
+            assert!(position(e, w, "install_k8s_cluster.sh -w").unwrap() > token, "{e:#?}");
+        }
+        // The existing nodes learn the new ones' /etc/hosts lines after they joined.
+        let joined = position(e, "w3", "install_k8s_cluster.sh").unwrap();
+        assert!(position(e, "w1", "/etc/hosts").unwrap() > joined, "{e:#?}");
+    }
+
+    #[tokio::test]
+    async fn scale_in_drains_named_workers_and_a_non_member_is_a_no_op() {
+        let f = Fixture::new(1, 2);
+        f.instantiate().await;
+        let body = json!({"type": "SCALE_IN", "aspectId": "worker", "numberOfSteps": 1});
+        let e = f.prepare(Op::ScaleStart, body.clone(), &[]).err().expect("needs --node");
+        assert!(e.to_string().contains("--node"), "{e}");
+        let o = f.run(Op::ScaleStart, body.clone(), &["w2"]).await;
+        assert!(o.error.is_none(), "{:?}", o.error);
+        assert!(f.state()["nodes"].get("w2").is_none());
+        let before = f.execs().len();
+        let o = f.run(Op::ScaleStart, body, &["w2"]).await;
+        assert!(o.error.is_none(), "{:?}", o.error);
+        assert!(!f.execs()[before..].iter().any(|x| x.contains("drain")), "{:#?}", &f.execs()[before..]);
+    }
+
+    #[tokio::test]
+    async fn scale_in_fails_over_to_the_next_master_that_answers() {
+        let f = Fixture::new(2, 2);
+        f.instantiate().await;
+        f.fake.down("m1");
+        let before = f.execs().len();
+        let body = json!({"type": "SCALE_IN", "aspectId": "worker", "numberOfSteps": 1});
+        let o = f.run(Op::ScaleStart, body, &["w2"]).await;
+        let e = &f.execs()[before..];
+        assert!(position(e, "m2", "kubectl drain worker22").is_some(), "{e:#?}");
+        assert!(position(e, "m2", "delete node worker22").is_some(), "{e:#?}");
+        assert!(f.state()["nodes"].get("w2").is_none(), "the removed worker is forgotten at once");
+        // m1 is still down for the /etc/hosts step that follows: named, not hidden.
+        let err = o.error.expect("m1 cannot get its /etc/hosts line removed").to_string();
+        assert!(err.contains("m1"), "{err}");
+    }
 }

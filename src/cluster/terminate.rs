@@ -4,9 +4,9 @@
 
 use crate::cluster::hook::Hook;
 use crate::cluster::node_cmd as cmd;
-use crate::lifecycle::all_ok;
 use crate::cluster::topology::ClusterNode;
 use crate::error::Result;
+use crate::lifecycle::all_ok;
 
 pub async fn run(h: &Hook, reset_nodes: bool) -> Result<serde_json::Value> {
     if reset_nodes {

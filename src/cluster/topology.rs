@@ -7,11 +7,10 @@ use std::collections::BTreeSet;
 use std::path::PathBuf;
 
 use crate::cluster::params::{ClusterParams, RoleParams};
-use crate::lifecycle::request::VnfInstance;
-use crate::lifecycle::{Node, Role};
 use crate::error::{Error, Result};
 use crate::inventory::{Auth, Host, HostKeyCheck, Inventory};
-
+use crate::lifecycle::request::VnfInstance;
+use crate::lifecycle::{Node, Role};
 
 #[derive(Clone, Debug)]
 pub struct ClusterNode {

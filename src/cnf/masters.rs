@@ -114,7 +114,6 @@ pub fn masters(h: &HelmInfo, a: &Inputs, store: &Store) -> Result<Vec<Target>> {
     Ok(out)
 }
 
-
 /// A cluster recorded by `instantiate-end` under `id`, read as the stored document (the cluster
 /// hooks own its format; Helm needs only its vimConnectionInfo and its master credential).
 fn recorded_cluster(store: &Store, id: &str) -> Result<Option<Value>> {

@@ -274,11 +274,14 @@ pub async fn describe(c: &Ctx<'_>, r: &Release, chart: &str) -> Result<ReleaseSt
     let t = s.rt.timeouts.command;
     let m = s.master();
     let status = s.rt.root_cmd(m, s.helm.status(&r.name, ns)?, t);
-    let (status, revision) = s
-        .rt
-        .fact(m, status, "the release status", || (String::new(), 0), |o| {
-            release_status(o).ok_or_else(|| "unreadable status JSON".to_string())
-        })
+    let (status, revision) =
+        s.rt.fact(
+            m,
+            status,
+            "the release status",
+            || (String::new(), 0),
+            |o| release_status(o).ok_or_else(|| "unreadable status JSON".to_string()),
+        )
         .await?;
     let man = s.rt.root_cmd(m, s.helm.get_manifest(&r.name, ns)?, t);
     let resources = s.rt.fact(m, man, "the release manifest", Vec::new, |o| manifest::parse(o, ns)).await?;
@@ -312,10 +315,18 @@ pub async fn scale(c: &Ctx<'_>, aspect: &str, delta: i64) -> Result<(u64, u64, R
     let s = c.s;
     let m = s.master();
     let vals = s.rt.root_cmd(m, s.helm.get_values(&r.name, &p.namespace, true)?, s.rt.timeouts.command);
-    let current = s.rt.fact(m, vals, "the replica count", || 1, |o| {
-        let v: Value = serde_json::from_str(o.trim()).map_err(|e| format!("not JSON: {e}"))?;
-        value_at(&v, path).and_then(Value::as_u64).ok_or_else(|| format!("no number at '{path}' in the release's values"))
-    });
+    let current = s.rt.fact(
+        m,
+        vals,
+        "the replica count",
+        || 1,
+        |o| {
+            let v: Value = serde_json::from_str(o.trim()).map_err(|e| format!("not JSON: {e}"))?;
+            value_at(&v, path)
+                .and_then(Value::as_u64)
+                .ok_or_else(|| format!("no number at '{path}' in the release's values"))
+        },
+    );
     let current = current.await?;
     let target = current as i64 + delta;
     let vdu = p.vdu_mapping.values().find(|v| v.release == r.name);

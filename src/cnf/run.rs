@@ -179,8 +179,7 @@ async fn dispatch(op: &Op, c: &Ctx<'_>, p: &Prepared, rec: &mut Record<'_>) -> R
         Op::Rollback { release, revision } => {
             s.run(h.rollback(release, ns, *revision, &c.opts)?, c.timeout + Duration::from_secs(30)).await?;
             let chart = rec.st.releases.get(release).map(|r| r.chart.clone()).unwrap_or_default();
-            let rel =
-                Release { source: ChartSource::Oci { reference: chart.clone() }, ..Release::named(release) };
+            let rel = Release { source: ChartSource::Oci { reference: chart.clone() }, ..Release::named(release) };
             let rs = ops::describe(c, &rel, &chart).await?;
             rec.release(release, &rs)?;
             json!({"release": release, "revision": rs.revision, "state": rs})
@@ -276,11 +275,158 @@ async fn upgrade(
     let target = Chart { release, chart: &chart, namespace: ns, version };
     let cmd = c.s.helm.upgrade(&target, &Values { set, files: &[] }, reuse_values, &c.opts)?;
     c.s.run_watched(cmd, c.timeout + Duration::from_secs(30), release, ns).await?;
-    let rel = c.params.releases.iter().find(|r| r.name == release).cloned().unwrap_or(Release {
-        source: ChartSource::Oci { reference: chart.clone() },
-        ..Release::named(release)
-    });
+    let rel = c
+        .params
+        .releases
+        .iter()
+        .find(|r| r.name == release)
+        .cloned()
+        .unwrap_or(Release { source: ChartSource::Oci { reference: chart.clone() }, ..Release::named(release) });
     let rs = ops::describe(c, &rel, &chart).await?;
     rec.release(release, &rs)?;
     Ok(json!({"release": release, "revision": rs.revision, "state": rs}))
+}
+
+#[cfg(test)]
+mod tests {
+    //! The decision logic of CNF operations on the scripted fake transport: Helm pending-state
+    //! recovery and master failover, through the real `prepare` and `run`.
+
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use serde_json::{json, Value};
+
+    use super::*;
+    use crate::event::Events;
+    use crate::lifecycle::{FanOut, Timeouts};
+    use crate::transport::fake::FakeConnector;
+
+    const M1: &str = "master-192.0.2.11";
+    const M2: &str = "master-192.0.2.12";
+
+    struct Fixture {
+        dir: tempfile::TempDir,
+        fake: FakeConnector,
+    }
+
+    fn status(s: &str, rev: u64) -> String {
+        json!({"name": "vdu2", "info": {"status": s}, "version": rev, "namespace": "cnf"}).to_string()
+    }
+
+    impl Fixture {
+        fn new() -> Fixture {
+            let dir = tempfile::tempdir().unwrap();
+            let vci = json!([{"id": "x", "vimId": "y", "vimType": "kubernetes", "extra": {"helm_info": {
+                "masternode_ip": ["192.0.2.11", "192.0.2.12"], "masternode_username": "root", "masternode_password": "pw"}}}]);
+            std::fs::write(dir.path().join("vci.json"), vci.to_string()).unwrap();
+            let req = json!({"flavourId": "simple", "additionalParams": {"use_helm": "true", "namespace": "cnf", "using_helm_install_param": [{
+                "exthelmchart": "true", "helmreleasename": "vdu2", "helmrepositoryname": "labrepo",
+                "helmchartname": "nginxlab", "exthelmrepo_url": "http://192.0.2.50/charts"}]}});
+            std::fs::write(dir.path().join("req.json"), req.to_string()).unwrap();
+            let fake = FakeConnector::new();
+            fake.reply(None, "helm version --short", "v3.17.3+g2a7b0d1\n")
+                .reply(None, "status vdu2", &status("deployed", 2))
+                .reply(None, "get manifest vdu2", "---\napiVersion: v1\nkind: Service\nmetadata:\n  name: vdu2\n")
+                .reply(None, "get values vdu2", r#"{"replicaCount": 1}"#);
+            Fixture { dir, fake }
+        }
+
+        fn inputs(&self) -> Inputs {
+            Inputs {
+                vnf_instance_id: Some("cnf1".into()),
+                request: Some(self.dir.path().join("req.json")),
+                vim_connection_info: Some(self.dir.path().join("vci.json")),
+                timeout: Duration::from_secs(300),
+                status_interval: Duration::from_secs(60),
+                ..Default::default()
+            }
+        }
+
+        async fn instantiate(&self) -> Result<Outcome> {
+            let store = Store::open(&self.dir.path().join("state")).unwrap();
+            let p = prepare(&Op::Instantiate, &self.inputs(), store)?;
+            let rt =
+                Runner::new(Arc::new(self.fake.clone()), Events::channel().0, FanOut::default(), Timeouts::default());
+            run(&Op::Instantiate, &self.inputs(), p, rt).await
+        }
+
+        /// The Helm verbs run on `node`, in order (`install`, `upgrade`, ...).
+        fn helm_verbs(&self, node: &str) -> Vec<String> {
+            self.fake
+                .execs(node)
+                .iter()
+                .filter_map(|e| e.split("helm ").nth(1).and_then(|r| r.split(' ').next()).map(str::to_string))
+                .filter(|v| ["install", "upgrade", "uninstall", "rollback"].contains(&v.as_str()))
+                .collect()
+        }
+    }
+
+    #[tokio::test]
+    async fn an_absent_release_is_installed_and_a_present_one_upgraded() {
+        let f = Fixture::new();
+        f.fake.reply_times(None, "status vdu2", r#"{"absent":true}"#, 1);
+        let o = f.instantiate().await.unwrap();
+        assert_eq!(f.helm_verbs(M1), vec!["install"]);
+        assert_eq!(o.result["releases"]["vdu2"]["status"], "deployed");
+        assert_eq!(o.context["master"], "192.0.2.11");
+        let o = f.instantiate().await.unwrap();
+        assert_eq!(f.helm_verbs(M1), vec!["install", "upgrade"]);
+        assert_eq!(o.result["releases"]["vdu2"]["revision"], 2);
+    }
+
+    #[tokio::test]
+    async fn a_release_stuck_in_pending_install_is_uninstalled_then_installed() {
+        let f = Fixture::new();
+        f.fake.reply_times(None, "status vdu2", &status("pending-install", 1), 1);
+        f.instantiate().await.unwrap();
+        assert_eq!(f.helm_verbs(M1), vec!["uninstall", "install"]);
+    }
+
+    #[tokio::test]
+    async fn a_release_stuck_in_pending_upgrade_is_rolled_back_then_upgraded() {
+        for stuck in ["pending-upgrade", "pending-rollback"] {
+            let f = Fixture::new();
+            f.fake.reply_times(None, "status vdu2", &status(stuck, 3), 1);
+            f.instantiate().await.unwrap();
+            assert_eq!(f.helm_verbs(M1), vec!["rollback", "upgrade"], "{stuck}");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_failed_recovery_says_exactly_what_to_run_and_installs_nothing() {
+        let f = Fixture::new();
+        f.fake.reply_times(None, "status vdu2", &status("pending-install", 1), 1);
+        f.fake.fail(None, "helm uninstall vdu2", 1, "Error: cluster unreachable");
+        let e = f.instantiate().await.err().expect("recovery failed").to_string();
+        assert!(e.contains("stuck in pending-install") && e.contains("fix it on a master with:"), "{e}");
+        assert!(e.contains("helm uninstall vdu2 --namespace cnf") && e.contains("cluster unreachable"), "{e}");
+        assert_eq!(f.helm_verbs(M1), vec!["uninstall"]);
+    }
+
+    #[tokio::test]
+    async fn helm_runs_on_the_first_master_that_answers() {
+        let f = Fixture::new();
+        f.fake.down(M1);
+        let o = f.instantiate().await.unwrap();
+        assert_eq!(o.context["master"], "192.0.2.12");
+        assert_eq!(f.helm_verbs(M2), vec!["upgrade"]);
+        assert!(f.helm_verbs(M1).is_empty());
+        let not_reached: Vec<Value> = o.result["mastersNotReached"].as_array().unwrap().clone();
+        assert!(not_reached.len() == 1 && not_reached[0].as_str().unwrap().starts_with(M1), "{not_reached:?}");
+    }
+
+    #[tokio::test]
+    async fn helm_4_gets_rollback_on_failure_instead_of_atomic() {
+        let f = Fixture::new();
+        f.fake.reply(None, "helm version --short", "v4.1.4+g1\n");
+        let inputs = Inputs { atomic: true, ..f.inputs() };
+        let store = Store::open(&f.dir.path().join("state")).unwrap();
+        let p = prepare(&Op::Instantiate, &inputs, store).unwrap();
+        let rt = Runner::new(Arc::new(f.fake.clone()), Events::channel().0, FanOut::default(), Timeouts::default());
+        let o = run(&Op::Instantiate, &inputs, p, rt).await.unwrap();
+        assert_eq!(o.context["helmMajor"], 4);
+        let up = f.fake.execs(M1).into_iter().find(|e| e.contains("helm upgrade")).unwrap();
+        assert!(up.contains("--rollback-on-failure") && !up.contains("--atomic"), "{up}");
+    }
 }

@@ -20,7 +20,8 @@ pub struct Session {
 }
 
 /// Exits 127 with a clear message on a master without Helm; prints e.g. `v3.17.3+g...`.
-const HELM_VERSION: &str = "command -v helm >/dev/null || { echo 'helm is not installed' >&2; exit 127; }; helm version --short";
+const HELM_VERSION: &str =
+    "command -v helm >/dev/null || { echo 'helm is not installed' >&2; exit 127; }; helm version --short";
 
 impl Session {
     /// Pick the first reachable master and detect its Helm (a plan assumes Helm 3).
@@ -30,9 +31,13 @@ impl Session {
         let active = masters.iter().position(|x| x.host.name == m.host.name).expect("one of them");
         let cmd = rt.root_cmd(m, HELM_VERSION.into(), Duration::from_secs(30));
         let major = rt
-            .fact(m, cmd, "the Helm version", || 3, |o| {
-                parse_version(o).ok_or_else(|| format!("no version in {:?}", o.trim()))
-            })
+            .fact(
+                m,
+                cmd,
+                "the Helm version",
+                || 3,
+                |o| parse_version(o).ok_or_else(|| format!("no version in {:?}", o.trim())),
+            )
             .await?;
         rt.ev(m).emit(EventKind::Status { subject: "helm".into(), status: format!("major version {major}") });
         Ok(Session { rt, masters, active, helm: Helm { major }, status_every })
@@ -61,12 +66,7 @@ impl Session {
     }
 
     /// `(status, revision)` of a release, or None when it does not exist; in a plan, `planned`.
-    pub async fn release(
-        &self,
-        rel: &str,
-        ns: &str,
-        planned: Option<(String, u64)>,
-    ) -> Result<Option<(String, u64)>> {
+    pub async fn release(&self, rel: &str, ns: &str, planned: Option<(String, u64)>) -> Result<Option<(String, u64)>> {
         let m = self.master();
         let cmd = self.rt.root_cmd(m, self.helm.status_or_absent(rel, ns)?, self.rt.timeouts.command);
         self.rt.fact(m, cmd, "the release status", || planned, |o| Ok(release_status(o))).await

@@ -30,9 +30,13 @@ impl Runner {
 
     /// A fact that is JSON.
     pub async fn json_fact(&self, node: &dyn Node, cmd: RemoteCommand, what: &str) -> Result<serde_json::Value> {
-        self.fact(node, cmd, what, || serde_json::Value::Null, |t| {
-            serde_json::from_str(t.trim()).map_err(|e| format!("not JSON: {e}"))
-        })
+        self.fact(
+            node,
+            cmd,
+            what,
+            || serde_json::Value::Null,
+            |t| serde_json::from_str(t.trim()).map_err(|e| format!("not JSON: {e}")),
+        )
         .await
     }
 }

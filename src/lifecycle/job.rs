@@ -17,7 +17,10 @@ pub enum Action {
     /// Run a command; a non-zero exit fails the host.
     Exec(RemoteCommand),
     /// Fetch a remote file to a local path.
-    Download { remote: String, local: PathBuf },
+    Download {
+        remote: String,
+        local: PathBuf,
+    },
 }
 
 #[derive(Clone, Debug, Default)]
@@ -86,7 +89,11 @@ mod tests {
     use crate::secret::Secret;
 
     fn host(user: &str, pw: bool) -> Host {
-        Host { user: user.into(), become_password: pw.then(|| Secret::new("pw")), ..Host::for_test("n1", "198.18.0.11") }
+        Host {
+            user: user.into(),
+            become_password: pw.then(|| Secret::new("pw")),
+            ..Host::for_test("n1", "198.18.0.11")
+        }
     }
 
     #[test]

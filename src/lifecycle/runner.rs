@@ -107,9 +107,7 @@ impl Runner {
             m.entry(node.name().to_string()).or_insert_with(|| Arc::new(OnceCell::new())).clone()
         };
         let ev = self.ev(node);
-        slot.get_or_try_init(|| async { self.connector.connect(node.host(), &ev).await.map(Arc::from) })
-            .await
-            .cloned()
+        slot.get_or_try_init(|| async { self.connector.connect(node.host(), &ev).await.map(Arc::from) }).await.cloned()
     }
 
     /// Forget a node's connection (after a reboot or a failed node), so the next step reconnects.

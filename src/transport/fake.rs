@@ -121,9 +121,10 @@ impl FakeConnector {
 
     fn answer(&self, node: &str, script: &str) -> ExecOutput {
         let mut s = self.script.lock().expect("fake script");
-        let hit = s.rules.iter_mut().rev().find(|r| {
-            r.node.as_deref().is_none_or(|n| n == node) && script.contains(&r.needle) && r.left != Some(0)
-        });
+        let hit =
+            s.rules.iter_mut().rev().find(|r| {
+                r.node.as_deref().is_none_or(|n| n == node) && script.contains(&r.needle) && r.left != Some(0)
+            });
         match hit {
             Some(r) => {
                 if let Some(n) = r.left.as_mut() {

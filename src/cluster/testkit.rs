@@ -1,0 +1,145 @@
+//! Test fixture for the cluster hooks' decision logic on the scripted fake transport: real
+//! request, inventory and package files in a temp dir, the real `prepare`, and nodes that answer
+//! like a healthy cluster unless a test scripts otherwise. No root, no lab.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+
+use crate::cluster::prepare::{prepare, Inputs, Op, Prepared};
+use crate::event::Events;
+use crate::lifecycle::state::Store;
+use crate::lifecycle::{FanOut, Runner, Timeouts};
+use crate::transport::fake::FakeConnector;
+
+pub const TOKEN: &str = "abcdef.0123456789abcdef";
+
+pub struct Fixture {
+    pub dir: tempfile::TempDir,
+    pub fake: FakeConnector,
+    pub masters: usize,
+    pub workers: usize,
+}
+
+/// `m1..mN` at 192.0.2.11.., `w1..wN` at 192.0.2.21..; Kubernetes names as Tacker's script sets
+/// them (`master11`, `worker21`).
+pub fn master(i: usize) -> (String, String, String) {
+    (format!("m{i}"), format!("192.0.2.{}", 10 + i), format!("master{}", 10 + i))
+}
+
+pub fn worker(i: usize) -> (String, String, String) {
+    (format!("w{i}"), format!("192.0.2.{}", 20 + i), format!("worker{}", 20 + i))
+}
+
+impl Fixture {
+    pub fn new(masters: usize, workers: usize) -> Fixture {
+        let dir = tempfile::tempdir().unwrap();
+        let f = Fixture { dir, fake: FakeConnector::new(), masters, workers };
+        let scripts = f.dir.path().join("pkg/Scripts");
+        std::fs::create_dir_all(&scripts).unwrap();
+        for s in ["install_k8s_cluster.sh", "install_helm.sh"] {
+            std::fs::write(scripts.join(s), "#!/bin/bash\n").unwrap();
+        }
+        f.write_inventory(masters, workers);
+        f.healthy();
+        f
+    }
+
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// The inventory lists `masters` masters and `workers` workers (scale-out adds some).
+    pub fn write_inventory(&self, masters: usize, workers: usize) {
+        let mut y = String::from("defaults:\n  known_hosts: /dev/null\ngroups:\n  master:\n");
+        for (n, ip, _) in (1..=masters).map(master) {
+            y.push_str(&format!("    - {{name: {n}, ssh_ip: {ip}}}\n"));
+        }
+        y.push_str("  worker:\n");
+        for (n, ip, _) in (1..=workers).map(worker) {
+            y.push_str(&format!("    - {{name: {n}, ssh_ip: {ip}}}\n"));
+        }
+        y.push_str("cps: {vip_CP: 192.0.2.100}\n");
+        std::fs::write(self.path("inv.yaml"), y).unwrap();
+    }
+
+    /// Every node answers as a healthy cluster does.
+    pub fn healthy(&self) {
+        let f = &self.fake;
+        for (n, _, k) in (1..=self.masters).map(master).chain((1..=9).map(worker)) {
+            f.reply(Some(&n), "hostname", &format!("{k}\n"));
+        }
+        let master_out = format!(
+            "token:{TOKEN}\nserver:https://192.0.2.100:16443\n-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\nssl_ca_cert_hash:{}\ncertificate_key:{}\n",
+            "a".repeat(64),
+            "b".repeat(64)
+        );
+        f.reply(None, "install_k8s_cluster.sh -m", &master_out);
+        f.reply(None, "kubeadm token create", &format!("{TOKEN}\n"));
+        f.reply(None, "upload-certs", &format!("{}\n", "c".repeat(64)));
+        f.reply(None, "mgmt-driver-admin-token", "bearer-token");
+        f.reply(None, "get pods", r#"{"items": []}"#);
+    }
+
+    pub fn request(&self, body: Value) -> PathBuf {
+        let p = self.path("req.json");
+        std::fs::write(&p, body.to_string()).unwrap();
+        p
+    }
+
+    pub fn instantiate_body() -> Value {
+        json!({
+            "flavourId": "simple",
+            "additionalParams": {"k8s_cluster_installation_param": {
+                "script_path": "Scripts/install_k8s_cluster.sh",
+                "helm_installation_script_path": "Scripts/install_helm.sh",
+                "vim_name": "kubernetes_vim",
+                "master_node": {"aspect_id": "master", "ssh_cp_name": "masterNode_CP1", "nic_cp_name": "masterNode_CP1",
+                                "username": "ubuntu", "password": "pw", "cluster_cp_name": "vip_CP"},
+                "worker_node": {"aspect_id": "worker", "ssh_cp_name": "workerNode_CP2", "nic_cp_name": "workerNode_CP2",
+                                "username": "ubuntu", "password": "pw"}
+            }}
+        })
+    }
+
+    /// The real `prepare` with a runner on the fake transport.
+    pub fn prepare(&self, op: Op, body: Value, nodes: &[&str]) -> crate::error::Result<Prepared> {
+        let inputs = Inputs {
+            request: Some(self.request(body)),
+            inventory: Some(self.path("inv.yaml")),
+            package_dir: Some(self.path("pkg")),
+            vnf_instance_id: Some("vnf1".into()),
+            node: nodes.iter().map(|s| s.to_string()).collect(),
+            ..Default::default()
+        };
+        let store = Store::open(&self.path("state")).unwrap();
+        let rt = Runner::new(Arc::new(self.fake.clone()), Events::channel().0, FanOut::default(), Timeouts::default());
+        prepare(op, &inputs, store, rt)
+    }
+
+    /// Run a hook to its end; panics with the error when it fails.
+    pub async fn run(&self, op: Op, body: Value, nodes: &[&str]) -> crate::cluster::Outcome {
+        let p = self.prepare(op, body, nodes).unwrap();
+        crate::cluster::run(op, &p, false).await
+    }
+
+    pub async fn instantiate(&self) {
+        let o = self.run(Op::InstantiateEnd, Self::instantiate_body(), &[]).await;
+        assert!(o.error.is_none(), "{:?}", o.error);
+    }
+
+    /// Every exec since the last `clear`, as `node: script`.
+    pub fn execs(&self) -> Vec<String> {
+        self.fake.all_execs()
+    }
+
+    pub fn state(&self) -> Value {
+        serde_json::from_str(&std::fs::read_to_string(self.path("state/vnf1.json")).unwrap()).unwrap()
+    }
+}
+
+/// Index of the first exec matching both `node` and `needle`.
+pub fn position(execs: &[String], node: &str, needle: &str) -> Option<usize> {
+    execs.iter().position(|e| e.starts_with(&format!("{node}: ")) && e.contains(needle))
+}

@@ -1,22 +1,28 @@
 //! mgmt-driver: turns freshly booted VMs into a working Kubernetes cluster with Helm, and runs
 //! Helm-packaged network functions on it, all over SSH.
 //!
-//! Layout: a pure core (quoting, command building, inventory, plans) and an effectful edge
-//! (the [`transport::Transport`] trait and its SSH implementation, the renderers).
+//! Layers (docs/architecture.md): a pure core (quoting, command building, inventory, requests,
+//! params, plans), the lifecycle layer every operation stands on (`lifecycle`), the operations
+//! (`fanout`, `cluster`, `cnf`), and the effectful edge (the [`transport::Transport`] seam with
+//! its SSH implementation and the in-process fake, the renderers, the CLI).
+//!
+//! The public API is what the binary and the integration tests use: the CLI entry point, the
+//! transport seam (SSH and the fake), the inventory, events and errors. Everything else is
+//! crate-private, so the compiler reports what nothing uses.
 
-pub mod backoff;
+pub(crate) mod backoff;
 pub mod cli;
-pub mod cluster;
-pub mod cnf;
+pub(crate) mod cluster;
+pub(crate) mod cnf;
 pub mod command;
 pub mod error;
 pub mod event;
-pub mod fanout;
+pub(crate) mod fanout;
 pub mod inventory;
-pub mod lifecycle;
-pub mod quote;
-pub mod redact;
-pub mod render;
+pub(crate) mod lifecycle;
+pub(crate) mod quote;
+pub(crate) mod redact;
+pub(crate) mod render;
 pub mod secret;
 pub mod ssh;
 pub mod transport;

@@ -80,6 +80,41 @@ impl Envelope {
 mod tests {
     use super::*;
 
+    /// The schema every `-o json` document must satisfy (the integration tests check each one).
+    fn validator() -> jsonschema::Validator {
+        let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/result.schema.json")).unwrap();
+        jsonschema::validator_for(&serde_json::from_str(&text).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn the_schema_accepts_what_we_print_and_refuses_what_we_must_not() {
+        let v = validator();
+        let e = Error::Skipped { node: "n1".into() };
+        let mut ok = Envelope::new("exec", false);
+        ok.context = json!({"hosts": 1});
+        ok.result = json!({"okCount": 1, "failedCount": 0, "ms": 3, "hosts": [{"host": "n1", "ok": true}]});
+        for doc in [
+            serde_json::to_value(&ok).unwrap(),
+            serde_json::to_value(Envelope::new("mgmt-driver", true).error(&e)).unwrap(),
+        ] {
+            let errs: Vec<String> = v.iter_errors(&doc).map(|e| e.to_string()).collect();
+            assert!(errs.is_empty(), "{doc}: {errs:?}");
+        }
+        // ok with an error, a failure without one, an unknown error kind, a hook result without nodes.
+        let mut bad = serde_json::to_value(&ok).unwrap();
+        bad["errors"] = json!([{"kind": "remote", "message": "x"}]);
+        let mut failed = serde_json::to_value(Envelope::new("exec", false)).unwrap();
+        failed["ok"] = json!(false);
+        let mut kind = serde_json::to_value(Envelope::new("exec", false).error(&e)).unwrap();
+        kind["errors"][0]["kind"] = json!("oops");
+        let mut hook = serde_json::to_value(Envelope::new("instantiate_end", false)).unwrap();
+        hook["context"] = json!({"vnfInstanceId": "i", "state": "/s"});
+        hook["result"] = json!({"vim": null, "vimConnectionInfo": []});
+        for doc in [bad, failed, kind, hook] {
+            assert!(!v.is_valid(&doc), "accepted: {doc}");
+        }
+    }
+
     #[test]
     fn an_error_names_kind_node_and_message() {
         let e = Error::Remote {

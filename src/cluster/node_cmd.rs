@@ -153,10 +153,6 @@ pub fn server_url() -> String {
     format!("{KUBECONFIG}kubectl config view --raw -o jsonpath='{{.clusters[0].cluster.server}}'")
 }
 
-pub fn node_names() -> String {
-    format!("{KUBECONFIG}kubectl get nodes -o name")
-}
-
 /// The VIM's bearer token, the Kubernetes ≥ 1.24 way: a ServiceAccount bound to cluster-admin
 /// and a `kubernetes.io/service-account-token` Secret the token controller fills. Re-applying
 /// is a no-op, so re-runs get the same token. Prints the decoded token (a secret: the caller

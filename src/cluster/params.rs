@@ -65,14 +65,6 @@ pub enum GroupKey {
     VduId(String),
 }
 
-impl GroupKey {
-    pub fn name(&self) -> &str {
-        match self {
-            GroupKey::AspectId(s) | GroupKey::VduId(s) => s,
-        }
-    }
-}
-
 #[derive(Clone, Debug)]
 pub struct RoleParams {
     pub group: Option<GroupKey>,

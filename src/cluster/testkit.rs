@@ -19,7 +19,6 @@ pub struct Fixture {
     pub dir: tempfile::TempDir,
     pub fake: FakeConnector,
     pub masters: usize,
-    pub workers: usize,
 }
 
 /// `m1..mN` at 192.0.2.11.., `w1..wN` at 192.0.2.21..; Kubernetes names as Tacker's script sets
@@ -35,7 +34,7 @@ pub fn worker(i: usize) -> (String, String, String) {
 impl Fixture {
     pub fn new(masters: usize, workers: usize) -> Fixture {
         let dir = tempfile::tempdir().unwrap();
-        let f = Fixture { dir, fake: FakeConnector::new(), masters, workers };
+        let f = Fixture { dir, fake: FakeConnector::new(), masters };
         let scripts = f.dir.path().join("pkg/Scripts");
         std::fs::create_dir_all(&scripts).unwrap();
         for s in ["install_k8s_cluster.sh", "install_helm.sh"] {

@@ -32,6 +32,10 @@ impl Node for ClusterNode {
     fn host(&self) -> &Host {
         &self.host
     }
+
+    fn role(&self) -> Role {
+        self.role
+    }
 }
 
 #[derive(Clone, Debug)]

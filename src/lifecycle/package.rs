@@ -22,10 +22,6 @@ impl Package {
         Ok(Package { root })
     }
 
-    pub fn root(&self) -> &Path {
-        &self.root
-    }
-
     /// Resolve `rel` (named by `field` of `file`) to a real path inside the package.
     pub fn resolve(&self, rel: &str, file: &str, field: &str, want_dir: bool) -> Result<PathBuf> {
         let err = |m: String| Error::input(file, field, m);

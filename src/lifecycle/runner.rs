@@ -199,7 +199,8 @@ impl Runner {
             match self.transport(*n).await {
                 Ok(_) => return Ok(n),
                 Err(e) => {
-                    self.ev(*n).emit(EventKind::Warning { message: format!("unreachable, trying the next one: {e}") });
+                    let message = format!("unreachable, trying the next {}: {e}", n.role().as_str());
+                    self.ev(*n).emit(EventKind::Warning { message });
                     last = Some(e);
                 }
             }

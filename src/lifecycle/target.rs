@@ -36,11 +36,20 @@ pub trait Node: Sync {
     fn name(&self) -> &str {
         &self.host().name
     }
+
+    /// What it is to the operation (messages say "the next master", not "the next host").
+    fn role(&self) -> Role {
+        Role::Node
+    }
 }
 
 impl<T: Node + ?Sized> Node for &T {
     fn host(&self) -> &Host {
         (**self).host()
+    }
+
+    fn role(&self) -> Role {
+        (**self).role()
     }
 }
 
@@ -66,5 +75,9 @@ impl Target {
 impl Node for Target {
     fn host(&self) -> &Host {
         &self.host
+    }
+
+    fn role(&self) -> Role {
+        self.role
     }
 }

@@ -95,6 +95,25 @@ impl Renderer {
             let _ = writeln!(std::io::stderr().lock(), "{line}");
             return;
         }
+        let Some((to_stdout, line)) = self.line(ev) else { return };
+        // With -o yaml the document owns stdout.
+        let to_stdout = to_stdout && self.mode != Output::Yaml;
+        let emit = || {
+            if to_stdout {
+                let _ = writeln!(std::io::stdout().lock(), "{line}");
+            } else {
+                let _ = writeln!(std::io::stderr().lock(), "{line}");
+            }
+        };
+        match &self.bar {
+            Some(b) => b.suspend(emit),
+            None => emit(),
+        }
+    }
+
+    /// An event as a plain line, and whether it belongs on stdout (node output and plans) or
+    /// stderr (our own status); None for events this mode does not show.
+    fn line(&self, ev: &Event) -> Option<(bool, String)> {
         let h = &ev.host;
         let (to_stdout, line) = match &ev.kind {
             EventKind::Stdout { line } => (true, format!("{h}: {line}")),
@@ -156,20 +175,8 @@ impl Renderer {
                     format!("{h}: uploaded {path} ({bytes} bytes, {via})")
                 },
             ),
-            _ => return,
+            _ => return None,
         };
-        // With -o yaml the document owns stdout.
-        let to_stdout = to_stdout && self.mode != Output::Yaml;
-        let emit = || {
-            if to_stdout {
-                let _ = writeln!(std::io::stdout().lock(), "{line}");
-            } else {
-                let _ = writeln!(std::io::stderr().lock(), "{line}");
-            }
-        };
-        match &self.bar {
-            Some(b) => b.suspend(emit),
-            None => emit(),
-        }
+        Some((to_stdout, line))
     }
 }

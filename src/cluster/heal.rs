@@ -42,46 +42,7 @@ pub async fn start(h: &Hook, targets: &[&ClusterNode], whole: bool) -> Result<()
             continue;
         }
         match t.role {
-            Role::Master => {
-                if survivors.is_empty() {
-                    return Err(Error::input(
-                        &h.req_file,
-                        "vnfcInstanceId",
-                        format!("{} is the only master; a single-master cluster cannot heal a master (heal the whole VNF instead)", t.name()),
-                    ));
-                }
-                h.rt.phase("heal master: haproxy backends on the survivors", &survivors, true);
-                let res =
-                    h.rt.each(&survivors, |m| {
-                        let k = &k;
-                        async move {
-                            h.rt.exec(m, h.rt.root_cmd(m, cmd::haproxy_backend(k, None)?, h.rt.timeouts.command))
-                                .await
-                                .map(|_| ())
-                        }
-                    })
-                    .await;
-                all_ok(res)?;
-                let via = h.rt.first_reachable(&survivors).await?;
-                let via_k8s = k8s_name_of(h, via);
-                h.rt.phase("heal master: delete node and etcd member", &[via], false);
-                h.rt.exec(via, h.rt.root_cmd(via, cmd::delete_node(&k)?, h.rt.timeouts.command)).await?;
-                let members = h.rt.root_cmd(via, cmd::etcd_members(&via_k8s)?, h.rt.timeouts.command);
-                let member = h.rt.fact(
-                    via,
-                    members,
-                    "the etcd member list",
-                    || Some("<member id>".to_string()),
-                    |o| Ok(cmd::parse_member_id(o, &k)),
-                );
-                match member.await? {
-                    Some(id) => {
-                        h.rt.exec(via, h.rt.root_cmd(via, cmd::etcd_remove(&via_k8s, &id)?, h.rt.timeouts.command))
-                            .await?;
-                    }
-                    None => h.outcome(t, "no etcd member left to remove"),
-                }
-            }
+            Role::Master => remove_master(h, t, &survivors, &k).await?,
             Role::Worker | Role::Node => {
                 let masters = installed_masters(h);
                 let via = h.rt.first_reachable(&masters).await?;
@@ -98,6 +59,41 @@ pub async fn start(h: &Hook, targets: &[&ClusterNode], whole: bool) -> Result<()
         });
         h.save()?;
         h.outcome(t, format!("removed from the cluster ({k})"));
+    }
+    Ok(())
+}
+
+/// Take a master out: its haproxy backend off every survivor, then its Node and its etcd member
+/// (found by exact name) via the first survivor that answers.
+async fn remove_master(h: &Hook, t: &ClusterNode, survivors: &[&ClusterNode], k: &str) -> Result<()> {
+    if survivors.is_empty() {
+        return Err(Error::input(
+            &h.req_file,
+            "vnfcInstanceId",
+            format!(
+                "{} is the only master; a single-master cluster cannot heal a master (heal the whole VNF instead)",
+                t.name()
+            ),
+        ));
+    }
+    h.rt.phase("heal master: haproxy backends on the survivors", survivors, true);
+    let t_cmd = h.rt.timeouts.command;
+    let res = h.rt.each(survivors, |m| async move {
+        h.rt.exec(m, h.rt.root_cmd(m, cmd::haproxy_backend(k, None)?, t_cmd)).await.map(|_| ())
+    });
+    all_ok(res.await)?;
+    let via = h.rt.first_reachable(survivors).await?;
+    let via_k8s = k8s_name_of(h, via);
+    h.rt.phase("heal master: delete node and etcd member", &[via], false);
+    h.rt.exec(via, h.rt.root_cmd(via, cmd::delete_node(k)?, t_cmd)).await?;
+    let members = h.rt.root_cmd(via, cmd::etcd_members(&via_k8s)?, t_cmd);
+    let placeholder = || Some("<member id>".to_string());
+    let member = h.rt.fact(via, members, "the etcd member list", placeholder, |o| Ok(cmd::parse_member_id(o, k)));
+    match member.await? {
+        Some(id) => {
+            h.rt.exec(via, h.rt.root_cmd(via, cmd::etcd_remove(&via_k8s, &id)?, t_cmd)).await?;
+        }
+        None => h.outcome(t, "no etcd member left to remove"),
     }
     Ok(())
 }

@@ -25,24 +25,7 @@ pub async fn run(h: &Hook) -> Result<serde_json::Value> {
 
     // 2. Main master.
     let main = &h.topo.masters[0];
-    h.rt.phase("main master: install", &[main], false);
-    let mut token: Option<Secret> = None;
-    let mut cert_key: Option<Secret> = None;
-    if h.installed(main) && h.with_state(|s| s.facts.is_some()) {
-        h.outcome(main, "already installed");
-    } else {
-        let facts = if h.installed(main) {
-            h.query_facts(main).await?
-        } else {
-            let o = h.install_main(main).await?;
-            h.outcome(main, "installed");
-            token = Some(o.token.clone());
-            cert_key = o.certificate_key.clone();
-            h.facts_from_output(main, &o)
-        };
-        h.with_state(|s| s.facts = Some(facts));
-        h.save()?;
-    }
+    let (mut token, mut cert_key) = main_master(h, main).await?;
     let ca_hash = h.with_state(|s| s.facts.as_ref().map(|f| f.ca_hash.clone())).unwrap_or_default();
 
     let masters: Vec<&ClusterNode> = h.topo.masters.iter().skip(1).filter(|m| !h.installed(m)).collect();
@@ -109,6 +92,26 @@ pub async fn run(h: &Hook) -> Result<serde_json::Value> {
 
     // 7. Record.
     h.write_record(&bearer)
+}
+
+/// Install the main master, or on a re-run take its facts from the record or from the node.
+/// Returns the join token and certificate key its own run printed (fresh only on that run).
+async fn main_master(h: &Hook, main: &ClusterNode) -> Result<(Option<Secret>, Option<Secret>)> {
+    h.rt.phase("main master: install", &[main], false);
+    if h.installed(main) && h.with_state(|s| s.facts.is_some()) {
+        h.outcome(main, "already installed");
+        return Ok((None, None));
+    }
+    let (facts, secrets) = if h.installed(main) {
+        (h.query_facts(main).await?, (None, None))
+    } else {
+        let o = h.install_main(main).await?;
+        h.outcome(main, "installed");
+        (h.facts_from_output(main, &o), (Some(o.token.clone()), o.certificate_key.clone()))
+    };
+    h.with_state(|s| s.facts = Some(facts));
+    h.save()?;
+    Ok(secrets)
 }
 
 /// Run the package's Helm script on `masters` that do not have it yet, at once.

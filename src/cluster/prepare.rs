@@ -99,6 +99,61 @@ pub struct Prepared {
 /// Read and check everything an operation needs, before anything connects: the request, the
 /// instance's recorded state, the params, the nodes, the package paths, the target nodes.
 pub fn prepare(op: Op, a: &Inputs, store: Store, rt: Runner) -> Result<Prepared> {
+    let (req, req_file) = load_request(op, a)?;
+    let inst: Option<VnfInstance> = a.vnf_instance.as_ref().map(|p| request::load(p)).transpose()?;
+    let id = instance_id(a, inst.as_ref())?;
+    check_instance_id(&id)?;
+    let lock = store.lock(&id, state::KIND)?;
+    let state = InstanceState::load(&store, &id)?;
+    if state.is_none() && !matches!(op, Op::InstantiateEnd | Op::HealEnd | Op::TerminateEnd) && !a.dry_run {
+        return Err(Error::input(
+            store.doc_path(&id, state::KIND).display().to_string(),
+            "state",
+            format!("no state for VNF instance {id}: instantiate-end never ran here (or --state-dir differs)"),
+        ));
+    }
+    let mut state = state.unwrap_or_else(|| InstanceState::new(&id));
+    let src = ParamSources { op, a, req: &req, req_file: &req_file, inst: inst.as_ref(), store: &store, id: &id };
+    let (params, params_file, param_json) = cluster_params(&src, &state)?;
+    if op == Op::InstantiateEnd || state.params.is_null() {
+        state.params = param_json;
+    }
+    let topo = topology(a, inst.as_ref(), &params, &params_file, &store)?;
+    let pkg = a.package_dir.as_ref().map(|d| Package::open(d)).transpose()?;
+    if pkg.is_none() && matches!(op, Op::InstantiateEnd | Op::HealEnd | Op::ScaleEnd) {
+        need(&a.package_dir, "--package-dir", op)?;
+    }
+
+    let vim_connections = match (&req, &inst) {
+        (Req::Instantiate(r), _) => r.vim_connection_info.clone(),
+        (_, Some(i)) => i.vim_connection_info.clone(),
+        _ => VimConnections::default(),
+    };
+    let hook = Hook {
+        rt,
+        store,
+        state: Mutex::new(state),
+        params,
+        topo,
+        pkg,
+        run_dir: crate::cluster::node_cmd::run_dir(&id),
+        instance_id: id,
+        req_file: req_file.clone(),
+        tacker_compat: a.tacker_compat,
+        outcomes: Mutex::new(Vec::new()),
+        vim_connections: Mutex::new(vim_connections),
+    };
+    let targets = targets(op, &hook, &req, a, inst.as_ref())?;
+    // Every file a node would get must resolve now, before any node is touched.
+    if hook.pkg.is_some() {
+        for n in hook.topo.all() {
+            hook.script_uploads(n)?;
+        }
+    }
+    Ok(Prepared { hook, req, targets, _lock: lock })
+}
+
+fn load_request(op: Op, a: &Inputs) -> Result<(Req, String)> {
     let req_path = match op {
         Op::TerminateEnd => a.request.as_ref(),
         _ => Some(need(&a.request, "--request", op)?),
@@ -111,8 +166,12 @@ pub fn prepare(op: Op, a: &Inputs, store: Store, rt: Runner) -> Result<Prepared>
         (_, Some(p)) => Req::Terminate(request::load(p)?),
         (_, None) => Req::Terminate(TerminateRequest::default()),
     };
-    let inst: Option<VnfInstance> = a.vnf_instance.as_ref().map(|p| request::load(p)).transpose()?;
-    let id = match (&inst, &a.vnf_instance_id) {
+    Ok((req, req_file))
+}
+
+/// The instance id: the VnfInstance's, or the one given (they must agree when both are).
+fn instance_id(a: &Inputs, inst: Option<&VnfInstance>) -> Result<String> {
+    Ok(match (inst, &a.vnf_instance_id) {
         (Some(i), Some(id)) if &i.id != id => {
             return Err(Error::input(
                 "--vnf-instance-id",
@@ -129,27 +188,32 @@ pub fn prepare(op: Op, a: &Inputs, store: Store, rt: Runner) -> Result<Prepared>
                 "the VNF instance id is needed: pass --vnf-instance FILE or --vnf-instance-id ID",
             ))
         }
-    };
-    check_instance_id(&id)?;
-    let lock = store.lock(&id, state::KIND)?;
-    let state = InstanceState::load(&store, &id)?;
-    if state.is_none() && !matches!(op, Op::InstantiateEnd | Op::HealEnd | Op::TerminateEnd) && !a.dry_run {
-        return Err(Error::input(
-            store.doc_path(&id, state::KIND).display().to_string(),
-            "state",
-            format!("no state for VNF instance {id}: instantiate-end never ran here (or --state-dir differs)"),
-        ));
-    }
-    let mut state = state.unwrap_or_else(|| InstanceState::new(&id));
+    })
+}
 
-    // The cluster params: from the request (instantiate; v2 scale/heal repeat them), else what
-    // instantiate recorded, else the VnfInstance's instantiatedVnfInfo.additionalParams.
+/// Where the cluster params may come from.
+struct ParamSources<'a> {
+    op: Op,
+    a: &'a Inputs,
+    req: &'a Req,
+    req_file: &'a str,
+    inst: Option<&'a VnfInstance>,
+    store: &'a Store,
+    id: &'a str,
+}
+
+/// The cluster params: from the request (instantiate; v2 scale/heal repeat them), else what
+/// instantiate recorded, else the VnfInstance's instantiatedVnfInfo.additionalParams. Returns
+/// them checked, the file they came from, and the raw `k8s_cluster_installation_param`.
+fn cluster_params(src: &ParamSources, state: &InstanceState) -> Result<(ClusterParams, String, Value)> {
+    let ParamSources { op, a, req, req_file, inst, store, id } = *src;
+    let id = id.to_string();
+    let req_file = req_file.to_string();
     let mut ap = req.additional_params().clone();
     let mut params_file = req_file.clone();
     if !ap.contains_key(PARAM_KEY) {
         let stored = (!state.params.is_null()).then(|| state.params.clone());
         let from_inst = inst
-            .as_ref()
             .and_then(|i| i.instantiated_vnf_info.as_ref())
             .and_then(|i| i.additional_params.get(PARAM_KEY).cloned());
         match stored
@@ -194,22 +258,29 @@ pub fn prepare(op: Op, a: &Inputs, store: Store, rt: Runner) -> Result<Prepared>
         ));
     }
     let params = ClusterParams::from_additional_params(&ap, &params_file, &id)?;
-    if op == Op::InstantiateEnd || state.params.is_null() {
-        state.params = ap.get(PARAM_KEY).cloned().unwrap_or(Value::Null);
-    }
+    Ok((params, params_file, ap.get(PARAM_KEY).cloned().unwrap_or(Value::Null)))
+}
 
+/// The nodes: from the inventory (groups named after aspects/VDUs), else the VnfInstance.
+fn topology(
+    a: &Inputs,
+    inst: Option<&VnfInstance>,
+    params: &ClusterParams,
+    params_file: &str,
+    store: &Store,
+) -> Result<Topology> {
     let inv_opts = LoadOptions { credentials_from_request: true, ..a.inventory_opts.clone() };
-    let topo: Topology = match (&a.inventory, &inst) {
+    Ok(match (&a.inventory, inst) {
         (Some(p), _) => {
             let inv = Inventory::load(p, &inv_opts)?;
-            topology::from_inventory(&inv, &params, &p.display().to_string(), &params_file)?
+            topology::from_inventory(&inv, params, &p.display().to_string(), params_file)?
         }
         (None, Some(i)) => {
             let d = NodeDefaults {
                 known_hosts: a.known_hosts.clone().unwrap_or_else(|| store.dir().join("known_hosts")),
                 host_key_check: HostKeyCheck::AcceptNew,
             };
-            topology::from_vnf_instance(i, &params, &a.vnf_instance.as_ref().expect("set").display().to_string(), &d)?
+            topology::from_vnf_instance(i, params, &a.vnf_instance.as_ref().expect("set").display().to_string(), &d)?
         }
         (None, None) => {
             return Err(Error::input(
@@ -218,39 +289,7 @@ pub fn prepare(op: Op, a: &Inputs, store: Store, rt: Runner) -> Result<Prepared>
                 "nodes come from --inventory or from --vnf-instance (vnfcResourceInfo)",
             ))
         }
-    };
-    let pkg = a.package_dir.as_ref().map(|d| Package::open(d)).transpose()?;
-    if pkg.is_none() && matches!(op, Op::InstantiateEnd | Op::HealEnd | Op::ScaleEnd) {
-        need(&a.package_dir, "--package-dir", op)?;
-    }
-
-    let vim_connections = match (&req, &inst) {
-        (Req::Instantiate(r), _) => r.vim_connection_info.clone(),
-        (_, Some(i)) => i.vim_connection_info.clone(),
-        _ => VimConnections::default(),
-    };
-    let hook = Hook {
-        rt,
-        store,
-        state: Mutex::new(state),
-        params,
-        topo,
-        pkg,
-        run_dir: crate::cluster::node_cmd::run_dir(&id),
-        instance_id: id,
-        req_file: req_file.clone(),
-        tacker_compat: a.tacker_compat,
-        outcomes: Mutex::new(Vec::new()),
-        vim_connections: Mutex::new(vim_connections),
-    };
-    let targets = targets(op, &hook, &req, a, inst.as_ref())?;
-    // Every file a node would get must resolve now, before any node is touched.
-    if hook.pkg.is_some() {
-        for n in hook.topo.all() {
-            hook.script_uploads(n)?;
-        }
-    }
-    Ok(Prepared { hook, req, targets, _lock: lock })
+    })
 }
 
 /// Which nodes a heal or scale is about, as inventory host names.

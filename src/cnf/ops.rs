@@ -66,78 +66,12 @@ pub async fn distribute(c: &Ctx<'_>) -> Result<Vec<String>> {
     let s = c.s;
     let nodes = s.all();
     s.rt.phase("charts and repositories on every master", &nodes, true);
-    let owner_of = |n: &Target| n.host.user.clone();
     let res =
         s.rt.each(&nodes, |n| async move {
-            let t = s.rt.timeouts.command;
-            for r in &c.params.releases {
+            for (i, r) in c.params.releases.iter().enumerate() {
                 match &r.source {
-                    ChartSource::Local { path, chart_dir } => {
-                        let pkg = c.pkg.ok_or_else(|| {
-                            Error::input("arguments", "--package-dir", "is required for local charts")
-                        })?;
-                        let field = format!(
-                            "additionalParams.using_helm_install_param[{}].helmchartfile_path",
-                            c.params.releases.iter().position(|x| x.name == r.name).unwrap_or(0)
-                        );
-                        let local = pkg.resolve(path, c.req_file, &field, false)?;
-                        let name = path.rsplit('/').next().unwrap_or(path).to_string();
-                        s.rt.exec(n, s.rt.root_cmd(n, hc::prepare_chart_dir(c.instance, &owner_of(n))?, t)).await?;
-                        s.rt.upload(
-                            n,
-                            vec![UploadFile {
-                                source: Source::Path(local),
-                                remote: format!("{}/{name}", hc::chart_dir(c.instance)),
-                                mode: 0o644,
-                            }],
-                        )
-                        .await?;
-                        s.rt.exec(n, s.rt.root_cmd(n, hc::extract_chart(c.instance, &name, chart_dir)?, t)).await?;
-                    }
-                    ChartSource::External { repo, url, .. } => {
-                        // Credentials: the password in a 0600 file fed to --password-stdin and
-                        // deleted; the CA file kept 0600 (Helm reads it on every pull).
-                        let run = format!(".mgmt-driver/run/{}", c.instance);
-                        let mut files = Vec::new();
-                        let pw_file = r.repo_password.as_ref().map(|_| format!("{run}/repo-{repo}.pw"));
-                        if let (Some(f), Some(pw)) = (&pw_file, &r.repo_password) {
-                            files.push(UploadFile {
-                                source: Source::Bytes(pw.expose().as_bytes().to_vec().into()),
-                                remote: f.clone(),
-                                mode: 0o600,
-                            });
-                        }
-                        let ca_file = match &r.repo_ca_file {
-                            Some(ca) => {
-                                let pkg = c.pkg.ok_or_else(|| {
-                                    Error::input("arguments", "--package-dir", "is required for exthelmrepo_ca_file")
-                                })?;
-                                let local = pkg.resolve(ca, c.req_file, "exthelmrepo_ca_file", false)?;
-                                let remote = format!("{run}/repo-{repo}-ca.crt");
-                                files.push(UploadFile {
-                                    source: Source::Path(local),
-                                    remote: remote.clone(),
-                                    mode: 0o600,
-                                });
-                                Some(remote)
-                            }
-                            None => None,
-                        };
-                        s.rt.upload(n, files).await?;
-                        let add = s.helm.repo_add(
-                            repo,
-                            url,
-                            r.repo_username.as_deref(),
-                            pw_file.as_deref(),
-                            ca_file.as_deref(),
-                        )?;
-                        let res = s.rt.exec(n, s.rt.root_cmd(n, add, t)).await;
-                        if let Some(f) = &pw_file {
-                            s.rt.exec(n, s.rt.root_cmd(n, format!("rm -f {}", quote(f)?), t)).await?;
-                        }
-                        res?;
-                        s.rt.exec(n, s.rt.root_cmd(n, s.helm.repo_update(repo)?, t)).await?;
-                    }
+                    ChartSource::Local { path, chart_dir } => put_chart(c, n, i, path, chart_dir).await?,
+                    ChartSource::External { repo, url, .. } => add_repo(c, n, r, repo, url).await?,
                     ChartSource::Oci { .. } => {}
                 }
             }
@@ -159,6 +93,54 @@ pub async fn distribute(c: &Ctx<'_>) -> Result<Vec<String>> {
         Some(e) => Err(e),
         None => Ok(unreachable),
     }
+}
+
+/// A chart from the package into the instance's chart directory on `n`, extracted there.
+async fn put_chart(c: &Ctx<'_>, n: &Target, i: usize, path: &str, chart_dir: &str) -> Result<()> {
+    let (s, t) = (c.s, c.s.rt.timeouts.command);
+    let pkg = c.pkg.ok_or_else(|| Error::input("arguments", "--package-dir", "is required for local charts"))?;
+    let field = format!("additionalParams.using_helm_install_param[{i}].helmchartfile_path");
+    let local = pkg.resolve(path, c.req_file, &field, false)?;
+    let name = path.rsplit('/').next().unwrap_or(path).to_string();
+    s.rt.exec(n, s.rt.root_cmd(n, hc::prepare_chart_dir(c.instance, &n.host.user)?, t)).await?;
+    let remote = format!("{}/{name}", hc::chart_dir(c.instance));
+    s.rt.upload(n, vec![UploadFile { source: Source::Path(local), remote, mode: 0o644 }]).await?;
+    s.rt.exec(n, s.rt.root_cmd(n, hc::extract_chart(c.instance, &name, chart_dir)?, t)).await?;
+    Ok(())
+}
+
+/// A chart repository on `n`. Credentials: the password in a 0600 file fed to
+/// `--password-stdin` and deleted; the CA file kept 0600 (Helm reads it on every pull).
+async fn add_repo(c: &Ctx<'_>, n: &Target, r: &Release, repo: &str, url: &str) -> Result<()> {
+    let (s, t) = (c.s, c.s.rt.timeouts.command);
+    let run = format!(".mgmt-driver/run/{}", c.instance);
+    let mut files = Vec::new();
+    let pw_file = r.repo_password.as_ref().map(|_| format!("{run}/repo-{repo}.pw"));
+    if let (Some(f), Some(pw)) = (&pw_file, &r.repo_password) {
+        let bytes = Source::Bytes(pw.expose().as_bytes().to_vec().into());
+        files.push(UploadFile { source: bytes, remote: f.clone(), mode: 0o600 });
+    }
+    let ca_file = match &r.repo_ca_file {
+        Some(ca) => {
+            let pkg = c
+                .pkg
+                .ok_or_else(|| Error::input("arguments", "--package-dir", "is required for exthelmrepo_ca_file"))?;
+            let local = pkg.resolve(ca, c.req_file, "exthelmrepo_ca_file", false)?;
+            let remote = format!("{run}/repo-{repo}-ca.crt");
+            files.push(UploadFile { source: Source::Path(local), remote: remote.clone(), mode: 0o600 });
+            Some(remote)
+        }
+        None => None,
+    };
+    s.rt.upload(n, files).await?;
+    let add = s.helm.repo_add(repo, url, r.repo_username.as_deref(), pw_file.as_deref(), ca_file.as_deref())?;
+    let res = s.rt.exec(n, s.rt.root_cmd(n, add, t)).await;
+    if let Some(f) = &pw_file {
+        s.rt.exec(n, s.rt.root_cmd(n, format!("rm -f {}", quote(f)?), t)).await?;
+    }
+    res?;
+    s.rt.exec(n, s.rt.root_cmd(n, s.helm.repo_update(repo)?, t)).await?;
+    Ok(())
 }
 
 /// Values for one release: `helmparameter` as `--set`, the replica count of its aspect, and an

@@ -52,7 +52,7 @@ run_once() { # $1 = extra mgmt-driver args
         --package-dir "$work/pkg" --vnf-instance-id bench --state-dir "$work/state" $1 >"$work/out.json" 2>"$work/err.log" \
         || { echo "run failed:" >&2; tail -20 "$work/err.log" >&2; exit 1; }
     t1=$(date +%s.%N)
-    python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if d["ok"] and len(d["nodes"])==int(sys.argv[2]) else 1)' "$work/out.json" "$N" \
+    python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if d["ok"] and len(d["result"]["nodes"])==int(sys.argv[2]) else 1)' "$work/out.json" "$N" \
         || { echo "result not ok" >&2; exit 1; }
     printf '%s %s\n' "$(awk -v a="$t0" -v b="$t1" 'BEGIN {print b - a}')" "$(awk '{print $1, $2 + $3}' "$work/rss")"
 }

@@ -35,7 +35,7 @@ echo "== instantiate_end"
 $md instantiate-end -o json --request samples/requests/k8s-cluster-lab.json "${common[@]}" \
     2>"$work/events.jsonl" >"$work/result.json"
 echo "result: $(wc -l <"$work/events.jsonl") events on stderr; the result document:"
-python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(json.dumps({k: d[k] for k in ("ok","vimConnectionInfo","nodes")}, indent=2))' "$work/result.json"
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(json.dumps({"ok": d["ok"]} | {k: d["result"][k] for k in ("vimConnectionInfo","nodes")}, indent=2))' "$work/result.json"
 echo "== kubectl get nodes (on the main master, lab-kit stand-in)"
 bash scripts/lab.sh exec 1 --name "$LAB" -- env KUBECONFIG=/etc/kubernetes/admin.conf kubectl get nodes
 
@@ -50,6 +50,6 @@ sed "s|@REPO_URL@|$url|" samples/requests/cnf-lab.json >"$work/cnf.json"
 sleep 0.5
 cnf=(cnf --vnf-instance-id demo-cnf --cluster-instance demo-vnf -i "$work/inventory.yaml" --state-dir "$work/state" --package-dir "$work/pkg")
 $md "${cnf[@]}" -o json instantiate --request "$work/cnf.json" --wait 2>/dev/null >"$work/cnf-result.json"
-python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(json.dumps({"master": d["master"], "helmMajor": d["helmMajor"], "releases": {k: {x: v[x] for x in ("chart","revision","status")} | {"resources": ["%s/%s" % (r["kind"], r["name"]) for r in v["resources"]]} for k, v in d["result"]["releases"].items()}}, indent=2))' "$work/cnf-result.json"
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(json.dumps({"master": d["context"]["master"], "helmMajor": d["context"]["helmMajor"], "releases": {k: {x: v[x] for x in ("chart","revision","status")} | {"resources": ["%s/%s" % (r["kind"], r["name"]) for r in v["resources"]]} for k, v in d["result"]["releases"].items()}}, indent=2))' "$work/cnf-result.json"
 echo "== helm list (on the main master: real helm client, release records from the lab kit)"
 bash scripts/lab.sh exec 1 --name "$LAB" -- env KUBECONFIG=/etc/kubernetes/admin.conf helm list -n cnf

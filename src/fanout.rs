@@ -147,15 +147,7 @@ impl ScriptJob {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::secret::Secret;
-
-    fn host(user: &str, pw: bool) -> Host {
-        Host {
-            user: user.into(),
-            become_password: pw.then(|| Secret::new("pw")),
-            ..Host::for_test("n1", "198.18.0.11")
-        }
-    }
+    use crate::lifecycle::job::tests::host;
 
     #[tokio::test]
     async fn run_script_quotes_every_argument_and_uses_a_private_path() {

@@ -84,11 +84,12 @@ impl CommandOpts {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::secret::Secret;
 
-    fn host(user: &str, pw: bool) -> Host {
+    /// A test host logging in as `user`, with a sudo password when `pw`.
+    pub(crate) fn host(user: &str, pw: bool) -> Host {
         Host {
             user: user.into(),
             become_password: pw.then(|| Secret::new("pw")),

@@ -107,7 +107,12 @@ impl Runner {
             m.entry(node.name().to_string()).or_insert_with(|| Arc::new(OnceCell::new())).clone()
         };
         let ev = self.ev(node);
-        slot.get_or_try_init(|| async { self.connector.connect(node.host(), &ev).await.map(Arc::from) }).await.cloned()
+        slot.get_or_try_init(|| async {
+            tracing::debug!(node = node.name(), addr = %node.host().endpoint(), "connect");
+            self.connector.connect(node.host(), &ev).await.map(Arc::from)
+        })
+        .await
+        .cloned()
     }
 
     /// Forget a node's connection (after a reboot or a failed node), so the next step reconnects.
@@ -126,7 +131,10 @@ impl Runner {
     /// Run a command; a non-zero exit is an error naming node, command and stderr tail.
     pub async fn exec(&self, node: &dyn Node, cmd: RemoteCommand) -> Result<ExecOutput> {
         let t = self.transport(node).await?;
-        t.exec(&cmd, &self.ev(node)).await?.check(node.name(), &cmd)
+        tracing::debug!(node = node.name(), command = cmd.display(), "exec");
+        let out = t.exec(&cmd, &self.ev(node)).await?;
+        tracing::debug!(node = node.name(), status = %out.status_text(), ms = out.elapsed.as_millis() as u64, "exec done");
+        out.check(node.name(), &cmd)
     }
 
     /// Run a command whose exit status the caller judges (e.g. "absent" is not an error).

@@ -181,7 +181,7 @@ impl Inventory {
         opts: &LoadOptions,
     ) -> Result<Inventory> {
         let raw: InventoryFile =
-            serde_norway::from_str(text).map_err(|e| Error::input(file, "inventory", e.to_string()))?;
+            yaml_serde::from_str(text).map_err(|e| Error::input(file, "inventory", e.to_string()))?;
         let d = &raw.defaults;
         for (key, set) in [("name", d.name.is_some()), ("ssh_ip", d.ssh_ip.is_some()), ("nic_ip", d.nic_ip.is_some())] {
             if set {

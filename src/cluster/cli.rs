@@ -243,7 +243,11 @@ fn prepare(op: Op, a: &HookArgs, events: Events) -> Result<Prepared> {
         state.params = ap.get(PARAM_KEY).cloned().unwrap_or(Value::Null);
     }
 
-    let inv_opts = LoadOptions { allow_insecure: a.insecure_no_host_key_check, credentials_from_request: true };
+    let inv_opts = LoadOptions {
+        allow_insecure: a.insecure_no_host_key_check,
+        credentials_from_request: true,
+        ..Default::default()
+    };
     let topo: Topology = match (&a.inventory, &inst) {
         (Some(p), _) => {
             let inv = Inventory::load(p, &inv_opts)?;

@@ -209,7 +209,7 @@ fn masters(h: &HelmInfo, a: &CnfArgs, store: &Store, state_dir: &std::path::Path
     let inv = a
         .inventory
         .as_ref()
-        .map(|p| Inventory::load(p, &LoadOptions { allow_insecure: false, credentials_from_request: true }))
+        .map(|p| Inventory::load(p, &LoadOptions { credentials_from_request: true, ..Default::default() }))
         .transpose()?;
     let cred_pw: Option<Secret> = match (&h.password, &h.credential_ref) {
         (Some(p), _) => Some(Secret::new(p.clone())),

@@ -7,7 +7,8 @@
 //! loaded into [`Secret`] at once so they never reach a log.
 //!
 //! The user's OpenSSH client configuration (`~/.ssh/config`, or the file given in
-//! [`LoadOptions::ssh_config`]) fills in what the inventory leaves unset; see [`ssh_config`].
+//! [`LoadOptions::ssh_config`]) fills in what the inventory leaves unset; the private
+//! `ssh_config` module below says exactly how.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -566,7 +567,7 @@ fn split_host_port(rest: &str) -> std::result::Result<(String, Option<u16>), Str
 ///   `exec`, are not evaluated). An `Include` inside a `Host` block applies the included file's
 ///   own `Host` blocks unconditionally.
 /// - Other options (ciphers, ProxyCommand, StrictHostKeyChecking, ...) are read and ignored.
-pub mod ssh_config {
+mod ssh_config {
     use std::path::{Path, PathBuf};
 
     use ssh2_config::{DefaultAlgorithms, HostParams, ParseRule, SshConfig};

@@ -3,7 +3,45 @@
 # only when something is actually missing. Sourced by scripts/test.sh and scripts/demo.sh.
 set -euo pipefail
 
+# The Rust toolchain is not a Debian package here: it must already be there (rustup), and at
+# least as new as `rust-version` in Cargo.toml. Stops with how to get one otherwise.
+check_rust_toolchain() {
+    local manifest want have
+    manifest="$(dirname "${BASH_SOURCE[0]}")/../Cargo.toml"
+    want=$(sed -n 's/^rust-version *= *"\([0-9.]*\)".*/\1/p' "$manifest" | head -n 1)
+    if [ -z "$want" ]; then
+        echo "cannot read rust-version from $manifest" >&2
+        return 1
+    fi
+    local how="install Rust with rustup (https://rustup.rs), or run 'rustup update stable'"
+    local tool
+    for tool in cargo rustc; do
+        if ! command -v "$tool" >/dev/null; then
+            echo "$tool not found: Rust $want or newer is needed; $how (and put ~/.cargo/bin on PATH)" >&2
+            return 1
+        fi
+    done
+    have=$(rustc --version 2>/dev/null | sed -n 's/^rustc \([0-9][0-9]*\.[0-9][0-9]*\(\.[0-9][0-9]*\)\{0,1\}\).*/\1/p') || true
+    if [ -z "$have" ]; then
+        echo "cannot tell the version of rustc from '$(rustc --version 2>&1)'; $how" >&2
+        return 1
+    fi
+    local -a w h
+    IFS=. read -r -a w <<<"$want"
+    IFS=. read -r -a h <<<"$have"
+    local i
+    for i in 0 1 2; do
+        if [ "${h[i]:-0}" -gt "${w[i]:-0}" ]; then
+            return 0
+        elif [ "${h[i]:-0}" -lt "${w[i]:-0}" ]; then
+            echo "rustc $have is too old: Cargo.toml needs rust-version $want or newer; $how" >&2
+            return 1
+        fi
+    done
+}
+
 install_deps() {
+    check_rust_toolchain || return 1
     local need=()
     [ -x /usr/sbin/sshd ] || need+=(openssh-server)
     command -v ssh-keygen >/dev/null || need+=(openssh-client)

@@ -5,6 +5,10 @@
 //! VIP. Every host field may be given under `defaults` and overridden per host. Unknown keys are
 //! errors (a typo like `pasword_env` must not silently fall back to no password), and secrets are
 //! loaded into [`Secret`] at once so they never reach a log.
+//!
+//! The user's OpenSSH client configuration (`~/.ssh/config`, or the file given in
+//! [`LoadOptions::ssh_config`]) fills in what the inventory leaves unset; the private
+//! `ssh_config` module below says exactly how.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -161,6 +165,31 @@ pub struct LoadOptions {
     /// Cluster hooks: a host without credentials gets the request's username and password
     /// (Tacker's way), so "no credential" is not an error here.
     pub credentials_from_request: bool,
+    /// The OpenSSH client configuration consulted for every host (`--ssh-config FILE|none`).
+    pub ssh_config: SshConfigSource,
+}
+
+/// Where the OpenSSH client configuration comes from.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum SshConfigSource {
+    /// `$HOME/.ssh/config` when it exists; no file is fine.
+    #[default]
+    Default,
+    /// This file, which must be readable.
+    File(PathBuf),
+    /// No client configuration at all (like `ssh -F none`).
+    None,
+}
+
+impl SshConfigSource {
+    /// The command-line form: `none`, or a file name.
+    pub fn from_arg(arg: &str) -> SshConfigSource {
+        if arg == "none" {
+            SshConfigSource::None
+        } else {
+            SshConfigSource::File(PathBuf::from(arg))
+        }
+    }
 }
 
 impl Inventory {
@@ -181,14 +210,16 @@ impl Inventory {
         opts: &LoadOptions,
     ) -> Result<Inventory> {
         let raw: InventoryFile =
-            serde_norway::from_str(text).map_err(|e| Error::input(file, "inventory", e.to_string()))?;
+            yaml_serde::from_str(text).map_err(|e| Error::input(file, "inventory", e.to_string()))?;
         let d = &raw.defaults;
         for (key, set) in [("name", d.name.is_some()), ("ssh_ip", d.ssh_ip.is_some()), ("nic_ip", d.nic_ip.is_some())] {
             if set {
                 return Err(Error::input(file, format!("defaults.{key}"), "is per host; it cannot be a default"));
             }
         }
-        let ctx = Ctx { file, base, env, opts };
+        let home = env("HOME").filter(|h| !h.is_empty()).map(PathBuf::from).or_else(dirs::home_dir);
+        let ssh = ssh_config::Client::load(&opts.ssh_config, home.as_deref())?;
+        let ctx = Ctx { file, base, env, opts, ssh: ssh.as_ref() };
         let mut inv = Inventory { cps: raw.cps, ..Default::default() };
         let mut by_name: BTreeMap<String, usize> = BTreeMap::new();
         // (merged spec, where it was first defined), in first-appearance order.
@@ -219,6 +250,13 @@ impl Inventory {
                 }
             }
             inv.groups.push((group, members));
+        }
+        // What the inventory leaves unset comes from the ssh config, before jumps are resolved,
+        // so a `jump:` naming an inventory host gets that host's address after its HostName.
+        if let Some(ssh) = &ssh {
+            for (spec, at) in &mut pending {
+                ssh.fill(spec).map_err(|m| Error::input(file, format!("{at}.ssh_ip"), m))?;
+            }
         }
         // Resolve after all names are known, so `jump:` may name another inventory host.
         let names: BTreeMap<String, HostSpec> =
@@ -311,6 +349,7 @@ struct Ctx<'a> {
     base: &'a Path,
     env: &'a dyn Fn(&str) -> Option<String>,
     opts: &'a LoadOptions,
+    ssh: Option<&'a ssh_config::Client>,
 }
 
 impl Ctx<'_> {
@@ -417,7 +456,7 @@ impl Ctx<'_> {
             self.secret(at, "become_password", &s.become_password, &s.become_password_env, &s.become_password_file)?;
         let mut jump = Vec::new();
         for (i, j) in s.jump.clone().unwrap_or_default().iter().enumerate() {
-            jump.push(parse_jump(j, &user, names).map_err(|m| self.err(at, &format!("jump[{i}]"), m))?);
+            jump.push(parse_jump(j, &user, names, self.ssh).map_err(|m| self.err(at, &format!("jump[{i}]"), m))?);
         }
         Ok(Host {
             name,
@@ -461,27 +500,19 @@ fn validate_addr(addr: &str) -> std::result::Result<(), String> {
     }
 }
 
-/// `[user@]host[:port]`, where host may name another inventory host.
-fn parse_jump(s: &str, default_user: &str, names: &BTreeMap<String, HostSpec>) -> std::result::Result<Jump, String> {
+/// `[user@]host[:port]`, where host may name another inventory host or a `Host` of the ssh
+/// config, whose HostName/User/Port fill in what the hop does not say.
+fn parse_jump(
+    s: &str,
+    default_user: &str,
+    names: &BTreeMap<String, HostSpec>,
+    ssh: Option<&ssh_config::Client>,
+) -> std::result::Result<Jump, String> {
     let (user, rest) = match s.rsplit_once('@') {
         Some((u, r)) => (Some(u.to_string()), r),
         None => (None, s),
     };
-    let (host, port) = if let Some(inner) = rest.strip_prefix('[') {
-        let (h, after) = inner.split_once(']').ok_or_else(|| format!("'{s}': unclosed '['"))?;
-        let port = match after.strip_prefix(':') {
-            Some(p) => Some(p.parse::<u16>().map_err(|_| format!("'{s}': bad port"))?),
-            None => None,
-        };
-        (h.to_string(), port)
-    } else {
-        match rest.rsplit_once(':') {
-            Some((h, p)) if !h.contains(':') => {
-                (h.to_string(), Some(p.parse::<u16>().map_err(|_| format!("'{s}': bad port"))?))
-            }
-            _ => (rest.to_string(), None),
-        }
-    };
+    let (host, port) = split_host_port(rest).map_err(|m| format!("'{s}': {m}"))?;
     if let Some(spec) = names.get(&host) {
         let addr = spec.ssh_ip.clone().ok_or_else(|| format!("'{host}' has no ssh_ip"))?;
         return Ok(Jump {
@@ -490,8 +521,236 @@ fn parse_jump(s: &str, default_user: &str, names: &BTreeMap<String, HostSpec>) -
             port: port.or(spec.port).unwrap_or(22),
         });
     }
-    validate_addr(&host)?;
-    Ok(Jump { user: user.unwrap_or_else(|| default_user.to_string()), addr: host, port: port.unwrap_or(22) })
+    let (addr, user, port) = match ssh {
+        Some(c) => {
+            let p = c.params(&[&host]);
+            (c.host_name(&host).unwrap_or(host), user.or(p.user), port.or(p.port))
+        }
+        None => (host, user, port),
+    };
+    validate_addr(&addr)?;
+    Ok(Jump { user: user.unwrap_or_else(|| default_user.to_string()), addr, port: port.unwrap_or(22) })
+}
+
+/// `host`, `host:port`, `[v6]` or `[v6]:port`; a bare IPv6 literal has no port.
+fn split_host_port(rest: &str) -> std::result::Result<(String, Option<u16>), String> {
+    let port = |p: &str| p.parse::<u16>().map_err(|_| "bad port".to_string());
+    if let Some(inner) = rest.strip_prefix('[') {
+        let (h, after) = inner.split_once(']').ok_or("unclosed '['")?;
+        let p = match after.strip_prefix(':') {
+            Some(p) => Some(port(p)?),
+            None => None,
+        };
+        return Ok((h.to_string(), p));
+    }
+    match rest.rsplit_once(':') {
+        Some((h, p)) if !h.contains(':') => Ok((h.to_string(), Some(port(p)?))),
+        _ => Ok((rest.to_string(), None)),
+    }
+}
+
+/// The user's OpenSSH client configuration, as `ssh` reads it, filling in what the inventory
+/// leaves unset. Parsing and `Host` pattern matching are the `ssh2-config` crate's.
+///
+/// - A `Host` block applies to an inventory host when its patterns match the host's `ssh_ip`
+///   or its `name`; as in OpenSSH, the first value found top-down wins, so `Host *` defaults go
+///   last.
+/// - `HostName` replaces `ssh_ip` when the block matched the `ssh_ip` itself (an alias such as
+///   `edge1`), or the name when `ssh_ip` is not set; `%h` in it is the alias.
+/// - `User`, `Port`, `IdentityFile` (the first file that exists), `ProxyJump` (a comma-separated
+///   chain; `none` means no jump) and `UserKnownHostsFile` (the first file; `none` means
+///   `/dev/null`) fill the matching inventory fields only where neither the host entry nor
+///   `defaults:` sets them: the inventory always wins. A jump hop that is not an inventory host
+///   is itself looked up (HostName, User, Port).
+/// - `~` expands to `$HOME`; relative `Include` files are taken from `~/.ssh`, as `ssh` does.
+/// - `Match` blocks are skipped: their options apply to no host (their conditions, such as
+///   `exec`, are not evaluated). An `Include` inside a `Host` block applies the included file's
+///   own `Host` blocks unconditionally.
+/// - Other options (ciphers, ProxyCommand, StrictHostKeyChecking, ...) are read and ignored.
+mod ssh_config {
+    use std::path::{Path, PathBuf};
+
+    use ssh2_config::{DefaultAlgorithms, HostParams, ParseRule, SshConfig};
+
+    use super::{validate_addr, HostSpec, SshConfigSource};
+    use crate::error::{Error, Result};
+
+    /// Stands in for a `Match` line: a `Host` block no name can match.
+    const NEVER: &str = "Host !*";
+    /// `Include` loops or absurd depth; OpenSSH stops at 16 too.
+    const MAX_INCLUDE_DEPTH: usize = 16;
+
+    pub struct Client {
+        file: String,
+        home: Option<PathBuf>,
+        config: SshConfig,
+    }
+
+    impl Client {
+        /// Read the configuration `src` names; `Ok(None)` when there is none to read.
+        pub fn load(src: &SshConfigSource, home: Option<&Path>) -> Result<Option<Client>> {
+            let path = match src {
+                SshConfigSource::None => return Ok(None),
+                SshConfigSource::File(p) => p.clone(),
+                SshConfigSource::Default => match home.map(|h| h.join(".ssh").join("config")) {
+                    Some(p) if p.exists() => p,
+                    _ => return Ok(None),
+                },
+            };
+            let file = path.display().to_string();
+            let err = |m: String| Error::input(file.clone(), "ssh config", m);
+            let text = std::fs::read_to_string(&path).map_err(|e| err(format!("cannot read: {e}")))?;
+            let mut flat = String::new();
+            flatten(&text, home, 0, &mut flat).map_err(err)?;
+            let mut config = SshConfig::default();
+            if let Some(h) = home {
+                config = config.home_dir(h);
+            }
+            let rules = ParseRule::ALLOW_UNKNOWN_FIELDS | ParseRule::ALLOW_UNSUPPORTED_FIELDS;
+            let config = config.parse(&mut flat.as_bytes(), rules).map_err(|e| err(e.to_string()))?;
+            Ok(Some(Client { file, home: home.map(Path::to_path_buf), config }))
+        }
+
+        /// Options of every block matching any of `names`, first value wins.
+        pub fn params(&self, names: &[&str]) -> HostParams {
+            let mut p = HostParams::new(&DefaultAlgorithms::empty());
+            for h in self.config.get_hosts() {
+                if names.iter().any(|n| h.intersects(n)) {
+                    p.overwrite_if_none(&h.params);
+                }
+            }
+            p
+        }
+
+        /// The `HostName` for `alias`, if a block matching it sets one.
+        pub fn host_name(&self, alias: &str) -> Option<String> {
+            let h = self
+                .config
+                .get_hosts()
+                .iter()
+                .filter(|h| h.intersects(alias))
+                .find_map(|h| h.params.host_name.clone())?;
+            Some(h.replace("%%", "\0").replace("%h", alias).replace('\0', "%"))
+        }
+
+        /// Fill the fields of `s` the inventory left unset.
+        pub(super) fn fill(&self, s: &mut HostSpec) -> std::result::Result<(), String> {
+            let name = s.name.clone().unwrap_or_default();
+            let alias = s.ssh_ip.clone().unwrap_or_else(|| name.clone());
+            let p = self.params(&[&alias, &name]);
+            if let Some(h) = self.host_name(&alias) {
+                validate_addr(&h).map_err(|m| format!("HostName for '{alias}' in {}: {m}", self.file))?;
+                s.ssh_ip = Some(h);
+            }
+            if s.user.is_none() {
+                s.user = p.user.clone();
+            }
+            if s.port.is_none() {
+                s.port = p.port;
+            }
+            if s.identity_file.is_none() {
+                s.identity_file = p
+                    .identity_file
+                    .iter()
+                    .flatten()
+                    .map(|f| absolute(f.clone()))
+                    .find(|f| f.is_file())
+                    .map(|f| f.display().to_string());
+            }
+            if s.known_hosts.is_none() {
+                let file = p.unsupported_fields.get("userknownhostsfile").and_then(|v| v.first());
+                s.known_hosts = file.map(|f| match f.as_str() {
+                    "none" => "/dev/null".to_string(),
+                    f => absolute(self.expand_home(f)).display().to_string(),
+                });
+            }
+            if s.jump.is_none() {
+                if let Some(chain) = &p.proxy_jump {
+                    let hops = chain.iter().map(|h| h.trim()).filter(|h| !h.is_empty());
+                    s.jump = Some(if chain.len() == 1 && chain[0].trim() == "none" {
+                        Vec::new()
+                    } else {
+                        hops.map(|h| h.strip_prefix("ssh://").unwrap_or(h).to_string()).collect()
+                    });
+                }
+            }
+            Ok(())
+        }
+
+        fn expand_home(&self, p: &str) -> PathBuf {
+            match (p.strip_prefix('~'), &self.home) {
+                (Some(""), Some(h)) => h.clone(),
+                (Some(rest), Some(h)) if rest.starts_with('/') => h.join(&rest[1..]),
+                _ => PathBuf::from(p),
+            }
+        }
+    }
+
+    /// Relative paths in the ssh config are relative to where the command runs, not to the
+    /// inventory file.
+    fn absolute(p: PathBuf) -> PathBuf {
+        std::path::absolute(&p).unwrap_or(p)
+    }
+
+    /// The config with every `Include` inlined and every `Match` block turned into a block that
+    /// matches nothing, so `ssh2-config` (which knows neither `Match` nor our skipping rule) sees
+    /// one plain file. After an inlined file the enclosing block is reopened, so lines after the
+    /// `Include` keep applying where they did.
+    fn flatten(text: &str, home: Option<&Path>, depth: usize, out: &mut String) -> std::result::Result<(), String> {
+        if depth > MAX_INCLUDE_DEPTH {
+            return Err(format!("Include nested more than {MAX_INCLUDE_DEPTH} deep (a loop?)"));
+        }
+        let mut block: Option<String> = None;
+        let mut in_match = false;
+        for line in text.lines() {
+            let t = line.trim_start();
+            let (keyword, args) = t.split_at(t.find(|c: char| c.is_whitespace() || c == '=').unwrap_or(t.len()));
+            match keyword.to_ascii_lowercase().as_str() {
+                "match" => {
+                    block = Some(NEVER.to_string());
+                    in_match = true;
+                    out.push_str(NEVER);
+                }
+                "host" => {
+                    block = Some(line.to_string());
+                    in_match = false;
+                    out.push_str(line);
+                }
+                "include" if in_match => {}
+                "include" => {
+                    let args = args.trim_start().trim_start_matches('=');
+                    for arg in args.split_whitespace().map(|a| a.trim_matches('"')) {
+                        for f in include_files(arg, home)? {
+                            let t = std::fs::read_to_string(&f)
+                                .map_err(|e| format!("Include {}: cannot read: {e}", f.display()))?;
+                            flatten(&t, home, depth + 1, out)?;
+                        }
+                    }
+                    out.push_str(block.as_deref().unwrap_or("Host *"));
+                }
+                _ => out.push_str(line),
+            }
+            out.push('\n');
+        }
+        Ok(())
+    }
+
+    /// The files an `Include` argument names: `~` is `$HOME`, relative is under `~/.ssh`, glob
+    /// patterns in the file order `ssh` uses (sorted); no match is not an error.
+    fn include_files(arg: &str, home: Option<&Path>) -> std::result::Result<Vec<PathBuf>, String> {
+        let home_pat = || home.map(|h| glob::Pattern::escape(&h.display().to_string()));
+        let pattern = if arg.starts_with('/') {
+            arg.to_string()
+        } else if let Some(rest) = arg.strip_prefix("~/") {
+            format!("{}/{rest}", home_pat().ok_or_else(|| format!("Include {arg}: no home directory"))?)
+        } else {
+            format!("{}/.ssh/{arg}", home_pat().ok_or_else(|| format!("Include {arg}: no home directory"))?)
+        };
+        let found = glob::glob(&pattern).map_err(|e| format!("Include {arg}: {e}"))?;
+        let mut files: Vec<PathBuf> = found.filter_map(|r| r.ok()).filter(|p| p.is_file()).collect();
+        files.sort();
+        Ok(files)
+    }
 }
 
 /// Groups in file order. YAML mappings are unordered to serde's `BTreeMap`, but an operator
@@ -540,7 +799,9 @@ mod tests {
     }
 
     fn parse(text: &str) -> Result<Inventory> {
-        Inventory::parse(text, "inv.yaml", Path::new("/base"), &env, &LoadOptions::default())
+        // Hermetic: the developer's own ~/.ssh/config must not change these results.
+        let opts = LoadOptions { ssh_config: SshConfigSource::None, ..Default::default() };
+        Inventory::parse(text, "inv.yaml", Path::new("/base"), &env, &opts)
     }
 
     const SAMPLE: &str = r#"
@@ -659,5 +920,190 @@ cps:
     fn no_credential_without_agent_is_an_error() {
         let err = parse("groups:\n  g:\n    - {name: a, ssh_ip: 10.0.0.1}\n").unwrap_err().to_string();
         assert!(err.contains("no credential"), "{err}");
+    }
+
+    /// A fake `$HOME` holding `.ssh/config` (and any other files), and an inventory parsed with it.
+    struct SshHome {
+        dir: tempfile::TempDir,
+    }
+
+    impl SshHome {
+        fn new(config: &str) -> SshHome {
+            let dir = tempfile::tempdir().unwrap();
+            std::fs::create_dir_all(dir.path().join(".ssh")).unwrap();
+            std::fs::write(dir.path().join(".ssh/config"), config).unwrap();
+            SshHome { dir }
+        }
+
+        fn home(&self) -> &Path {
+            self.dir.path()
+        }
+
+        fn touch(&self, rel: &str) -> PathBuf {
+            let p = self.home().join(rel);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(&p, "").unwrap();
+            p
+        }
+
+        fn parse_with(&self, text: &str, src: SshConfigSource) -> Result<Inventory> {
+            let home = self.home().display().to_string();
+            let env = move |k: &str| if k == "HOME" { Some(home.clone()) } else { env(k) };
+            let opts = LoadOptions { ssh_config: src, ..Default::default() };
+            Inventory::parse(text, "inv.yaml", Path::new("/base"), &env, &opts)
+        }
+
+        /// With the default source: `$HOME/.ssh/config`.
+        fn parse(&self, text: &str) -> Result<Inventory> {
+            self.parse_with(text, SshConfigSource::Default)
+        }
+    }
+
+    #[test]
+    fn ssh_config_alias_resolves_through_hostname() {
+        let h = SshHome::new("Host edge1\n    HostName 10.0.0.5\n");
+        let inv = h.parse("defaults: {password: x}\ngroups:\n  g:\n    - {name: e1, ssh_ip: edge1}\n").unwrap();
+        assert_eq!(inv.hosts[0].addr, "10.0.0.5");
+        assert_eq!(inv.hosts[0].name, "e1");
+        // `%h` is the alias; a host without ssh_ip is looked up by its name.
+        let h = SshHome::new("Host n1\n  HostName %h.lab.example\n");
+        let inv = h.parse("defaults: {password: x}\ngroups:\n  g:\n    - {name: n1}\n").unwrap();
+        assert_eq!(inv.hosts[0].addr, "n1.lab.example");
+        // Without a HostName the missing ssh_ip is still an error.
+        let err = h.parse("defaults: {password: x}\ngroups:\n  g:\n    - {name: other}\n").unwrap_err().to_string();
+        assert!(err.contains("groups.g[0].ssh_ip: is required"), "{err}");
+    }
+
+    #[test]
+    fn ssh_config_fills_user_port_identity_and_known_hosts() {
+        let h = SshHome::new(
+            "Host 10.0.0.7\n  User admin\n  Port 2222\n  IdentityFile ~/.ssh/missing_key\n  IdentityFile ~/.ssh/id_test\n  UserKnownHostsFile ~/lab_known_hosts\n",
+        );
+        let key = h.touch(".ssh/id_test");
+        let inv = h.parse("groups:\n  g:\n    - {name: a, ssh_ip: 10.0.0.7}\n").unwrap();
+        let a = &inv.hosts[0];
+        assert_eq!((a.user.as_str(), a.port), ("admin", 2222));
+        // The first IdentityFile that exists, `~` being $HOME; a key means no agent is needed.
+        assert_eq!(a.auth.identity_file.as_deref(), Some(key.as_path()));
+        assert!(!a.auth.agent);
+        assert_eq!(a.known_hosts, h.home().join("lab_known_hosts"));
+    }
+
+    #[test]
+    fn the_inventory_wins_over_ssh_config() {
+        let h = SshHome::new(
+            "Host 10.0.0.7 a\n  User admin\n  Port 2222\n  IdentityFile ~/.ssh/id_test\n  ProxyJump hop\n  UserKnownHostsFile /cfg/kh\n",
+        );
+        h.touch(".ssh/id_test");
+        let inv_key = h.touch("inv_key");
+        let text = format!(
+            "defaults: {{identity_file: {}, known_hosts: /inv/kh, jump: []}}\ngroups:\n  g:\n    - {{name: a, ssh_ip: 10.0.0.7, user: ubuntu, port: 22}}\n",
+            inv_key.display()
+        );
+        let a = h.parse(&text).unwrap().hosts.remove(0);
+        assert_eq!((a.user.as_str(), a.port), ("ubuntu", 22));
+        assert_eq!(a.auth.identity_file.as_deref(), Some(inv_key.as_path()));
+        assert_eq!(a.known_hosts, PathBuf::from("/inv/kh"));
+        assert!(a.jump.is_empty());
+        // `defaults:` is the inventory too: it wins over a host-specific block.
+        let a = h
+            .parse("defaults: {user: ops, password: x}\ngroups:\n  g:\n    - {name: a, ssh_ip: 10.0.0.7}\n")
+            .unwrap()
+            .hosts
+            .remove(0);
+        assert_eq!((a.user.as_str(), a.port), ("ops", 2222));
+    }
+
+    #[test]
+    fn ssh_config_proxyjump_chain_maps_onto_jumps() {
+        let h = SshHome::new(
+            "Host 198.19.*\n  ProxyJump ops@198.18.0.1:2200,hop2,bastion,ssh://[fd00::1]:22\n\
+             Host hop2\n  HostName 10.9.9.9\n  User j2\n  Port 2022\n\
+             Host nojump\n  HostName 198.19.0.99\n  ProxyJump none\n",
+        );
+        let text = "defaults: {password: x, user: me}\ngroups:\n  b:\n    - {name: bastion, ssh_ip: 198.18.0.11, user: ops}\n  h:\n    - {name: n, ssh_ip: 198.19.0.11}\n    - {name: m, ssh_ip: nojump}\n";
+        let inv = h.parse(text).unwrap();
+        let j = |user: &str, addr: &str, port| Jump { user: user.into(), addr: addr.into(), port };
+        assert_eq!(
+            inv.hosts[1].jump,
+            vec![
+                j("ops", "198.18.0.1", 2200),
+                j("j2", "10.9.9.9", 2022),
+                // Names an inventory host: that host's address and user, as `jump:` does.
+                j("ops", "198.18.0.11", 22),
+                j("me", "fd00::1", 22),
+            ]
+        );
+        // `ProxyJump none` wins over the later wildcard block (first value wins).
+        assert_eq!(inv.hosts[2].addr, "198.19.0.99");
+        assert!(inv.hosts[2].jump.is_empty());
+        assert!(inv.hosts[0].jump.is_empty());
+    }
+
+    #[test]
+    fn ssh_config_host_star_defaults_come_last_and_names_match_too() {
+        let h = SshHome::new(
+            "Host special\n  User sp\n\
+             Host 10.0.0.*\n  Port 2200\n\
+             Host *\n  User fallback\n  Port 2222\n",
+        );
+        let text = "defaults: {password: x}\ngroups:\n  g:\n    - {name: special, ssh_ip: 10.0.0.1}\n    - {name: plain, ssh_ip: 10.1.0.1}\n";
+        let inv = h.parse(text).unwrap();
+        assert_eq!((inv.hosts[0].user.as_str(), inv.hosts[0].port), ("sp", 2200));
+        assert_eq!((inv.hosts[1].user.as_str(), inv.hosts[1].port), ("fallback", 2222));
+    }
+
+    #[test]
+    fn ssh_config_match_blocks_are_skipped() {
+        let h = SshHome::new(
+            "Match all\n  User from-match\n\
+             Host edge1\n  HostName 10.0.0.5\n\
+             Match host edge1 exec \"false\"\n  Port 2999\n  Include nothing-here\n\
+             Host *\n  Port 2200\n",
+        );
+        let inv = h.parse("defaults: {password: x}\ngroups:\n  g:\n    - {name: e, ssh_ip: edge1}\n").unwrap();
+        let e = &inv.hosts[0];
+        assert_eq!((e.addr.as_str(), e.user.as_str(), e.port), ("10.0.0.5", "root", 2200));
+    }
+
+    #[test]
+    fn ssh_config_include_is_inlined_and_the_enclosing_block_continues() {
+        let h = SshHome::new("Include config.d/*.conf\nUser top\nHost edge1\n  Include ~/extra\n  Port 2022\n");
+        std::fs::create_dir_all(h.home().join(".ssh/config.d")).unwrap();
+        std::fs::write(h.home().join(".ssh/config.d/10-edge.conf"), "Host edge1\n  HostName 10.0.0.5\n").unwrap();
+        std::fs::write(h.home().join("extra"), "IdentityFile ~/k\nHost unrelated\n  Port 1\n").unwrap();
+        let key = h.touch("k");
+        let inv = h.parse("defaults: {password: x}\ngroups:\n  g:\n    - {name: e, ssh_ip: edge1}\n").unwrap();
+        let e = &inv.hosts[0];
+        assert_eq!((e.addr.as_str(), e.user.as_str(), e.port), ("10.0.0.5", "top", 2022));
+        assert_eq!(e.auth.identity_file.as_deref(), Some(key.as_path()));
+    }
+
+    #[test]
+    fn ssh_config_sources_none_missing_and_unreadable() {
+        let text = "defaults: {password: x}\ngroups:\n  g:\n    - {name: e, ssh_ip: edge1}\n";
+        let h = SshHome::new("Host edge1\n  HostName 10.0.0.5\n");
+        assert_eq!(h.parse_with(text, SshConfigSource::None).unwrap().hosts[0].addr, "edge1");
+        // An explicit file replaces the default one.
+        let other = h.home().join("other_config");
+        std::fs::write(&other, "Host edge1\n  HostName 10.0.0.6\n").unwrap();
+        assert_eq!(h.parse_with(text, SshConfigSource::File(other)).unwrap().hosts[0].addr, "10.0.0.6");
+        // No default file is fine.
+        std::fs::remove_file(h.home().join(".ssh/config")).unwrap();
+        assert_eq!(h.parse(text).unwrap().hosts[0].addr, "edge1");
+        // An explicit file that cannot be read is an error naming it.
+        for bad in [h.home().join("nope"), h.home().join(".ssh")] {
+            let err = h.parse_with(text, SshConfigSource::File(bad.clone())).unwrap_err().to_string();
+            assert!(err.starts_with(&format!("{}: ssh config: cannot read", bad.display())), "{err}");
+        }
+        // So is one ssh would refuse, and a HostName that is not an address.
+        std::fs::write(h.home().join("bad"), "Host x\n  Port many\n").unwrap();
+        let err = h.parse_with(text, SshConfigSource::File(h.home().join("bad"))).unwrap_err().to_string();
+        assert!(err.contains("bad: ssh config:"), "{err}");
+        std::fs::write(h.home().join("bad"), "Host edge1\n  HostName 'x;reboot'\n").unwrap();
+        let err = h.parse_with(text, SshConfigSource::File(h.home().join("bad"))).unwrap_err().to_string();
+        assert!(err.contains("groups.g[0].ssh_ip: HostName for 'edge1'"), "{err}");
+        assert_eq!(SshConfigSource::from_arg("none"), SshConfigSource::None);
+        assert_eq!(SshConfigSource::from_arg("f"), SshConfigSource::File("f".into()));
     }
 }

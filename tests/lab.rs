@@ -550,6 +550,55 @@ fn large_upload_and_download_intact() -> Result<(), Failed> {
     Ok(())
 }
 
+/// The library honours an OpenSSH client config given in `LoadOptions`: the inventory names only
+/// a `Host` alias, and HostName, User, IdentityFile, UserKnownHostsFile and a ProxyJump through
+/// another alias all come from the config, as `ssh lab-hidden` would use them.
+fn ssh_config_alias_and_proxyjump_from_config_file() -> Result<(), Failed> {
+    use mgmt_driver::command::RemoteCommand;
+    use mgmt_driver::event::Events;
+    use mgmt_driver::inventory::{Inventory, Jump, LoadOptions, SshConfigSource};
+    use mgmt_driver::ssh::{SshConnector, SshOptions};
+    use mgmt_driver::transport::Connector;
+    let d = tmp();
+    let lab = lab();
+    let config = d.path().join("ssh_config");
+    std::fs::write(
+        &config,
+        format!(
+            "Host lab-hidden\n  HostName {}\n  ProxyJump lab-bastion\n\
+             Host lab-bastion\n  HostName {}\n\
+             Match all\n  User nobody\n\
+             Host lab-*\n  User root\n  IdentityFile {}\n  UserKnownHostsFile {}\n",
+            lab.hidden_ip(1),
+            lab.ip(1),
+            lab.file("id_ed25519").display(),
+            lab.file("known_hosts").display(),
+        ),
+    )?;
+    let inv_path = inventory(
+        d.path(),
+        "inv.yaml",
+        "defaults:\n  host_key_check: strict\ngroups:\n  g:\n    - {name: via-alias, ssh_ip: lab-hidden}\n",
+    );
+    let opts = LoadOptions { ssh_config: SshConfigSource::File(config), ..Default::default() };
+    let host = Inventory::load(&inv_path, &opts)?.hosts.remove(0);
+    check(host.addr == lab.hidden_ip(1) && host.user == "root" && host.known_hosts == lab.file("known_hosts"), || {
+        format!("{host:?}")
+    })?;
+    check(host.jump == vec![Jump { user: "root".into(), addr: lab.ip(1), port: 22 }], || format!("{:?}", host.jump))?;
+    let rt = tokio::runtime::Runtime::new()?;
+    let out = rt.block_on(async {
+        let (events, _rx) = Events::channel();
+        let ev = events.for_host(&host.name);
+        let t = SshConnector::new(SshOptions::default())?.connect(&host, &ev).await?;
+        let out = t.exec(&RemoteCommand::new("hostname"), &ev).await?;
+        t.close().await;
+        Ok::<_, mgmt_driver::error::Error>(out)
+    })?;
+    let got = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    check(out.code == Some(0) && got == format!("{}-h1", lab.name), || format!("hostname {got:?}, {out:?}"))
+}
+
 // ---------------------------------------------------------------- input handling
 
 fn bad_input_and_dry_run_touch_nothing() -> Result<(), Failed> {
@@ -600,9 +649,10 @@ fn main() {
         "directory_tree_upload",
         "large_upload_and_download_intact",
         "get_fetches_one_file_per_host",
+        "ssh_config_alias_and_proxyjump_from_config_file",
         "bad_input_and_dry_run_touch_nothing",
     ];
-    let funcs: [fn() -> Result<(), Failed>; 19] = [
+    let funcs: [fn() -> Result<(), Failed>; 20] = [
         key_auth_each_key_type,
         password_auth_and_wrong_password_fails_fast,
         passphrase_key_auth,
@@ -621,6 +671,7 @@ fn main() {
         directory_tree_upload,
         large_upload_and_download_intact,
         get_fetches_one_file_per_host,
+        ssh_config_alias_and_proxyjump_from_config_file,
         bad_input_and_dry_run_touch_nothing,
     ];
     let root = is_root();

@@ -12,7 +12,7 @@ use tokio::task::JoinHandle;
 
 use crate::error::{Error, Result};
 use crate::event::Events;
-use crate::inventory::LoadOptions;
+use crate::inventory::{LoadOptions, SshConfigSource};
 use crate::lifecycle::plan::PlanConnector;
 use crate::lifecycle::state::Store;
 use crate::lifecycle::{FanOut, Runner, Timeouts};
@@ -36,6 +36,11 @@ pub struct ConnArgs {
     /// Allow `host_key_check: off` in the inventory (warns for every host).
     #[arg(long, global = true)]
     pub insecure_no_host_key_check: bool,
+    /// OpenSSH client config whose HostName, User, Port, IdentityFile, ProxyJump and
+    /// UserKnownHostsFile fill what the inventory leaves unset (default: ~/.ssh/config if it
+    /// exists; `none` reads no file, like `ssh -F none`).
+    #[arg(long, global = true, env = "MGMT_DRIVER_SSH_CONFIG", value_name = "FILE|none")]
+    pub ssh_config: Option<String>,
 }
 
 /// How many nodes at once, and whether to run at all.
@@ -88,7 +93,12 @@ pub fn parse_duration(s: &str) -> std::result::Result<Duration, String> {
 
 impl Ctx {
     pub fn inventory_opts(&self) -> LoadOptions {
-        LoadOptions { allow_insecure: self.conn.insecure_no_host_key_check, ..Default::default() }
+        let ssh_config = match self.conn.ssh_config.as_deref() {
+            None => SshConfigSource::Default,
+            Some("none") => SshConfigSource::None,
+            Some(f) => SshConfigSource::File(PathBuf::from(f)),
+        };
+        LoadOptions { allow_insecure: self.conn.insecure_no_host_key_check, ssh_config, ..Default::default() }
     }
 
     fn parallel(&self, d: &Defaults) -> Result<usize> {

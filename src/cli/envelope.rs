@@ -70,7 +70,7 @@ impl Envelope {
     pub fn print(&self, output: Output) {
         match output {
             Output::Json => println!("{}", serde_json::to_string(self).expect("envelope serializes")),
-            Output::Yaml => print!("{}", serde_norway::to_string(self).expect("envelope serializes")),
+            Output::Yaml => print!("{}", yaml_serde::to_string(self).expect("envelope serializes")),
             _ => {}
         }
     }

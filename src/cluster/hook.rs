@@ -440,15 +440,11 @@ pub fn parse_hostname(out: &str) -> std::result::Result<String, String> {
     }
 }
 
-/// `a.b.c.d` → `a.b.c.0/24` (Tacker's default node network for `no_proxy`, as a CIDR).
+/// `a.b.c.d` → `a.b.c.0/24` (Tacker's default node network for `no_proxy`, as a CIDR); an IPv6
+/// address gives its /64 network, host bits cleared like the IPv4 case.
 fn slash24(ip: &str) -> String {
-    match ip.parse::<std::net::Ipv4Addr>() {
-        Ok(a) => {
-            let o = a.octets();
-            format!("{}.{}.{}.0/24", o[0], o[1], o[2])
-        }
-        Err(_) => Cidr::parse(&format!("{ip}/64")).map(|c| c.text).unwrap_or_default(),
-    }
+    let prefix = if ip.contains(':') { 64 } else { 24 };
+    Cidr::parse(&format!("{ip}/{prefix}")).map(|c| c.network().to_string()).unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -456,5 +452,9 @@ mod tests {
     #[test]
     fn node_network_default_is_a_cidr() {
         assert_eq!(super::slash24("10.10.0.35"), "10.10.0.0/24");
+        assert_eq!(super::slash24("10.10.0.0"), "10.10.0.0/24");
+        assert_eq!(super::slash24("fd00:1:2:3:4:5:6:7"), "fd00:1:2:3::/64");
+        assert_eq!(super::slash24("fd00:1:2:3::"), "fd00:1:2:3::/64");
+        assert_eq!(super::slash24("node1.example"), "");
     }
 }

@@ -2,6 +2,9 @@
 //! accept, with their defaults and checks, validated before anything runs. Errors name the JSON
 //! path and the file; unknown keys are kept as warnings (packages carry extras).
 
+use std::net::IpAddr;
+
+use ipnet::IpNet;
 use serde_json::{Map, Value};
 
 use crate::error::{Error, Result};
@@ -11,50 +14,40 @@ pub const PARAM_KEY: &str = "k8s_cluster_installation_param";
 const ROOT: &str = "additionalParams.k8s_cluster_installation_param";
 
 /// An IPv4/IPv6 network as written (`192.168.3.0/16` is kept as written, like kubeadm does).
+/// Parsing and arithmetic are [`ipnet`]'s; `text` is what the request said and what the
+/// scripts get.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Cidr {
     pub text: String,
-    pub addr: std::net::IpAddr,
-    pub prefix: u8,
+    pub net: IpNet,
 }
 
 impl Cidr {
     pub fn parse(s: &str) -> std::result::Result<Cidr, String> {
-        let (a, p) = s.split_once('/').ok_or_else(|| format!("'{s}' is not a CIDR (address/prefix)"))?;
-        let addr: std::net::IpAddr = a.parse().map_err(|_| format!("'{s}': '{a}' is not an IP address"))?;
-        let max = if addr.is_ipv4() { 32 } else { 128 };
-        let prefix: u8 =
-            p.parse().ok().filter(|p| *p <= max).ok_or_else(|| format!("'{s}': prefix must be 0..{max}"))?;
-        Ok(Cidr { text: s.to_string(), addr, prefix })
+        match s.parse::<IpNet>() {
+            Ok(net) => Ok(Cidr { text: s.to_string(), net }),
+            Err(_) => Err(Self::why_not(s)),
+        }
+    }
+
+    /// `ipnet` says only "invalid IP address syntax"; name the part that is wrong.
+    fn why_not(s: &str) -> String {
+        let Some((a, _)) = s.split_once('/') else { return format!("'{s}' is not a CIDR (address/prefix)") };
+        match a.parse::<IpAddr>() {
+            Err(_) => format!("'{s}': '{a}' is not an IP address"),
+            Ok(ip) => format!("'{s}': prefix must be 0..{}", if ip.is_ipv4() { 32 } else { 128 }),
+        }
     }
 
     /// True when bits beyond the prefix are set (Python's strict `ip_network` would refuse it;
     /// Tacker's own guide uses `192.168.3.0/16`, so we accept it with a warning).
     pub fn has_host_bits(&self) -> bool {
-        match self.addr {
-            std::net::IpAddr::V4(a) => {
-                let v = u32::from(a);
-                self.prefix < 32 && v & (u32::MAX >> self.prefix) != 0
-            }
-            std::net::IpAddr::V6(a) => {
-                let v = u128::from(a);
-                self.prefix < 128 && v & (u128::MAX >> self.prefix) != 0
-            }
-        }
+        self.net.addr() != self.net.network()
     }
 
-    pub fn contains(&self, ip: &std::net::IpAddr) -> bool {
-        match (self.addr, ip) {
-            (std::net::IpAddr::V4(n), std::net::IpAddr::V4(a)) => {
-                let m = if self.prefix == 0 { 0 } else { u32::MAX << (32 - self.prefix) };
-                u32::from(n) & m == u32::from(*a) & m
-            }
-            (std::net::IpAddr::V6(n), std::net::IpAddr::V6(a)) => {
-                let m = if self.prefix == 0 { 0 } else { u128::MAX << (128 - self.prefix) };
-                u128::from(n) & m == u128::from(*a) & m
-            }
-            _ => false,
-        }
+    /// The network itself, host bits cleared: `192.168.3.0/16` → `192.168.0.0/16`.
+    pub fn network(&self) -> IpNet {
+        self.net.trunc()
     }
 }
 
@@ -451,11 +444,63 @@ mod tests {
     fn cidr_parsing() {
         let c = Cidr::parse("192.168.3.0/16").unwrap();
         assert!(c.has_host_bits());
-        assert!(c.contains(&"192.168.200.1".parse().unwrap()));
+        assert!(c.net.contains(&"192.168.200.1".parse::<IpAddr>().unwrap()));
         assert!(!Cidr::parse("10.96.0.0/12").unwrap().has_host_bits());
         assert!(Cidr::parse("fd00::/8").is_ok());
         for bad in ["10.0.0.0", "10.0.0.0/x", "300.0.0.0/8", "10.0.0.0/33"] {
             assert!(Cidr::parse(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn cidr_host_bits_v4_and_v6() {
+        // (text, has host bits, network)
+        for (text, host_bits, network) in [
+            ("10.96.0.0/12", false, "10.96.0.0/12"),
+            ("192.168.3.0/16", true, "192.168.0.0/16"),
+            ("10.0.0.1/32", false, "10.0.0.1/32"),
+            ("0.0.0.0/0", false, "0.0.0.0/0"),
+            ("fd00:10::/64", false, "fd00:10::/64"),
+            ("fd00:10::35/64", true, "fd00:10::/64"),
+            ("fd00:10:0:0:1::/48", true, "fd00:10::/48"),
+            ("::1/128", false, "::1/128"),
+        ] {
+            let c = Cidr::parse(text).unwrap();
+            assert_eq!(c.text, text, "kept as written");
+            assert_eq!(c.has_host_bits(), host_bits, "{text}");
+            assert_eq!(c.network().to_string(), network, "{text}");
+        }
+        assert!(Cidr::parse("fd00::/64").unwrap().net.contains(&"fd00::ffff".parse::<IpAddr>().unwrap()));
+        assert!(!Cidr::parse("fd00::/64").unwrap().net.contains(&"10.0.0.1".parse::<IpAddr>().unwrap()));
+    }
+
+    #[test]
+    fn cidr_garbage_names_what_is_wrong() {
+        for (bad, msg) in [
+            ("", "'' is not a CIDR (address/prefix)"),
+            ("fd00::", "'fd00::' is not a CIDR (address/prefix)"),
+            ("fd00::/129", "'fd00::/129': prefix must be 0..128"),
+            ("fd00::/-1", "'fd00::/-1': prefix must be 0..128"),
+            ("10.0.0.0/33", "'10.0.0.0/33': prefix must be 0..32"),
+            ("10.0.0.0/ 8", "'10.0.0.0/ 8': prefix must be 0..32"),
+            ("gg::/64", "'gg::/64': 'gg::' is not an IP address"),
+            ("10.0.0/8", "'10.0.0/8': '10.0.0' is not an IP address"),
+            ("10.0.0.0/8; reboot", "'10.0.0.0/8; reboot': prefix must be 0..32"),
+        ] {
+            assert_eq!(Cidr::parse(bad).unwrap_err(), msg, "{bad}");
+        }
+    }
+
+    #[test]
+    fn host_bits_warn_for_ipv4_and_ipv6_and_pass_on_as_written() {
+        let mut ap = params("");
+        let m = &mut ap["k8s_cluster_installation_param"]["master_node"];
+        m["pod_cidr"] = "192.168.3.0/16".into();
+        m["cluster_cidr"] = "fd00:96::1/108".into();
+        let p = ClusterParams::from_additional_params(&ap, "req.json", "id1").unwrap();
+        assert_eq!((p.pod_cidr.text.as_str(), p.cluster_cidr.text.as_str()), ("192.168.3.0/16", "fd00:96::1/108"));
+        assert_eq!(p.warnings.len(), 2, "{:?}", p.warnings);
+        assert!(p.warnings[0].contains("pod_cidr: '192.168.3.0/16' has host bits set"), "{:?}", p.warnings);
+        assert!(p.warnings[1].contains("cluster_cidr: 'fd00:96::1/108' has host bits set"), "{:?}", p.warnings);
     }
 }

@@ -15,7 +15,7 @@ pub struct Resource {
 
 pub fn parse(text: &str, default_ns: &str) -> Result<Vec<Resource>, String> {
     let mut out = Vec::new();
-    for (i, doc) in serde_norway::Deserializer::from_str(text).enumerate() {
+    for (i, doc) in yaml_serde::Deserializer::from_str(text).enumerate() {
         let v = Value::deserialize(doc).map_err(|e| format!("document {}: {e}", i + 1))?;
         if v.is_null() {
             continue;

@@ -93,11 +93,7 @@ pub fn parse_duration(s: &str) -> std::result::Result<Duration, String> {
 
 impl Ctx {
     pub fn inventory_opts(&self) -> LoadOptions {
-        let ssh_config = match self.conn.ssh_config.as_deref() {
-            None => SshConfigSource::Default,
-            Some("none") => SshConfigSource::None,
-            Some(f) => SshConfigSource::File(PathBuf::from(f)),
-        };
+        let ssh_config = self.conn.ssh_config.as_deref().map(SshConfigSource::from_arg).unwrap_or_default();
         LoadOptions { allow_insecure: self.conn.insecure_no_host_key_check, ssh_config, ..Default::default() }
     }
 

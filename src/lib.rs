@@ -15,6 +15,7 @@ pub mod event;
 pub mod inventory;
 pub mod quote;
 pub mod redact;
+mod remote;
 pub mod render;
 pub mod secret;
 pub mod ssh;

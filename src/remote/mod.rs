@@ -41,6 +41,12 @@ pub(crate) const UNPACK_CHARTS: Program = program!("unpack_charts.sh");
 pub(crate) const HELM_REPO_LIST: Program = program!("helm_repo_list.sh");
 pub(crate) const RUN_WITH_ENV: Program = program!("run_with_env.sh");
 
+// Uploads (src/ssh/transfer.rs).
+pub(crate) const UPLOAD_INLINE: Program = program!("upload_lib.sh", "upload_inline.sh");
+pub(crate) const UPLOAD_PROBE: Program = program!("upload_lib.sh", "upload_probe.sh");
+pub(crate) const UPLOAD_FINALIZE: Program = program!("upload_lib.sh", "upload_finalize.sh");
+pub(crate) const UPLOAD_STREAM: Program = program!("upload_stream.sh");
+
 /// Every program, for the test that no file here is left unused. Only tests read this list, so a
 /// program no builder runs is a dead-code warning (and `clippy -D warnings` fails).
 #[cfg(test)]
@@ -53,6 +59,10 @@ const ALL: &[Program] = &[
     UNPACK_CHARTS,
     HELM_REPO_LIST,
     RUN_WITH_ENV,
+    UPLOAD_INLINE,
+    UPLOAD_PROBE,
+    UPLOAD_FINALIZE,
+    UPLOAD_STREAM,
 ];
 
 impl Program {

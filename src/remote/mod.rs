@@ -47,6 +47,10 @@ pub(crate) const UPLOAD_PROBE: Program = program!("upload_lib.sh", "upload_probe
 pub(crate) const UPLOAD_FINALIZE: Program = program!("upload_lib.sh", "upload_finalize.sh");
 pub(crate) const UPLOAD_STREAM: Program = program!("upload_stream.sh");
 
+// CNF chart directories (src/cnf/helm_cmd.rs).
+pub(crate) const PREPARE_CHART_DIR: Program = program!("prepare_chart_dir.sh");
+pub(crate) const EXTRACT_CHART: Program = program!("extract_chart.sh");
+
 /// Every program, for the test that no file here is left unused. Only tests read this list, so a
 /// program no builder runs is a dead-code warning (and `clippy -D warnings` fails).
 #[cfg(test)]
@@ -63,6 +67,8 @@ const ALL: &[Program] = &[
     UPLOAD_PROBE,
     UPLOAD_FINALIZE,
     UPLOAD_STREAM,
+    PREPARE_CHART_DIR,
+    EXTRACT_CHART,
 ];
 
 impl Program {

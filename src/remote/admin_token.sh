@@ -14,11 +14,11 @@ export KUBECONFIG=/etc/kubernetes/admin.conf
 kubectl apply -f "$1" >&2 || exit 1
 i=0
 while [ "$i" -lt 60 ]; do
-    t=$(kubectl -n kube-system get secret mgmt-driver-admin-token -o jsonpath='{.data.token}') &&
-        [ -n "$t" ] && {
+    if t=$(kubectl -n kube-system get secret mgmt-driver-admin-token -o jsonpath='{.data.token}') &&
+        [ -n "$t" ]; then
         printf '%s' "$t" | base64 -d
         exit 0
-    }
+    fi
     i=$((i + 1))
     sleep 1
 done

@@ -9,16 +9,16 @@
 # Usage: haproxy_backend.sh NAME [IP]
 #   NAME  the master's name in the backend
 #   IP    its new address; without it the line is only removed
-# Exit status: 0 done, or no haproxy here; non-zero the file could not be rewritten or haproxy
-# did not reload.
+# Exit status: 0 done, or no haproxy here; 1 the file could not be rewritten; systemctl's when
+# haproxy did not reload.
 
 cfg=/etc/haproxy/haproxy.cfg
 if [ ! -f "$cfg" ]; then
     echo 'no haproxy on this node'
     exit 0
 fi
-tmp=$(mktemp /etc/haproxy/.cfg.XXXXXX) || exit
-awk -v name="$1" -v ip="${2-}" '
+tmp=$(mktemp /etc/haproxy/.cfg.XXXXXX) || exit 1
+if awk -v name="$1" -v ip="${2-}" '
     $1 == "server" && $2 == name { next }
     { l[++n] = $0; if ($1 == "server") last = n }
     END {
@@ -27,4 +27,10 @@ awk -v name="$1" -v ip="${2-}" '
             if (i == last && ip != "") printf "    server  %s  %s:6443 check\n", name, ip
         }
     }
-' "$cfg" >"$tmp" && cat "$tmp" >"$cfg" && rm -f "$tmp" && systemctl reload haproxy
+' "$cfg" >"$tmp" && cat "$tmp" >"$cfg"; then
+    rm -f "$tmp"
+else
+    rm -f "$tmp"
+    exit 1
+fi
+systemctl reload haproxy

@@ -47,7 +47,7 @@ cnf=(cnf --vnf-instance-id bench-cnf --cluster-instance bench-k8s -i "$work/inv.
 once() { # $1 = extra args; prints "wall cpu rss_kib"
     local t0 t1
     t0=$(date +%s.%N)
-    # shellcheck disable=SC2086
+    # shellcheck disable=SC2086 # $1 is a list of words
     /usr/bin/time -f '%U %S %M' -o "$work/t" "$md" "${cnf[@]}" -o json $1 instantiate --request "$work/cnf.json" >"$work/out.json" 2>"$work/err.log" \
         || { tail "$work/err.log" >&2; exit 1; }
     t1=$(date +%s.%N)

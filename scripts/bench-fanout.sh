@@ -51,7 +51,7 @@ and per-run logs stay in target/bench/.
 EOF
 }
 
-# shellcheck source=scripts/common.sh disable=SC1091
+# shellcheck source=scripts/common.sh
 . "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"
 
 SIZES="1 10 50 100" REPS=5 WITH_PEERS=0 OUT=docs/benchmarks.md
@@ -111,7 +111,7 @@ MD=$REPO/target/release/mgmt-driver
 # ---------------------------------------------------------------------------
 # Set-up: packages, build, optional peers, helper
 # ---------------------------------------------------------------------------
-# shellcheck source=scripts/install-deps.sh disable=SC1091
+# shellcheck source=scripts/install-deps.sh
 . scripts/install-deps.sh
 install_deps
 need=()

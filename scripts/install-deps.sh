@@ -56,6 +56,8 @@ install_deps() {
     # The real Helm binaries for the CNF tests come from npm packages (tests/labkit/fetch-helm.sh).
     command -v npm >/dev/null || need+=(npm)
     command -v curl >/dev/null || need+=(curl)
+    # scripts/lint-shell.sh: the node-side programs (src/remote) and every other shell script
+    command -v shellcheck >/dev/null || need+=(shellcheck)
     [ ${#need[@]} -eq 0 ] && return 0
     if [ "$(id -u)" != 0 ]; then
         echo "missing packages: ${need[*]} (run as root so they can be installed)" >&2

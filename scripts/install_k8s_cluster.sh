@@ -304,9 +304,9 @@ check_os() {
     STEP=os-check
     local id='' version='' arch
     if [[ -r /etc/os-release ]]; then
-        # shellcheck disable=SC1091
+        # shellcheck disable=SC1091 # the node's own file, not in this repository
         id=$(. /etc/os-release && printf '%s' "${ID:-}")
-        # shellcheck disable=SC1091
+        # shellcheck disable=SC1091 # the node's own file, not in this repository
         version=$(. /etc/os-release && printf '%s' "${VERSION_ID:-}")
     fi
     arch=$(uname -m)

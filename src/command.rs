@@ -38,6 +38,9 @@ pub struct RemoteCommand {
     pub capture: usize,
     /// What of the streamed output must be masked (the captured copy is kept whole for parsing).
     pub redact: Redact,
+    /// A short name for the script in [`display`](Self::display), e.g. `hosts_update.sh '10.0.0.1
+    /// master1'` for a program of `src/remote/` (set by [`new`](Self::new) for those).
+    pub label: Option<String>,
 }
 
 /// Default stdout capture per command: plenty for `kubeadm` or `helm` output to be parsed.
@@ -48,13 +51,20 @@ pub const KILL_AFTER: Duration = Duration::from_secs(3);
 
 impl RemoteCommand {
     pub fn new(script: impl Into<String>) -> Self {
+        let script = script.into();
         RemoteCommand {
-            script: script.into(),
+            label: crate::remote::label(&script).map(str::to_string),
+            script,
             timeout: None,
             become_: Become::No,
             capture: DEFAULT_CAPTURE,
             redact: Redact::None,
         }
+    }
+
+    pub fn with_label(mut self, label: impl Into<String>) -> Self {
+        self.label = Some(label.into());
+        self
     }
 
     pub fn with_timeout(mut self, t: Option<Duration>) -> Self {
@@ -78,10 +88,10 @@ impl RemoteCommand {
         self
     }
 
-    /// What is shown to people (errors, events, dry-run): the script itself. It never holds a
-    /// secret, because secrets only ever travel on stdin.
+    /// What is shown to people (errors, events, dry-run): the label if there is one, else the
+    /// script itself. Neither ever holds a secret, because secrets only ever travel on stdin.
     pub fn display(&self) -> &str {
-        &self.script
+        self.label.as_deref().unwrap_or(&self.script)
     }
 
     /// The exact string sent in the SSH `exec` request.
@@ -162,6 +172,16 @@ mod tests {
         assert!(w.ends_with("'exec </dev/null; id -u'"), "{w}");
         let n = RemoteCommand::new("id -u").with_become(Become::SudoNoPassword).wire().unwrap();
         assert_eq!(n, "sudo -n -- sh -c 'exec </dev/null; id -u'");
+    }
+
+    #[test]
+    fn a_remote_program_is_shown_by_its_label_and_sent_whole() {
+        let script = "sh -c '#!/bin/sh\necho \"$1\"' say.sh 'a b'";
+        let c = RemoteCommand::new(script).with_timeout(Some(Duration::from_secs(5)));
+        assert_eq!(c.display(), "say.sh 'a b'");
+        assert_eq!(c.wire().unwrap(), format!("exec timeout -k 3 5 sh -c {}", quote(script).unwrap()));
+        assert_eq!(RemoteCommand::new("echo hi").display(), "echo hi");
+        assert_eq!(RemoteCommand::new("echo hi").with_label("greeting").display(), "greeting");
     }
 
     #[test]

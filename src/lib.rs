@@ -22,6 +22,7 @@ pub mod inventory;
 pub(crate) mod lifecycle;
 pub(crate) mod quote;
 pub(crate) mod redact;
+mod remote;
 pub(crate) mod render;
 pub mod secret;
 pub mod ssh;

@@ -217,7 +217,7 @@ mod tests {
         let e = &f.execs()[before..];
         let haproxy = ["m1", "m2"].map(|m| position(e, m, "haproxy").expect("backend edited on every survivor"));
         assert!(position(e, "m3", "haproxy").is_none(), "{e:#?}");
-        let del = position(e, "m1", "kubectl delete node master13").expect("node deleted via the first survivor");
+        let del = position(e, "m1", "delete_node.sh master13").expect("node deleted via the first survivor");
         let rm = position(e, "m1", "member remove 1a2b").expect("the healed master's member removed, by exact name");
         assert!(haproxy.iter().all(|&h| h < del) && del < rm, "{e:#?}");
         assert_eq!(f.state()["nodes"]["m3"]["installed"], false);
@@ -237,7 +237,7 @@ mod tests {
         let o = f.run(Op::HealStart, heal(&["m3"]), &[]).await;
         let e = o.error.expect("m1 is down").to_string();
         assert!(e.contains("m1") && e.contains("no route to host"), "{e}");
-        assert!(!f.execs()[rt_fresh..].iter().any(|x| x.contains("delete node")), "{:#?}", &f.execs()[rt_fresh..]);
+        assert!(!f.execs()[rt_fresh..].iter().any(|x| x.contains("delete_node.sh")), "{:#?}", &f.execs()[rt_fresh..]);
         assert_eq!(f.state()["nodes"]["m3"]["installed"], true, "the node must stay recorded");
     }
 
@@ -260,14 +260,14 @@ mod tests {
         let o = f.run(Op::HealStart, heal(&["w1"]), &[]).await;
         let e = o.error.expect("a pod is left").to_string();
         assert!(e.contains("w1") && e.contains("stuck"), "{e}");
-        assert!(!f.execs().iter().any(|x| x.contains("delete node worker21")), "deleted although a pod is left");
+        assert!(!f.execs().iter().any(|x| x.contains("delete_node.sh worker21")), "deleted although a pod is left");
         assert_eq!(f.state()["nodes"]["w1"]["installed"], true);
         f.fake.reply(None, "get pods", r#"{"items": []}"#);
         let o = f.run(Op::HealStart, heal(&["w1"]), &[]).await;
         assert!(o.error.is_none(), "{:?}", o.error);
         let e = f.execs();
         let drain = position(&e, "m1", "kubectl drain worker21");
-        assert!(drain.is_some() && drain < position(&e, "m1", "delete node worker21"), "{e:#?}");
+        assert!(drain.is_some() && drain < position(&e, "m1", "delete_node.sh worker21"), "{e:#?}");
         // heal-end: a fresh token from a master, then the new VM joins as a worker.
         let before = e.len();
         let o = f.run(Op::HealEnd, heal(&["w1"]), &[]).await;

@@ -163,7 +163,7 @@ mod tests {
         assert!(install("m3") < install("w1") && install("m3") < install("w2"), "{e:#?}");
         // Joining masters get a fresh certificate key each (the first one reuses m1's own).
         assert!(position(&e, "m1", "upload-certs").unwrap() < install("m3"), "{e:#?}");
-        let bearer = position(&e, "m1", "mgmt-driver-admin-token").unwrap();
+        let bearer = position(&e, "m1", "admin_token.sh").unwrap();
         let helm = ["m1", "m2", "m3"].map(|m| position(&e, m, "install_helm.sh").unwrap());
         assert!(helm.iter().all(|&h| h > bearer), "{e:#?}");
         let st = f.state();

@@ -1,10 +1,12 @@
 //! The exact shell text each cluster step sends to a node (pure; the node contract is in
 //! docs/cluster-contract.md). Every value is quoted; secrets never appear here — they travel in
-//! a 0600 env file the command sources and deletes, or on stdin.
+//! a 0600 env file the command sources and deletes, or on stdin. Anything longer than one
+//! command is a program in `src/remote/` that gets its values as arguments.
 
 use crate::cluster::topology::{ClusterNode, Topology};
 use crate::error::Result;
-use crate::quote::{join, quote};
+use crate::quote::quote;
+use crate::remote;
 
 /// Private per-instance run directory, relative to the login user's home.
 pub fn run_dir(instance: &str) -> String {
@@ -26,9 +28,12 @@ pub fn env_file(vars: &[(String, String)]) -> Result<String> {
     Ok(s)
 }
 
-/// Enter the run dir, load and delete the env file `env_name`, then run `body`.
-fn with_env(run_dir: &str, env_name: &str, body: &str) -> Result<String> {
-    Ok(format!("cd {} && set -a && . ./{env_name} && set +a && rm -f ./{env_name} && {body}", quote(run_dir)?))
+/// In the run dir, load and delete the env file `env_name`, then run `command`
+/// (`src/remote/run_with_env.sh`).
+fn with_env(run_dir: &str, env_name: &str, command: &[String]) -> Result<String> {
+    let mut args = vec![run_dir.to_string(), env_name.to_string()];
+    args.extend_from_slice(command);
+    remote::RUN_WITH_ENV.command(&args)
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -47,8 +52,8 @@ pub struct Networks<'a> {
 }
 
 /// The install script's command line, Tacker's contract. The join token and certificate key
-/// come from `$K8S_JOIN_TOKEN` / `$K8S_CERT_KEY`, set by the env file, so the SSH request and
-/// every log line carry only the variable names.
+/// come from `$K8S_JOIN_TOKEN` / `$K8S_CERT_KEY`, set by the env file (run_with_env.sh puts their
+/// values in place of these words), so the SSH request and every log line carry only the names.
 pub fn install(
     run_dir: &str,
     env_name: &str,
@@ -75,58 +80,41 @@ pub fn install(
         }
         InstallMode::Worker => args.extend(["-w".into(), node.nic_ip.clone(), "-i".into(), t.cluster_ip.clone()]),
     }
-    let mut line = join(&args)?;
     if mode != InstallMode::MainMaster {
-        line.push_str(&format!(" -t \"$K8S_JOIN_TOKEN\" -s {}", quote(ca_hash)?));
+        args.extend(["-t".into(), "$K8S_JOIN_TOKEN".into(), "-s".into(), ca_hash.into()]);
     }
     if mode == InstallMode::JoinMaster {
-        line.push_str(" -k \"$K8S_CERT_KEY\"");
+        args.extend(["-k".into(), "$K8S_CERT_KEY".into()]);
     }
-    with_env(run_dir, env_name, &line)
+    with_env(run_dir, env_name, &args)
 }
 
 pub fn helm_install(run_dir: &str, env_name: &str) -> Result<String> {
-    with_env(run_dir, env_name, &format!("bash ./{HELM_SCRIPT}"))
+    with_env(run_dir, env_name, &["bash".into(), format!("./{HELM_SCRIPT}")])
 }
 
 /// `/etc/hosts`: drop every line whose address is one of ours (exact field match, unlike
 /// Tacker's `sed '/10.0.0.1/d'` that also hits 10.0.0.10) or that we wrote for one of our names,
-/// then append ours. Idempotent; the file is rewritten in place (keeps its inode and mode).
+/// then append ours (`src/remote/hosts_update.sh`). Idempotent; the file is rewritten in place
+/// (keeps its inode and mode).
 pub fn hosts_update(add: &[(String, String)], drop_ips: &[String]) -> Result<String> {
-    let mut ips: Vec<&str> = add.iter().map(|(ip, _)| ip.as_str()).collect();
-    ips.extend(drop_ips.iter().map(String::as_str));
-    let names: Vec<&str> = add.iter().map(|(_, n)| n.as_str()).collect();
-    let mut lines = String::new();
-    for (ip, name) in add {
-        lines.push_str(&format!("{ip} {name} # mgmt-driver\n"));
+    let mut args = Vec::with_capacity(2 * drop_ips.len() + add.len());
+    for ip in drop_ips {
+        args.extend(["-d".to_string(), ip.clone()]);
     }
-    let awk = r#"BEGIN { n = split(ips, a, " "); for (i = 1; i <= n; i++) ip[a[i]] = 1; n = split(names, b, " "); for (i = 1; i <= n; i++) nm[b[i]] = 1 }
-$1 in ip { next }
-/# mgmt-driver$/ && ($2 in nm) { next }
-{ print }"#;
-    Ok(format!(
-        "f=/etc/hosts; t=$(mktemp /etc/.hosts.mgmt-driver.XXXXXX) && awk -v ips={} -v names={} {} \"$f\" > \"$t\" && printf '%s' {} >> \"$t\" && cat \"$t\" > \"$f\" && rm -f \"$t\"",
-        quote(&ips.join(" "))?,
-        quote(&names.join(" "))?,
-        quote(awk)?,
-        quote(&lines)?
-    ))
+    args.extend(add.iter().map(|(ip, name)| format!("{ip} {name}")));
+    remote::HOSTS_UPDATE.command(&args)
 }
 
 /// haproxy on a surviving master: remove the backend line of `name`, optionally add it back with
 /// `ip` after the last `server` line (Tacker's `sed '/server * check/a'` never matched the real
-/// two-space lines, and it never reloaded), then reload. A node without haproxy (single master)
-/// has nothing to do.
+/// two-space lines, and it never reloaded), then reload (`src/remote/haproxy_backend.sh`). A node
+/// without haproxy (single master) has nothing to do.
 pub fn haproxy_backend(name: &str, add_ip: Option<&str>) -> Result<String> {
-    let awk = r#"$1 == "server" && $2 == name { next }
-{ l[++n] = $0; if ($1 == "server") last = n }
-END { for (i = 1; i <= n; i++) { print l[i]; if (i == last && ip != "") printf "    server  %s  %s:6443 check\n", name, ip } }"#;
-    Ok(format!(
-        "f=/etc/haproxy/haproxy.cfg; [ -f \"$f\" ] || {{ echo 'no haproxy on this node'; exit 0; }}; t=$(mktemp /etc/haproxy/.cfg.XXXXXX) && awk -v name={} -v ip={} {} \"$f\" > \"$t\" && cat \"$t\" > \"$f\" && rm -f \"$t\" && systemctl reload haproxy",
-        quote(name)?,
-        quote(add_ip.unwrap_or(""))?,
-        quote(awk)?
-    ))
+    match add_ip {
+        Some(ip) => remote::HAPROXY_BACKEND.command(&[name, ip]),
+        None => remote::HAPROXY_BACKEND.command(&[name]),
+    }
 }
 
 pub fn hostname() -> String {
@@ -156,12 +144,9 @@ pub fn server_url() -> String {
 /// The VIM's bearer token, the Kubernetes ≥ 1.24 way: a ServiceAccount bound to cluster-admin
 /// and a `kubernetes.io/service-account-token` Secret the token controller fills. Re-applying
 /// is a no-op, so re-runs get the same token. Prints the decoded token (a secret: the caller
-/// hides the output).
+/// hides the output). `src/remote/admin_token.sh`.
 pub fn admin_token(run_dir: &str) -> Result<String> {
-    Ok(format!(
-        "{KUBECONFIG}kubectl apply -f {} >&2 && i=0; while [ $i -lt 60 ]; do t=$(kubectl -n kube-system get secret mgmt-driver-admin-token -o jsonpath='{{.data.token}}') && [ -n \"$t\" ] && {{ printf '%s' \"$t\" | base64 -d; exit 0; }}; i=$((i + 1)); sleep 1; done; echo 'the token controller did not fill secret kube-system/mgmt-driver-admin-token within 60s' >&2; exit 1",
-        quote(&format!("{run_dir}/{ADMIN_TOKEN_FILE}"))?
-    ))
+    remote::ADMIN_TOKEN.command(&[format!("{run_dir}/{ADMIN_TOKEN_FILE}")])
 }
 
 /// The manifest [`admin_token`] applies.
@@ -197,12 +182,9 @@ pub fn pods_on(k8s_name: &str) -> Result<String> {
     ))
 }
 
-/// Delete the Node object; one that is already gone is fine (re-runs).
+/// Delete the Node object; one that is already gone is fine (re-runs). `src/remote/delete_node.sh`.
 pub fn delete_node(k8s_name: &str) -> Result<String> {
-    let n = quote(k8s_name)?;
-    Ok(format!(
-        "{KUBECONFIG}out=$(kubectl delete node {n} 2>&1) && echo \"$out\" || case $out in *NotFound*) echo \"node {k8s_name} already deleted\" ;; *) echo \"$out\" >&2; exit 1 ;; esac"
-    ))
+    remote::DELETE_NODE.command(&[k8s_name])
 }
 
 const ETCDCTL: &str = "etcdctl --endpoints=https://127.0.0.1:2379 --cacert=/etc/kubernetes/pki/etcd/ca.crt --cert=/etc/kubernetes/pki/etcd/server.crt --key=/etc/kubernetes/pki/etcd/server.key";
@@ -255,21 +237,20 @@ pub fn kubeadm_reset() -> String {
     "kubeadm reset -f".into()
 }
 
-/// Pack the chart root on a surviving master so a healed one gets the same charts.
+/// Pack the chart root on a surviving master so a healed one gets the same charts: prints
+/// `packed` or `none` (`src/remote/pack_charts.sh`).
 pub fn pack_charts(run_dir: &str) -> Result<String> {
-    Ok(format!(
-        "if [ -d /var/tacker/helm ]; then tar -czf {} -C / var/tacker/helm && echo packed; else echo none; fi",
-        quote(&format!("{run_dir}/helm-charts.tgz"))?
-    ))
+    remote::PACK_CHARTS.command(&[format!("{run_dir}/helm-charts.tgz")])
 }
 
+/// Unpack what [`pack_charts`] packed, then delete the archive (`src/remote/unpack_charts.sh`).
 pub fn unpack_charts(run_dir: &str) -> Result<String> {
-    let f = quote(&format!("{run_dir}/helm-charts.tgz"))?;
-    Ok(format!("tar -xzf {f} -C / && rm -f {f}"))
+    remote::UNPACK_CHARTS.command(&[format!("{run_dir}/helm-charts.tgz")])
 }
 
+/// Helm's repositories as JSON, `[]` when there are none (`src/remote/helm_repo_list.sh`).
 pub fn helm_repo_list() -> String {
-    "out=$(helm repo list -o json 2>&1) && printf '%s\\n' \"$out\" || case $out in *'no repositories'*) echo '[]' ;; *) echo \"$out\" >&2; exit 1 ;; esac".into()
+    remote::HELM_REPO_LIST.command::<&str>(&[]).expect("a program text has no NUL byte")
 }
 
 pub fn helm_repo_add(name: &str, url: &str) -> Result<String> {
@@ -317,17 +298,48 @@ mod tests {
             ),
             "{m}"
         );
-        assert!(m.starts_with("cd r && set -a && . ./env.x && set +a && rm -f ./env.x && "), "{m}");
+        assert_eq!(
+            crate::remote::label(&m),
+            Some(
+                "run_with_env.sh r env.x bash ./install_k8s_cluster.sh -m 10.0.0.1,10.0.0.2 -i 10.0.0.100 \
+                 -p 192.168.0.0/16 -a 10.96.0.0/12"
+            ),
+            "{m}"
+        );
         let j =
             install("r", "e", InstallMode::JoinMaster, &t, &t.masters[1], Networks { pod: "p", service: "a" }, "abc")
                 .unwrap();
-        assert!(j.ends_with("-t \"$K8S_JOIN_TOKEN\" -s abc -k \"$K8S_CERT_KEY\""), "{j}");
+        assert!(j.ends_with("-t '$K8S_JOIN_TOKEN' -s abc -k '$K8S_CERT_KEY'"), "{j}");
         let w = install("r", "e", InstallMode::Worker, &t, &t.workers[0], Networks { pod: "p", service: "a" }, "abc")
             .unwrap();
         assert!(
-            w.ends_with("bash ./install_k8s_cluster.sh -w 10.0.0.10 -i 10.0.0.100 -t \"$K8S_JOIN_TOKEN\" -s abc"),
+            w.ends_with("bash ./install_k8s_cluster.sh -w 10.0.0.10 -i 10.0.0.100 -t '$K8S_JOIN_TOKEN' -s abc"),
             "{w}"
         );
+
+        // On a node: run dir entered, env file loaded and gone before the script runs, and the
+        // secrets from it in place of their names, every other word as it was.
+        let d = tempfile::tempdir().unwrap();
+        let run = d.path().join("r");
+        std::fs::create_dir(&run).unwrap();
+        let script = "printf '[%s]' \"${PWD##*/}\" \"$(ls -A)\" \"$@\"\n";
+        std::fs::write(run.join(INSTALL_SCRIPT), script).unwrap();
+        let env = env_file(&[("K8S_JOIN_TOKEN".into(), "tok en".into()), ("K8S_CERT_KEY".into(), "k'ey".into())]);
+        let go = |cmd: &str| {
+            std::fs::write(run.join("e"), env.as_ref().unwrap()).unwrap();
+            let o = Command::new("sh").arg("-c").arg(cmd).current_dir(d.path()).output().unwrap();
+            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+            String::from_utf8(o.stdout).unwrap()
+        };
+        assert_eq!(
+            go(&j),
+            "[r][install_k8s_cluster.sh][-m][10.0.0.1,10.0.0.2][-i][10.0.0.100][-p][p][-a][a]\
+             [-t][tok en][-s][abc][-k][k'ey]"
+        );
+        assert_eq!(go(&w), "[r][install_k8s_cluster.sh][-w][10.0.0.10][-i][10.0.0.100][-t][tok en][-s][abc]");
+        std::fs::write(run.join(HELM_SCRIPT), "echo \"helm $K8S_CERT_KEY\"\n").unwrap();
+        assert_eq!(go(&helm_install("r", "e").unwrap()), "helm k'ey\n");
+        assert!(!run.join("e").exists());
     }
 
     fn sh(script: &str) -> std::process::Output {
@@ -386,6 +398,62 @@ mod tests {
             "{text}"
         );
         assert_eq!(text.matches("master2").count(), 1);
+    }
+
+    /// The kubectl and helm programs against stand-ins: known failures become answers, others fail.
+    #[test]
+    fn kubectl_and_helm_programs_handle_their_known_failures() {
+        let d = tempfile::tempdir().unwrap();
+        let stub = |name: &str, text: &str| {
+            use std::os::unix::fs::PermissionsExt;
+            let p = d.path().join(name);
+            std::fs::write(&p, format!("#!/bin/sh\n{text}")).unwrap();
+            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        };
+        stub(
+            "kubectl",
+            r#"case "$1 $3" in
+"delete gone") echo 'Error from server (NotFound): nodes "gone" not found' >&2; exit 1 ;;
+"delete bad") echo 'Unable to connect to the server' >&2; exit 1 ;;
+"delete "*) echo "node/$3 deleted" ;;
+"apply "*) [ -f "$3" ] || exit 1; echo applied ;;
+*) printf '%s' dG9r ;;
+esac
+"#,
+        );
+        stub("helm", "echo 'Error: no repositories to show' >&2; exit 1\n");
+        stub("base64", "[ \"$1\" = -d ] && [ \"$(cat)\" = dG9r ] && printf tok\n");
+        let path = format!("{}:{}", d.path().display(), std::env::var("PATH").unwrap());
+        let run = |cmd: String| {
+            let o = Command::new("sh").arg("-c").arg(cmd).env("PATH", &path).output().unwrap();
+            (
+                o.status.code(),
+                String::from_utf8_lossy(&o.stdout).into_owned(),
+                String::from_utf8_lossy(&o.stderr).into_owned(),
+            )
+        };
+        assert_eq!(run(delete_node("it's").unwrap()).1, "node/it's deleted\n");
+        assert_eq!(run(delete_node("gone").unwrap()), (Some(0), "node gone already deleted\n".into(), String::new()));
+        let (code, out, err) = run(delete_node("bad").unwrap());
+        assert_eq!((code, out.as_str(), err.as_str()), (Some(1), "", "Unable to connect to the server\n"));
+        assert_eq!(run(helm_repo_list()), (Some(0), "[]\n".into(), String::new()));
+        let manifest = d.path().join(ADMIN_TOKEN_FILE);
+        std::fs::write(&manifest, "{}").unwrap();
+        let (code, out, _) = run(admin_token(&d.path().display().to_string()).unwrap());
+        assert_eq!((code, out.as_str()), (Some(0), "tok"));
+        assert_eq!(run(admin_token("/nonexistent").unwrap()).0, Some(1));
+    }
+
+    #[test]
+    fn programs_are_shown_by_name_and_arguments() {
+        let l = |c: Result<String>| crate::remote::label(&c.unwrap()).map(str::to_string);
+        assert_eq!(l(pack_charts("r")).as_deref(), Some("pack_charts.sh r/helm-charts.tgz"));
+        assert_eq!(l(unpack_charts("r")).as_deref(), Some("unpack_charts.sh r/helm-charts.tgz"));
+        assert_eq!(l(haproxy_backend("m 1", Some("10.0.0.5"))).as_deref(), Some("haproxy_backend.sh 'm 1' 10.0.0.5"));
+        assert_eq!(
+            l(hosts_update(&[("10.0.0.1".into(), "master1".into())], &["10.0.0.9".into()])).as_deref(),
+            Some("hosts_update.sh -d 10.0.0.9 '10.0.0.1 master1'")
+        );
     }
 
     #[test]

@@ -159,7 +159,7 @@ mod tests {
         }
         // The existing nodes learn the new ones' /etc/hosts lines after they joined.
         let joined = position(e, "w3", "install_k8s_cluster.sh").unwrap();
-        assert!(position(e, "w1", "/etc/hosts").unwrap() > joined, "{e:#?}");
+        assert!(position(e, "w1", "hosts_update.sh").unwrap() > joined, "{e:#?}");
     }
 
     #[tokio::test]
@@ -188,7 +188,7 @@ mod tests {
         let o = f.run(Op::ScaleStart, body, &["w2"]).await;
         let e = &f.execs()[before..];
         assert!(position(e, "m2", "kubectl drain worker22").is_some(), "{e:#?}");
-        assert!(position(e, "m2", "delete node worker22").is_some(), "{e:#?}");
+        assert!(position(e, "m2", "delete_node.sh worker22").is_some(), "{e:#?}");
         assert!(f.state()["nodes"].get("w2").is_none(), "the removed worker is forgotten at once");
         // m1 is still down for the /etc/hosts step that follows: named, not hidden.
         let err = o.error.expect("m1 cannot get its /etc/hosts line removed").to_string();

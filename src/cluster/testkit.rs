@@ -77,7 +77,7 @@ impl Fixture {
         f.reply(None, "install_k8s_cluster.sh -m", &master_out);
         f.reply(None, "kubeadm token create", &format!("{TOKEN}\n"));
         f.reply(None, "upload-certs", &format!("{}\n", "c".repeat(64)));
-        f.reply(None, "mgmt-driver-admin-token", "bearer-token");
+        f.reply(None, "admin_token.sh", "bearer-token");
         f.reply(None, "get pods", r#"{"items": []}"#);
     }
 

@@ -4,6 +4,7 @@
 
 use crate::error::Result;
 use crate::quote::{join, quote};
+use crate::remote;
 
 /// Where charts live on masters (Tacker's layout: `/var/tacker/helm/<vnf_instance_id>/`).
 pub const CHART_ROOT: &str = "/var/tacker/helm";
@@ -230,25 +231,21 @@ impl Helm {
     }
 }
 
-/// `mkdir` the instance's chart dir owned by the login user (Tacker's `put_helmchart`).
+/// The instance's chart dir.
 pub fn chart_dir(instance: &str) -> String {
     format!("{CHART_ROOT}/{instance}")
 }
 
+/// `mkdir` the instance's chart dir owned by the login user (Tacker's `put_helmchart`):
+/// `src/remote/prepare_chart_dir.sh`.
 pub fn prepare_chart_dir(instance: &str, owner: &str) -> Result<String> {
-    let d = quote(&chart_dir(instance))?;
-    Ok(format!("mkdir -p {d} && chown {} {d} && chmod 0755 {d}", quote(owner)?))
+    remote::PREPARE_CHART_DIR.command(&[&chart_dir(instance), owner])
 }
 
-/// Extract an uploaded `<chart>-<version>.tgz` next to itself (a fresh copy each time).
+/// Extract an uploaded `<chart>-<version>.tgz` next to itself (a fresh copy each time):
+/// `src/remote/extract_chart.sh`.
 pub fn extract_chart(instance: &str, tgz_name: &str, chart_dir_name: &str) -> Result<String> {
-    let d = chart_dir(instance);
-    Ok(format!(
-        "cd {} && rm -rf {} && tar -xzf {} --no-same-owner",
-        quote(&d)?,
-        quote(chart_dir_name)?,
-        quote(tgz_name)?
-    ))
+    remote::EXTRACT_CHART.command(&[&chart_dir(instance), tgz_name, chart_dir_name])
 }
 
 pub fn remove_chart_dir(instance: &str) -> Result<String> {
@@ -310,6 +307,35 @@ mod tests {
         assert_eq!(generated_release_name("9lives", 1), "a9lives-0000000001");
         let long = generated_release_name(&"x".repeat(60), 7);
         assert!(long.len() <= 46 && crate::cnf::params::dns_label(&long, 53), "{long}");
+    }
+
+    #[test]
+    fn chart_dir_programs_make_the_dir_and_extract_a_fresh_copy() {
+        assert_eq!(
+            remote::label(&prepare_chart_dir("i1", "md user").unwrap()),
+            Some("prepare_chart_dir.sh /var/tacker/helm/i1 'md user'")
+        );
+        assert_eq!(
+            remote::label(&extract_chart("i1", "c-1.0.tgz", "c").unwrap()),
+            Some("extract_chart.sh /var/tacker/helm/i1 c-1.0.tgz c")
+        );
+        // The same programs on a scratch directory instead of /var/tacker/helm.
+        let d = tempfile::tempdir().unwrap();
+        let dir = d.path().join("new dir");
+        let sh = |cmd: String| Command::new("sh").arg("-c").arg(cmd).output().unwrap();
+        let dir_s = dir.display().to_string();
+        let me = String::from_utf8(Command::new("id").arg("-un").output().unwrap().stdout).unwrap();
+        let o = sh(remote::PREPARE_CHART_DIR.command(&[dir_s.as_str(), me.trim()]).unwrap());
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777, 0o755);
+        std::fs::create_dir_all(dir.join("c/templates")).unwrap();
+        std::fs::write(dir.join("c/Chart.yaml"), "name: c\nversion: 1.0\n").unwrap();
+        assert!(sh(format!("cd '{dir_s}' && tar -czf c-1.0.tgz c")).status.success());
+        std::fs::write(dir.join("c/stale.yaml"), "left from an earlier run").unwrap();
+        let o = sh(remote::EXTRACT_CHART.command(&[dir_s.as_str(), "c-1.0.tgz", "c"]).unwrap());
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        assert!(dir.join("c/Chart.yaml").is_file() && !dir.join("c/stale.yaml").exists());
     }
 
     #[test]

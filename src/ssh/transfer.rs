@@ -5,6 +5,8 @@
 //! existing file (identical: left untouched, "skipped"), else writes a temporary file, verifies
 //! its sha256 and renames it into place. One round trip instead of five is what makes N=1 fast.
 //!
+//! The node-side programs are `src/remote/upload_*.sh`.
+//!
 //! Anything else is three steps on one connection, whatever the number of files:
 //! 1. one probe command reports each remote file's mode and sha256 (and creates parents);
 //! 2. only files whose content differs are streamed to a temporary name next to the target;
@@ -24,6 +26,7 @@ use crate::command::RemoteCommand;
 use crate::error::{Error, Result};
 use crate::event::{EventKind, HostEvents};
 use crate::quote::quote;
+use crate::remote;
 use crate::transport::{check_remote_path, local_digest, Source, UploadFile, UploadResult};
 
 const CHUNK: usize = 256 * 1024;
@@ -31,53 +34,17 @@ const CHUNK: usize = 256 * 1024;
 /// Single files up to this size are sent inline (content always transferred, then compared).
 pub const INLINE_MAX: u64 = 256 * 1024;
 
-// The node-side programs below avoid needless processes (`${x%% *}` instead of `cut`,
-// `${f%/*}` instead of `dirname`, no mkdir when the directory exists): on a fleet every fork
-// is paid once per node, and the nodes are where the time goes (docs/benchmarks.md).
-
-/// Shared tail: check `$t` against the expected digest, set the mode, rename over `$f`.
-fn verify_and_move(sha: &str, mode: u32, dest: &str) -> Result<String> {
-    Ok(format!(
-        "h=$(sha256sum < \"$t\"); h=${{h%% *}}; [ \"$h\" = {sha} ] || {{ rm -f \"$t\"; echo {} \"(got $h)\" >&2; exit 1; }}; \
-         chmod {mode:o} \"$t\" && mv -f \"$t\" \"$f\" || {{ rm -f \"$t\"; echo {} >&2; exit 1; }}",
-        quote(&format!("checksum mismatch after transfer: {dest}"))?,
-        quote(&format!("cannot move into place: {dest}"))?,
-    ))
-}
-
-/// Create the parent directory of `$f` if missing: private (077) inside the home directory
-/// (relative paths), the usual 022 elsewhere.
-const MAKE_PARENT: &str = "case $f in */*) d=${f%/*};; *) d=.;; esac; [ -n \"$d\" ] || d=/; \
-     if [ ! -d \"$d\" ]; then case $f in /*) m=022;; *) m=077;; esac; (umask $m; mkdir -p -- \"$d\") || exit 1; fi";
-
-/// The one-exec upload of a small file: stdin carries the content. Prints `skipped` or `written`.
+/// The one-exec upload of a small file (`src/remote/upload_inline.sh`): stdin carries the
+/// content. Prints `skipped` or `written`.
 pub fn inline_script(f: &UploadFile, sha: &str, tmp: &str) -> Result<String> {
-    Ok(format!(
-        "f={}; t={}; {MAKE_PARENT}; \
-         if [ -f \"$f\" ]; then h=$(sha256sum < \"$f\"); if [ \"${{h%% *}}\" = {sha} ]; then cat >/dev/null; chmod {mode:o} \"$f\" || exit 1; echo skipped; exit 0; fi; fi; \
-         umask 077; cat > \"$t\" || {{ rm -f \"$t\"; exit 1; }}; {}; echo written",
-        quote(&f.remote)?,
-        quote(tmp)?,
-        verify_and_move(sha, f.mode, &f.remote)?,
-        mode = f.mode,
-    ))
+    remote::UPLOAD_INLINE.command(&[f.remote.as_str(), tmp, sha, &format!("{:o}", f.mode)])
 }
 
 /// The probe: one output line per file, `<octal mode> <sha256>` or `-` when absent.
 /// Parent directories are created on the way; inside the home directory (relative paths)
-/// they are private (umask 077), elsewhere the usual 022.
+/// they are private (umask 077), elsewhere the usual 022. `src/remote/upload_probe.sh`.
 pub fn probe_script(remotes: &[&str]) -> Result<String> {
-    let mut s = String::from("for f in");
-    for r in remotes {
-        s.push(' ');
-        s.push_str(&quote(r)?);
-    }
-    s.push_str(&format!(
-        "; do {MAKE_PARENT}; \
-         if [ -f \"$f\" ]; then h=$(sha256sum < \"$f\"); printf '%s %s\\n' \"$(stat -c %a -- \"$f\")\" \"${{h%% *}}\"; \
-         else echo -; fi; done"
-    ));
-    Ok(s)
+    remote::UPLOAD_PROBE.command(remotes)
 }
 
 /// Parse the probe output into `(mode, sha256)` per file.
@@ -110,22 +77,19 @@ pub enum Todo {
     Send { tmp: String },
 }
 
+/// After the transfers: fix modes, verify and rename the streamed files into place, in order
+/// (`src/remote/upload_finalize.sh`).
 pub fn finalize_script(items: &[(&UploadFile, &Todo, &str)]) -> Result<String> {
-    let mut s = String::from("fail() { echo \"$1\" >&2; exit 1; }");
+    let mut args: Vec<String> = Vec::new();
     for (f, todo, sha) in items {
-        let dest = quote(&f.remote)?;
         let mode = format!("{:o}", f.mode);
         match todo {
             Todo::Nothing => {}
-            Todo::Chmod => {
-                s.push_str(&format!("; chmod {mode} {dest} || fail {}", quote(&format!("chmod failed: {}", f.remote))?))
-            }
-            Todo::Send { tmp } => {
-                s.push_str(&format!("; f={dest}; t={}; {}", quote(tmp)?, verify_and_move(sha, f.mode, &f.remote)?));
-            }
+            Todo::Chmod => args.extend(["chmod".into(), mode, f.remote.clone()]),
+            Todo::Send { tmp } => args.extend(["move".into(), tmp.clone(), f.remote.clone(), sha.to_string(), mode]),
         }
     }
-    Ok(s)
+    remote::UPLOAD_FINALIZE.command(&args)
 }
 
 /// A temporary name next to the target, so the final rename stays on one filesystem.
@@ -253,7 +217,7 @@ impl SshSession {
             file.shutdown().await.map_err(|e| format!("sftp close: {e}"))?;
             return Ok("sftp");
         }
-        let cmd = format!("umask 077; cat > {}", quote(tmp).map_err(|e| e.to_string())?);
+        let cmd = remote::UPLOAD_STREAM.command(&[tmp]).map_err(|e| e.to_string())?;
         let (code, _, err) = self.exec_stdin(&cmd, &f.source).await?;
         if code != Some(0) {
             return Err(format!("cat > {tmp} failed ({}): {}", status(code), String::from_utf8_lossy(&err).trim()));
@@ -470,6 +434,25 @@ mod tests {
         assert_eq!(run(b"data").1, "written");
         assert_eq!(std::fs::read(d.path().join("sub/it's.sh")).unwrap(), b"data");
         assert_eq!(run(b"data").1, "skipped");
+    }
+
+    #[test]
+    fn stream_writes_a_private_file() {
+        use std::io::Write;
+        use std::os::unix::fs::PermissionsExt;
+        let d = tempfile::tempdir().unwrap();
+        let mut c = Command::new("sh")
+            .arg("-c")
+            .arg(remote::UPLOAD_STREAM.command(&["it's.tmp"]).unwrap())
+            .current_dir(d.path())
+            .stdin(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        c.stdin.take().unwrap().write_all(b"data").unwrap();
+        assert!(c.wait().unwrap().success());
+        let p = d.path().join("it's.tmp");
+        assert_eq!(std::fs::read(&p).unwrap(), b"data");
+        assert_eq!(std::fs::metadata(&p).unwrap().permissions().mode() & 0o777, 0o600);
     }
 
     #[test]

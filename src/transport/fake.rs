@@ -2,8 +2,10 @@
 //! Unit tests of decision logic (heal, scale, failover, Helm pending-state recovery) run real
 //! operation code against it without root or a lab; the lab tests stay the proof that the SSH
 //! side works. Replies are chosen by the node and a piece of the command text; the newest rule
-//! that matches wins, so a test can script a default and then override it. Every call is
-//! recorded in order for the test to assert on.
+//! that matches wins, so a test can script a default and then override it. Commands are matched
+//! and recorded in their display form (`hosts_update.sh '10.0.0.1' ...` for a node-side program,
+//! the command itself otherwise), which is what an operator reads. Every call is recorded in
+//! order for the test to assert on.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -170,9 +172,10 @@ impl Transport for FakeTransport {
     }
 
     async fn exec(&self, cmd: &RemoteCommand, events: &HostEvents) -> Result<ExecOutput> {
-        self.fake.log(Call::Exec { node: self.node.clone(), script: cmd.script.clone() });
-        events.emit(EventKind::Command { command: cmd.display().to_string() });
-        let mut out = self.fake.answer(&self.node, &cmd.script);
+        let shown = cmd.display().to_string();
+        self.fake.log(Call::Exec { node: self.node.clone(), script: shown.clone() });
+        events.emit(EventKind::Command { command: shown.clone() });
+        let mut out = self.fake.answer(&self.node, &shown);
         out.elapsed = Duration::from_millis(1);
         for line in String::from_utf8_lossy(&out.stdout).lines() {
             events.emit(EventKind::Stdout { line: line.to_string() });

@@ -1,0 +1,165 @@
+//! The shell programs the driver runs on nodes, one `.sh` file each beside this one, embedded at
+//! build time. Keeping them as files lets shellcheck read every word of them
+//! (`scripts/lint-shell.sh`); the Rust side only chooses the program and its arguments.
+//!
+//! A program never has a value pasted into its text: it is run as
+//! `sh -c <program> <name> <arg>...`, every argument quoted with [`crate::quote`], so the
+//! values reach it only as `$1`, `$2`, ... (and `$0` is its file name, which the shell uses in
+//! its own error messages). One exec request, as before: the upload programs keep their single
+//! round trip. Secrets are never arguments: they travel on stdin or in a 0600 env file.
+//!
+//! People see such a command as `<name> <arg>...` (see [`label`]), not as the whole text.
+
+use crate::error::Result;
+use crate::quote::{join, quote};
+
+/// One node-side program: its file name and its text.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Program {
+    pub name: &'static str,
+    pub text: &'static str,
+}
+
+/// `program!("x.sh")` is `src/remote/x.sh`; `program!("lib.sh", "x.sh")` is `x.sh` run after the
+/// functions of `lib.sh` (sent as one text, still one exec).
+macro_rules! program {
+    ($file:literal) => {
+        Program { name: $file, text: include_str!($file) }
+    };
+    ($lib:literal, $file:literal) => {
+        Program { name: $file, text: concat!(include_str!($lib), include_str!($file)) }
+    };
+}
+
+// Cluster steps (src/cluster/node_cmd.rs).
+pub(crate) const HOSTS_UPDATE: Program = program!("hosts_update.sh");
+pub(crate) const HAPROXY_BACKEND: Program = program!("haproxy_backend.sh");
+pub(crate) const ADMIN_TOKEN: Program = program!("admin_token.sh");
+pub(crate) const DELETE_NODE: Program = program!("delete_node.sh");
+pub(crate) const PACK_CHARTS: Program = program!("pack_charts.sh");
+pub(crate) const UNPACK_CHARTS: Program = program!("unpack_charts.sh");
+pub(crate) const HELM_REPO_LIST: Program = program!("helm_repo_list.sh");
+pub(crate) const RUN_WITH_ENV: Program = program!("run_with_env.sh");
+
+// Uploads (src/ssh/transfer.rs).
+pub(crate) const UPLOAD_INLINE: Program = program!("upload_lib.sh", "upload_inline.sh");
+pub(crate) const UPLOAD_PROBE: Program = program!("upload_lib.sh", "upload_probe.sh");
+pub(crate) const UPLOAD_FINALIZE: Program = program!("upload_lib.sh", "upload_finalize.sh");
+pub(crate) const UPLOAD_STREAM: Program = program!("upload_stream.sh");
+
+// CNF chart directories (src/cnf/helm_cmd.rs).
+pub(crate) const PREPARE_CHART_DIR: Program = program!("prepare_chart_dir.sh");
+pub(crate) const EXTRACT_CHART: Program = program!("extract_chart.sh");
+
+/// Every program, for the test that no file here is left unused. Only tests read this list, so a
+/// program no builder runs is a dead-code warning (and `clippy -D warnings` fails).
+#[cfg(test)]
+const ALL: &[Program] = &[
+    HOSTS_UPDATE,
+    HAPROXY_BACKEND,
+    ADMIN_TOKEN,
+    DELETE_NODE,
+    PACK_CHARTS,
+    UNPACK_CHARTS,
+    HELM_REPO_LIST,
+    RUN_WITH_ENV,
+    UPLOAD_INLINE,
+    UPLOAD_PROBE,
+    UPLOAD_FINALIZE,
+    UPLOAD_STREAM,
+    PREPARE_CHART_DIR,
+    EXTRACT_CHART,
+];
+
+impl Program {
+    /// The command that runs this program with `args` as its positional parameters.
+    pub fn command<S: AsRef<str>>(&self, args: &[S]) -> Result<String> {
+        let mut s = format!("sh -c {} {}", quote(self.text)?, self.name);
+        if !args.is_empty() {
+            s.push(' ');
+            s.push_str(&join(args)?);
+        }
+        Ok(s)
+    }
+}
+
+/// What people see of a command built by [`Program::command`]: `<name> <arg>...`, the text after
+/// the program. `None` for anything else. Reads the exact form [`quote`] writes: a single-quoted
+/// word in which a quote is written `'\''`.
+pub fn label(script: &str) -> Option<&str> {
+    let rest = script.strip_prefix("sh -c '")?;
+    let mut at = 0;
+    let end = loop {
+        let q = at + rest[at..].find('\'')?;
+        if rest[q..].starts_with("'\\''") {
+            at = q + 4;
+        } else {
+            break q + 1;
+        }
+    };
+    let tail = rest[end..].strip_prefix(' ')?;
+    let name = tail.split(' ').next()?;
+    let stem = name.strip_suffix(".sh")?;
+    let plain = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_';
+    (!stem.is_empty() && stem.chars().all(plain)).then_some(tail)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::process::Command;
+
+    #[test]
+    fn every_file_here_is_a_program_the_driver_sends() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/remote");
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let path = e.unwrap().path();
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            if name == "mod.rs" {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).unwrap();
+            assert!(
+                ALL.iter().any(|p| p.text.contains(text.as_str())),
+                "src/remote/{name} is not embedded in any program (add it to a program! and to ALL)"
+            );
+            if !name.ends_with("_lib.sh") {
+                assert!(ALL.iter().any(|p| p.name == name), "src/remote/{name} is not a program in ALL");
+            }
+        }
+        for p in ALL {
+            assert!(dir.join(p.name).is_file(), "{} is not a file in src/remote", p.name);
+            assert!(p.text.starts_with("#!/bin/sh\n"), "{}: no #!/bin/sh line (shellcheck reads it as sh)", p.name);
+        }
+    }
+
+    #[test]
+    fn arguments_arrive_as_positional_parameters_and_the_label_shows_them() {
+        let p = Program { name: "echo_args.sh", text: "#!/bin/sh\nprintf '[%s]' \"$0\" \"$@\"\n" };
+        let args = ["a b", "it's", "$(id)", "", "-n"];
+        let cmd = p.command(&args).unwrap();
+        let out = Command::new("sh").arg("-c").arg(&cmd).output().unwrap();
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "[echo_args.sh][a b][it's][$(id)][][-n]");
+        assert_eq!(label(&cmd), Some("echo_args.sh 'a b' 'it'\\''s' '$(id)' '' -n"));
+        assert_eq!(label(&p.command::<&str>(&[]).unwrap()), Some("echo_args.sh"));
+        for p in ALL {
+            let cmd = p.command(&["x'y"]).unwrap();
+            assert_eq!(label(&cmd), Some(format!("{} 'x'\\''y'", p.name).as_str()));
+        }
+    }
+
+    #[test]
+    fn other_commands_have_no_label() {
+        for s in [
+            "hostname",
+            "sh -c 'echo hi'",
+            "sh -c 'x' y",
+            "sh -c 'x' Y.sh",
+            "sh -c 'unterminated a.sh",
+            "sh -c 'x'a.sh",
+            "sh -c 'x' .sh",
+        ] {
+            assert_eq!(label(s), None, "{s}");
+        }
+    }
+}

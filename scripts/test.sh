@@ -10,9 +10,10 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # shellcheck source=scripts/install-deps.sh
 . scripts/install-deps.sh
 install_deps
-echo "== house rules: cargo fmt --check, cargo clippy --all-targets -D warnings" >&2
+echo "== house rules: cargo fmt --check, cargo clippy --all-targets -D warnings, shellcheck" >&2
 cargo fmt --check
 cargo clippy --locked --all-targets -- -D warnings
+bash scripts/lint-shell.sh
 cargo test --locked "$@"
 if [ "$(id -u)" = 0 ]; then
     bash tests/labkit/selftest.sh

@@ -1,8 +1,9 @@
-//! Test support: a real OpenSSH lab (scripts/lab.sh) that is always torn down, and helpers to
+//! Test support: a real OpenSSH lab (scripts/lab.sh) that is always torn down, helpers to
+//! run the real `mgmt-driver` binary against it, and named phases for long tests (`phase`).
 #![allow(dead_code)] // shared by several test binaries; each uses a part
-//! run the real `mgmt-driver` binary against it.
 
 pub mod kit;
+pub mod phase;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

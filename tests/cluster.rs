@@ -4,16 +4,17 @@
 //! real `mgmt-driver` binary.
 //!
 //! Needs root (namespaces). Outside CI a non-root run skips the lab tests loudly; under CI=true
-//! it fails. Tests that need no node (every Tacker body parses and plans) always run.
+//! it fails (tests/support/harness.rs). Tests that need no node (every Tacker body parses and
+//! plans) always run. Each lab test brings up its own lab, torn down when its `Cluster` drops.
 
 mod support;
 
 use std::path::Path;
 
-use libtest_mimic::{Arguments, Trial};
 use serde_json::{json, Value};
+use support::harness::Suite;
 use support::kit::{check, doc, k8s_conn, outcome, request, s, Cluster, R};
-use support::{is_root, mgmt, repo};
+use support::{mgmt, repo};
 
 // ------------------------------------------------------------------ tests
 
@@ -528,30 +529,18 @@ fn tacker_bodies_parse_and_plan() -> R {
 }
 
 fn main() {
-    let args = Arguments::from_args();
-    type Test = (&'static str, fn() -> R);
-    let lab_tests: Vec<Test> = vec![
-        ("single_master_two_workers_with_request_passwords", single_master_two_workers_with_request_passwords),
-        ("ha_masters_in_order_workers_in_parallel", ha_masters_in_order_workers_in_parallel),
-        ("proxy_and_helm_info", proxy_and_helm_info),
-        ("rerun_after_worker_failure", rerun_after_worker_failure),
-        ("heal_sol002_worker_and_master", heal_sol002_worker_and_master),
-        ("heal_sol003_whole_vnf", heal_sol003_whole_vnf),
-        ("scale_out_in_and_terminate", scale_out_in_and_terminate),
-        ("drain_that_cannot_evict_fails", drain_that_cannot_evict_fails),
-        ("bad_inputs_change_nothing", bad_inputs_change_nothing),
-    ];
-    let mut trials = vec![Trial::test("tacker_bodies_parse_and_plan", tacker_bodies_parse_and_plan)];
-    let root = is_root();
-    if !root {
-        eprintln!("\n*** cluster lab tests SKIPPED: they need root (network/mount namespaces) ***\n");
-        if std::env::var("CI").is_ok_and(|v| v == "true") {
-            eprintln!("CI=true: refusing to pass without the lab tests");
-            std::process::exit(1);
-        }
-    }
-    for (name, f) in lab_tests {
-        trials.push(Trial::test(name, f).with_ignored_flag(!root));
-    }
-    libtest_mimic::run(&args, trials).exit();
+    Suite::new(file!())
+        .without_root(&[("tacker_bodies_parse_and_plan", tacker_bodies_parse_and_plan)])
+        .needing_root(&[
+            ("single_master_two_workers_with_request_passwords", single_master_two_workers_with_request_passwords),
+            ("ha_masters_in_order_workers_in_parallel", ha_masters_in_order_workers_in_parallel),
+            ("proxy_and_helm_info", proxy_and_helm_info),
+            ("rerun_after_worker_failure", rerun_after_worker_failure),
+            ("heal_sol002_worker_and_master", heal_sol002_worker_and_master),
+            ("heal_sol003_whole_vnf", heal_sol003_whole_vnf),
+            ("scale_out_in_and_terminate", scale_out_in_and_terminate),
+            ("drain_that_cannot_evict_fails", drain_that_cannot_evict_fails),
+            ("bad_inputs_change_nothing", bad_inputs_change_nothing),
+        ])
+        .run()
 }

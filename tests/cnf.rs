@@ -5,16 +5,18 @@
 //! Kubernetes API server (install, upgrade, rollback, uninstall, status, get, list, history).
 //!
 //! Needs root and npm (the Helm binaries come from npm packages); see tests/labkit/fetch-helm.sh.
+//! Outside CI a non-root run skips the lab tests loudly; under CI=true it fails
+//! (tests/support/harness.rs).
 
 mod support;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 
-use libtest_mimic::{Arguments, Trial};
 use serde_json::{json, Value};
+use support::harness::Suite;
 use support::kit::{check, s, Cluster, R};
-use support::{is_root, mgmt, repo};
+use support::{mgmt, repo};
 
 /// The real Helm binaries and their offline tarballs (fetched once per machine; once per run
 /// here, since the tests run in parallel threads).
@@ -474,18 +476,11 @@ fn tacker_repr_helm_info() -> R {
 }
 
 fn main() {
-    let args = Arguments::from_args();
-    let root = is_root();
-    if !root {
-        eprintln!("\n*** CNF lab tests SKIPPED: they need root ***\n");
-        if std::env::var("CI").is_ok_and(|v| v == "true") {
-            std::process::exit(1);
-        }
-    }
-    let trials = vec![
-        Trial::test("tacker_repr_helm_info", tacker_repr_helm_info),
-        Trial::test("helm3_lifecycle", || helm_lifecycle("h3", 32, 3)).with_ignored_flag(!root),
-        Trial::test("helm4_lifecycle", || helm_lifecycle("h4", 33, 4)).with_ignored_flag(!root),
-    ];
-    libtest_mimic::run(&args, trials).exit();
+    Suite::new(file!())
+        .without_root(&[("tacker_repr_helm_info", tacker_repr_helm_info)])
+        .needing_root(&[
+            ("helm3_lifecycle", || helm_lifecycle("h3", 32, 3)),
+            ("helm4_lifecycle", || helm_lifecycle("h4", 33, 4)),
+        ])
+        .run()
 }

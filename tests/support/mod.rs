@@ -1,7 +1,9 @@
 //! Test support: a real OpenSSH lab (scripts/lab.sh) that is always torn down, helpers to
-//! run the real `mgmt-driver` binary against it, and named phases for long tests (`phase`).
+//! run the real `mgmt-driver` binary against it, the runner every lab test main uses
+//! (`harness`), and named phases for long tests (`phase`).
 #![allow(dead_code)] // shared by several test binaries; each uses a part
 
+pub mod harness;
 pub mod kit;
 pub mod phase;
 
@@ -85,14 +87,19 @@ impl Lab {
     pub fn password(&self) -> String {
         std::fs::read_to_string(self.file("password")).unwrap().trim_end().to_string()
     }
-}
 
-impl Drop for Lab {
-    fn drop(&mut self) {
+    /// Tear the lab down (dropping a lab does it; a lab in a static must call it).
+    pub fn down(&self) {
         let o = self.script(&["down".into(), "--name".into(), self.name.clone()]);
         if !o.status.success() {
             eprintln!("lab down failed: {}", String::from_utf8_lossy(&o.stderr));
         }
+    }
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        self.down();
     }
 }
 

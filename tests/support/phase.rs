@@ -4,7 +4,7 @@
 //! a panic inside it (an assert, `Run::ok`, an `unwrap` in a helper) becomes the error
 //! `phase 'scale out by 2 workers' of <test>: <message>`, and the test stops there. [`phases`]
 //! runs a list of them over one context struct, through which values flow from phase to phase.
-//! The test name is set for every trial by the runner of the test main (`set_test`).
+//! The test name comes from the harness (see `harness::Suite`), which sets it for every trial.
 
 use std::cell::RefCell;
 use std::panic::{catch_unwind, AssertUnwindSafe};

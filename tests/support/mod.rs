@@ -1,8 +1,11 @@
-//! Test support: a real OpenSSH lab (scripts/lab.sh) that is always torn down, and helpers to
+//! Test support: a real OpenSSH lab (scripts/lab.sh) that is always torn down, helpers to
+//! run the real `mgmt-driver` binary against it, the runner every lab test main uses
+//! (`harness`), and named phases for long tests (`phase`).
 #![allow(dead_code)] // shared by several test binaries; each uses a part
-//! run the real `mgmt-driver` binary against it.
 
+pub mod harness;
 pub mod kit;
+pub mod phase;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -84,14 +87,19 @@ impl Lab {
     pub fn password(&self) -> String {
         std::fs::read_to_string(self.file("password")).unwrap().trim_end().to_string()
     }
-}
 
-impl Drop for Lab {
-    fn drop(&mut self) {
+    /// Tear the lab down (dropping a lab does it; a lab in a static must call it).
+    pub fn down(&self) {
         let o = self.script(&["down".into(), "--name".into(), self.name.clone()]);
         if !o.status.success() {
             eprintln!("lab down failed: {}", String::from_utf8_lossy(&o.stderr));
         }
+    }
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        self.down();
     }
 }
 
@@ -127,20 +135,53 @@ impl Run {
     }
 }
 
+/// Run the real binary. The operator's own ~/.ssh/config is not read (tests name their config
+/// files explicitly). Every `-o json` run's stdout must be exactly one result document that
+/// satisfies docs/result.schema.json, whatever else the test checks.
 pub fn mgmt(args: &[&str], env: &[(&str, &str)]) -> Run {
     let start = Instant::now();
     let mut c = Command::new(env!("CARGO_BIN_EXE_mgmt-driver"));
     c.args(args).env_remove("SSH_AUTH_SOCK").env_remove("MGMT_DRIVER_INVENTORY");
+    c.env("MGMT_DRIVER_SSH_CONFIG", "none");
     for (k, v) in env {
         c.env(k, v);
     }
     let o = c.output().expect("run mgmt-driver");
-    Run {
+    let run = Run {
         code: o.status.code().unwrap_or(-1),
         stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
         elapsed: start.elapsed(),
+    };
+    if args.windows(2).any(|w| w == ["-o", "json"] || w == ["--output", "json"]) {
+        check_result_document(args, &run);
     }
+    run
+}
+
+/// The result document's schema, compiled once per test binary.
+fn schema() -> &'static jsonschema::Validator {
+    static V: std::sync::OnceLock<jsonschema::Validator> = std::sync::OnceLock::new();
+    V.get_or_init(|| {
+        let text = std::fs::read_to_string(repo().join("docs/result.schema.json")).expect("docs/result.schema.json");
+        jsonschema::validator_for(&serde_json::from_str(&text).expect("schema is JSON")).expect("a valid schema")
+    })
+}
+
+#[track_caller]
+fn check_result_document(args: &[&str], run: &Run) {
+    let doc: serde_json::Value = serde_json::from_str(run.stdout.trim()).unwrap_or_else(|e| {
+        panic!(
+            "mgmt-driver {args:?}: stdout is not one JSON document ({e}):\n{}\n--- stderr\n{}",
+            run.stdout, run.stderr
+        )
+    });
+    let errors: Vec<String> = schema().iter_errors(&doc).map(|e| format!("{} at {}", e, e.instance_path())).collect();
+    assert!(
+        errors.is_empty(),
+        "mgmt-driver {args:?}: the result document breaks docs/result.schema.json: {errors:#?}\n{doc:#}"
+    );
+    assert_eq!(doc["ok"] == true, run.code == 0, "mgmt-driver {args:?}: ok disagrees with exit {}: {doc}", run.code);
 }
 
 /// Write an inventory file into `dir` and return its path.

@@ -14,7 +14,7 @@ readonly LAB_NAME=bench LAB_NET=9 JOB_BYTES=16384
 
 usage() {
     cat <<EOF
-usage: $PROG [--sizes "1 10 50 100"] [--reps R] [--with-peers] [--out FILE]
+usage: $PROG [--sizes "1 10 50 100"] [--reps R] [--with-peers] [--baseline BIN] [--out FILE]
 
 Brings up a lab of real OpenSSH servers (scripts/lab.sh up MAX --name $LAB_NAME --net $LAB_NET,
 MAX = the largest size) and, for each size N, gives the same job to the first N nodes
@@ -43,6 +43,8 @@ options:
   --reps R        repetitions per tool and N (default 5)
   --with-peers    create the venv target/bench-venv with pyinfra and ansible-core
                   (pip install) if it does not exist yet
+  --baseline BIN  also run another mgmt-driver binary (an earlier commit's release build) as
+                  its own row, to compare two versions in the same run on the same machine
   --out FILE      where the report goes (default docs/benchmarks.md)
   -h, --help      this text
 
@@ -54,7 +56,7 @@ EOF
 # shellcheck source=scripts/common.sh
 . "$(dirname -- "${BASH_SOURCE[0]}")/common.sh"
 
-SIZES="1 10 50 100" REPS=5 WITH_PEERS=0 OUT=docs/benchmarks.md
+SIZES="1 10 50 100" REPS=5 WITH_PEERS=0 OUT=docs/benchmarks.md MD_BASE=
 # The command line as given, for the report ("--sizes "1 10"" keeps its quotes).
 ARGS_GIVEN=
 for a in "$@"; do
@@ -67,12 +69,13 @@ while [ $# -gt 0 ]; do
         usage
         exit 0
         ;;
-    --sizes | --reps | --out)
+    --sizes | --reps | --out | --baseline)
         [ $# -ge 2 ] || usage_error "option $1 needs a value"
         case $1 in
         --sizes) SIZES=$2 ;;
         --reps) REPS=$2 ;;
         --out) OUT=$2 ;;
+        --baseline) MD_BASE=$2 ;;
         esac
         shift 2
         ;;
@@ -370,6 +373,10 @@ make_job() {
 }
 
 TOOLS=(mgmt-driver ssh1 ssh1-x25519 scp-ssh)
+if [ -n "$MD_BASE" ]; then
+    [ -x "$MD_BASE" ] || die "--baseline: '$MD_BASE' is not an executable"
+    TOOLS+=(mgmt-driver-baseline)
+fi
 [ -z "$PYINFRA" ] || TOOLS+=(pyinfra)
 [ -z "$ANSIBLE" ] || TOOLS+=(ansible)
 
@@ -379,6 +386,9 @@ tool_cmd() {
     case $tool in
     mgmt-driver)
         CMD=("$MD" run-script -o plain -i "$d/inventory.yaml" "$job")
+        ;;
+    mgmt-driver-baseline)
+        CMD=("$MD_BASE" run-script -o plain -i "$d/inventory.yaml" "$job")
         ;;
     ssh1 | ssh1-x25519)
         # One connection per node: the script on stdin is written to a file, chmod, run.
@@ -475,7 +485,8 @@ peer_version() { # NAME PATH: "NAME VERSION" from the first line of its --versio
     printf '%s\n' "$1 ${v#"$1" }"
 }
 export BENCH_DATE BENCH_CPU BENCH_NPROC BENCH_MEM BENCH_KERNEL BENCH_OS BENCH_SSH BENCH_COMMIT \
-    BENCH_RUSTC BENCH_PYINFRA BENCH_ANSIBLE BENCH_PYTHON BENCH_CMDLINE BENCH_REPS BENCH_BYTES
+    BENCH_RUSTC BENCH_PYINFRA BENCH_ANSIBLE BENCH_PYTHON BENCH_CMDLINE BENCH_REPS BENCH_BYTES BENCH_BASELINE
+BENCH_BASELINE=$([ -z "$MD_BASE" ] || "$MD_BASE" --version 2>/dev/null | head -n 1; printf ', %s' "$MD_BASE")
 BENCH_DATE=$(date -u '+%Y-%m-%d %H:%M UTC')
 BENCH_CPU=$(sed -n '/^model name/{s/^model name[[:space:]]*: //p;q}' /proc/cpuinfo)
 BENCH_NPROC=$(nproc)
@@ -500,6 +511,7 @@ rows = list(csv.DictReader(open(sys.argv[1]), delimiter="\t"))
 out_path = sys.argv[2]
 LABEL = {
     "mgmt-driver": "mgmt-driver run-script",
+    "mgmt-driver-baseline": "mgmt-driver run-script, baseline binary (" + E.get("BENCH_BASELINE", "") + ")",
     "ssh1": "OpenSSH, 1 connection/node, xargs -P N",
     "ssh1-x25519": "OpenSSH, 1 connection/node, curve25519 kex, xargs -P N",
     "scp-ssh": "OpenSSH scp+ssh (2 connections/node), xargs -P N",

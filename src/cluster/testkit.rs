@@ -112,9 +112,21 @@ impl Fixture {
             node: nodes.iter().map(|s| s.to_string()).collect(),
             ..Default::default()
         };
-        let store = Store::open(&self.path("state")).unwrap();
-        let rt = Runner::new(Arc::new(self.fake.clone()), Events::channel().0, FanOut::default(), Timeouts::default());
-        prepare(op, &inputs, store, rt)
+        // Other tests in this process spawn children; a child shares our lock file's open file
+        // description from fork until its exec closes it, so a lock just released can look
+        // held for a moment. One CLI run is one operation, so this only happens in tests.
+        for _ in 0..100 {
+            let store = Store::open(&self.path("state")).unwrap();
+            let rt =
+                Runner::new(Arc::new(self.fake.clone()), Events::channel().0, FanOut::default(), Timeouts::default());
+            match prepare(op, &inputs, store, rt) {
+                Err(crate::error::Error::Input { field, .. }) if field == "lock" => {
+                    std::thread::sleep(std::time::Duration::from_millis(10))
+                }
+                other => return other,
+            }
+        }
+        panic!("the instance lock stayed held")
     }
 
     /// Run a hook to its end; panics with the error when it fails.

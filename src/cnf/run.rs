@@ -344,11 +344,24 @@ mod tests {
         }
 
         async fn instantiate(&self) -> Result<Outcome> {
-            let store = Store::open(&self.dir.path().join("state")).unwrap();
-            let p = prepare(&Op::Instantiate, &self.inputs(), store)?;
+            let p = self.prepare(&self.inputs());
+            let p = p?;
             let rt =
                 Runner::new(Arc::new(self.fake.clone()), Events::channel().0, FanOut::default(), Timeouts::default());
             run(&Op::Instantiate, &self.inputs(), p, rt).await
+        }
+
+        /// `prepare`, waiting out a lock that a child process of another test still shares from
+        /// fork until its exec (see cluster/testkit.rs); a real run is one operation per process.
+        fn prepare(&self, inputs: &Inputs) -> Result<Prepared> {
+            for _ in 0..100 {
+                let store = Store::open(&self.dir.path().join("state")).unwrap();
+                match prepare(&Op::Instantiate, inputs, store) {
+                    Err(Error::Input { field, .. }) if field == "lock" => std::thread::sleep(Duration::from_millis(10)),
+                    other => return other,
+                }
+            }
+            panic!("the instance lock stayed held")
         }
 
         /// The Helm verbs run on `node`, in order (`install`, `upgrade`, ...).
@@ -421,8 +434,7 @@ mod tests {
         let f = Fixture::new();
         f.fake.reply(None, "helm version --short", "v4.1.4+g1\n");
         let inputs = Inputs { atomic: true, ..f.inputs() };
-        let store = Store::open(&f.dir.path().join("state")).unwrap();
-        let p = prepare(&Op::Instantiate, &inputs, store).unwrap();
+        let p = f.prepare(&inputs).unwrap();
         let rt = Runner::new(Arc::new(f.fake.clone()), Events::channel().0, FanOut::default(), Timeouts::default());
         let o = run(&Op::Instantiate, &inputs, p, rt).await.unwrap();
         assert_eq!(o.context["helmMajor"], 4);

@@ -237,49 +237,11 @@ impl ClusterParams {
         let cluster_cp_name = mo.req_str("cluster_cp_name")?;
         let cluster_fip_name = mo.opt_str("cluster_fip_name")?;
 
-        let proxy = match o.opt_obj("proxy")? {
-            None => None,
-            Some(p) => {
-                p.unknown(&["http_proxy", "https_proxy", "no_proxy", "k8s_node_cidr"], &mut warnings);
-                let k8s_node_cidr = match p.opt_str("k8s_node_cidr")? {
-                    Some(c) => Some(Cidr::parse(&c).map_err(|m| p.err("k8s_node_cidr", m))?),
-                    None => None,
-                };
-                let no_proxy = p.opt_str("no_proxy")?;
-                if no_proxy.as_ref().is_some_and(|np| np.chars().any(|c| c.is_whitespace() || c == '\'' || c == '"')) {
-                    return Err(p.err("no_proxy", "must be a comma-separated list without spaces or quotes"));
-                }
-                match (p.opt_str("http_proxy")?, p.opt_str("https_proxy")?) {
-                    (Some(h), Some(s)) => {
-                        Some(Proxy { http_proxy: Secret::new(h), https_proxy: Secret::new(s), no_proxy, k8s_node_cidr })
-                    }
-                    (None, None) => None,
-                    _ => {
-                        warnings.push(format!(
-                            "{}: ignored: both http_proxy and https_proxy are needed (as in Tacker)",
-                            p.path
-                        ));
-                        None
-                    }
-                }
-            }
-        };
+        let proxy = proxy(&o, &mut warnings)?;
         let helm_script_path = package_path(&o, "helm_installation_script_path")?;
         let registries = registries(&o)?;
         let offline_artifacts_path = package_path(&o, "offline_artifacts_path")?;
-        let mut script_environment = Vec::new();
-        if let Some(env) = o.opt_obj("script_environment")? {
-            for (k, v) in env.map {
-                let ok = !k.is_empty()
-                    && k.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
-                    && !k.starts_with(|c: char| c.is_ascii_digit());
-                if !ok {
-                    return Err(env.err(k, "environment names are [A-Z_][A-Z0-9_]*"));
-                }
-                let Some(v) = v.as_str() else { return Err(env.err(k, "must be a string")) };
-                script_environment.push((k.clone(), v.to_string()));
-            }
-        }
+        let script_environment = script_environment(&o)?;
         o.unknown(
             &[
                 "script_path",
@@ -311,6 +273,48 @@ impl ClusterParams {
             warnings,
         })
     }
+}
+
+/// `proxy`: used only when both URLs are given (as Tacker); one alone is a warning.
+fn proxy(o: &Obj, warnings: &mut Vec<String>) -> Result<Option<Proxy>> {
+    let Some(p) = o.opt_obj("proxy")? else { return Ok(None) };
+    p.unknown(&["http_proxy", "https_proxy", "no_proxy", "k8s_node_cidr"], warnings);
+    let k8s_node_cidr = match p.opt_str("k8s_node_cidr")? {
+        Some(c) => Some(Cidr::parse(&c).map_err(|m| p.err("k8s_node_cidr", m))?),
+        None => None,
+    };
+    let no_proxy = p.opt_str("no_proxy")?;
+    if no_proxy.as_ref().is_some_and(|np| np.chars().any(|c| c.is_whitespace() || c == '\'' || c == '"')) {
+        return Err(p.err("no_proxy", "must be a comma-separated list without spaces or quotes"));
+    }
+    Ok(match (p.opt_str("http_proxy")?, p.opt_str("https_proxy")?) {
+        (Some(h), Some(s)) => {
+            Some(Proxy { http_proxy: Secret::new(h), https_proxy: Secret::new(s), no_proxy, k8s_node_cidr })
+        }
+        (None, None) => None,
+        _ => {
+            warnings.push(format!("{}: ignored: both http_proxy and https_proxy are needed (as in Tacker)", p.path));
+            None
+        }
+    })
+}
+
+/// Our extension `script_environment`: extra variables for the install scripts' env file.
+fn script_environment(o: &Obj) -> Result<Vec<(String, String)>> {
+    let mut out = Vec::new();
+    if let Some(env) = o.opt_obj("script_environment")? {
+        for (k, v) in env.map {
+            let ok = !k.is_empty()
+                && k.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+                && !k.starts_with(|c: char| c.is_ascii_digit());
+            if !ok {
+                return Err(env.err(k, "environment names are [A-Z_][A-Z0-9_]*"));
+            }
+            let Some(v) = v.as_str() else { return Err(env.err(k, "must be a string")) };
+            out.push((k.clone(), v.to_string()));
+        }
+    }
+    Ok(out)
 }
 
 fn registries(o: &Obj) -> Result<Vec<Registry>> {

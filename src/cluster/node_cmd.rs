@@ -187,7 +187,10 @@ pub fn delete_node(k8s_name: &str) -> Result<String> {
     remote::DELETE_NODE.command(&[k8s_name])
 }
 
-const ETCDCTL: &str = "etcdctl --endpoints=https://127.0.0.1:2379 --cacert=/etc/kubernetes/pki/etcd/ca.crt --cert=/etc/kubernetes/pki/etcd/server.crt --key=/etc/kubernetes/pki/etcd/server.key";
+const ETCDCTL: &str = concat!(
+    "etcdctl --endpoints=https://127.0.0.1:2379 --cacert=/etc/kubernetes/pki/etcd/ca.crt ",
+    "--cert=/etc/kubernetes/pki/etcd/server.crt --key=/etc/kubernetes/pki/etcd/server.key"
+);
 
 pub fn etcd_members(survivor_k8s_name: &str) -> Result<String> {
     Ok(format!(

@@ -314,8 +314,13 @@ fn targets(op: Op, h: &Hook, req: &Req, a: &Inputs, inst: Option<&VnfInstance>) 
                     .and_then(|i| i.instantiated_vnf_info.as_ref())
                     .and_then(|i| i.vnfc_resource_info.iter().find(|v| &v.id == id))
                     .and_then(|v| v.vnfc_cp_info.iter().find_map(|c| c.first_address()));
-                addr.and_then(|ip| h.topo.all().find(|n| n.nic_ip == ip || n.host.addr == ip).map(|n| n.name().to_string()))
-                    .ok_or_else(|| Error::input(&h.req_file, "vnfcInstanceId", format!("'{id}' names no inventory host and no vnfcResourceInfo of --vnf-instance with a known address")))
+                let node = addr.and_then(|ip| h.topo.all().find(|n| n.nic_ip == ip || n.host.addr == ip));
+                node.map(|n| n.name().to_string()).ok_or_else(|| {
+                    let msg = format!(
+                        "'{id}' names no inventory host and no vnfcResourceInfo of --vnf-instance with a known address"
+                    );
+                    Error::input(&h.req_file, "vnfcInstanceId", msg)
+                })
             })
             .collect(),
         (Op::ScaleEnd, Req::Scale(r)) if r.kind == ScaleType::Out => {
@@ -324,7 +329,10 @@ fn targets(op: Op, h: &Hook, req: &Req, a: &Inputs, inst: Option<&VnfInstance>) 
         (Op::ScaleStart, Req::Scale(r)) if r.kind == ScaleType::In => Err(Error::input(
             "arguments",
             "--node",
-            format!("SCALE_IN of {} step(s): name the workers to remove with --node (they still exist at scale-start)", r.number_of_steps),
+            format!(
+                "SCALE_IN of {} step(s): name the workers to remove with --node (they still exist at scale-start)",
+                r.number_of_steps
+            ),
         )),
         _ => Ok(vec![]),
     }

@@ -138,7 +138,10 @@ impl Helm {
     /// Status JSON, or `{"absent":true}` when Helm says `release: not found` (other errors fail).
     pub fn status_or_absent(&self, rel: &str, ns: &str) -> Result<String> {
         let st = self.status(rel, ns)?;
-        Ok(format!("out=$({st} 2>&1) && printf '%s\\n' \"$out\" || case $out in *'release: not found'*) echo '{{\"absent\":true}}' ;; *) echo \"$out\" >&2; exit 1 ;; esac"))
+        Ok(format!(
+            "out=$({st} 2>&1) && printf '%s\\n' \"$out\" || case $out in \
+             *'release: not found'*) echo '{{\"absent\":true}}' ;; *) echo \"$out\" >&2; exit 1 ;; esac"
+        ))
     }
 
     pub fn get_manifest(&self, rel: &str, ns: &str) -> Result<String> {

@@ -62,12 +62,20 @@ pub fn find_helm_info(
         let vc =
             VimConnections::List(vec![serde_json::from_value(conn)
                 .map_err(|e| Error::input("state", "vim_connection_info", e.to_string()))?]);
-        return from_conns(&vc, &format!("cluster {cid}")).unwrap_or_else(|| Err(Error::input("--cluster-instance", cid.clone(), "helm_info is missing in vim_connection_info.extra. (was the cluster installed with helm_installation_script_path?)")));
+        let missing = "helm_info is missing in vim_connection_info.extra. \
+                       (was the cluster installed with helm_installation_script_path?)";
+        return from_conns(&vc, &format!("cluster {cid}"))
+            .unwrap_or_else(|| Err(Error::input("--cluster-instance", cid.clone(), missing)));
     }
     if let Some(Ok(h)) = saved.map(|s| helm_info::parse(&s.params["__helm_info"], "state")) {
         return Ok((h, saved.expect("some").params["__helm_info"].clone(), "state".into()));
     }
-    Err(Error::input("arguments", "--vim-connection-info", "where Helm runs is unknown: pass --vim-connection-info, --cluster-instance, or a request whose vimConnectionInfo has extra.helm_info"))
+    Err(Error::input(
+        "arguments",
+        "--vim-connection-info",
+        "where Helm runs is unknown: pass --vim-connection-info, --cluster-instance, \
+         or a request whose vimConnectionInfo has extra.helm_info",
+    ))
 }
 
 /// One Host per master address: from the inventory when it lists the address, else with

@@ -133,7 +133,8 @@ impl Runner {
         let t = self.transport(node).await?;
         tracing::debug!(node = node.name(), command = cmd.display(), "exec");
         let out = t.exec(&cmd, &self.ev(node)).await?;
-        tracing::debug!(node = node.name(), status = %out.status_text(), ms = out.elapsed.as_millis() as u64, "exec done");
+        let ms = out.elapsed.as_millis() as u64;
+        tracing::debug!(node = node.name(), status = %out.status_text(), ms, "exec done");
         out.check(node.name(), &cmd)
     }
 

@@ -236,7 +236,7 @@ fn install_local_and_external_charts(h: &mut HelmCnf) -> R {
     let r = cnf(&h.c, &["instantiate", "--request", s(&h.req), "--wait"]);
     r.ok();
     let d = out(&r);
-    check(d["helmMajor"] == h.major, || format!("{d}"))?;
+    check(d["context"]["helmMajor"] == h.major, || format!("{d}"))?;
     for rel in ["vdu1", "vdu2"] {
         let st = &d["result"]["releases"][rel];
         check(st["status"] == "deployed" && st["revision"] == 1, || format!("{rel}: {st}"))?;

@@ -63,6 +63,16 @@ struct HostSpec {
     become_password_file: Option<String>,
 }
 
+impl HostSpec {
+    /// A password or key set in the inventory itself (host entry or `defaults:`).
+    fn has_credentials(&self) -> bool {
+        self.password.is_some()
+            || self.password_env.is_some()
+            || self.password_file.is_some()
+            || self.identity_file.is_some()
+    }
+}
+
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct InventoryFile {
@@ -255,7 +265,15 @@ impl Inventory {
         // so a `jump:` naming an inventory host gets that host's address after its HostName.
         if let Some(ssh) = &ssh {
             for (spec, at) in &mut pending {
+                // Hook mode: a host the inventory gives no credential logs in with the
+                // request's user and password (Tacker's contract), so an operator's
+                // `Host *` User/IdentityFile must not replace them.
+                let request_login = opts.credentials_from_request && !spec.has_credentials();
+                let (user, identity) = (spec.user.clone(), spec.identity_file.clone());
                 ssh.fill(spec).map_err(|m| Error::input(file, format!("{at}.ssh_ip"), m))?;
+                if request_login {
+                    (spec.user, spec.identity_file) = (user, identity);
+                }
             }
         }
         // Resolve after all names are known, so `jump:` may name another inventory host.

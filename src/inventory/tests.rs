@@ -311,3 +311,23 @@ fn ssh_config_sources_none_missing_and_unreadable() {
     assert_eq!(SshConfigSource::from_arg("none"), SshConfigSource::None);
     assert_eq!(SshConfigSource::from_arg("f"), SshConfigSource::File("f".into()));
 }
+
+#[test]
+fn hook_mode_keeps_the_requests_login_for_hosts_without_inventory_credentials() {
+    let h = SshHome::new("Host *\n  User operator\n  Port 2222\n  IdentityFile ~/.ssh/id_ops\n");
+    h.touch(".ssh/id_ops");
+    let home = h.home().display().to_string();
+    let env = move |k: &str| if k == "HOME" { Some(home.clone()) } else { env(k) };
+    let opts = LoadOptions { credentials_from_request: true, ..Default::default() };
+    let text = "groups:\n  g:\n    - {name: a, ssh_ip: 10.0.0.7}\n    - {name: b, ssh_ip: 10.0.0.8, password: pw}\n";
+    let inv = Inventory::parse(text, "inv.yaml", Path::new("/base"), &env, &opts).unwrap();
+    // `a` has no credential in the inventory: no user or key from the ssh config (the request
+    // supplies them later); the port, which is not a credential, still comes from it.
+    let a = &inv.hosts[0];
+    assert_eq!((a.user.as_str(), a.port), ("root", 2222));
+    assert!(a.auth.identity_file.is_none() && a.auth.agent);
+    // `b` has a password in the inventory: the ssh config fills the rest as for any command.
+    let b = &inv.hosts[1];
+    assert_eq!(b.user, "operator");
+    assert!(b.auth.identity_file.is_some());
+}

@@ -486,7 +486,8 @@ peer_version() { # NAME PATH: "NAME VERSION" from the first line of its --versio
 }
 export BENCH_DATE BENCH_CPU BENCH_NPROC BENCH_MEM BENCH_KERNEL BENCH_OS BENCH_SSH BENCH_COMMIT \
     BENCH_RUSTC BENCH_PYINFRA BENCH_ANSIBLE BENCH_PYTHON BENCH_CMDLINE BENCH_REPS BENCH_BYTES BENCH_BASELINE
-BENCH_BASELINE=$([ -z "$MD_BASE" ] || "$MD_BASE" --version 2>/dev/null | head -n 1; printf ', %s' "$MD_BASE")
+BENCH_BASELINE=
+[ -z "$MD_BASE" ] || BENCH_BASELINE="$("$MD_BASE" --version 2>/dev/null | head -n 1), $MD_BASE"
 BENCH_DATE=$(date -u '+%Y-%m-%d %H:%M UTC')
 BENCH_CPU=$(sed -n '/^model name/{s/^model name[[:space:]]*: //p;q}' /proc/cpuinfo)
 BENCH_NPROC=$(nproc)

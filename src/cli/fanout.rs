@@ -14,7 +14,7 @@ use crate::fanout::{exec_job, get_job, put_job, ScriptJob};
 use crate::inventory::{Host, Inventory};
 use crate::lifecycle::job::{CommandOpts, Job, JobOutput};
 use crate::lifecycle::runner::DEFAULT_PARALLEL;
-use crate::lifecycle::Timeouts;
+use crate::lifecycle::{Node, Timeouts};
 use crate::render::Output;
 
 /// Which hosts.
@@ -120,24 +120,36 @@ pub async fn run_script(a: RunScriptArgs, ctx: &Ctx) -> Result<i32> {
     fan_out("run-script", &a.select, ctx, |h| Ok(sj.job(h, &opts))).await
 }
 
+/// A host and its job, built together so running needs no lookup.
+struct HostJob {
+    host: Host,
+    job: Job,
+}
+
+impl Node for HostJob {
+    fn host(&self) -> &Host {
+        &self.host
+    }
+}
+
 /// Build every host's job first (bad input fails here, for all hosts at once), then run them.
 async fn fan_out(op: &str, sel: &Select, ctx: &Ctx, job: impl Fn(&Host) -> Result<Job>) -> Result<i32> {
     let inv = Inventory::load(&sel.inventory, &ctx.inventory_opts())?;
     let hosts = inv.select(&sel.group, &sel.host)?;
-    let jobs: Vec<Job> = hosts.iter().map(&job).collect::<Result<_>>()?;
+    let jobs: Vec<HostJob> =
+        hosts.into_iter().map(|host| Ok(HostJob { job: job(&host)?, host })).collect::<Result<_>>()?;
     let defaults = Defaults { retry_for: Duration::from_secs(60), parallel: DEFAULT_PARALLEL };
-    let (events, renderer) = ctx.renderer(Some(hosts.len()));
+    let (events, renderer) = ctx.renderer(Some(jobs.len()));
     let rt = ctx.runner(events, &defaults, Timeouts::default(), true)?;
     let started = Instant::now();
-    let refs: Vec<&Host> = hosts.iter().collect();
+    let refs: Vec<&HostJob> = jobs.iter().collect();
     let results = rt
-        .each(&refs, |h| {
-            let job = &jobs[hosts.iter().position(|x| x.name == h.name).expect("one of them")];
+        .each(&refs, |hj| {
             let rt = &rt;
             async move {
-                let r = rt.run_job(h, job).await;
+                let r = rt.run_job(hj, &hj.job).await;
                 // One connection per host for its whole job; close it as soon as the job ends.
-                rt.forget(h).await;
+                rt.forget(hj).await;
                 r
             }
         })
@@ -147,9 +159,9 @@ async fn fan_out(op: &str, sel: &Select, ctx: &Ctx, job: impl Fn(&Host) -> Resul
     Ok(summarize(op, &results, ctx, started.elapsed()))
 }
 
-fn summarize(op: &str, results: &[(&Host, Result<JobOutput>)], ctx: &Ctx, elapsed: Duration) -> i32 {
+fn summarize(op: &str, results: &[(&HostJob, Result<JobOutput>)], ctx: &Ctx, elapsed: Duration) -> i32 {
     let failed: Vec<(&str, &Error)> =
-        results.iter().filter_map(|(h, r)| r.as_ref().err().map(|e| (h.name.as_str(), e))).collect();
+        results.iter().filter_map(|(h, r)| r.as_ref().err().map(|e| (h.host.name.as_str(), e))).collect();
     let ok = results.len() - failed.len();
     match ctx.output {
         Output::Json | Output::Yaml => {
@@ -160,7 +172,7 @@ fn summarize(op: &str, results: &[(&Host, Result<JobOutput>)], ctx: &Ctx, elapse
                 "okCount": ok,
                 "failedCount": failed.len(),
                 "ms": elapsed.as_millis() as u64,
-                "hosts": results.iter().map(|(h, r)| host_result(h, r)).collect::<Vec<_>>(),
+                "hosts": results.iter().map(|(h, r)| host_result(&h.host, r)).collect::<Vec<_>>(),
             });
             env.errors = failed.iter().map(|(_, e)| ErrorItem::from_error(e)).collect();
             env.print(ctx.output);

@@ -229,8 +229,10 @@ impl Helm {
 
     /// `helm repo list -o json`; with no repositories Helm fails with `Error: no repositories to
     /// show`, which is printed here as `[]`.
+    /// The repositories as JSON, `[]` when there are none: the same node program the cluster
+    /// hooks use (`src/remote/helm_repo_list.sh`).
     pub fn repo_list(&self) -> String {
-        format!("{KUBECONFIG}out=$(helm repo list -o json 2>&1) && printf '%s\\n' \"$out\" || case $out in *'no repositories'*) echo '[]' ;; *) echo \"$out\" >&2; exit 1 ;; esac")
+        crate::remote::HELM_REPO_LIST.command::<&str>(&[]).expect("a program text has no NUL byte")
     }
 }
 

@@ -138,12 +138,6 @@ impl Runner {
         out.check(node.name(), &cmd)
     }
 
-    /// Run a command whose exit status the caller judges (e.g. "absent" is not an error).
-    pub async fn exec_unchecked(&self, node: &dyn Node, cmd: RemoteCommand) -> Result<ExecOutput> {
-        let t = self.transport(node).await?;
-        t.exec(&cmd, &self.ev(node)).await
-    }
-
     pub async fn upload(&self, node: &dyn Node, files: Vec<UploadFile>) -> Result<Vec<UploadResult>> {
         if files.is_empty() {
             return Ok(vec![]);

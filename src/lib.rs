@@ -27,3 +27,4 @@ pub(crate) mod render;
 pub mod secret;
 pub mod ssh;
 pub mod transport;
+pub mod url_mask;

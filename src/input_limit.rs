@@ -40,7 +40,7 @@ pub fn read_capped(path: &Path, max: u64, field: &str) -> Result<String> {
 }
 
 fn human(n: u64) -> String {
-    if n % (1 << 20) == 0 {
+    if n.is_multiple_of(1 << 20) {
         format!("{} MiB", n >> 20)
     } else {
         format!("{n} bytes")

@@ -23,7 +23,7 @@ const JSON_DEPTH: usize = 128;
 
 pub fn parse<T: DeserializeOwned>(text: &str, file: &str) -> Result<T> {
     let de = &mut serde_json::Deserializer::from_str(text);
-    serde_path_to_error::deserialize(de).map_err(|e| {
+    let v = serde_path_to_error::deserialize(&mut *de).map_err(|e| {
         let path = e.path().to_string();
         let field = if path == "." { "(document)".to_string() } else { path };
         let inner = e.into_inner();
@@ -32,7 +32,10 @@ pub fn parse<T: DeserializeOwned>(text: &str, file: &str) -> Result<T> {
             msg = format!("nested deeper than {JSON_DEPTH} levels ({msg}); refused");
         }
         Error::input(file, field, msg)
-    })
+    })?;
+    // Text after the document (a second body, garbage) is an error, not silently ignored.
+    de.end().map_err(|e| Error::input(file, "(document)", format!("text after the JSON document: {e}")))?;
+    Ok(v)
 }
 
 /// SOL003 `vimConnectionInfo`: v1 sends a list, v2 a map keyed by a VNFM-chosen name. The form
@@ -325,6 +328,8 @@ mod tests {
         let ok =
             format!(r#"{{"flavourId": "s", "additionalParams": {{"x": {}{}}}}}"#, "[".repeat(100), "]".repeat(100));
         assert!(parse::<InstantiateRequest>(&ok, "req.json").is_ok());
+        let e = parse::<InstantiateRequest>(r#"{"flavourId": "s"} {"flavourId": "t"}"#, "req.json").unwrap_err();
+        assert!(e.to_string().starts_with("req.json: (document): text after the JSON document"), "{e}");
         let d = tempfile::tempdir().unwrap();
         let p = d.path().join("big.json");
         let f = std::fs::File::create(&p).unwrap();

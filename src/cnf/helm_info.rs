@@ -37,13 +37,19 @@ pub fn parse(v: &Value, at: &str) -> Result<HelmInfo> {
         return Err(Error::input(at, "helm_info.masternode_ip", "content of helm_info is invalid: no master address"));
     }
     for ip in &ips {
-        if ip.parse::<std::net::IpAddr>().is_err() && !ip.chars().all(|c| c.is_ascii_alphanumeric() || ".-".contains(c))
-        {
-            return Err(Error::input(at, "helm_info.masternode_ip", format!("'{ip}' is not an address")));
+        let name_ok = !ip.is_empty()
+            && !ip.starts_with('-')
+            && ip.len() <= 253
+            && ip.chars().all(|c| c.is_ascii_alphanumeric() || ".-".contains(c));
+        if ip.parse::<std::net::IpAddr>().is_err() && !name_ok {
+            let shown = crate::inventory::printable(ip);
+            return Err(Error::input(at, "helm_info.masternode_ip", format!("'{shown}' is not an address")));
         }
     }
     let username = s("masternode_username")
         .ok_or_else(|| Error::input(at, "helm_info.masternode_username", "content of helm_info is invalid: missing"))?;
+    // It becomes the SSH login on every master: a login name, never an option.
+    crate::inventory::check_user(&username).map_err(|m| Error::input(at, "helm_info.masternode_username", m))?;
     Ok(HelmInfo {
         masternode_ip: ips,
         username,
@@ -281,6 +287,17 @@ mod tests {
             .to_string()
             .contains("content of helm_info is invalid"));
         assert!(parse(&json!({"masternode_ip": ["1.2.3.4; rm -rf /"], "masternode_username": "u"}), "vim").is_err());
+        let e = parse(&json!({"masternode_ip": ["-oProxyCommand=x"], "masternode_username": "u"}), "vim").unwrap_err();
+        assert!(e.to_string().contains("helm_info.masternode_ip"), "{e}");
+        let e = parse(&json!({"masternode_ip": ["-x"], "masternode_username": "u"}), "vim").unwrap_err();
+        assert!(e.to_string().contains("helm_info.masternode_ip"), "{e}");
+        for user in ["-oProxyCommand=sh", "root;id", "a b", "u\nx"] {
+            let e = parse(&json!({"masternode_ip": ["10.0.0.1"], "masternode_username": user}), "vim").unwrap_err();
+            assert!(
+                e.to_string().contains("helm_info.masternode_username") && e.to_string().contains("not a login name"),
+                "{e}"
+            );
+        }
     }
 
     /// CPython is the reference: it writes `repr()` of dicts holding every escape class

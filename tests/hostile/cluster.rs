@@ -38,6 +38,9 @@ fn hook(name: &str, op: &str, req: Option<&Value>, extra: &[&str], expect: Expec
         }
     };
     let c = c
+        .never(PW)
+        .never("password1")
+        .never("password2")
         .file("inv.yaml", INV)
         .file("pkg/Scripts/install_k8s_cluster.sh", "#!/bin/sh\n")
         .file("pkg/Scripts/install_helm.sh", "#!/bin/sh\n")
@@ -91,6 +94,7 @@ fn from_instance(name: &str, id: &str, ssh: &str, vip: &str, field: &str) -> Cas
     Case::rejected(format!("cluster/{name}"), &args, field)
         .file("req.json", serde_json::to_string(&req).expect("json"))
         .file("inst.json", vnf_instance(id, ssh, vip))
+        .never(PW)
         .file("pkg/Scripts/install_k8s_cluster.sh", "#!/bin/sh\n")
 }
 
@@ -235,7 +239,8 @@ pub fn cases() -> Vec<Case> {
         param("pod-cidr-prefix", "/master_node/pod_cidr", json!("10.0.0.0/33"), "master_node.pod_cidr"),
         param("pod-cidr-shell", "/master_node/pod_cidr", json!("10.0.0.0/8; reboot"), "master_node.pod_cidr"),
         param("cluster-cidr-v6-prefix", "/master_node/cluster_cidr", json!("fd00::/129"), "master_node.cluster_cidr"),
-        param("proxy-url-shell", "/proxy/http_proxy", json!("http://p:1 $(id)"), "proxy.http_proxy"),
+        param("proxy-url-shell", "/proxy/http_proxy", json!("http://u:proxy-pw@p:1 $(id)"), "proxy.http_proxy")
+            .never("proxy-pw"),
         param("proxy-url-scheme", "/proxy/https_proxy", json!("ftp://p"), "proxy.https_proxy"),
         param("no-proxy-semicolon", "/proxy/no_proxy", json!("a;b"), "proxy.no_proxy"),
         param("k8s-node-cidr-bad", "/proxy/k8s_node_cidr", json!("x"), "proxy.k8s_node_cidr"),

@@ -22,7 +22,7 @@ fn host(extra: &str) -> String {
 const EXEC: [&str; 5] = ["exec", "-i", "{dir}/inv.yaml", "--", "true"];
 
 fn rejected(name: &str, text: impl Into<Vec<u8>>, field: &str) -> Case {
-    Case::rejected(format!("inventory/{name}"), &EXEC, field).file("inv.yaml", text)
+    Case::rejected(format!("inventory/{name}"), &EXEC, field).file("inv.yaml", text).never(PW)
 }
 
 /// A host with one field set to `value` (a YAML scalar as written), refused naming `field`.

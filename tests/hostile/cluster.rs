@@ -347,6 +347,26 @@ pub fn cases() -> Vec<Case> {
             Expect::Rejected("vnfcInstanceId"),
         ),
         hook(
+            "heal-vnfc-newline-forges-no-line",
+            "heal-start",
+            Some(&set(
+                json!({"vnfcInstanceId": ["x\nerror: forged"]}),
+                "/additionalParams",
+                base()["additionalParams"].clone(),
+            )),
+            &[],
+            Expect::Rejected("vnfcInstanceId"),
+        )
+        .never("\nerror: forged"),
+        hook(
+            "heal-node-newline-forges-no-line",
+            "heal-end",
+            Some(&set(json!({}), "/additionalParams", base()["additionalParams"].clone())),
+            &["--node", "x\nerror: forged"],
+            Expect::Rejected("--node"),
+        )
+        .never("\nerror: forged"),
+        hook(
             "heal-vnfc-a-number",
             "heal-start",
             Some(&set(json!({"vnfcInstanceId": 5}), "/additionalParams", base()["additionalParams"].clone())),

@@ -130,11 +130,11 @@ fn a_bind_mounted_hosts_file_is_rewritten_in_place_with_a_note() {
     let (f, src) = (d.path().join("hosts"), d.path().join("mounted"));
     std::fs::write(&f, "").unwrap();
     std::fs::write(&src, "127.0.0.1 localhost\n").unwrap();
-    let mut text = HOSTS_UPDATE.text.replace("hosts=/etc/hosts", &format!("hosts={}", s(&f)));
-    text = format!("mount --bind {} {} || exit 99\n{text}", quote(s(&src)).unwrap(), quote(s(&f)).unwrap());
+    let program = HOSTS_UPDATE.text.replace("hosts=/etc/hosts", &format!("hosts={}", s(&f)));
+    let program = format!("mount --bind {} {} || exit 99\n{program}", quote(s(&src)).unwrap(), quote(s(&f)).unwrap());
     let o = Command::new("unshare")
         .args(flags)
-        .args(["sh", "-c", &text, "hosts_update.sh", "10.0.0.1 m1"])
+        .args(["sh", "-c", &program, "hosts_update.sh", "10.0.0.1 m1"])
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", text(&o));

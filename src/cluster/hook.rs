@@ -227,14 +227,17 @@ impl Hook {
     /// Upload the env file `env_name` (secrets) and run `step`, which consumes it (through
     /// `run_with_env.sh`, which deletes it before the command starts). When the step fails in
     /// any way, the file may still be there (sudo refused, the connection dropped before the
-    /// program ran): one attempt to delete it at once, whose own failure is only logged (the
+    /// program ran), or the upload's temporary copy of it (the upload itself broke off): one attempt to delete it at once, whose own failure is only logged (the
     /// next run's `clean_env` catches it); the step's error is what the caller gets.
     pub async fn with_env_file<T, F>(&self, n: &ClusterNode, env_name: &str, text: String, step: F) -> Result<T>
     where
         F: std::future::Future<Output = Result<T>>,
     {
-        self.rt.upload(n, vec![self.env_upload(env_name, text)]).await?;
-        let r = step.await;
+        let r = async {
+            self.rt.upload(n, vec![self.env_upload(env_name, text)]).await?;
+            step.await
+        }
+        .await;
         if r.is_err() {
             if let Err(e) = self.clean_env(n).await {
                 tracing::warn!(node = n.name(), error = %e, "could not delete a leftover env file");

@@ -2,7 +2,8 @@
 # clean_env.sh: delete the env files (`env.*`, secrets such as the join token) that an earlier
 # step of this instance left in its run directory because the command meant to consume them
 # never started (the connection dropped, or the driver was killed, between the upload and the
-# exec; run_with_env.sh removes them itself once it runs).
+# exec; run_with_env.sh removes them itself once it runs), and the temporary copies of them an
+# upload that broke off left (`env.install.mgmtd-<hex>`: the same pattern).
 #
 # The driver runs it on a node before the node's first step of every hook run (only one run of
 # an instance at a time: the instance lock), and at once after an install step failed without

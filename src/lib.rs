@@ -18,6 +18,7 @@ pub mod command;
 pub mod error;
 pub mod event;
 pub(crate) mod fanout;
+pub(crate) mod input_limit;
 pub mod inventory;
 pub(crate) mod lifecycle;
 pub(crate) mod quote;

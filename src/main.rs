@@ -1,14 +1,14 @@
 use clap::Parser;
-use mgmt_driver::cli::{main as cli_main, Cli};
+use mgmt_driver::cli::{main as cli_main, parse_error, Cli};
 use mgmt_driver::error::exit;
 
 fn main() {
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
-            let code = if e.use_stderr() { exit::BAD_INPUT } else { exit::OK };
-            let _ = e.print();
-            std::process::exit(code);
+            // Only to find `-o json`: the command line itself was parsed from the raw OS strings.
+            let args: Vec<String> = std::env::args_os().map(|a| a.to_string_lossy().into_owned()).collect();
+            std::process::exit(parse_error(&e, &args));
         }
     };
     tracing_subscriber::fmt()

@@ -105,11 +105,9 @@ impl Ctx {
         }
     }
 
-    /// SSH, or the plan connector under `--dry-run` (which connects to nothing).
+    /// SSH, or the plan connector under `--dry-run` (which connects to nothing). The SSH options
+    /// are checked either way, so a plan refuses what the real run would refuse.
     pub fn connector(&self, d: &Defaults) -> Result<Arc<dyn Connector>> {
-        if self.run.dry_run {
-            return Ok(Arc::new(PlanConnector::new()));
-        }
         let mut ssh = SshOptions { retry_for: self.conn.retry_for.unwrap_or(d.retry_for), ..Default::default() };
         if let Some(t) = self.conn.connect_timeout {
             ssh.connect_timeout = t.max(Duration::from_millis(100));
@@ -117,12 +115,17 @@ impl Ctx {
         if let Some(k) = &self.conn.kex {
             ssh.kex = k.clone();
         }
-        Ok(Arc::new(SshConnector::new(ssh)?))
+        let ssh = SshConnector::new(ssh)?;
+        if self.run.dry_run {
+            return Ok(Arc::new(PlanConnector::new()));
+        }
+        Ok(Arc::new(ssh))
     }
 
     /// The runner every operation uses. A plan runs one node at a time, so it reads in order.
     pub fn runner(&self, events: Events, d: &Defaults, timeouts: Timeouts, report_each: bool) -> Result<Runner> {
-        let parallel = if self.run.dry_run { 1 } else { self.parallel(d)? };
+        let parallel = self.parallel(d)?;
+        let parallel = if self.run.dry_run { 1 } else { parallel };
         let fan_out = FanOut { parallel, fail_fast: self.run.fail_fast, report_each };
         Ok(Runner::new(self.connector(d)?, events, fan_out, timeouts))
     }

@@ -79,6 +79,15 @@ impl Fixture {
         f.reply(None, "upload-certs", &format!("{}\n", "c".repeat(64)));
         f.reply(None, "admin_token.sh", "bearer-token");
         f.reply(None, "get pods", r#"{"items": []}"#);
+        f.reply(None, "pack_charts.sh", "packed\n");
+        f.reply(None, "helm_repo_list.sh", "[]\n");
+    }
+
+    /// Rewrite the recorded state (a test that the driver distrusts what it reads back).
+    pub fn edit_state(&self, f: impl FnOnce(&mut Value)) {
+        let mut st = self.state();
+        f(&mut st);
+        std::fs::write(self.path("state/vnf1.json"), st.to_string()).unwrap();
     }
 
     pub fn request(&self, body: Value) -> PathBuf {

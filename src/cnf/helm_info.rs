@@ -37,13 +37,21 @@ pub fn parse(v: &Value, at: &str) -> Result<HelmInfo> {
         return Err(Error::input(at, "helm_info.masternode_ip", "content of helm_info is invalid: no master address"));
     }
     for ip in &ips {
-        if ip.parse::<std::net::IpAddr>().is_err() && !ip.chars().all(|c| c.is_ascii_alphanumeric() || ".-".contains(c))
-        {
-            return Err(Error::input(at, "helm_info.masternode_ip", format!("'{ip}' is not an address")));
+        let host_name = ip.len() <= 253
+            && ip.starts_with(|c: char| c.is_ascii_alphanumeric())
+            && ip.chars().all(|c| c.is_ascii_alphanumeric() || ".-".contains(c));
+        if ip.parse::<std::net::IpAddr>().is_err() && !host_name {
+            return Err(Error::input(
+                at,
+                "helm_info.masternode_ip",
+                format!("'{}' is not an address", crate::cnf::names::shown(ip)),
+            ));
         }
     }
     let username = s("masternode_username")
         .ok_or_else(|| Error::input(at, "helm_info.masternode_username", "content of helm_info is invalid: missing"))?;
+    // It reaches `chown` and `sudo` on the masters: a login name, never an option.
+    crate::cnf::names::login(&username).map_err(|m| Error::input(at, "helm_info.masternode_username", m))?;
     Ok(HelmInfo {
         masternode_ip: ips,
         username,

@@ -10,9 +10,11 @@ pub mod helm_cmd;
 pub mod helm_info;
 pub mod manifest;
 pub mod masters;
+pub mod names;
 pub mod ops;
 pub mod params;
 pub mod run;
+pub mod secret_values;
 pub mod session;
 
 use std::path::PathBuf;

@@ -108,10 +108,13 @@ impl Session {
     }
 }
 
-/// `(status, revision)` from `helm status -o json`.
+/// `(status, revision)` from `helm status -o json`; a status that is not one of Helm's words
+/// (lowercase letters and `-`) is not believed: it is recorded and compared.
 pub fn release_status(json: &str) -> Option<(String, u64)> {
     let v: serde_json::Value = serde_json::from_str(json.trim()).ok()?;
-    Some((v.pointer("/info/status")?.as_str()?.to_string(), v.get("version")?.as_u64()?))
+    let status = v.pointer("/info/status")?.as_str()?;
+    let word = !status.is_empty() && status.len() <= 32 && status.bytes().all(|c| c.is_ascii_lowercase() || c == b'-');
+    word.then(|| Some((status.to_string(), v.get("version")?.as_u64()?))).flatten()
 }
 
 #[cfg(test)]
@@ -121,5 +124,7 @@ mod tests {
         let j = r#"{"name":"vdu1","info":{"status":"pending-install","description":"Initial install underway"},"version":1,"namespace":"default"}"#;
         assert_eq!(super::release_status(j), Some(("pending-install".into(), 1)));
         assert_eq!(super::release_status("Error: release: not found"), None);
+        assert_eq!(super::release_status(r#"{"info":{"status":"deployed; rm -rf /"},"version":1}"#), None);
+        assert_eq!(super::release_status(r#"{"info":{"status":"deployed"},"version":-1}"#), None);
     }
 }

@@ -324,7 +324,7 @@ mod tests {
         assert_eq!(generated_release_name("bitnami/Apache_Server", 42), "apache-server-0000000042");
         assert_eq!(generated_release_name("9lives", 1), "a9lives-0000000001");
         let long = generated_release_name(&"x".repeat(60), 7);
-        assert!(long.len() <= 46 && crate::cnf::params::dns_label(&long, 53), "{long}");
+        assert!(long.len() <= 46 && crate::cnf::names::dns_label(&long, 53), "{long}");
     }
 
     #[test]

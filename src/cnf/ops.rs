@@ -388,7 +388,8 @@ pub async fn heal(c: &Ctx<'_>, pods: &[String]) -> Result<Value> {
     let ns = &c.params.namespace;
     let mut out = Vec::new();
     for p in pods {
-        if !crate::cnf::params::dns_label(&p.replace('.', "-"), 253) {
+        // Checked in `run::prepare` too; kept here because the name reaches kubectl.
+        if !names::dns_subdomain(p) {
             return Err(Error::input(c.req_file, "vnfcInstanceId", format!("'{p}' is not a pod name")));
         }
         let cmd = format!(

@@ -117,8 +117,6 @@ pub fn flag(v: Option<&Value>) -> bool {
     }
 }
 
-pub use crate::cnf::names::dns_label;
-
 /// `<chart>-<version>.tgz` → `<chart>` (Tacker: the name with its last `-…` part removed).
 pub fn chart_dir_of(file: &str) -> Option<String> {
     let stem = file.rsplit('/').next()?.strip_suffix(".tgz")?;
@@ -553,6 +551,6 @@ mod tests {
         assert_eq!(chart_dir_of("Files/kubernetes/localhelm-0.1.0.tgz").as_deref(), Some("localhelm"));
         assert_eq!(chart_dir_of("my-chart-1.2.3.tgz").as_deref(), Some("my-chart"));
         assert_eq!(chart_dir_of("chart.tgz"), None);
-        assert!(dns_label("vdu1", 53) && !dns_label("a;b", 53) && !dns_label("-a", 53));
+        assert!(names::release("vdu1").is_ok() && names::release("a;b").is_err() && names::release("-a").is_err());
     }
 }

@@ -57,6 +57,9 @@ fn need_request<'a>(a: &'a Inputs, op: &str) -> Result<&'a std::path::PathBuf> {
 pub fn prepare(op: &Op, a: &Inputs, store: Store) -> Result<Prepared> {
     let id = a.vnf_instance_id.clone().ok_or_else(|| Error::input("arguments", "--vnf-instance-id", "is required"))?;
     check_instance_id(&id)?;
+    if let Some(cid) = &a.cluster_instance {
+        check_instance_id(cid).map_err(|e| Error::input("arguments", "--cluster-instance", e.to_string()))?;
+    }
     check_args(op)?;
     let want_repos = match op {
         Op::RepoSync { repos } => repo_pairs(repos)?,
@@ -78,7 +81,14 @@ pub fn prepare(op: &Op, a: &Inputs, store: Store) -> Result<Prepared> {
             saved_params(&saved)?
         }
         Op::Heal => {
-            heal = Some(request::load(need_request(a, "heal")?)?);
+            let h: HealRequest = request::load(need_request(a, "heal")?)?;
+            for (i, pod) in h.vnfc_instance_id.iter().enumerate() {
+                if !names::dns_subdomain(pod) {
+                    let field = format!("vnfcInstanceId[{i}]");
+                    return Err(Error::input(&req_file, field, format!("'{}' is not a pod name", names::shown(pod))));
+                }
+            }
+            heal = Some(h);
             saved_params(&saved)?
         }
         _ if saved.is_some() => saved_params(&saved)?,

@@ -264,7 +264,11 @@ fn hostile_parameter_stays_a_value(h: &mut HelmCnf) -> R {
     check(vals["result"]["a"] == "b; touch /tmp/pwned", || format!("{vals}"))?;
     // The secret value reached Helm (through a 0600 file and --set-file, since removed) and is
     // masked in everything we print.
-    check(vals["result"]["secretGreeting"] == "********" && !r.all().contains(HELM_SECRET), || format!("{vals}"))?;
+    check(vals["result"]["secretGreeting"] == "********" && !r.all().contains(HELM_SECRET), || {
+        let all = r.all();
+        let leaks: Vec<&str> = all.lines().filter(|l| l.contains(HELM_SECRET)).collect();
+        format!("{vals}\nleaked in: {leaks:?}")
+    })?;
     let on_master = c.on(1, "KUBECONFIG=/etc/kubernetes/admin.conf helm get values vdu1 -n cnf -o json");
     check(on_master.contains(HELM_SECRET), || format!("the secret value did not reach Helm: {on_master}"))?;
     check(!c.on(1, "ls -a /root/.mgmt-driver/run/cnf1").contains("set-"), || "a secret value file was left".into())?;

@@ -16,6 +16,7 @@ use crate::error::{Error, Result};
 use crate::lifecycle::package::Package;
 use crate::lifecycle::{all_ok, Node, Target};
 use crate::quote::quote;
+use crate::redact::Redact;
 use crate::transport::{Source, UploadFile};
 
 /// What the CNF state store keeps per VNF instance.
@@ -251,7 +252,8 @@ pub async fn apply_release(c: &Ctx<'_>, r: &Release) -> Result<ReleaseState> {
         }
         Some(_) => s.helm.upgrade(&target, &vals, false, &opts)?,
     };
-    let res = s.run_watched(cmd, cmd_timeout(c), &r.name, ns).await;
+    let redact = if r.secret_set.is_empty() { Redact::None } else { Redact::All };
+    let res = s.run_watched(cmd, cmd_timeout(c), &r.name, ns, redact).await;
     for f in &files {
         let _ = s.run(format!("rm -f {}", quote(f)?), s.rt.timeouts.command).await;
     }
@@ -295,7 +297,9 @@ pub async fn describe(c: &Ctx<'_>, r: &Release, chart: &str) -> Result<ReleaseSt
     let ns = &c.params.namespace;
     let t = s.rt.timeouts.command;
     let m = s.master();
-    let status = s.rt.root_cmd(m, s.helm.status(&r.name, ns)?, t);
+    // Read, not streamed: status JSON carries the user-supplied values, manifests the
+    // rendered Secrets. What is kept is parsed and masked.
+    let status = s.rt.root_cmd(m, s.helm.status(&r.name, ns)?, t).with_redact(Redact::All);
     let (status, revision) =
         s.rt.fact(
             m,
@@ -305,7 +309,7 @@ pub async fn describe(c: &Ctx<'_>, r: &Release, chart: &str) -> Result<ReleaseSt
             |o| release_status(o).ok_or_else(|| "unreadable status JSON".to_string()),
         )
         .await?;
-    let man = s.rt.root_cmd(m, s.helm.get_manifest(&r.name, ns)?, t);
+    let man = s.rt.root_cmd(m, s.helm.get_manifest(&r.name, ns)?, t).with_redact(Redact::All);
     let resources = s.rt.fact(m, man, "the release manifest", Vec::new, |o| manifest::parse(o, ns)).await?;
     let mut values = s.json(s.helm.get_values(&r.name, ns, true)?, "the release values").await?;
     if !(values.is_object() || values.is_null()) {
@@ -346,6 +350,7 @@ pub async fn scale(c: &Ctx<'_>, aspect: &str, delta: i64) -> Result<(u64, u64, R
     let s = c.s;
     let m = s.master();
     let vals = s.rt.root_cmd(m, s.helm.get_values(&r.name, &p.namespace, true)?, s.rt.timeouts.command);
+    let vals = vals.with_redact(Redact::All);
     let current = s.rt.fact(
         m,
         vals,
@@ -355,14 +360,17 @@ pub async fn scale(c: &Ctx<'_>, aspect: &str, delta: i64) -> Result<(u64, u64, R
             let v: Value = serde_json::from_str(o.trim()).map_err(|e| format!("not JSON: {e}"))?;
             value_at(&v, path)
                 .and_then(Value::as_u64)
-                .ok_or_else(|| format!("no number at '{path}' in the release's values"))
+                .filter(|n| *n <= i32::MAX as u64)
+                .ok_or_else(|| format!("no replica count (0 to 2147483647) at '{path}' in the release's values"))
         },
     );
     let current = current.await?;
     let target = current as i64 + delta;
     let vdu = p.vdu_mapping.values().find(|v| v.release == r.name);
-    let (min, max) =
-        (vdu.and_then(|v| v.min).unwrap_or(0) as i64, vdu.and_then(|v| v.max).map(i64::from).unwrap_or(i64::MAX));
+    let (min, max) = (
+        vdu.and_then(|v| v.min).unwrap_or(0) as i64,
+        vdu.and_then(|v| v.max).map(i64::from).unwrap_or(i32::MAX.into()),
+    );
     if target < min || target > max {
         return Err(Error::input(
             c.req_file,
@@ -378,7 +386,7 @@ pub async fn scale(c: &Ctx<'_>, aspect: &str, delta: i64) -> Result<(u64, u64, R
         true,
         &c.opts,
     )?;
-    s.run_watched(cmd, cmd_timeout(c), &r.name, &p.namespace).await?;
+    s.run_watched(cmd, cmd_timeout(c), &r.name, &p.namespace, Redact::None).await?;
     Ok((current, target as u64, describe(c, r, &chart).await?))
 }
 

@@ -433,7 +433,7 @@ async fn upgrade(
     })?;
     let target = Chart { release, chart: &chart, namespace: ns, version };
     let cmd = c.s.helm.upgrade(&target, &Values { set, ..Values::default() }, reuse_values, &c.opts)?;
-    c.s.run_watched(cmd, c.timeout + Duration::from_secs(30), release, ns).await?;
+    c.s.run_watched(cmd, c.timeout + Duration::from_secs(30), release, ns, crate::redact::Redact::None).await?;
     let rel = c
         .params
         .releases

@@ -164,10 +164,33 @@ pub fn url(s: &str) -> Result<(String, Option<(String, String)>), String> {
     }
     let bare = format!("{scheme}://{host}{path}");
     let creds = userinfo.map(|u| match u.split_once(':') {
-        Some((user, pw)) => (user.to_string(), pw.to_string()),
-        None => (u.to_string(), String::new()),
+        Some((user, pw)) => (percent_decoded(user), percent_decoded(pw)),
+        None => (percent_decoded(u), String::new()),
     });
     Ok((bare, creds))
+}
+
+/// URL userinfo as the words it encodes (`bob%40corp` is `bob@corp`); an invalid escape is
+/// kept as written.
+fn percent_decoded(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let hex =
+            b.get(i + 1..i + 3).and_then(|h| std::str::from_utf8(h).ok()).and_then(|h| u8::from_str_radix(h, 16).ok());
+        match (b[i], hex) {
+            (b'%', Some(x)) => {
+                out.push(x);
+                i += 3;
+            }
+            (c, _) => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8(out).unwrap_or_else(|_| s.to_string())
 }
 
 /// A POSIX login name (what `chown` and `sudo` receive): a letter or `_` first, then letters,
@@ -254,6 +277,7 @@ mod tests {
         );
         assert_eq!(url("http://tok@h/").unwrap(), ("http://h/".into(), Some(("tok".into(), String::new()))));
         assert_eq!(url("http://h/c").unwrap(), ("http://h/c".into(), None));
+        assert_eq!(url("https://bob%40corp:p%3As%zz@h/").unwrap().1, Some(("bob@corp".into(), "p:s%zz".into())));
         for bad in ["ftp://h", "http://", "http://h/ x", "file:///etc", "-x", "http://u:p@/x", "http://h/'"] {
             let e = url(bad).unwrap_err();
             assert!(!e.contains(":p@"), "{e}");

@@ -553,4 +553,73 @@ mod tests {
         assert_eq!(chart_dir_of("chart.tgz"), None);
         assert!(names::release("vdu1").is_ok() && names::release("a;b").is_err() && names::release("-a").is_err());
     }
+
+    fn one(item: Value, extra: Value) -> Result<CnfParams> {
+        let mut ap = json!({"use_helm": true, "using_helm_install_param": [item]});
+        for (k, v) in extra.as_object().unwrap() {
+            ap[k] = v.clone();
+        }
+        p(ap)
+    }
+
+    fn ext() -> Value {
+        json!({"exthelmchart": true, "helmreleasename": "r", "helmrepositoryname": "repo", "helmchartname": "c",
+               "exthelmrepo_url": "https://bob:pw%21@h/c"})
+    }
+
+    #[test]
+    fn url_userinfo_becomes_the_repository_credentials() {
+        let c = one(ext(), json!({})).unwrap();
+        let r = &c.releases[0];
+        assert_eq!(
+            r.source,
+            ChartSource::External { repo: "repo".into(), chart: "c".into(), url: "https://h/c".into() }
+        );
+        assert_eq!(
+            (r.repo_username.as_deref(), r.repo_password.as_ref().map(|p| p.expose())),
+            (Some("bob"), Some("pw!"))
+        );
+    }
+
+    #[test]
+    fn secret_values_come_from_literals_env_or_files_and_a_doubled_at_is_literal() {
+        let mut item = ext();
+        item["helmparameter"] = json!(["a=@env:TOKEN", "b=@file:Files/k", "c=@@env:x", "d=plain"]);
+        item["helmsecretparameter"] = json!(["e.f=s3cret"]);
+        let r = one(item, json!({})).unwrap().releases.remove(0);
+        assert_eq!(r.set, vec!["c=@env:x".to_string(), "d=plain".to_string()]);
+        let from: Vec<(&str, &SecretFrom)> = r.secret_set.iter().map(|s| (s.key.as_str(), &s.from)).collect();
+        assert_eq!(
+            from,
+            vec![
+                ("a", &SecretFrom::Env("TOKEN".into())),
+                ("b", &SecretFrom::File("Files/k".into())),
+                ("e.f", &SecretFrom::Literal(Secret::new("s3cret")))
+            ]
+        );
+        assert!(!format!("{r:?}").contains("s3cret"));
+    }
+
+    #[test]
+    fn replica_counts_are_int32_and_never_wrap() {
+        let rv = json!({"helm_replica_values": {"a": "replicaCount"}});
+        for (n, ok) in [
+            (json!(0), true),
+            (json!("3"), true),
+            (json!(2147483647u64), true),
+            (json!(2147483648u64), false),
+            (json!(4294967297u64), false),
+            (json!(-1), false),
+            (json!(1.5), false),
+            (json!("1e3"), false),
+        ] {
+            let mut extra = rv.clone();
+            extra["replicas"] = json!({"a": n.clone()});
+            let r = one(ext(), extra);
+            assert_eq!(r.is_ok(), ok, "{n}: {r:?}");
+            if let Err(e) = r {
+                assert!(e.to_string().contains("additionalParams.replicas.a"), "{e}");
+            }
+        }
+    }
 }

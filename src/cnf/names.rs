@@ -87,9 +87,18 @@ pub fn chart(s: &str) -> Result<(), String> {
 }
 
 /// A chart reference the operator passes (`--chart`, `show CHART`): `REPO/CHART`, an
-/// `oci://` or `http(s)://` URL without credentials, or an instance's chart directory under
+/// `oci://` or `http(s)://` URL without credentials, or the instance's chart directory under
 /// `/var/tacker/helm/` (what a local chart is recorded as). A bare `CHART` only with `--repo`.
-pub fn chart_ref(s: &str, bare_ok: bool) -> Result<(), String> {
+/// `instance`: the CNF the operation is for; another instance's chart directory or
+/// `<instance>@<name>` repository is refused.
+pub fn chart_ref(s: &str, bare_ok: bool, instance: &str) -> Result<(), String> {
+    let own = |inst: &str| -> Result<(), String> {
+        if inst == instance {
+            Ok(())
+        } else {
+            Err(format!("'{}' belongs to another CNF instance than {instance}", shown(s)))
+        }
+    };
     if s.starts_with("oci://") || s.starts_with("http://") || s.starts_with("https://") {
         return match url(s)? {
             (_, None) => Ok(()),
@@ -101,7 +110,7 @@ pub fn chart_ref(s: &str, bare_ok: bool) -> Result<(), String> {
         let (Some(inst), Some(dir), None) = (parts.next(), parts.next(), parts.next()) else {
             return Err(format!("'{}' is not an instance's chart directory", shown(s)));
         };
-        crate::lifecycle::state::check_instance_id(inst).map_err(|_| format!("'{}': bad instance id", shown(s)))?;
+        own(inst)?;
         return chart(dir);
     }
     match s.split_once('/') {
@@ -109,8 +118,7 @@ pub fn chart_ref(s: &str, bare_ok: bool) -> Result<(), String> {
             // A repository as the masters name it (`<instance>@<name>`) or as the request did.
             match r.split_once('@') {
                 Some((inst, name)) => {
-                    crate::lifecycle::state::check_instance_id(inst)
-                        .map_err(|_| format!("'{}': bad instance id", shown(s)))?;
+                    own(inst)?;
                     repo(name)?
                 }
                 None => repo(r)?,
@@ -247,7 +255,7 @@ mod tests {
             "https://h/c-1.0.tgz",
             "/var/tacker/helm/cnf1/localhelm",
         ] {
-            assert!(chart_ref(ok, false).is_ok(), "{ok:?}");
+            assert!(chart_ref(ok, false, "cnf1").is_ok(), "{ok:?}");
         }
         for bad in [
             ".",
@@ -263,10 +271,12 @@ mod tests {
             "a/b/c",
             "oci://u:p@h/c",
             "http://h/ x",
+            "cnf2@labrepo/nginxlab",
+            "/var/tacker/helm/cnf2/localhelm",
         ] {
-            assert!(chart_ref(bad, false).is_err(), "{bad:?}");
+            assert!(chart_ref(bad, false, "cnf1").is_err(), "{bad:?}");
         }
-        assert!(chart_ref("nginx", true).is_ok() && chart_ref("-x", true).is_err());
+        assert!(chart_ref("nginx", true, "cnf1").is_ok() && chart_ref("-x", true, "cnf1").is_err());
     }
 
     #[test]

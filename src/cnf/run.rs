@@ -60,7 +60,7 @@ pub fn prepare(op: &Op, a: &Inputs, store: Store) -> Result<Prepared> {
     if let Some(cid) = &a.cluster_instance {
         check_instance_id(cid).map_err(|e| Error::input("arguments", "--cluster-instance", e.to_string()))?;
     }
-    check_args(op)?;
+    check_args(op, &id)?;
     let want_repos = match op {
         Op::RepoSync { repos } => repo_pairs(repos)?,
         _ => BTreeMap::new(),
@@ -140,13 +140,13 @@ pub fn prepare(op: &Op, a: &Inputs, store: Store) -> Result<Prepared> {
 /// The operator's words for an operation (`--release`, `--chart`, `show CHART`, `--set`,
 /// `--version`, `--repo`), checked before anything connects: none may reach Helm as an option
 /// or a local directory.
-fn check_args(op: &Op) -> Result<()> {
+fn check_args(op: &Op, instance: &str) -> Result<()> {
     let arg = |field: &str, r: std::result::Result<(), String>| r.map_err(|m| Error::input("arguments", field, m));
     match op {
         Op::Upgrade { release, chart, version, set, .. } => {
             arg("--release", names::release(release))?;
             if let Some(c) = chart {
-                arg("--chart", names::chart_ref(c, false))?;
+                arg("--chart", names::chart_ref(c, false, instance))?;
             }
             if let Some(v) = version {
                 arg("--version", names::version(v))?;
@@ -167,7 +167,7 @@ fn check_args(op: &Op) -> Result<()> {
                     format!("'{}': values, readme, chart or all", names::shown(what)),
                 ));
             }
-            arg("CHART", names::chart_ref(chart, repo.is_some()))?;
+            arg("CHART", names::chart_ref(chart, repo.is_some(), instance))?;
             if let Some(r) = repo {
                 let (_, creds) = names::url(r).map_err(|m| Error::input("arguments", "--repo", m))?;
                 if creds.is_some() || r.starts_with("oci://") {

@@ -266,6 +266,16 @@ pub fn cases() -> Vec<Case> {
             &["upgrade", "--release", "vdu1", "--chart", "https://u:p@h/c-1.tgz"],
             "--chart",
         ),
+        op(
+            "upgrade-chart-of-another-cnf",
+            &["upgrade", "--release", "vdu1", "--chart", "i2@labrepo/nginxlab"],
+            "--chart",
+        ),
+        op(
+            "upgrade-chart-dir-of-another-cnf",
+            &["upgrade", "--release", "vdu1", "--chart", "/var/tacker/helm/i2/localhelm"],
+            "--chart",
+        ),
         op("upgrade-version-option", &["upgrade", "--release", "vdu1", "--version=--devel"], "--version"),
         op("upgrade-set-option", &["upgrade", "--release", "vdu1", "--set=--post-renderer=x"], "--set"),
         op("upgrade-set-no-equals", &["upgrade", "--release", "vdu1", "--set", "noequals"], "--set"),

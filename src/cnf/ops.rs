@@ -254,6 +254,7 @@ pub async fn apply_release(c: &Ctx<'_>, r: &Release) -> Result<ReleaseState> {
     };
     let redact = if r.secret_set.is_empty() { Redact::None } else { Redact::All };
     let res = s.run_watched(cmd, cmd_timeout(c), &r.name, ns, redact).await;
+    let res = res.map_err(|e| crate::cnf::secret_values::mask_error(e, &r.secret_set));
     for f in &files {
         let _ = s.run(format!("rm -f {}", quote(f)?), s.rt.timeouts.command).await;
     }

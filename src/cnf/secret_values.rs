@@ -1,11 +1,13 @@
 //! Secret helm values on their way back: what `helm get values --all` prints holds every value,
 //! secret ones too. Before such a document is recorded or shown, the secret keys of the
 //! release (`helmsecretparameter`, `@env:`/`@file:` items) are masked, and so is any string
-//! equal to a secret value we sent (a chart may copy it elsewhere). Pure.
+//! equal to a secret value we sent (a chart may copy it elsewhere); so is a secret value Helm
+//! quotes in an error. Pure.
 
 use serde_json::Value;
 
 use crate::cnf::params::SecretSet;
+use crate::error::Error;
 use crate::secret::MASK;
 
 /// `v` with every secret of `secrets` masked, by key path and by value.
@@ -19,6 +21,27 @@ pub fn mask(v: &mut Value, secrets: &[SecretSet]) {
         secrets.iter().filter_map(|s| s.value.as_ref().map(|v| v.expose())).filter(|v| !v.is_empty()).collect();
     if !values.is_empty() {
         mask_strings(v, &values);
+    }
+}
+
+/// `e` with every secret value of `secrets` masked in the remote output it quotes (Helm may
+/// echo a value it failed to parse).
+pub fn mask_error(e: Error, secrets: &[SecretSet]) -> Error {
+    let hide = |text: String| {
+        secrets
+            .iter()
+            .filter_map(|s| s.value.as_ref().map(|v| v.expose()))
+            .filter(|v| !v.is_empty())
+            .fold(text, |t, v| t.replace(v, MASK))
+    };
+    match e {
+        Error::Remote { node, command, status, stderr_tail } => {
+            Error::Remote { node, command, status, stderr_tail: hide(stderr_tail) }
+        }
+        Error::Unreadable { node, command, what, message } => {
+            Error::Unreadable { node, command, what, message: hide(message) }
+        }
+        other => other,
     }
 }
 
@@ -69,5 +92,17 @@ mod tests {
             v,
             json!({"db": {"password": MASK, "user": "app"}, "env": [{"name": "A", "value": MASK}], "copy": MASK, "n": 3})
         );
+    }
+
+    #[test]
+    fn remote_errors_quoting_a_secret_value_are_masked() {
+        let e = Error::Remote {
+            node: "m".into(),
+            command: "helm install".into(),
+            status: "exit 1".into(),
+            stderr_tail: "Error: cannot parse hunter2 as int".into(),
+        };
+        let text = mask_error(e, &[s("db.password", Some("hunter2"))]).to_string();
+        assert!(text.contains("cannot parse ******** as int") && !text.contains("hunter2"), "{text}");
     }
 }

@@ -607,6 +607,22 @@ mod tests {
 
     /// Run `op` for `id` with request `req` (written to the fixture's dir) on the fake.
     async fn run_op(f: &Fixture, op: Op, id: &str, req: Option<Value>) -> Result<Outcome> {
+        run_op_events(f, op, id, req).await.0
+    }
+
+    /// [`run_op`], and every event it emitted, as JSON lines.
+    async fn run_op_events(f: &Fixture, op: Op, id: &str, req: Option<Value>) -> (Result<Outcome>, String) {
+        let (events, mut rx) = Events::channel();
+        let r = run_op_with(f, op, id, req, events).await;
+        let mut lines = String::new();
+        while let Ok(e) = rx.try_recv() {
+            lines.push_str(&serde_json::to_string(&e).unwrap());
+            lines.push('\n');
+        }
+        (r, lines)
+    }
+
+    async fn run_op_with(f: &Fixture, op: Op, id: &str, req: Option<Value>, events: Events) -> Result<Outcome> {
         let request = req.map(|r| {
             let p = f.dir.path().join(format!("req-{id}.json"));
             std::fs::write(&p, r.to_string()).unwrap();
@@ -624,7 +640,7 @@ mod tests {
                 }
             }
         }
-        let rt = Runner::new(Arc::new(f.fake.clone()), Events::channel().0, FanOut::default(), Timeouts::default());
+        let rt = Runner::new(Arc::new(f.fake.clone()), events, FanOut::default(), Timeouts::default());
         run(&op, &inputs, p.expect("the instance lock stayed held"), rt).await
     }
 
@@ -673,10 +689,12 @@ mod tests {
             json!(["db.password=hunter2-literal"]);
         req["additionalParams"]["using_helm_install_param"][0]["helmparameter"] =
             json!(["api.token=@env:CNFIN_FAKE_TOKEN", "plain=@@env:literal"]);
-        let o = run_op(&f, Op::Instantiate, "cnf1", Some(req)).await.unwrap();
+        let (o, events) = run_op_events(&f, Op::Instantiate, "cnf1", Some(req)).await;
+        let o = o.unwrap();
         let execs = f.fake.execs(M1).join("\n");
         for secret in ["hunter2-literal", "tok-from-env-77", "repo-pw-99"] {
             assert!(!execs.contains(secret), "{secret} in argv:\n{execs}");
+            assert!(!events.contains(secret), "{secret} in the events:\n{events}");
             assert!(!o.result.to_string().contains(secret), "{secret} in the result: {}", o.result);
         }
         // The record keeps the secret helm values' keys only (the repository password is a

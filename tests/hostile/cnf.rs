@@ -345,6 +345,27 @@ pub fn cases() -> Vec<Case> {
             "VNF instance id",
         ),
         op("timeout-huge", &["status", "--release", "vdu1", "--timeout", "1e30"], "--timeout"),
+        op("timeout-nan", &["status", "--release", "vdu1", "--timeout", "nan"], "--timeout"),
+        op("status-interval-zero", &["status", "--release", "vdu1", "--status-interval", "0"], "--status-interval"),
+        op("instantiate-without-request", &["instantiate"], "--request"),
+        Case::rejected(
+            "cnf/helm-info-repr-user-is-an-option",
+            &strs(&cnf(&["status", "--release", "vdu1"])),
+            "masternode_username",
+        )
+        .file(
+            "vci.json",
+            json!([{"vimType": "kubernetes", "extra": {"helmInfo":
+                format!("{{'masternode_ip': ['{NOWHERE}'], 'masternode_username': '-oProxyCommand=sh', 'masternode_password': 'x'}}")}}])
+            .to_string(),
+        ),
+        Case::rejected(
+            "cnf/request-not-json",
+            &strs(&cnf(&["instantiate", "--request", "{dir}/req.json"])),
+            "req.json",
+        )
+        .file("vci.json", vci().to_string())
+        .file("req.json", "{\"additionalParams\": [unclosed"),
         // Scale and heal requests (the CNF's record is needed after the request is read).
         Case::rejected(
             "cnf/heal-pod-is-an-option",

@@ -37,18 +37,20 @@ pub fn parse(v: &Value, at: &str) -> Result<HelmInfo> {
         return Err(Error::input(at, "helm_info.masternode_ip", "content of helm_info is invalid: no master address"));
     }
     for ip in &ips {
-        let name_ok = !ip.is_empty()
-            && !ip.starts_with('-')
-            && ip.len() <= 253
+        let host_name = ip.len() <= 253
+            && ip.starts_with(|c: char| c.is_ascii_alphanumeric())
             && ip.chars().all(|c| c.is_ascii_alphanumeric() || ".-".contains(c));
-        if ip.parse::<std::net::IpAddr>().is_err() && !name_ok {
-            let shown = crate::inventory::printable(ip);
-            return Err(Error::input(at, "helm_info.masternode_ip", format!("'{shown}' is not an address")));
+        if ip.parse::<std::net::IpAddr>().is_err() && !host_name {
+            return Err(Error::input(
+                at,
+                "helm_info.masternode_ip",
+                format!("'{}' is not an address", crate::cnf::names::shown(ip)),
+            ));
         }
     }
     let username = s("masternode_username")
         .ok_or_else(|| Error::input(at, "helm_info.masternode_username", "content of helm_info is invalid: missing"))?;
-    // It becomes the SSH login on every master: a login name, never an option.
+    // The SSH login on every master, and what `chown` and `sudo` receive: a login name, never an option.
     crate::inventory::check_user(&username).map_err(|m| Error::input(at, "helm_info.masternode_username", m))?;
     Ok(HelmInfo {
         masternode_ip: ips,

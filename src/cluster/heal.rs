@@ -271,7 +271,7 @@ mod tests {
         let pack = position(e, "m1", "pack_charts.sh").expect("packed on a survivor");
         let discard = position(e, "m1", "rm -f -- .mgmt-driver/run/vnf1/helm-charts.tgz").expect("survivor copy gone");
         let unpack = position(e, "m3", "unpack_charts.sh").expect("unpacked on the healed master");
-        let add = position(e, "m3", "helm repo add --force-update bitnami https://charts.bitnami.com/bitnami");
+        let add = position(e, "m3", "helm repo add --force-update -- bitnami https://charts.bitnami.com/bitnami");
         assert!(pack < discard && discard < unpack && Some(unpack) < add, "{e:#?}");
 
         // A survivor whose repository list could steer the healed master's helm: refused, unread.

@@ -7,6 +7,7 @@ use crate::cluster::topology::{ClusterNode, Topology};
 use crate::error::{Error, Result};
 use crate::quote::quote;
 use crate::remote;
+use crate::url_mask::mask_userinfo;
 
 /// Private per-instance run directory, relative to the login user's home.
 pub fn run_dir(instance: &str) -> String {
@@ -347,10 +348,13 @@ pub fn parse_repo_list(out: &str) -> std::result::Result<Vec<(String, String)>, 
     for (i, r) in items.iter().enumerate() {
         let field = |k: &str| r.get(k).and_then(|x| x.as_str()).ok_or_else(|| format!("entry {i} has no string {k:?}"));
         let (name, url) = (field("name")?, field("url")?);
-        let name_ok = !name.is_empty()
-            && name.len() <= 100
-            && !name.starts_with(['-', '.'])
-            && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b));
+        // A CNF's repositories are named `<instance>@<name>` (see cnf/names.rs): each part a name.
+        let part_ok = |p: &str| {
+            !p.is_empty()
+                && !p.starts_with(['-', '.'])
+                && p.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))
+        };
+        let name_ok = name.len() <= 100 && name.split('@').count() <= 2 && name.split('@').all(part_ok);
         if !name_ok {
             return Err(format!("entry {i}: the repository name {} is refused", show(name)));
         }
@@ -358,7 +362,14 @@ pub fn parse_repo_list(out: &str) -> std::result::Result<Vec<(String, String)>, 
             && url.len() <= 2048
             && !url.chars().any(|c| c.is_whitespace() || c.is_control());
         if !url_ok {
-            return Err(format!("entry {i} ({name}): the URL {} is refused", show(url)));
+            return Err(format!("entry {i} ({name}): the URL {} is refused", show(&mask_userinfo(url))));
+        }
+        // Credentials in the URL would be on the healed master's `helm repo add` command line.
+        if mask_userinfo(url) != url {
+            return Err(format!(
+                "entry {i} ({name}): the URL {} carries credentials; give them to Helm with --username/--password-stdin instead",
+                show(&mask_userinfo(url))
+            ));
         }
         repos.push((name.to_string(), url.to_string()));
     }
@@ -366,7 +377,7 @@ pub fn parse_repo_list(out: &str) -> std::result::Result<Vec<(String, String)>, 
 }
 
 pub fn helm_repo_add(name: &str, url: &str) -> Result<String> {
-    Ok(format!("helm repo add --force-update {} {}", quote(name)?, quote(url)?))
+    Ok(format!("helm repo add --force-update -- {} {}", quote(name)?, quote(url)?))
 }
 
 #[cfg(test)]
@@ -592,13 +603,15 @@ esac
         assert_eq!(parse_packed("packed\n"), Ok(true));
         assert_eq!(parse_packed("none"), Ok(false));
         assert!(parse_packed("packed\nand more").unwrap_err().contains("neither"));
-        let repos = r#"[{"name":"bitnami","url":"https://charts.bitnami.com/bitnami"},{"name":"loc_al-1.x","url":"http://10.0.0.5:8080/charts"}]"#;
+        let repos = r#"[{"name":"bitnami","url":"https://charts.bitnami.com/bitnami"},{"name":"loc_al-1.x","url":"http://10.0.0.5:8080/charts"},{"name":"cnf1@labrepo","url":"http://10.0.0.5/c"}]"#;
         assert_eq!(
             parse_repo_list(repos).unwrap(),
             vec![
                 ("bitnami".to_string(), "https://charts.bitnami.com/bitnami".to_string()),
-                ("loc_al-1.x".to_string(), "http://10.0.0.5:8080/charts".to_string())
-            ]
+                ("loc_al-1.x".to_string(), "http://10.0.0.5:8080/charts".to_string()),
+                ("cnf1@labrepo".to_string(), "http://10.0.0.5/c".to_string())
+            ],
+            "a CNF's per-instance repository (<instance>@<name>) is copied too"
         );
         assert_eq!(parse_repo_list("[]\n").unwrap(), vec![]);
         for (bad, why) in [
@@ -610,9 +623,13 @@ esac
             (r#"[{"name":"a","url":"file:///etc/shadow"}]"#, "URL \"file:///etc/shadow\" is refused"),
             (r#"[{"name":"a","url":"https://h\nx"}]"#, "is refused"),
             (r#"[{"name":"a","url":"https://h/ --insecure-skip-tls-verify"}]"#, "is refused"),
+            (r#"[{"name":"a@b@c","url":"https://h"}]"#, "name \"a@b@c\" is refused"),
+            (r#"[{"name":"@b","url":"https://h"}]"#, "name \"@b\" is refused"),
+            (r#"[{"name":"a","url":"https://u:pw-in-url@h/"}]"#, "carries credentials"),
         ] {
             let e = parse_repo_list(bad).unwrap_err();
             assert!(e.contains(why), "{bad}: {e}");
+            assert!(!e.contains("pw-in-url"), "{e}");
         }
     }
 

@@ -143,7 +143,11 @@ mod tests {
         let o = f.run(Op::InstantiateEnd, body, &[]).await;
         assert!(o.error.is_none(), "{:?}", o.error);
         let all = files(&f.path("state"));
-        assert!(all.iter().any(|(p, _)| p.ends_with("vnf1.json")), "{:?}", all.iter().map(|x| &x.0).collect::<Vec<_>>());
+        assert!(
+            all.iter().any(|(p, _)| p.ends_with("vnf1.json")),
+            "{:?}",
+            all.iter().map(|x| &x.0).collect::<Vec<_>>()
+        );
         let mut hits = Vec::new();
         for (path, bytes) in &all {
             for s in SECRETS {

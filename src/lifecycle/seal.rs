@@ -57,13 +57,11 @@ impl Sealer {
         }
         match v {
             Value::Object(m) => Value::Object(
-                m.iter()
-                    .map(|(k, x)| (k.clone(), self.seal_at(x, &child(ptr, k), is_secret_name(k))))
-                    .collect(),
+                m.iter().map(|(k, x)| (k.clone(), self.seal_at(x, &child(ptr, k), is_secret_name(k)))).collect(),
             ),
-            Value::Array(a) => {
-                Value::Array(a.iter().enumerate().map(|(i, x)| self.seal_at(x, &child(ptr, &i.to_string()), false)).collect())
-            }
+            Value::Array(a) => Value::Array(
+                a.iter().enumerate().map(|(i, x)| self.seal_at(x, &child(ptr, &i.to_string()), false)).collect(),
+            ),
             other => other.clone(),
         }
     }
@@ -72,7 +70,8 @@ impl Sealer {
     fn close(&self, v: &Value, ptr: &str) -> Value {
         let nonce = XNonce::generate();
         let msg = serde_json::to_vec(v).expect("a JSON value serializes");
-        let ct = self.cipher.encrypt(&nonce, Payload { msg: &msg, aad: aad(ptr).as_bytes() }).expect("sealing cannot fail");
+        let ct =
+            self.cipher.encrypt(&nonce, Payload { msg: &msg, aad: aad(ptr).as_bytes() }).expect("sealing cannot fail");
         let mut m = Map::new();
         m.insert(SEALED.into(), Value::String(format!("{V1}:{}:{}", hex::encode(nonce), hex::encode(ct))));
         Value::Object(m)
@@ -130,7 +129,8 @@ fn is_secret_string(v: &Value) -> bool {
     if crate::url_mask::mask_userinfo(s) != s.as_str() {
         return true;
     }
-    s.split_once('=').is_some_and(|(name, _)| !name.is_empty() && !name.contains(char::is_whitespace) && is_secret_name(name))
+    s.split_once('=')
+        .is_some_and(|(name, _)| !name.is_empty() && !name.contains(char::is_whitespace) && is_secret_name(name))
 }
 
 /// A value written in the sealed form. Request data that only looks like it is sealed again on
@@ -255,7 +255,9 @@ mod tests {
 
     #[test]
     fn secret_names_and_strings() {
-        for k in ["password", "masternode_password", "bearerToken", "certificate-key", "exthelmrepo_password", "db.pass"] {
+        for k in
+            ["password", "masternode_password", "bearerToken", "certificate-key", "exthelmrepo_password", "db.pass"]
+        {
             assert!(is_secret_name(k), "{k}");
         }
         for k in ["username", "ssh_cp_name", "masternode_ip", "no_proxy", "ca_hash", "nodes", "keys"] {

@@ -129,7 +129,8 @@ impl Store {
     pub fn load_doc<T: DeserializeOwned>(&self, id: &str, kind: &str) -> Result<Option<T>> {
         check_instance_id(id)?;
         let p = self.doc_path(id, kind);
-        let unreadable = |e: serde_json::Error| Error::input(p.display().to_string(), "state", format!("unreadable: {e}"));
+        let unreadable =
+            |e: serde_json::Error| Error::input(p.display().to_string(), "state", format!("unreadable: {e}"));
         let doc: Value = match std::fs::read_to_string(&p) {
             Ok(t) => serde_json::from_str(&t).map_err(unreadable)?,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -162,7 +163,10 @@ impl Store {
         let err = |e: std::io::Error| Error::State { path: p.display().to_string(), message: e.to_string() };
         let mut value = serde_json::to_value(doc).expect("state serializes");
         if seal::has_secrets(&value) {
-            let sealer = self.key.load_or_create().map_err(|e| Error::State { path: p.display().to_string(), message: e.to_string() })?;
+            let sealer = self
+                .key
+                .load_or_create()
+                .map_err(|e| Error::State { path: p.display().to_string(), message: e.to_string() })?;
             value = sealer.seal(&value);
         }
         let body = serde_json::to_vec_pretty(&value).expect("state serializes");
@@ -303,7 +307,10 @@ mod tests {
         assert!(contains(&raw, "plain"), "what is not secret stays readable");
         assert_eq!(st.load_doc::<Value>("abc", "").unwrap().unwrap(), doc);
         // A plan reads the same, with the key.
-        assert_eq!(Store::read_only_with_key(&d.path().join("s"), key()).load_doc::<Value>("abc", "").unwrap().unwrap(), doc);
+        assert_eq!(
+            Store::read_only_with_key(&d.path().join("s"), key()).load_doc::<Value>("abc", "").unwrap().unwrap(),
+            doc
+        );
     }
 
     #[test]

@@ -38,7 +38,9 @@ pub struct ClusterFacts {
     pub main_master: String,
 }
 
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+/// `Debug` shows the document with its secrets (request passwords, proxy URLs, bearer token)
+/// masked.
+#[derive(Clone, Default, Serialize, Deserialize)]
 pub struct InstanceState {
     pub version: u32,
     pub vnf_instance_id: String,
@@ -59,6 +61,12 @@ pub struct InstanceState {
     pub vim_connection_info: Option<Value>,
     #[serde(default)]
     pub updated_at: Option<String>,
+}
+
+impl std::fmt::Debug for InstanceState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        crate::secret::debug_masked("InstanceState", self, f)
+    }
 }
 
 impl InstanceState {

@@ -7,9 +7,10 @@
 //!
 //! What is secret is decided by shape, not by document type, so a new field is covered the day
 //! it is added: any value under a key whose name says secret (`password`, `token`,
-//! `certificate_key`, …, see [`is_secret_name`]), any string holding a URL with userinfo (a
-//! proxy `http://user:pass@host`), and any `name=value` string whose name says secret (a
-//! `helmparameter` entry `db.password=…`). Sealing more than needed costs only readability.
+//! `certificate_key`, …, see [`crate::secret::is_secret_name`]), any string holding a URL with
+//! userinfo (a proxy `http://user:pass@host`), and any `name=value` string whose name says
+//! secret (a `helmparameter` entry `db.password=…`). Sealing more than needed costs only
+//! readability.
 //!
 //! A document written before sealing existed loads as it is (nothing in it is sealed) and is
 //! sealed on its next write. Pure: unit-tested.
@@ -17,6 +18,8 @@
 use chacha20poly1305::aead::{Aead, Generate, KeyInit, Payload};
 use chacha20poly1305::{XChaCha20Poly1305, XNonce};
 use serde_json::{Map, Value};
+
+use crate::secret::is_secret_name;
 
 /// The version tag of the sealed form; a later format gets another.
 const V1: &str = "v1";
@@ -114,23 +117,8 @@ pub fn has_secrets(doc: &Value) -> bool {
     }
 }
 
-/// Key names that hold secrets: compared lower-case with `_`, `-` and `.` dropped, so
-/// `masternode_password`, `bearerToken`, `certificate-key` and `db.password` all count.
-pub fn is_secret_name(key: &str) -> bool {
-    let k: String = key.chars().filter(|c| c.is_ascii_alphanumeric()).map(|c| c.to_ascii_lowercase()).collect();
-    const CONTAINS: [&str; 7] = ["password", "passwd", "passphrase", "secret", "token", "credentials", "apikey"];
-    const ENDS: [&str; 3] = ["key", "pass", "pwd"];
-    CONTAINS.iter().any(|s| k.contains(s)) || ENDS.iter().any(|s| k.ends_with(s)) || k == "pw"
-}
-
-/// A string that is itself a secret: a URL with userinfo, or `name=value` with a secret name.
 fn is_secret_string(v: &Value) -> bool {
-    let Value::String(s) = v else { return false };
-    if crate::url_mask::mask_userinfo(s) != s.as_str() {
-        return true;
-    }
-    s.split_once('=')
-        .is_some_and(|(name, _)| !name.is_empty() && !name.contains(char::is_whitespace) && is_secret_name(name))
+    matches!(v, Value::String(s) if crate::secret::is_secret_string(s))
 }
 
 /// A value written in the sealed form. Request data that only looks like it is sealed again on
@@ -251,22 +239,5 @@ mod tests {
         // Not the sealed format at all.
         let e = s.unseal(json!({"password": {"sealed": "v1:zz:00"}})).unwrap_err();
         assert!(e.message.contains("not a v1 sealed value"), "{e:?}");
-    }
-
-    #[test]
-    fn secret_names_and_strings() {
-        for k in
-            ["password", "masternode_password", "bearerToken", "certificate-key", "exthelmrepo_password", "db.pass"]
-        {
-            assert!(is_secret_name(k), "{k}");
-        }
-        for k in ["username", "ssh_cp_name", "masternode_ip", "no_proxy", "ca_hash", "nodes", "keys"] {
-            assert!(!is_secret_name(k), "{k}");
-        }
-        assert!(is_secret_string(&json!("https://tok@charts.example/")));
-        assert!(is_secret_string(&json!("auth.apiKey=abc")));
-        assert!(!is_secret_string(&json!("replicaCount=2")));
-        assert!(!is_secret_string(&json!("a sentence with a token=x in it")));
-        assert!(!is_secret_string(&json!("https://charts.example/")));
     }
 }

@@ -70,6 +70,14 @@ impl Store {
         let err = |e: std::io::Error| Error::input("--state-dir", dir.display().to_string(), e.to_string());
         std::fs::create_dir_all(dir).map_err(err)?;
         std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).map_err(err)?;
+        let inside = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+        if !key.path().as_os_str().is_empty() && inside(key.path()).starts_with(inside(dir)) {
+            return Err(Error::input(
+                "--state-key",
+                key.path().display().to_string(),
+                format!("is inside the state directory {}: keep the key apart from what it seals", dir.display()),
+            ));
+        }
         key.load_or_create()?;
         Ok(Store { dir: dir.to_path_buf(), writable: true, key: Arc::new(key) })
     }
@@ -339,6 +347,15 @@ mod tests {
         st.save_doc("old", "", &v).unwrap();
         assert!(!std::fs::read_to_string(st.doc_path("old", "")).unwrap().contains("Pw-old"));
         assert_eq!(st.load_doc::<Value>("old", "").unwrap().unwrap(), v);
+    }
+
+    #[test]
+    fn a_key_inside_the_state_directory_is_refused() {
+        let d = tempfile::tempdir().unwrap();
+        let e = Store::open_with_key(d.path(), StateKey::at(d.path().join("sub/state.key"))).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        assert!(e.to_string().contains("keep the key apart"), "{e}");
+        assert!(!d.path().join("sub").exists());
     }
 
     #[test]

@@ -48,10 +48,12 @@ impl StateKey {
         if cfg!(test) {
             return StateKey::at(std::env::temp_dir().join("mgmt-driver-unit-tests/state.key"));
         }
-        let base = dirs::config_dir()
-            .or_else(|| dirs::home_dir().map(|h| h.join(".config")))
-            .unwrap_or_else(|| PathBuf::from("."));
-        StateKey::at(base.join("mgmt-driver").join("state.key"))
+        // Without a home there is no per-user place: the key must be named (never the working
+        // directory, which may be the state's own).
+        match dirs::config_dir().or_else(|| dirs::home_dir().map(|h| h.join(".config"))) {
+            Some(base) => StateKey::at(base.join("mgmt-driver").join("state.key")),
+            None => StateKey::at(PathBuf::new()),
+        }
     }
 
     pub fn path(&self) -> &Path {
@@ -64,6 +66,7 @@ impl StateKey {
         if let Some(s) = self.sealer.get() {
             return Ok(s);
         }
+        self.named()?;
         let bytes = match std::fs::read(&self.path) {
             Ok(b) => b,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -80,6 +83,7 @@ impl StateKey {
     /// The key, created (0600, in a 0700 directory) when its file does not exist yet. Two runs
     /// creating it at once agree: the file is linked into place only if it is still absent.
     pub fn load_or_create(&self) -> Result<&Sealer> {
+        self.named()?;
         if !self.path.exists() {
             self.create().map_err(|e| self.err(format!("cannot create the state key: {e}")))?;
         }
@@ -104,6 +108,18 @@ impl StateKey {
             Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => Err(e),
             _ => Ok(()),
         }
+    }
+
+    /// A key path is known (there is no default without a home directory).
+    fn named(&self) -> Result<()> {
+        if self.path.as_os_str().is_empty() {
+            return Err(Error::input(
+                "--state-key",
+                "state key",
+                format!("no home directory to keep the state key in; pass --state-key FILE or set {ENV}"),
+            ));
+        }
+        Ok(())
     }
 
     fn err(&self, message: String) -> Error {
@@ -148,6 +164,13 @@ mod tests {
         StateKey::at(&p).load_or_create().unwrap();
         assert_eq!(std::fs::read_to_string(&p).unwrap(), text);
         assert_eq!(std::fs::read_dir(p.parent().unwrap()).unwrap().count(), 1, "no temp file left");
+    }
+
+    #[test]
+    fn without_a_path_nothing_is_created_and_the_error_says_how_to_name_one() {
+        let e = StateKey::at("").load_or_create().err().unwrap();
+        assert_eq!(e.exit_code(), 2);
+        assert!(e.to_string().contains("--state-key FILE") && e.to_string().contains(ENV), "{e}");
     }
 
     #[test]

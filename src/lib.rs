@@ -15,6 +15,8 @@ pub mod cli;
 pub(crate) mod cluster;
 pub(crate) mod cnf;
 pub mod command;
+#[cfg(test)]
+mod debug_audit;
 pub mod error;
 pub mod event;
 pub(crate) mod fanout;

@@ -433,6 +433,17 @@ fn private_repository_and_generated_name(h: &mut HelmCnf) -> R {
     let r4 = mgmt(&a, &[]);
     r4.ok();
     check(!r4.all().contains("S3cretRepoPw"), || "the repository password is in our output".into())?;
+    // Nor at rest: the CNF document keeps the request's params (later operations reuse them)
+    // with the password sealed (tests/secrets.rs covers the cluster document).
+    let at_rest: Vec<String> = std::fs::read_dir(&c.state)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_file() && std::fs::read(p).unwrap().windows(12).any(|w| w == b"S3cretRepoPw"))
+        .map(|p| p.display().to_string())
+        .collect();
+    check(at_rest.is_empty() && c.state.join("cnf4.cnf.json").exists(), || {
+        format!("the repository password is at rest in clear: {at_rest:?}")
+    })?;
     let rels = out(&r4)["result"]["releases"].as_object().unwrap().keys().cloned().collect::<Vec<_>>();
     check(rels.len() == 1 && rels[0].starts_with("nginxlab-") && rels[0].len() == "nginxlab-".len() + 10, || {
         format!("{rels:?}")

@@ -15,6 +15,7 @@ use crate::event::Events;
 use crate::inventory::{LoadOptions, SshConfigSource};
 use crate::lifecycle::plan::PlanConnector;
 use crate::lifecycle::state::Store;
+use crate::lifecycle::state_key::StateKey;
 use crate::lifecycle::{FanOut, Runner, Timeouts};
 use crate::render::{Output, Renderer};
 use crate::ssh::{SshConnector, SshOptions};
@@ -65,6 +66,8 @@ pub struct Ctx {
     pub verbose: bool,
     pub conn: ConnArgs,
     pub run: RunArgs,
+    /// `--state-key`: the file of the key that seals the state store's secrets.
+    pub state_key: Option<PathBuf>,
 }
 
 /// A subcommand's own defaults for the shared flags.
@@ -130,13 +133,14 @@ impl Ctx {
         Ok(Runner::new(self.connector(d)?, events, fan_out, timeouts))
     }
 
-    /// The state store; read-only in a plan.
+    /// The state store; read-only in a plan (which never creates the key file either).
     pub fn store(&self, dir: &Option<PathBuf>) -> Result<Store> {
         let dir = dir.clone().unwrap_or_else(Store::default_dir);
+        let key = self.state_key.clone().map(StateKey::at).unwrap_or_else(StateKey::default_location);
         if self.run.dry_run {
-            Ok(Store::read_only(&dir))
+            Ok(Store::read_only_with_key(&dir, key))
         } else {
-            Store::open(&dir)
+            Store::open_with_key(&dir, key)
         }
     }
 

@@ -27,6 +27,10 @@ pub struct Cli {
     /// Also show connects, commands, exits and uploads.
     #[arg(short, long, global = true)]
     pub verbose: bool,
+    /// The key that seals the secrets of the state store (created, 0600, on first use; default:
+    /// ~/.config/mgmt-driver/state.key). Keep it apart from the state directory.
+    #[arg(long, global = true, env = "MGMT_DRIVER_STATE_KEY_FILE", value_name = "FILE")]
+    pub state_key: Option<std::path::PathBuf>,
     #[command(flatten)]
     pub conn: ConnArgs,
     #[command(flatten)]
@@ -115,7 +119,7 @@ fn requested_output(args: &[String]) -> Output {
 
 /// Run the parsed command line and return the process exit code.
 pub async fn main(cli: Cli) -> i32 {
-    let ctx = Ctx { output: cli.output, verbose: cli.verbose, conn: cli.conn, run: cli.run };
+    let ctx = Ctx { output: cli.output, verbose: cli.verbose, conn: cli.conn, run: cli.run, state_key: cli.state_key };
     match run(cli.command, &ctx).await {
         Ok(code) => code,
         Err(e) => {

@@ -84,7 +84,9 @@ pub struct Registry {
     pub hosts_string: Option<String>,
 }
 
-#[derive(Clone, Debug)]
+/// `Debug` masks the passwords (they are [`Secret`]s) and the script environment values whose
+/// name or value looks secret.
+#[derive(Clone)]
 pub struct ClusterParams {
     pub script_path: String,
     pub vim_name: String,
@@ -104,6 +106,35 @@ pub struct ClusterParams {
     pub script_environment: Vec<(String, String)>,
     /// Non-fatal findings (unknown keys, ignored half-proxy, host bits in a CIDR).
     pub warnings: Vec<String>,
+}
+
+impl std::fmt::Debug for ClusterParams {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let env: Vec<(&str, &str)> = self
+            .script_environment
+            .iter()
+            .map(|(k, v)| {
+                let secret = crate::secret::is_secret_name(k) || crate::secret::is_secret_string(v);
+                (k.as_str(), if secret { crate::secret::MASK } else { v.as_str() })
+            })
+            .collect();
+        f.debug_struct("ClusterParams")
+            .field("script_path", &self.script_path)
+            .field("vim_name", &self.vim_name)
+            .field("master", &self.master)
+            .field("worker", &self.worker)
+            .field("pod_cidr", &self.pod_cidr)
+            .field("cluster_cidr", &self.cluster_cidr)
+            .field("cluster_cp_name", &self.cluster_cp_name)
+            .field("cluster_fip_name", &self.cluster_fip_name)
+            .field("proxy", &self.proxy)
+            .field("helm_script_path", &self.helm_script_path)
+            .field("registries", &self.registries)
+            .field("offline_artifacts_path", &self.offline_artifacts_path)
+            .field("script_environment", &env)
+            .field("warnings", &self.warnings)
+            .finish()
+    }
 }
 
 /// A JSON object being validated, with its path for messages.

@@ -154,8 +154,10 @@ impl Fixture {
         self.fake.all_execs()
     }
 
+    /// The cluster document as the hooks read it (its secrets unsealed).
     pub fn state(&self) -> Value {
-        serde_json::from_str(&std::fs::read_to_string(self.path("state/vnf1.json")).unwrap()).unwrap()
+        let store = Store::read_only(&self.path("state"));
+        store.load_doc("vnf1", crate::cluster::state::KIND).unwrap().expect("a recorded cluster")
     }
 }
 

@@ -7,13 +7,25 @@ use serde_json::{Map, Value};
 
 use crate::error::{Error, Result};
 
-#[derive(Clone, Debug, PartialEq)]
+/// `Debug` masks the password.
+#[derive(Clone, PartialEq)]
 pub struct HelmInfo {
     pub masternode_ip: Vec<String>,
     pub username: String,
     pub password: Option<String>,
     /// `mgmt-driver-state:<id>`: credentials are in our state store.
     pub credential_ref: Option<String>,
+}
+
+impl std::fmt::Debug for HelmInfo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HelmInfo")
+            .field("masternode_ip", &self.masternode_ip)
+            .field("username", &self.username)
+            .field("password", &self.password.as_ref().map(|_| crate::secret::MASK))
+            .field("credential_ref", &self.credential_ref)
+            .finish()
+    }
 }
 
 /// Parse helm_info given as a JSON object or a Python-repr string; `at` names where it came from.

@@ -19,8 +19,9 @@ use crate::quote::quote;
 use crate::redact::Redact;
 use crate::transport::{Source, UploadFile};
 
-/// What the CNF state store keeps per VNF instance.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+/// What the CNF state store keeps per VNF instance. `Debug` masks its secrets (repository
+/// password, helm_info password, secret-named values).
+#[derive(Clone, Default, Serialize, Deserialize)]
 pub struct CnfState {
     pub vnf_instance_id: String,
     pub namespace: String,
@@ -30,13 +31,26 @@ pub struct CnfState {
     pub releases: BTreeMap<String, ReleaseState>,
 }
 
-#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+impl std::fmt::Debug for CnfState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        crate::secret::debug_masked("CnfState", self, f)
+    }
+}
+
+/// `Debug` masks secret-named values.
+#[derive(Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct ReleaseState {
     pub chart: String,
     pub revision: u64,
     pub status: String,
     pub resources: Vec<Resource>,
     pub values: Value,
+}
+
+impl std::fmt::Debug for ReleaseState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        crate::secret::debug_masked("ReleaseState", self, f)
+    }
 }
 
 pub struct Ctx<'a> {

@@ -40,8 +40,9 @@ impl std::fmt::Display for HostKeyCheck {
     }
 }
 
-/// Every per-host setting; used both for `defaults` and for each host entry.
-#[derive(Clone, Debug, Default, Deserialize)]
+/// Every per-host setting; used both for `defaults` and for each host entry. `Debug` masks the
+/// inline passwords.
+#[derive(Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct HostSpec {
     name: Option<String>,
@@ -61,6 +62,31 @@ struct HostSpec {
     become_password: Option<String>,
     become_password_env: Option<String>,
     become_password_file: Option<String>,
+}
+
+impl std::fmt::Debug for HostSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mask = |p: &Option<String>| p.as_ref().map(|_| crate::secret::MASK);
+        f.debug_struct("HostSpec")
+            .field("name", &self.name)
+            .field("ssh_ip", &self.ssh_ip)
+            .field("nic_ip", &self.nic_ip)
+            .field("user", &self.user)
+            .field("port", &self.port)
+            .field("password", &mask(&self.password))
+            .field("password_env", &self.password_env)
+            .field("password_file", &self.password_file)
+            .field("identity_file", &self.identity_file)
+            .field("identity_passphrase_env", &self.identity_passphrase_env)
+            .field("identity_passphrase_file", &self.identity_passphrase_file)
+            .field("known_hosts", &self.known_hosts)
+            .field("host_key_check", &self.host_key_check)
+            .field("jump", &self.jump)
+            .field("become_password", &mask(&self.become_password))
+            .field("become_password_env", &self.become_password_env)
+            .field("become_password_file", &self.become_password_file)
+            .finish()
+    }
 }
 
 impl HostSpec {

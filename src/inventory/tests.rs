@@ -76,6 +76,10 @@ fn secrets_never_show_in_debug_output() {
     let inv = parse(SAMPLE).unwrap();
     let dump = format!("{inv:?}");
     assert!(!dump.contains("s3cret") && !dump.contains("sudo-pw"), "{dump}");
+    // The raw host entry, as read from the file, too.
+    let spec: HostSpec = yaml_serde::from_str("{password: s3cret, become_password: sudo-pw, user: u}").unwrap();
+    let dump = format!("{spec:?}");
+    assert!(!dump.contains("s3cret") && !dump.contains("sudo-pw") && dump.contains("********"), "{dump}");
 }
 
 #[test]

@@ -91,7 +91,7 @@ impl VimConnections {
     }
 }
 
-#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
+#[derive(Clone, Default, Deserialize, Serialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct VimConnection {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -107,6 +107,13 @@ pub struct VimConnection {
     pub extra: Option<Value>,
     #[serde(flatten)]
     pub rest: Map<String, Value>,
+}
+
+/// Debug shows the JSON with credentials (accessInfo passwords, tokens) masked.
+impl std::fmt::Debug for VimConnection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        crate::secret::debug_masked("VimConnection", self, f)
+    }
 }
 
 impl VimConnection {
@@ -126,7 +133,7 @@ impl VimConnection {
 }
 
 /// SOL003 InstantiateVnfRequest.
-#[derive(Clone, Debug, Deserialize, Serialize)]
+#[derive(Clone, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct InstantiateRequest {
     pub flavour_id: String,
@@ -142,6 +149,13 @@ pub struct InstantiateRequest {
     pub rest: Map<String, Value>,
 }
 
+/// Debug shows the JSON with credentials (accessInfo passwords, tokens) masked.
+impl std::fmt::Debug for InstantiateRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        crate::secret::debug_masked("InstantiateRequest", self, f)
+    }
+}
+
 #[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
 pub enum ScaleType {
     #[serde(rename = "SCALE_OUT")]
@@ -151,7 +165,7 @@ pub enum ScaleType {
 }
 
 /// SOL003 ScaleVnfRequest (`numberOfSteps` as a number or, as Tacker's guide sends it, a string).
-#[derive(Clone, Debug, Deserialize, Serialize)]
+#[derive(Clone, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ScaleRequest {
     #[serde(rename = "type")]
@@ -161,6 +175,13 @@ pub struct ScaleRequest {
     pub number_of_steps: u32,
     #[serde(default)]
     pub additional_params: Map<String, Value>,
+}
+
+/// Debug shows the JSON with credentials (accessInfo passwords, tokens) masked.
+impl std::fmt::Debug for ScaleRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        crate::secret::debug_masked("ScaleRequest", self, f)
+    }
 }
 
 fn one() -> u32 {
@@ -181,7 +202,7 @@ fn int_or_string<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<
 /// SOL002/SOL003 HealVnfRequest. `vnfcInstanceId` is an array in SOL002 and the API reference;
 /// Tacker's guide sends a single string. No VNFC ids, or `additionalParams.all`, means the
 /// whole VNF (SOL003 heal).
-#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[derive(Clone, Default, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct HealRequest {
     #[serde(default, deserialize_with = "string_or_list")]
@@ -190,6 +211,13 @@ pub struct HealRequest {
     pub cause: Option<String>,
     #[serde(default)]
     pub additional_params: Map<String, Value>,
+}
+
+/// Debug shows the JSON with credentials (accessInfo passwords, tokens) masked.
+impl std::fmt::Debug for HealRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        crate::secret::debug_masked("HealRequest", self, f)
+    }
 }
 
 fn string_or_list<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Vec<String>, D::Error> {
@@ -213,7 +241,7 @@ impl HealRequest {
     }
 }
 
-#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[derive(Clone, Default, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TerminateRequest {
     #[serde(default)]
@@ -222,6 +250,13 @@ pub struct TerminateRequest {
     pub graceful_termination_timeout: Option<u64>,
     #[serde(default)]
     pub additional_params: Map<String, Value>,
+}
+
+/// Debug shows the JSON with credentials (accessInfo passwords, tokens) masked.
+impl std::fmt::Debug for TerminateRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        crate::secret::debug_masked("TerminateRequest", self, f)
+    }
 }
 
 /// The parts of a SOL003 VnfInstance the hooks read.

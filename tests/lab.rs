@@ -590,7 +590,9 @@ fn ssh_config_alias_and_proxyjump_from_config_file() -> Result<(), Failed> {
     check(host.addr == lab.hidden_ip(1) && host.user == "root" && host.known_hosts == lab.file("known_hosts"), || {
         format!("{host:?}")
     })?;
-    check(host.jump == vec![Jump { user: "root".into(), addr: lab.ip(1), port: 22 }], || format!("{:?}", host.jump))?;
+    check(host.jump == vec![Jump { user: "root".into(), addr: lab.ip(1), port: 22, ..Default::default() }], || {
+        format!("{:?}", host.jump)
+    })?;
     let rt = tokio::runtime::Runtime::new()?;
     let out = rt.block_on(async {
         let (events, _rx) = Events::channel();

@@ -15,7 +15,7 @@ use super::host_key::Verdict;
 use super::SshOptions;
 use crate::error::{Error, Result};
 use crate::event::{EventKind, HostEvents};
-use crate::inventory::{fmt_addr, Host};
+use crate::inventory::{fmt_addr, Auth, Host};
 
 /// An authenticated connection, plus the bastion connections it runs through (kept alive
 /// as long as the session lives).
@@ -24,11 +24,13 @@ pub struct Connected {
     pub hops: Vec<Handle<Client>>,
 }
 
-/// One hop of the chain, the target being the last.
+/// One hop of the chain, the target being the last. Each hop logs in with its own
+/// credentials: a bastion never sees the target's password (inventory `Jump::auth`).
 struct Hop<'a> {
     user: &'a str,
     addr: &'a str,
     port: u16,
+    auth: &'a Auth,
 }
 
 enum Failure {
@@ -43,8 +45,9 @@ pub async fn connect(
     config: &Arc<client::Config>,
     ev: &HostEvents,
 ) -> Result<Connected> {
-    let mut hops: Vec<Hop> = host.jump.iter().map(|j| Hop { user: &j.user, addr: &j.addr, port: j.port }).collect();
-    hops.push(Hop { user: &host.user, addr: &host.addr, port: host.port });
+    let mut hops: Vec<Hop> =
+        host.jump.iter().map(|j| Hop { user: &j.user, addr: &j.addr, port: j.port, auth: &j.auth }).collect();
+    hops.push(Hop { user: &host.user, addr: &host.addr, port: host.port, auth: &host.auth });
     ev.emit(EventKind::Connecting { addr: host.endpoint(), via: host.jump.iter().map(|j| j.to_string()).collect() });
     let started = Instant::now();
     let deadline = started + opts.retry_for;
@@ -137,8 +140,7 @@ async fn connect_chain(
             _ => {}
         }
         let auth =
-            tokio::time::timeout(opts.connect_timeout, login(&mut handle, &label, &endpoint, hop.user, &host.auth))
-                .await;
+            tokio::time::timeout(opts.connect_timeout, login(&mut handle, &label, &endpoint, hop.user, hop.auth)).await;
         match auth {
             Err(_) => {
                 return Err(Failure::NotUpYet(format!(

@@ -7,15 +7,16 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use russh::client::{self, Handle};
+use russh::keys::Algorithm;
 use tokio::net::TcpStream;
 
 use super::auth::login;
 use super::client::Client;
-use super::host_key::Verdict;
+use super::host_key::{known_algorithms, Verdict};
 use super::SshOptions;
 use crate::error::{Error, Result};
 use crate::event::{EventKind, HostEvents};
-use crate::inventory::{fmt_addr, Auth, Host};
+use crate::inventory::{fmt_addr, Auth, Host, HostKeyCheck};
 
 /// An authenticated connection, plus the bastion connections it runs through (kept alive
 /// as long as the session lives).
@@ -88,6 +89,15 @@ async fn connect_chain(
     for (i, hop) in hops.iter().enumerate() {
         let endpoint = fmt_addr(hop.addr, hop.port);
         let label = if i + 1 == hops.len() { host.name.clone() } else { format!("{} (jump {endpoint})", host.name) };
+        let known = {
+            let (path, addr, port) = (host.known_hosts.clone(), hop.addr.to_string(), hop.port);
+            tokio::task::spawn_blocking(move || known_algorithms(&path, &addr, port)).await.unwrap_or_default()
+        };
+        let config = if known.is_empty() || host.host_key_check == HostKeyCheck::Off {
+            config.clone()
+        } else {
+            Arc::new(client_config_preferring(opts, &known).map_err(Failure::Fatal)?)
+        };
         let verdict = Arc::new(Mutex::new(None));
         let handler = Client {
             host: hop.addr.to_string(),
@@ -189,8 +199,23 @@ fn classify(node: &str, endpoint: &str, e: russh::Error) -> Failure {
     }
 }
 
+/// Host key algorithms in russh's order, those of a type `known` records moved to the front
+/// (stable), so a server with several host keys shows the one we can check — what `ssh` does
+/// with its known_hosts. RSA matches whatever signature hash.
+pub fn prefer_known(default: &[Algorithm], known: &[Algorithm]) -> Vec<Algorithm> {
+    let is_known = |a: &Algorithm| known.iter().any(|k| k == a || (k.clone().is_rsa() && a.clone().is_rsa()));
+    let mut v = default.to_vec();
+    v.sort_by_key(|a| !is_known(a));
+    v
+}
+
 /// Build the russh client configuration once per run.
 pub fn client_config(opts: &SshOptions) -> Result<client::Config> {
+    client_config_preferring(opts, &[])
+}
+
+/// The client configuration asking first for host keys of the `known` types.
+fn client_config_preferring(opts: &SshOptions, known: &[Algorithm]) -> Result<client::Config> {
     use russh::kex;
     let mut names = Vec::new();
     for k in &opts.kex {
@@ -201,11 +226,34 @@ pub fn client_config(opts: &SshOptions) -> Result<client::Config> {
     names.push(kex::EXTENSION_SUPPORT_AS_CLIENT);
     names.push(kex::EXTENSION_OPENSSH_STRICT_KEX_AS_CLIENT);
     Ok(client::Config {
-        preferred: russh::Preferred { kex: names.into(), ..Default::default() },
+        preferred: russh::Preferred {
+            kex: names.into(),
+            key: prefer_known(&russh::Preferred::default().key, known).into(),
+            ..Default::default()
+        },
         keepalive_interval: Some(opts.keepalive),
         keepalive_max: 3,
         inactivity_timeout: None,
         nodelay: true,
         ..Default::default()
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use russh::keys::{EcdsaCurve, HashAlg};
+
+    #[test]
+    fn known_key_types_are_asked_for_first() {
+        let ed = Algorithm::Ed25519;
+        let ec = Algorithm::Ecdsa { curve: EcdsaCurve::NistP256 };
+        let rsa512 = Algorithm::Rsa { hash: Some(HashAlg::Sha512) };
+        let default = [ed.clone(), ec.clone(), rsa512.clone(), Algorithm::Rsa { hash: None }];
+        assert_eq!(prefer_known(&default, &[]), default.to_vec());
+        assert_eq!(prefer_known(&default, std::slice::from_ref(&ec))[0], ec);
+        let v = prefer_known(&default, &[Algorithm::Rsa { hash: None }]);
+        assert_eq!(v[..2], [rsa512, Algorithm::Rsa { hash: None }]);
+        assert_eq!(v[2..], [ed, ec]);
+    }
 }

@@ -6,6 +6,7 @@ mod client;
 mod connect;
 mod exec;
 pub mod host_key;
+mod known_hosts;
 mod transfer;
 
 use std::path::Path;

@@ -38,14 +38,29 @@ impl Package {
         if !real.starts_with(&self.root) {
             return Err(err(format!("'{rel}' leaves the VNF package (it resolves to {})", real.display())));
         }
-        let ok = if want_dir { real.is_dir() } else { real.is_file() };
+        // Check the file itself, through one open handle: where it really is and what it is.
+        // Path checks one after the other could each see a different file if the package
+        // changes under us. Non-blocking, so a FIFO cannot hold the open.
+        use std::os::unix::fs::OpenOptionsExt;
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(&real)
+            .map_err(|e| err(format!("'{rel}' cannot be opened in the VNF package: {e}")))?;
+        let at = std::fs::read_link(format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&f)))
+            .unwrap_or_else(|_| real.clone());
+        if !at.starts_with(&self.root) {
+            return Err(err(format!("'{rel}' leaves the VNF package (it resolves to {})", at.display())));
+        }
+        let kind = f.metadata().map_err(|e| err(format!("'{rel}': {e}")))?.file_type();
+        let ok = if want_dir { kind.is_dir() } else { kind.is_file() };
         if !ok {
             return Err(err(format!(
                 "'{rel}' is not a {} in the VNF package",
                 if want_dir { "directory" } else { "file" }
             )));
         }
-        Ok(real)
+        Ok(at)
     }
 }
 
@@ -68,5 +83,10 @@ mod tests {
             assert!(e.starts_with("r.json: script_path: "), "{bad}: {e}");
         }
         assert!(pkg.resolve("Scripts", "r", "offline", true).is_ok());
+        // A FIFO is refused at once, not waited on.
+        let fifo = d.path().join("Scripts/fifo.sh");
+        assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+        let e = pkg.resolve("Scripts/fifo.sh", "r", "script_path", false).unwrap_err().to_string();
+        assert!(e.contains("is not a file"), "{e}");
     }
 }

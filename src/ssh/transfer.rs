@@ -122,8 +122,10 @@ impl SshSession {
                     SftpSession::new(ch.into_stream()).await.ok()
                 };
                 let s = tokio::time::timeout(self.stall, open).await.ok().flatten()?;
-                // Every SFTP request waits at most the stall timeout too (russh-sftp: 10 s).
-                s.set_timeout(self.stall.as_secs().max(1));
+                // An SFTP request gets twice the stall timeout (russh-sftp's default is 10 s):
+                // our own per-step timer fires first and names the stall; this one only
+                // bounds requests outside a step.
+                s.set_timeout(2 * self.stall.as_secs().max(1));
                 Some(s)
             })
             .await

@@ -839,46 +839,65 @@ fn temps_left(node: usize, dir: &str) -> String {
 fn link_cut_mid_upload_leaves_no_half_file_and_rerun_completes() -> Result<(), Failed> {
     let d = tmp();
     let big = big_file(d.path());
-    let stall = Duration::from_secs(2);
-    for node in [NODE_CUT, NODE_CUT_EXEC] {
-        let n = node.to_string();
-        let dir = "/var/tmp/cut";
-        let remote = format!("{dir}/big.bin");
-        lab().node_exec(&n, &["rm", "-rf", dir]);
-        let throttle = Throttle::new(node);
-        let up = upload_in_thread(node, big.clone(), &remote, stall, d.path());
-        wait_for_partial_temp(node, &remote)?;
-        let down = lab().node_exec(&n, &["ip", "link", "set", "eth0", "down"]);
-        check(down.status.success(), || String::from_utf8_lossy(&down.stderr).into_owned())?;
-        let cut_at = std::time::Instant::now();
-        let (err, _) = up.join().map_err(|_| "upload thread panicked")?;
-        let took = cut_at.elapsed();
-        let up_again = lab().node_exec(&n, &["ip", "link", "set", "eth0", "up"]);
-        drop(throttle);
-        check(up_again.status.success(), || String::from_utf8_lossy(&up_again.stderr).into_owned())?;
-        let err = err.ok_or(format!("node {node}: upload succeeded across a cut link"))?;
-        check(err.contains(&lab().node(node)) && err.contains(&remote) && err.contains("no progress"), || {
-            format!("node {node}: {err}")
-        })?;
-        // Stall detection plus a bounded goodbye (2 × the stall at most), no hang.
-        check(took < stall * 5, || format!("node {node}: failed after {took:?}"))?;
-        let o = lab().node_exec(&n, &["test", "-e", &remote]);
-        check(!o.status.success(), || format!("node {node}: a half file is at the target"))?;
+    let (big, dir) = (big.as_path(), d.path());
+    // Both transfer paths at once, each on its own node.
+    std::thread::scope(|sc| {
+        let runs: Vec<_> =
+            [NODE_CUT, NODE_CUT_EXEC].map(|node| sc.spawn(move || cut_link_mid_upload(node, big, dir))).into();
+        runs.into_iter().try_for_each(|r| r.join().map_err(|_| Failed::from("panicked"))?.map_err(Failed::from))
+    })
+}
 
-        // The dead connection may still flush buffered bytes into its temp file once the link is
-        // back; wait until its node-side writer is gone, then past the stall timeout.
-        for _ in 0..100 {
-            if !lab().node_exec(&n, &["pgrep", "-f", SESSION]).status.success() {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(100));
+fn cut_link_mid_upload(node: usize, big: &Path, dir: &Path) -> Result<(), String> {
+    let stall = Duration::from_secs(2);
+    let n = node.to_string();
+    let remote_dir = format!("/var/tmp/cut{node}");
+    let remote = format!("{remote_dir}/big.bin");
+    lab().node_exec(&n, &["rm", "-rf", &remote_dir]);
+    let throttle = Throttle::new(node);
+    let sub = dir.join(&n);
+    std::fs::create_dir_all(&sub).unwrap();
+    let up = upload_in_thread(node, big.to_path_buf(), &remote, stall, &sub);
+    wait_for_partial_temp(node, &remote).map_err(|e| format!("{e:?}"))?;
+    let down = lab().node_exec(&n, &["ip", "link", "set", "eth0", "down"]);
+    let cut_at = std::time::Instant::now();
+    let (err, _) = up.join().map_err(|_| "upload thread panicked")?;
+    let took = cut_at.elapsed();
+    let up_again = lab().node_exec(&n, &["ip", "link", "set", "eth0", "up"]);
+    drop(throttle);
+    if !down.status.success() || !up_again.status.success() {
+        return Err(format!("node {node}: ip link: {:?} {:?}", down, up_again));
+    }
+    let err = err.ok_or(format!("node {node}: upload succeeded across a cut link"))?;
+    if !(err.contains(&lab().node(node)) && err.contains(&remote) && err.contains("no progress")) {
+        return Err(format!("node {node}: {err}"));
+    }
+    // Stall detection plus a bounded goodbye (2 × the stall at most), no hang.
+    if took >= stall * 5 {
+        return Err(format!("node {node}: failed after {took:?}"));
+    }
+    if lab().node_exec(&n, &["test", "-e", &remote]).status.success() {
+        return Err(format!("node {node}: a half file is at the target"));
+    }
+    // The dead connection may still flush buffered bytes into its temp file once the link is
+    // back; wait until its node-side session is gone, then past the stall timeout.
+    for _ in 0..100 {
+        if !lab().node_exec(&n, &["pgrep", "-f", SESSION]).status.success() {
+            break;
         }
-        std::thread::sleep(stall + Duration::from_millis(1100));
-        let (err, _) = upload_in_thread(node, big.clone(), &remote, stall, d.path()).join().unwrap();
-        check(err.is_none(), || format!("node {node}: re-run failed: {err:?}"))?;
-        check(remote_sha(node, &remote) == local_sha(&big), || format!("node {node}: re-run content differs"))?;
-        let left = temps_left(node, dir);
-        check(left.is_empty(), || format!("node {node}: temp files left: {left}"))?;
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(stall + Duration::from_millis(1100));
+    let (err, _) = upload_in_thread(node, big.to_path_buf(), &remote, stall, &sub).join().unwrap();
+    if let Some(e) = err {
+        return Err(format!("node {node}: re-run failed: {e}"));
+    }
+    if remote_sha(node, &remote) != local_sha(big) {
+        return Err(format!("node {node}: re-run content differs"));
+    }
+    let left = temps_left(node, &remote_dir);
+    if !left.is_empty() {
+        return Err(format!("node {node}: temp files left: {left}"));
     }
     Ok(())
 }

@@ -100,11 +100,11 @@ async fn put_chart(c: &Ctx<'_>, n: &Target, i: usize, path: &str, chart_dir: &st
     let (s, t) = (c.s, c.s.rt.timeouts.command);
     let pkg = c.pkg.ok_or_else(|| Error::input("arguments", "--package-dir", "is required for local charts"))?;
     let field = format!("additionalParams.using_helm_install_param[{i}].helmchartfile_path");
-    let local = pkg.resolve(path, c.req_file, &field, false)?;
+    let local = pkg.file(path, c.req_file, &field)?;
     let name = path.rsplit('/').next().unwrap_or(path).to_string();
     s.rt.exec(n, s.rt.root_cmd(n, hc::prepare_chart_dir(c.instance, &n.host.user)?, t)).await?;
     let remote = format!("{}/{name}", hc::chart_dir(c.instance));
-    s.rt.upload(n, vec![UploadFile { source: Source::Path(local), remote, mode: 0o644 }]).await?;
+    s.rt.upload(n, vec![UploadFile { source: local, remote, mode: 0o644 }]).await?;
     s.rt.exec(n, s.rt.root_cmd(n, hc::extract_chart(c.instance, &name, chart_dir)?, t)).await?;
     Ok(())
 }
@@ -125,9 +125,9 @@ async fn add_repo(c: &Ctx<'_>, n: &Target, r: &Release, repo: &str, url: &str) -
             let pkg = c
                 .pkg
                 .ok_or_else(|| Error::input("arguments", "--package-dir", "is required for exthelmrepo_ca_file"))?;
-            let local = pkg.resolve(ca, c.req_file, "exthelmrepo_ca_file", false)?;
+            let local = pkg.file(ca, c.req_file, "exthelmrepo_ca_file")?;
             let remote = format!("{run}/repo-{repo}-ca.crt");
-            files.push(UploadFile { source: Source::Path(local), remote: remote.clone(), mode: 0o600 });
+            files.push(UploadFile { source: local, remote: remote.clone(), mode: 0o600 });
             Some(remote)
         }
         None => None,

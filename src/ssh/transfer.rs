@@ -142,8 +142,8 @@ impl SshSession {
         for f in files {
             check_remote_path(&f.remote)?;
             let o = open_source(&f.source).await.map_err(|e| match &f.source {
-                Source::Path(p) => Error::input(p.display().to_string(), "source", format!("cannot read: {e}")),
                 Source::Bytes(_) => terr(&f.remote, e.to_string()),
+                src => Error::input(src.shown(), "source", format!("cannot read: {e}")),
             })?;
             opened.push(o);
         }
@@ -200,7 +200,7 @@ impl SshSession {
         let items: Vec<(&UploadFile, &Todo, &str)> =
             files.iter().zip(&todos).zip(&opened).map(|((f, t), o)| (f, t, o.sha256.as_str())).collect();
         if todos.iter().any(|t| *t != Todo::Nothing) {
-            let fin = RemoteCommand::new(finalize_script(&items)?).with_timeout(limit);
+            let fin = RemoteCommand::new(finalize_script(&items)?).with_capture(STDOUT_KEEP).with_timeout(limit);
             let out = self.exec_quiet(&fin).await?;
             if !out.success() {
                 return Err(terr("finalize", out.stderr_tail));
@@ -232,10 +232,7 @@ impl SshSession {
             let mut file = step(self.stall, &format!("sftp open {tmp}"), open).await?;
             match &f.source {
                 Source::Bytes(b) => copy(&mut &b[..], &mut file, self.stall).await?,
-                Source::Path(p) => {
-                    let mut local = local_file(p, o)?;
-                    copy(&mut local, &mut file, self.stall).await?
-                }
+                src => copy(&mut local_file(src, o)?, &mut file, self.stall).await?,
             };
             step(self.stall, "sftp close", file.shutdown()).await?;
             return Ok("sftp");
@@ -263,7 +260,7 @@ impl SshSession {
         let mut buf = vec![0u8; CHUNK];
         let mut reader: Box<dyn tokio::io::AsyncRead + Unpin + Send> = match src {
             Source::Bytes(b) => Box::new(std::io::Cursor::new(b.clone())),
-            Source::Path(p) => Box::new(local_file(p, o)?),
+            src => Box::new(local_file(src, o)?),
         };
         loop {
             let k = reader.read(&mut buf).await.map_err(|e| format!("local read: {e}"))?;
@@ -335,9 +332,11 @@ impl SshSession {
 
 /// The local file to send: the hashed file itself (see [`reopen`]), read up to the size
 /// that was hashed.
-fn local_file(p: &Path, o: &Opened) -> std::result::Result<tokio::io::Take<tokio::fs::File>, String> {
-    let id = o.identity.as_ref().ok_or("no identity for a file source")?;
-    let f = reopen(p, id).map_err(|e| format!("{}: {e}", p.display()))?;
+fn local_file(src: &Source, o: &Opened) -> std::result::Result<tokio::io::Take<tokio::fs::File>, String> {
+    let (Some(p), Some(id)) = (src.local_path(), o.identity.as_ref()) else {
+        return Err("not a local file".into());
+    };
+    let f = reopen(&p, id).map_err(|e| format!("{}: {e}", src.shown()))?;
     Ok(tokio::fs::File::from_std(f).take(o.size))
 }
 

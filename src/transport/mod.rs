@@ -111,8 +111,8 @@ impl Identity {
 pub async fn open_source(src: &Source) -> std::io::Result<Opened> {
     match src {
         Source::Bytes(b) => Ok(Opened { sha256: hex::encode(Sha256::digest(b)), size: b.len() as u64, identity: None }),
-        Source::Path(p) => {
-            let p = p.clone();
+        Source::Path(_) | Source::Open(_) => {
+            let p = src.local_path().expect("a local file");
             tokio::task::spawn_blocking(move || open_and_hash(&p)).await.map_err(std::io::Error::other)?
         }
     }
@@ -182,6 +182,50 @@ pub fn check_remote_path(p: &str) -> Result<()> {
 pub enum Source {
     Path(PathBuf),
     Bytes(Arc<[u8]>),
+    /// A file opened and checked once (a VNF package file, see `Package::file`).
+    Open(OpenFile),
+}
+
+impl Source {
+    /// The path the transfer opens: for [`Source::Open`], one that opens the checked file
+    /// itself, whatever became of its name since. `None` for in-memory content.
+    pub fn local_path(&self) -> Option<PathBuf> {
+        match self {
+            Source::Path(p) => Some(p.clone()),
+            Source::Open(o) => Some(o.fd_path()),
+            Source::Bytes(_) => None,
+        }
+    }
+
+    /// What people see: the file's name, or the size of in-memory content.
+    pub fn shown(&self) -> String {
+        match self {
+            Source::Path(p) => p.display().to_string(),
+            Source::Open(o) => o.shown.display().to_string(),
+            Source::Bytes(b) => format!("<{} bytes>", b.len()),
+        }
+    }
+}
+
+/// A local file held open after its checks: every later read goes through this open file
+/// (`/proc/self/fd/N` opens the very same file), never through its name again, so a name
+/// swapped after the check (a symlink out of the package, a FIFO) is never read.
+#[derive(Clone, Debug)]
+pub struct OpenFile {
+    shown: PathBuf,
+    file: Arc<std::fs::File>,
+}
+
+impl OpenFile {
+    /// `file` was checked as the file named `shown`.
+    pub fn new(shown: PathBuf, file: std::fs::File) -> OpenFile {
+        OpenFile { shown, file: Arc::new(file) }
+    }
+
+    fn fd_path(&self) -> PathBuf {
+        use std::os::fd::AsRawFd;
+        PathBuf::from(format!("/proc/self/fd/{}", self.file.as_raw_fd()))
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -255,5 +299,23 @@ mod tests {
         assert!(r.err().unwrap().to_string().contains("not a regular file"));
         assert!(reopen(&fifo, &id).unwrap_err().to_string().contains("not a regular file"));
         assert!(open_source(&Source::Path(d.path().to_path_buf())).await.is_err());
+    }
+
+    #[tokio::test]
+    async fn an_open_file_is_read_through_its_handle_not_its_name() {
+        let d = tempfile::tempdir().unwrap();
+        let f = d.path().join("install.sh");
+        std::fs::write(&f, b"echo checked\n").unwrap();
+        let src = Source::Open(OpenFile::new(f.clone(), std::fs::File::open(&f).unwrap()));
+        assert_eq!(src.shown(), f.display().to_string());
+        // The name now points outside: the checked file is what gets hashed and reopened.
+        std::fs::rename(&f, d.path().join("moved")).unwrap();
+        std::os::unix::fs::symlink("/etc/passwd", &f).unwrap();
+        let o = open_source(&src).await.unwrap();
+        assert_eq!(o.sha256, hex::encode(Sha256::digest(b"echo checked\n")));
+        let mut text = String::new();
+        use std::io::Read;
+        reopen(&src.local_path().unwrap(), &o.identity.unwrap()).unwrap().read_to_string(&mut text).unwrap();
+        assert_eq!(text, "echo checked\n");
     }
 }

@@ -1,6 +1,8 @@
 //! Reaching a host: TCP (with `TCP_NODELAY`), SSH handshake, host key, login — through a
 //! ProxyJump chain of bastions when the inventory says so (each hop a `direct-tcpip` channel
-//! on the previous one, each hop's host key checked). "Not up yet" errors are retried with
+//! on the previous one, each hop's host key checked, each hop logging in with its own
+//! credentials: a bastion is never offered the target's password). Servers are asked first
+//! for the host key types known_hosts records for them. "Not up yet" errors are retried with
 //! jittered exponential backoff until a deadline: a VM that is still booting is normal.
 
 use std::sync::{Arc, Mutex};

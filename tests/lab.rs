@@ -906,9 +906,9 @@ fn cut_link_mid_upload(node: usize, big: &Path, dir: &Path) -> Result<(), String
 /// runs `internal-sftp`).
 const SESSION: &str = "^sshd: root@notty";
 
-/// The node's sshd session stops reading in the middle of an upload (SIGSTOP): the upload
-/// fails with the stall error instead of hanging.
-fn stopped_reader_mid_upload_hits_the_stall_timeout() -> Result<(), Failed> {
+/// The node's sshd session stops (SIGSTOP) in the middle of an upload, then of a download:
+/// each fails with the stall error naming node and path instead of hanging.
+fn stopped_node_mid_upload_and_mid_download_hits_the_stall_timeout() -> Result<(), Failed> {
     let d = tmp();
     let big = big_file(d.path());
     let stall = Duration::from_secs(2);
@@ -929,7 +929,78 @@ fn stopped_reader_mid_upload_hits_the_stall_timeout() -> Result<(), Failed> {
     check(err.contains("no progress"), || err.clone())?;
     check(took < stall * 5, || format!("took {took:?}"))?;
     let o = lab().node_exec(&n, &["test", "-e", remote]);
-    check(!o.status.success(), || "a half file is at the target".into())
+    check(!o.status.success(), || "a half file is at the target".into())?;
+
+    // The other direction: the node stops sending in the middle of a download. Its own link is
+    // slowed this time (node → controller), by tc inside the node.
+    let remote = "/var/tmp/download.bin";
+    let made = lab().node_exec(&n, &["sh", "-c", &format!("head -c 67108864 /dev/urandom >{remote}")]);
+    check(made.status.success(), || "cannot make the file to download".into())?;
+    let shaped = lab().node_exec(
+        &n,
+        &["tc", "qdisc", "replace", "dev", "eth0", "root", "tbf", "rate", "40mbit", "burst", "64kb", "latency", "50ms"],
+    );
+    check(shaped.status.success(), || String::from_utf8_lossy(&shaped.stderr).into_owned())?;
+    let local_dir = d.path().join("fetched");
+    std::fs::create_dir_all(&local_dir)?;
+    let local = local_dir.join("download.bin");
+    let down = download_in_thread(NODE_STOP, remote, local.clone(), stall, d.path());
+    let mut started = false;
+    for _ in 0..200 {
+        let partial =
+            std::fs::read_dir(&local_dir)?.flatten().any(|e| e.metadata().map(|m| m.len() >= 1 << 20).unwrap_or(false));
+        if partial {
+            started = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let stop = lab().node_exec(&n, &["pkill", "-STOP", "-f", SESSION]);
+    let stopped_at = std::time::Instant::now();
+    let (err, _) = down.join().map_err(|_| "download thread panicked")?;
+    let took = stopped_at.elapsed();
+    lab().node_exec(&n, &["pkill", "-CONT", "-f", SESSION]);
+    lab().node_exec(&n, &["tc", "qdisc", "del", "dev", "eth0", "root"]);
+    check(started && stop.status.success(), || "the download never got going".into())?;
+    let err = err.ok_or("download finished although the node stopped sending")?;
+    check(err.contains(&lab().node(NODE_STOP)) && err.contains(&format!("download of {remote}")), || err.clone())?;
+    check(err.contains("no progress"), || err.clone())?;
+    check(took < stall * 5, || format!("took {took:?}"))?;
+    // Neither the file nor its temporary copy is left on the controller.
+    let left: Vec<_> = std::fs::read_dir(&local_dir)?.flatten().map(|e| e.file_name()).collect();
+    check(left.is_empty(), || format!("left behind: {left:?}"))
+}
+
+/// Download `remote` from `node` into `local` through the library with a short stall timeout,
+/// in a thread of its own; returns the error text (if any) and how long it took.
+fn download_in_thread(
+    node: usize,
+    remote: &str,
+    local: PathBuf,
+    stall: Duration,
+    dir: &Path,
+) -> std::thread::JoinHandle<(Option<String>, Duration)> {
+    use mgmt_driver::event::Events;
+    use mgmt_driver::inventory::{Inventory, LoadOptions};
+    use mgmt_driver::ssh::{SshConnector, SshOptions};
+    use mgmt_driver::transport::Connector;
+    let inv_path = inv_for(dir, &[node], &root_key_defaults("id_ed25519"));
+    let host = Inventory::load(&inv_path, &LoadOptions::default()).unwrap().hosts.remove(0);
+    let remote = remote.to_string();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Runtime::new().unwrap();
+        let started = std::time::Instant::now();
+        let r = rt.block_on(async {
+            let (events, _rx) = Events::channel();
+            let ev = events.for_host(&host.name);
+            let opts = SshOptions { stall, retry_for: Duration::from_secs(5), ..Default::default() };
+            let t = SshConnector::new(opts)?.connect(&host, &ev).await?;
+            let r = t.download(&remote, &local, &ev).await;
+            t.close().await;
+            r
+        });
+        (r.err().map(|e| e.to_string()), started.elapsed())
+    })
 }
 
 /// Something accepts TCP on the SSH port but never says a word: each attempt ends at the
@@ -996,7 +1067,10 @@ fn main() {
                 "link_cut_mid_upload_leaves_no_half_file_and_rerun_completes",
                 link_cut_mid_upload_leaves_no_half_file_and_rerun_completes,
             ),
-            ("stopped_reader_mid_upload_hits_the_stall_timeout", stopped_reader_mid_upload_hits_the_stall_timeout),
+            (
+                "stopped_node_mid_upload_and_mid_download_hits_the_stall_timeout",
+                stopped_node_mid_upload_and_mid_download_hits_the_stall_timeout,
+            ),
             (
                 "tcp_listener_that_never_speaks_ssh_fails_after_the_retry_window",
                 tcp_listener_that_never_speaks_ssh_fails_after_the_retry_window,

@@ -102,6 +102,9 @@ pub struct Jump {
     pub port: u16,
     /// The hop's own credentials, never the target's password (see `resolve::jump_auth`).
     pub auth: Auth,
+    /// A hop naming an inventory host checks its host key as that host does; `None`: as the
+    /// target does.
+    pub host_key: Option<(PathBuf, HostKeyCheck)>,
 }
 
 /// Two jumps are the same hop when they reach the same `user@addr:port`.

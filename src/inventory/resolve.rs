@@ -104,6 +104,19 @@ impl Ctx<'_> {
         Ok(None)
     }
 
+    /// Where and how one merged host spec checks host keys.
+    fn host_key(&self, s: &HostSpec, at: &str) -> Result<(PathBuf, HostKeyCheck)> {
+        let host_key_check = s.host_key_check.unwrap_or(HostKeyCheck::AcceptNew);
+        if host_key_check == HostKeyCheck::Off && !self.opts.allow_insecure {
+            return Err(self.err(
+                at,
+                "host_key_check",
+                "'off' requires --insecure-no-host-key-check on the command line",
+            ));
+        }
+        Ok((self.path(s.known_hosts.as_deref().unwrap_or("~/.ssh/known_hosts")), host_key_check))
+    }
+
     /// The login credentials of one merged host spec (`at` names it in errors).
     fn auth(&self, s: &HostSpec, at: &str) -> Result<Auth> {
         let password = self.secret(at, "password", &s.password, &s.password_env, &s.password_file)?;
@@ -146,15 +159,7 @@ impl Ctx<'_> {
             return Err(self.err(at, "user", "is not a valid user name"));
         }
         let auth = self.auth(s, at)?;
-        let host_key_check = s.host_key_check.unwrap_or(HostKeyCheck::AcceptNew);
-        if host_key_check == HostKeyCheck::Off && !self.opts.allow_insecure {
-            return Err(self.err(
-                at,
-                "host_key_check",
-                "'off' requires --insecure-no-host-key-check on the command line",
-            ));
-        }
-        let known_hosts = self.path(s.known_hosts.as_deref().unwrap_or("~/.ssh/known_hosts"));
+        let (known_hosts, host_key_check) = self.host_key(s, at)?;
         let become_password =
             self.secret(at, "become_password", &s.become_password, &s.become_password_env, &s.become_password_file)?;
         let mut jump = Vec::new();
@@ -162,7 +167,11 @@ impl Ctx<'_> {
             let field = format!("jump[{i}]");
             let (mut hop, via) = parse_jump(j, &user, names, self.ssh).map_err(|m| self.err(at, &field, m))?;
             let named = match &via {
-                HopVia::Inventory(name) => Some(self.auth(&names[name], &format!("{at}.{field} ({name})"))?),
+                HopVia::Inventory(name) => {
+                    let at = format!("{at}.{field} ({name})");
+                    hop.host_key = Some(self.host_key(&names[name], &at)?);
+                    Some(self.auth(&names[name], &at)?)
+                }
                 HopVia::Address { .. } => None,
             };
             let config_key = match via {
@@ -242,7 +251,7 @@ fn parse_jump(
             user: user.or_else(|| spec.user.clone()).unwrap_or_else(|| default_user.to_string()),
             addr,
             port: port.or(spec.port).unwrap_or(22),
-            auth: Auth::default(),
+            ..Jump::default()
         };
         return Ok((jump, HopVia::Inventory(host)));
     }
@@ -264,7 +273,7 @@ fn parse_jump(
         user: user.unwrap_or_else(|| default_user.to_string()),
         addr,
         port: port.unwrap_or(22),
-        auth: Auth::default(),
+        ..Jump::default()
     };
     Ok((jump, HopVia::Address { config_key }))
 }
@@ -345,11 +354,13 @@ mod jump_tests {
             "BASTION_PW" => Some("bastion-pw".to_string()),
             _ => None,
         };
-        let text = "defaults: {user: ops, password: target-pw}\ngroups:\n  b:\n    - {name: bast, ssh_ip: 198.18.0.11, password_env: BASTION_PW}\n  h:\n    - {name: n1, ssh_ip: 198.19.0.11, jump: [bast]}\n    - {name: n2, ssh_ip: 198.19.0.12, jump: ['me@198.18.0.99']}\n";
+        let text = "defaults: {user: ops, password: target-pw}\ngroups:\n  b:\n    - {name: bast, ssh_ip: 198.18.0.11, password_env: BASTION_PW, known_hosts: bastion_kh, host_key_check: strict}\n  h:\n    - {name: n1, ssh_ip: 198.19.0.11, jump: [bast]}\n    - {name: n2, ssh_ip: 198.19.0.12, jump: ['me@198.18.0.99']}\n";
         let opts = LoadOptions { ssh_config: SshConfigSource::None, ..Default::default() };
         let inv = Inventory::parse(text, "inv.yaml", Path::new("/base"), &env, &opts).unwrap();
         let n1 = &inv.hosts[1].jump[0];
         assert_eq!(n1.auth.password.as_ref().map(|s| s.expose()), Some("bastion-pw"));
+        assert_eq!(n1.host_key, Some((PathBuf::from("/base/bastion_kh"), HostKeyCheck::Strict)));
+        assert!(inv.hosts[2].jump[0].host_key.is_none());
         let n2 = &inv.hosts[2].jump[0];
         assert_eq!(n2.user, "me");
         assert!(n2.auth.password.is_none() && n2.auth.identity_file.is_none() && !n2.auth.agent, "{:?}", n2.auth);

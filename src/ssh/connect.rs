@@ -5,6 +5,7 @@
 //! for the host key types known_hosts records for them. "Not up yet" errors are retried with
 //! jittered exponential backoff until a deadline: a VM that is still booting is normal.
 
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -34,6 +35,8 @@ struct Hop<'a> {
     addr: &'a str,
     port: u16,
     auth: &'a Auth,
+    known_hosts: &'a Path,
+    policy: HostKeyCheck,
 }
 
 enum Failure {
@@ -48,9 +51,25 @@ pub async fn connect(
     config: &Arc<client::Config>,
     ev: &HostEvents,
 ) -> Result<Connected> {
-    let mut hops: Vec<Hop> =
-        host.jump.iter().map(|j| Hop { user: &j.user, addr: &j.addr, port: j.port, auth: &j.auth }).collect();
-    hops.push(Hop { user: &host.user, addr: &host.addr, port: host.port, auth: &host.auth });
+    let mut hops: Vec<Hop> = host
+        .jump
+        .iter()
+        .map(|j| {
+            let (known_hosts, policy) = match &j.host_key {
+                Some((p, c)) => (p.as_path(), *c),
+                None => (host.known_hosts.as_path(), host.host_key_check),
+            };
+            Hop { user: &j.user, addr: &j.addr, port: j.port, auth: &j.auth, known_hosts, policy }
+        })
+        .collect();
+    hops.push(Hop {
+        user: &host.user,
+        addr: &host.addr,
+        port: host.port,
+        auth: &host.auth,
+        known_hosts: &host.known_hosts,
+        policy: host.host_key_check,
+    });
     ev.emit(EventKind::Connecting { addr: host.endpoint(), via: host.jump.iter().map(|j| j.to_string()).collect() });
     let started = Instant::now();
     let deadline = started + opts.retry_for;
@@ -92,10 +111,10 @@ async fn connect_chain(
         let endpoint = fmt_addr(hop.addr, hop.port);
         let label = if i + 1 == hops.len() { host.name.clone() } else { format!("{} (jump {endpoint})", host.name) };
         let known = {
-            let (path, addr, port) = (host.known_hosts.clone(), hop.addr.to_string(), hop.port);
+            let (path, addr, port) = (hop.known_hosts.to_path_buf(), hop.addr.to_string(), hop.port);
             tokio::task::spawn_blocking(move || known_algorithms(&path, &addr, port)).await.unwrap_or_default()
         };
-        let config = if known.is_empty() || host.host_key_check == HostKeyCheck::Off {
+        let config = if known.is_empty() || hop.policy == HostKeyCheck::Off {
             config.clone()
         } else {
             Arc::new(client_config_preferring(opts, &known).map_err(Failure::Fatal)?)
@@ -104,8 +123,8 @@ async fn connect_chain(
         let handler = Client {
             host: hop.addr.to_string(),
             port: hop.port,
-            policy: host.host_key_check,
-            known_hosts: host.known_hosts.clone(),
+            policy: hop.policy,
+            known_hosts: hop.known_hosts.to_path_buf(),
             verdict: verdict.clone(),
         };
         let handshake = async {
@@ -141,7 +160,7 @@ async fn connect_chain(
             Some(Verdict::Learned { fingerprint }) => ev.emit(EventKind::Warning {
                 message: format!(
                     "{endpoint}: new host key {fingerprint} recorded in {} (accept-new)",
-                    host.known_hosts.display()
+                    hop.known_hosts.display()
                 ),
             }),
             Some(Verdict::Unchecked { fingerprint }) => ev.emit(EventKind::Warning {

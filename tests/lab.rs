@@ -20,7 +20,11 @@ const NODE_RETRY: usize = 51;
 const NODE_MISC: usize = 52;
 const NODE_NO_SFTP: usize = 53;
 const NODE_KEYS: usize = 54;
-const NODES: usize = 54;
+/// Links cut mid-upload (SFTP, and exec without SFTP), and an sftp-server stopped mid-upload.
+const NODE_CUT: usize = 55;
+const NODE_CUT_EXEC: usize = 56;
+const NODE_STOP: usize = 57;
+const NODES: usize = 57;
 
 fn lab() -> &'static Lab {
     shared_lab()
@@ -590,7 +594,9 @@ fn ssh_config_alias_and_proxyjump_from_config_file() -> Result<(), Failed> {
     check(host.addr == lab.hidden_ip(1) && host.user == "root" && host.known_hosts == lab.file("known_hosts"), || {
         format!("{host:?}")
     })?;
-    check(host.jump == vec![Jump { user: "root".into(), addr: lab.ip(1), port: 22 }], || format!("{:?}", host.jump))?;
+    check(host.jump == vec![Jump { user: "root".into(), addr: lab.ip(1), port: 22, ..Default::default() }], || {
+        format!("{:?}", host.jump)
+    })?;
     let rt = tokio::runtime::Runtime::new()?;
     let out = rt.block_on(async {
         let (events, _rx) = Events::channel();
@@ -633,9 +639,403 @@ fn bad_input_and_dry_run_touch_nothing() -> Result<(), Failed> {
     check(r.elapsed < Duration::from_secs(3), || format!("dry run took {:?}", r.elapsed))
 }
 
+// ---------------------------------------------------------------- hostile edge (issue 9)
+
+/// The bastion account has the same password as the target account (the lab's `mduser` on
+/// every node), and no key is configured: before the fix the target's password was offered to
+/// the bastion and the login succeeded. Now a bastion that is not an inventory host gets keys
+/// and agent only, so the login fails — at the jump host, by name. Naming the bastion as an
+/// inventory host with its own password works.
+fn jump_host_is_never_sent_the_target_password() -> Result<(), Failed> {
+    let d = tmp();
+    let lab = lab();
+    let pw = lab.password();
+    let y = |jump: &str| {
+        format!(
+            "defaults:\n  user: mduser\n  password_env: LAB_PW\n  known_hosts: {}\n  host_key_check: strict\ngroups:\n  bastion:\n    - {{name: {}, ssh_ip: {}}}\n  hidden:\n    - {{name: {}-h1, ssh_ip: {}, jump: [{jump}]}}\n",
+            lab.file("known_hosts").display(),
+            lab.node(1),
+            lab.ip(1),
+            lab.name,
+            lab.hidden_ip(1),
+        )
+    };
+    let by_address = inventory(d.path(), "addr.yaml", &y(&format!("mduser@{}", lab.ip(1))));
+    let args = |inv: &Path| -> Vec<String> {
+        ["exec", "-o", "plain", "-i", s(inv), "--group", "hidden", "--retry-for", "5", "--", "id", "-un"]
+            .iter()
+            .map(|a| a.to_string())
+            .collect()
+    };
+    let a = args(&by_address);
+    let r = mgmt(&a.iter().map(String::as_str).collect::<Vec<_>>(), &[("LAB_PW", &pw)]);
+    r.fails(1, &format!("(jump {}:22): authentication failed for user 'mduser' at {}:22", lab.ip(1), lab.ip(1)));
+    check(r.all().contains("never sent a password"), || r.all())?;
+    check(!r.all().contains(&pw), || "password in output".into())?;
+    check(r.elapsed < Duration::from_secs(5), || format!("auth failure was retried: {:?}", r.elapsed))?;
+    // The bastion as an inventory host: it logs in with its own credentials (here the same
+    // account), so the chain works.
+    let by_name = inventory(d.path(), "name.yaml", &y(&lab.node(1)));
+    let a = args(&by_name);
+    let r = mgmt(&a.iter().map(String::as_str).collect::<Vec<_>>(), &[("LAB_PW", &pw)]);
+    r.ok();
+    check(r.stdout.contains(&format!("{}-h1: mduser", lab.name)), || r.all())
+}
+
+fn lab_known_hosts_line(i: usize) -> String {
+    std::fs::read_to_string(lab().file("known_hosts"))
+        .unwrap()
+        .lines()
+        .find(|l| l.starts_with(&format!("{} ", lab().ip(i))))
+        .unwrap()
+        .to_string()
+}
+
+fn key_inventory(dir: &Path, kh: &Path, policy: &str, node: usize) -> PathBuf {
+    let y = format!(
+        "defaults:\n  user: root\n  identity_file: {}\n  known_hosts: {}\n  host_key_check: {policy}\ngroups:\n  g:\n    - {{name: {}, ssh_ip: {}}}\n",
+        lab().file("id_ed25519").display(),
+        kh.display(),
+        lab().node(node),
+        lab().ip(node)
+    );
+    inventory(dir, &format!("inv-{policy}.yaml"), &y)
+}
+
+fn revoked_host_key_is_refused() -> Result<(), Failed> {
+    let d = tmp();
+    let kh = d.path().join("known_hosts");
+    let line = lab_known_hosts_line(NODE_KEYS);
+    let key: Vec<&str> = line.split_whitespace().skip(1).take(2).collect();
+    // Recorded for the host, and revoked for every host: revocation wins.
+    std::fs::write(&kh, format!("{line}\n@revoked * {}\n", key.join(" ")))?;
+    for policy in ["strict", "accept-new"] {
+        let inv = key_inventory(d.path(), &kh, policy, NODE_KEYS);
+        let r = mgmt(&["exec", "-o", "plain", "-i", s(&inv), "--", "touch", "/tmp/revoked-ran"], &[]);
+        r.fails(1, "REVOKED HOST KEY");
+        check(r.stderr.contains(&format!("{} line 2", kh.display())), || r.all())?;
+    }
+    let o = lab().node_exec(&NODE_KEYS.to_string(), &["test", "-e", "/tmp/revoked-ran"]);
+    check(!o.status.success(), || "command ran despite a revoked host key".into())?;
+    // Without the revocation the same file is fine.
+    std::fs::write(&kh, format!("{line}\n"))?;
+    mgmt(&["exec", "-o", "plain", "-i", s(&key_inventory(d.path(), &kh, "strict", NODE_KEYS)), "--", "true"], &[]).ok();
+    Ok(())
+}
+
+fn unreadable_known_hosts_is_refused() -> Result<(), Failed> {
+    // Root reads any file whatever its mode: a directory, and a file that is not text, stand
+    // for "cannot read". Before, both looked like an empty file: strict said "not known",
+    // accept-new learned the key anew (or failed later to append).
+    let d = tmp();
+    let dir_kh = d.path().join("kh-dir");
+    std::fs::create_dir(&dir_kh)?;
+    let bin_kh = d.path().join("kh-bin");
+    let bin = [&lab_known_hosts_line(NODE_KEYS).into_bytes()[..], b"\n\xff\xfe\n"].concat();
+    std::fs::write(&bin_kh, &bin)?;
+    for (kh, policy) in [(&dir_kh, "strict"), (&dir_kh, "accept-new"), (&bin_kh, "strict"), (&bin_kh, "accept-new")] {
+        let inv = key_inventory(d.path(), kh, policy, NODE_KEYS);
+        let r = mgmt(&["exec", "-o", "plain", "-i", s(&inv), "--", "true"], &[]);
+        r.fails(1, "host key verification failed");
+        check(r.stderr.contains(&format!("cannot read {}", kh.display())) || r.stderr.contains("cannot lock"), || {
+            format!("{policy} {}: {}", kh.display(), r.all())
+        })?;
+    }
+    check(std::fs::read(&bin_kh)? == bin, || "accept-new wrote into an unreadable known_hosts".into())
+}
+
+/// Slows the host side of a node's link (tbf on the lab's veth, removed on drop), so a 64 MiB
+/// upload is still running when the test acts.
+struct Throttle(String);
+
+impl Throttle {
+    fn new(node: usize) -> Throttle {
+        let dev = format!("mdv{}{node}", lab().name);
+        let st = std::process::Command::new("tc")
+            .args([
+                "qdisc", "replace", "dev", &dev, "root", "tbf", "rate", "40mbit", "burst", "64kb", "latency", "50ms",
+            ])
+            .status()
+            .expect("tc");
+        assert!(st.success(), "tc on {dev}");
+        Throttle(dev)
+    }
+}
+
+impl Drop for Throttle {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("tc").args(["qdisc", "del", "dev", &self.0, "root"]).status();
+    }
+}
+
+fn big_file(dir: &Path) -> PathBuf {
+    use std::io::Write;
+    let big = dir.join("big.bin");
+    let mut f = std::fs::File::create(&big).unwrap();
+    let mut rng = fastrand::Rng::with_seed(7);
+    let mut buf = vec![0u8; 1 << 20];
+    for _ in 0..64 {
+        rng.fill(&mut buf);
+        f.write_all(&buf).unwrap();
+    }
+    big
+}
+
+/// Upload `local` to `remote` on `node` through the library with a short stall timeout, in a
+/// thread of its own; returns the error text (if any) and how long it took.
+fn upload_in_thread(
+    node: usize,
+    local: PathBuf,
+    remote: &str,
+    stall: Duration,
+    dir: &Path,
+) -> std::thread::JoinHandle<(Option<String>, Duration)> {
+    use mgmt_driver::event::Events;
+    use mgmt_driver::inventory::{Inventory, LoadOptions};
+    use mgmt_driver::ssh::{SshConnector, SshOptions};
+    use mgmt_driver::transport::{Connector, Source, UploadFile};
+    let inv_path = inv_for(dir, &[node], &root_key_defaults("id_ed25519"));
+    let host = Inventory::load(&inv_path, &LoadOptions::default()).unwrap().hosts.remove(0);
+    let remote = remote.to_string();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Runtime::new().unwrap();
+        let started = std::time::Instant::now();
+        let r = rt.block_on(async {
+            let (events, _rx) = Events::channel();
+            let ev = events.for_host(&host.name);
+            let opts = SshOptions { stall, retry_for: Duration::from_secs(5), ..Default::default() };
+            let t = SshConnector::new(opts)?.connect(&host, &ev).await?;
+            let r = t.upload(&[UploadFile { source: Source::Path(local), remote, mode: 0o600 }], &ev).await;
+            t.close().await;
+            r
+        });
+        (r.err().map(|e| e.to_string()), started.elapsed())
+    })
+}
+
+/// Wait until the upload's temporary file on the node holds at least 1 MiB.
+fn wait_for_partial_temp(node: usize, remote: &str) -> Result<(), Failed> {
+    let script = format!("stat -c %s {remote}.mgmtd-* 2>/dev/null | head -n 1");
+    for _ in 0..200 {
+        let o = lab().node_exec(&node.to_string(), &["sh", "-c", &script]);
+        let n: u64 = String::from_utf8_lossy(&o.stdout).trim().parse().unwrap_or(0);
+        if n >= 1 << 20 {
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Err(format!("node {node}: the upload never got going").into())
+}
+
+fn temps_left(node: usize, dir: &str) -> String {
+    let o = lab().node_exec(&node.to_string(), &["ls", "-a", dir]);
+    String::from_utf8_lossy(&o.stdout).lines().filter(|l| l.contains("mgmtd-")).collect::<Vec<_>>().join(" ")
+}
+
+/// The node's link goes down in the middle of a 64 MiB upload (SFTP, and the exec fallback):
+/// the upload fails within the stall timeout with an error naming node and path, the target
+/// never holds a half file, and once the link is back the same upload completes and the dead
+/// upload's temporary file is gone.
+fn link_cut_mid_upload_leaves_no_half_file_and_rerun_completes() -> Result<(), Failed> {
+    let d = tmp();
+    let big = big_file(d.path());
+    let (big, dir) = (big.as_path(), d.path());
+    // Both transfer paths at once, each on its own node.
+    std::thread::scope(|sc| {
+        let runs: Vec<_> =
+            [NODE_CUT, NODE_CUT_EXEC].map(|node| sc.spawn(move || cut_link_mid_upload(node, big, dir))).into();
+        runs.into_iter().try_for_each(|r| r.join().map_err(|_| Failed::from("panicked"))?.map_err(Failed::from))
+    })
+}
+
+fn cut_link_mid_upload(node: usize, big: &Path, dir: &Path) -> Result<(), String> {
+    let stall = Duration::from_secs(2);
+    let n = node.to_string();
+    let remote_dir = format!("/var/tmp/cut{node}");
+    let remote = format!("{remote_dir}/big.bin");
+    lab().node_exec(&n, &["rm", "-rf", &remote_dir]);
+    let throttle = Throttle::new(node);
+    let sub = dir.join(&n);
+    std::fs::create_dir_all(&sub).unwrap();
+    let up = upload_in_thread(node, big.to_path_buf(), &remote, stall, &sub);
+    wait_for_partial_temp(node, &remote).map_err(|e| format!("{e:?}"))?;
+    let down = lab().node_exec(&n, &["ip", "link", "set", "eth0", "down"]);
+    let cut_at = std::time::Instant::now();
+    let (err, _) = up.join().map_err(|_| "upload thread panicked")?;
+    let took = cut_at.elapsed();
+    let up_again = lab().node_exec(&n, &["ip", "link", "set", "eth0", "up"]);
+    drop(throttle);
+    if !down.status.success() || !up_again.status.success() {
+        return Err(format!("node {node}: ip link: {:?} {:?}", down, up_again));
+    }
+    let err = err.ok_or(format!("node {node}: upload succeeded across a cut link"))?;
+    if !(err.contains(&lab().node(node)) && err.contains(&remote) && err.contains("no progress")) {
+        return Err(format!("node {node}: {err}"));
+    }
+    // Stall detection plus a bounded goodbye (2 × the stall at most), no hang.
+    if took >= stall * 5 {
+        return Err(format!("node {node}: failed after {took:?}"));
+    }
+    if lab().node_exec(&n, &["test", "-e", &remote]).status.success() {
+        return Err(format!("node {node}: a half file is at the target"));
+    }
+    // The dead connection may still flush buffered bytes into its temp file once the link is
+    // back; wait until its node-side session is gone, then past the stall timeout.
+    for _ in 0..100 {
+        if !lab().node_exec(&n, &["pgrep", "-f", SESSION]).status.success() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(stall + Duration::from_millis(1100));
+    let (err, _) = upload_in_thread(node, big.to_path_buf(), &remote, stall, &sub).join().unwrap();
+    if let Some(e) = err {
+        return Err(format!("node {node}: re-run failed: {e}"));
+    }
+    if remote_sha(node, &remote) != local_sha(big) {
+        return Err(format!("node {node}: re-run content differs"));
+    }
+    let left = temps_left(node, &remote_dir);
+    if !left.is_empty() {
+        return Err(format!("node {node}: temp files left: {left}"));
+    }
+    Ok(())
+}
+
+/// The title of a login's sshd session process on a lab node (which also serves SFTP: the lab
+/// runs `internal-sftp`).
+const SESSION: &str = "^sshd: root@notty";
+
+/// The node's sshd session stops (SIGSTOP) in the middle of an upload, then of a download:
+/// each fails with the stall error naming node and path instead of hanging.
+fn stopped_node_mid_upload_and_mid_download_hits_the_stall_timeout() -> Result<(), Failed> {
+    let d = tmp();
+    let big = big_file(d.path());
+    let stall = Duration::from_secs(2);
+    let n = NODE_STOP.to_string();
+    let remote = "/var/tmp/stopped.bin";
+    let throttle = Throttle::new(NODE_STOP);
+    let up = upload_in_thread(NODE_STOP, big, remote, stall, d.path());
+    wait_for_partial_temp(NODE_STOP, remote)?;
+    let stop = lab().node_exec(&n, &["pkill", "-STOP", "-f", SESSION]);
+    let stopped_at = std::time::Instant::now();
+    let (err, _) = up.join().map_err(|_| "upload thread panicked")?;
+    let took = stopped_at.elapsed();
+    lab().node_exec(&n, &["pkill", "-CONT", "-f", SESSION]);
+    drop(throttle);
+    check(stop.status.success(), || "no sshd session to stop".into())?;
+    let err = err.ok_or("upload finished although the node stopped reading")?;
+    check(err.contains(&lab().node(NODE_STOP)) && err.contains(remote), || err.clone())?;
+    check(err.contains("no progress"), || err.clone())?;
+    check(took < stall * 5, || format!("took {took:?}"))?;
+    let o = lab().node_exec(&n, &["test", "-e", remote]);
+    check(!o.status.success(), || "a half file is at the target".into())?;
+
+    // The other direction: the node stops sending in the middle of a download. Its own link is
+    // slowed this time (node → controller), by tc inside the node.
+    let remote = "/var/tmp/download.bin";
+    let made = lab().node_exec(&n, &["sh", "-c", &format!("head -c 67108864 /dev/urandom >{remote}")]);
+    check(made.status.success(), || "cannot make the file to download".into())?;
+    let shaped = lab().node_exec(
+        &n,
+        &["tc", "qdisc", "replace", "dev", "eth0", "root", "tbf", "rate", "40mbit", "burst", "64kb", "latency", "50ms"],
+    );
+    check(shaped.status.success(), || String::from_utf8_lossy(&shaped.stderr).into_owned())?;
+    let local_dir = d.path().join("fetched");
+    std::fs::create_dir_all(&local_dir)?;
+    let local = local_dir.join("download.bin");
+    let down = download_in_thread(NODE_STOP, remote, local.clone(), stall, d.path());
+    let mut started = false;
+    for _ in 0..200 {
+        let partial =
+            std::fs::read_dir(&local_dir)?.flatten().any(|e| e.metadata().map(|m| m.len() >= 1 << 20).unwrap_or(false));
+        if partial {
+            started = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let stop = lab().node_exec(&n, &["pkill", "-STOP", "-f", SESSION]);
+    let stopped_at = std::time::Instant::now();
+    let (err, _) = down.join().map_err(|_| "download thread panicked")?;
+    let took = stopped_at.elapsed();
+    lab().node_exec(&n, &["pkill", "-CONT", "-f", SESSION]);
+    lab().node_exec(&n, &["tc", "qdisc", "del", "dev", "eth0", "root"]);
+    check(started && stop.status.success(), || "the download never got going".into())?;
+    let err = err.ok_or("download finished although the node stopped sending")?;
+    check(err.contains(&lab().node(NODE_STOP)) && err.contains(&format!("download of {remote}")), || err.clone())?;
+    check(err.contains("no progress"), || err.clone())?;
+    check(took < stall * 5, || format!("took {took:?}"))?;
+    // Neither the file nor its temporary copy is left on the controller.
+    let left: Vec<_> = std::fs::read_dir(&local_dir)?.flatten().map(|e| e.file_name()).collect();
+    check(left.is_empty(), || format!("left behind: {left:?}"))
+}
+
+/// Download `remote` from `node` into `local` through the library with a short stall timeout,
+/// in a thread of its own; returns the error text (if any) and how long it took.
+fn download_in_thread(
+    node: usize,
+    remote: &str,
+    local: PathBuf,
+    stall: Duration,
+    dir: &Path,
+) -> std::thread::JoinHandle<(Option<String>, Duration)> {
+    use mgmt_driver::event::Events;
+    use mgmt_driver::inventory::{Inventory, LoadOptions};
+    use mgmt_driver::ssh::{SshConnector, SshOptions};
+    use mgmt_driver::transport::Connector;
+    let inv_path = inv_for(dir, &[node], &root_key_defaults("id_ed25519"));
+    let host = Inventory::load(&inv_path, &LoadOptions::default()).unwrap().hosts.remove(0);
+    let remote = remote.to_string();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Runtime::new().unwrap();
+        let started = std::time::Instant::now();
+        let r = rt.block_on(async {
+            let (events, _rx) = Events::channel();
+            let ev = events.for_host(&host.name);
+            let opts = SshOptions { stall, retry_for: Duration::from_secs(5), ..Default::default() };
+            let t = SshConnector::new(opts)?.connect(&host, &ev).await?;
+            let r = t.download(&remote, &local, &ev).await;
+            t.close().await;
+            r
+        });
+        (r.err().map(|e| e.to_string()), started.elapsed())
+    })
+}
+
+/// Something accepts TCP on the SSH port but never says a word: each attempt ends at the
+/// connect timeout, the retries end at the retry window, and the error says what happened.
+fn tcp_listener_that_never_speaks_ssh_fails_after_the_retry_window() -> Result<(), Failed> {
+    let d = tmp();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+    let port = listener.local_addr()?.port();
+    let held = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let keep = held.clone();
+    std::thread::spawn(move || {
+        for c in listener.incoming().flatten() {
+            keep.lock().unwrap().push(c);
+        }
+    });
+    let y = format!(
+        "defaults:\n  user: root\n  identity_file: {}\n  known_hosts: {}\n  host_key_check: accept-new\ngroups:\n  g:\n    - {{name: mute, ssh_ip: 127.0.0.1, port: {port}}}\n",
+        lab().file("id_ed25519").display(),
+        d.path().join("kh").display(),
+    );
+    let inv = inventory(d.path(), "inv.yaml", &y);
+    let r =
+        mgmt(&["exec", "-o", "plain", "-i", s(&inv), "--connect-timeout", "1", "--retry-for", "3", "--", "true"], &[]);
+    r.fails(1, &format!("cannot connect to 127.0.0.1:{port}: 127.0.0.1:{port}: no SSH handshake within 1s (after"));
+    check(r.stderr.contains("mute: FAILED"), || r.all())?;
+    check(r.elapsed >= Duration::from_secs(2) && r.elapsed < Duration::from_secs(8), || format!("{:?}", r.elapsed))?;
+    let attempts = held.lock().unwrap().len();
+    check(attempts >= 2, || format!("the listener saw {attempts} attempts"))
+}
+
 fn main() {
     Suite::new(file!())
-        .shared_lab(|| Lab::up("t", 7, NODES, &["--hidden", "1", "--no-sftp", &NODE_NO_SFTP.to_string()]))
+        .shared_lab(|| {
+            Lab::up("t", 7, NODES, &["--hidden", "1", "--no-sftp", &format!("{NODE_NO_SFTP},{NODE_CUT_EXEC}")])
+        })
         .needing_root(&[
             ("key_auth_each_key_type", key_auth_each_key_type),
             ("password_auth_and_wrong_password_fails_fast", password_auth_and_wrong_password_fails_fast),
@@ -660,6 +1060,21 @@ fn main() {
             ("get_fetches_one_file_per_host", get_fetches_one_file_per_host),
             ("ssh_config_alias_and_proxyjump_from_config_file", ssh_config_alias_and_proxyjump_from_config_file),
             ("bad_input_and_dry_run_touch_nothing", bad_input_and_dry_run_touch_nothing),
+            ("jump_host_is_never_sent_the_target_password", jump_host_is_never_sent_the_target_password),
+            ("revoked_host_key_is_refused", revoked_host_key_is_refused),
+            ("unreadable_known_hosts_is_refused", unreadable_known_hosts_is_refused),
+            (
+                "link_cut_mid_upload_leaves_no_half_file_and_rerun_completes",
+                link_cut_mid_upload_leaves_no_half_file_and_rerun_completes,
+            ),
+            (
+                "stopped_node_mid_upload_and_mid_download_hits_the_stall_timeout",
+                stopped_node_mid_upload_and_mid_download_hits_the_stall_timeout,
+            ),
+            (
+                "tcp_listener_that_never_speaks_ssh_fails_after_the_retry_window",
+                tcp_listener_that_never_speaks_ssh_fails_after_the_retry_window,
+            ),
         ])
         .run()
 }

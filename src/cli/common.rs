@@ -31,6 +31,10 @@ pub struct ConnArgs {
     /// exec/put/get/run-script, 300s for the hooks, 5s per master for cnf).
     #[arg(long, global = true, value_parser = parse_duration, value_name = "DURATION")]
     pub retry_for: Option<Duration>,
+    /// A file transfer step, an SSH channel open or an upload's probe reply that makes no
+    /// progress this long fails, naming node and path (default: 120s).
+    #[arg(long, global = true, value_parser = parse_duration, value_name = "DURATION")]
+    pub stall_timeout: Option<Duration>,
     /// Key exchange algorithms, most preferred first (comma-separated).
     #[arg(long, global = true, value_delimiter = ',')]
     pub kex: Option<Vec<String>>,
@@ -114,6 +118,9 @@ impl Ctx {
         let mut ssh = SshOptions { retry_for: self.conn.retry_for.unwrap_or(d.retry_for), ..Default::default() };
         if let Some(t) = self.conn.connect_timeout {
             ssh.connect_timeout = t.max(Duration::from_millis(100));
+        }
+        if let Some(t) = self.conn.stall_timeout {
+            ssh.stall = t.max(Duration::from_millis(100));
         }
         if let Some(k) = &self.conn.kex {
             ssh.kex = k.clone();

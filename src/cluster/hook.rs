@@ -119,13 +119,9 @@ impl Hook {
             .ok_or_else(|| Error::input("arguments", "--package-dir", "is required for this operation"))?;
         let p = &self.params;
         let f = |rel: &str, field: &str, name: &str| -> Result<UploadFile> {
-            let path = pkg.resolve(
-                rel,
-                &self.req_file,
-                &format!("additionalParams.k8s_cluster_installation_param.{field}"),
-                false,
-            )?;
-            Ok(UploadFile { source: Source::Path(path), remote: format!("{}/{name}", self.run_dir), mode: 0o700 })
+            let source =
+                pkg.file(rel, &self.req_file, &format!("additionalParams.k8s_cluster_installation_param.{field}"))?;
+            Ok(UploadFile { source, remote: format!("{}/{name}", self.run_dir), mode: 0o700 })
         };
         let mut files = vec![f(&p.script_path, "script_path", cmd::INSTALL_SCRIPT)?];
         if n.role == Role::Master {

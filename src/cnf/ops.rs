@@ -116,11 +116,11 @@ async fn put_chart(c: &Ctx<'_>, n: &Target, i: usize, path: &str, chart_dir: &st
     let (s, t) = (c.s, c.s.rt.timeouts.command);
     let pkg = c.pkg.ok_or_else(|| Error::input("arguments", "--package-dir", "is required for local charts"))?;
     let field = format!("additionalParams.using_helm_install_param[{i}].helmchartfile_path");
-    let local = pkg.resolve(path, c.req_file, &field, false)?;
+    let local = pkg.file(path, c.req_file, &field)?;
     let name = path.rsplit('/').next().unwrap_or(path).to_string();
     s.rt.exec(n, s.rt.root_cmd(n, hc::prepare_chart_dir(c.instance, &n.host.user)?, t)).await?;
     let remote = format!("{}/{name}", hc::chart_dir(c.instance));
-    s.rt.upload(n, vec![UploadFile { source: Source::Path(local), remote, mode: 0o644 }]).await?;
+    s.rt.upload(n, vec![UploadFile { source: local, remote, mode: 0o644 }]).await?;
     s.rt.exec(n, s.rt.root_cmd(n, hc::extract_chart(c.instance, &name, chart_dir)?, t)).await?;
     Ok(())
 }
@@ -133,7 +133,7 @@ async fn add_repo(c: &Ctx<'_>, n: &Target, r: &Release, repo: &str, url: &str) -
             let pkg = c
                 .pkg
                 .ok_or_else(|| Error::input("arguments", "--package-dir", "is required for exthelmrepo_ca_file"))?;
-            Some(pkg.resolve(ca, c.req_file, "exthelmrepo_ca_file", false)?)
+            Some(pkg.file(ca, c.req_file, "exthelmrepo_ca_file")?)
         }
         None => None,
     };
@@ -152,7 +152,7 @@ async fn add_repo_as(
     name: &str,
     url: &str,
     creds: Option<(&str, &crate::secret::Secret)>,
-    ca: Option<std::path::PathBuf>,
+    ca: Option<Source>,
 ) -> Result<()> {
     let t = s.rt.timeouts.command;
     let run = format!(".mgmt-driver/run/{instance}");
@@ -165,7 +165,7 @@ async fn add_repo_as(
     let ca_file = match ca {
         Some(local) => {
             let remote = format!("{run}/repo-{name}-ca.crt");
-            files.push(UploadFile { source: Source::Path(local), remote: remote.clone(), mode: 0o600 });
+            files.push(UploadFile { source: local, remote: remote.clone(), mode: 0o600 });
             Some(remote)
         }
         None => None,

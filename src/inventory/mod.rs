@@ -121,12 +121,25 @@ pub struct Auth {
 }
 
 /// One hop of a ProxyJump chain.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default)]
 pub struct Jump {
     pub user: String,
     pub addr: String,
     pub port: u16,
+    /// The hop's own credentials, never the target's password (see `resolve::jump_auth`).
+    pub auth: Auth,
+    /// A hop naming an inventory host checks its host key as that host does; `None`: as the
+    /// target does.
+    pub host_key: Option<(PathBuf, HostKeyCheck)>,
 }
+
+/// Two jumps are the same hop when they reach the same `user@addr:port`.
+impl PartialEq for Jump {
+    fn eq(&self, o: &Jump) -> bool {
+        (&self.user, &self.addr, self.port) == (&o.user, &o.addr, o.port)
+    }
+}
+impl Eq for Jump {}
 
 impl std::fmt::Display for Jump {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -104,22 +104,21 @@ impl Ctx<'_> {
         Ok(None)
     }
 
-    pub(super) fn resolve(&self, s: &HostSpec, at: &str, names: &BTreeMap<String, HostSpec>) -> Result<Host> {
-        let name = s.name.clone().unwrap_or_default();
-        validate_name(&name).map_err(|m| self.err(at, "name", m))?;
-        let addr = s.ssh_ip.clone().ok_or_else(|| self.err(at, "ssh_ip", "is required"))?;
-        validate_addr(&addr).map_err(|m| self.err(at, "ssh_ip", m))?;
-        if let Some(nic) = &s.nic_ip {
-            validate_addr(nic).map_err(|m| self.err(at, "nic_ip", m))?;
+    /// Where and how one merged host spec checks host keys.
+    fn host_key(&self, s: &HostSpec, at: &str) -> Result<(PathBuf, HostKeyCheck)> {
+        let host_key_check = s.host_key_check.unwrap_or(HostKeyCheck::AcceptNew);
+        if host_key_check == HostKeyCheck::Off && !self.opts.allow_insecure {
+            return Err(self.err(
+                at,
+                "host_key_check",
+                "'off' requires --insecure-no-host-key-check on the command line",
+            ));
         }
-        let port = s.port.unwrap_or(22);
-        if port == 0 {
-            return Err(self.err(at, "port", "must be 1..65535"));
-        }
-        let user = s.user.clone().unwrap_or_else(|| "root".to_string());
-        if user.is_empty() || user.contains(['@', ':', '\0', '\n']) {
-            return Err(self.err(at, "user", "is not a valid user name"));
-        }
+        Ok((self.path(s.known_hosts.as_deref().unwrap_or("~/.ssh/known_hosts")), host_key_check))
+    }
+
+    /// The login credentials of one merged host spec (`at` names it in errors).
+    fn auth(&self, s: &HostSpec, at: &str) -> Result<Auth> {
         let password = self.secret(at, "password", &s.password, &s.password_env, &s.password_file)?;
         let identity_passphrase =
             self.secret(at, "identity_passphrase", &None, &s.identity_passphrase_env, &s.identity_passphrase_file)?;
@@ -140,20 +139,47 @@ impl Ctx<'_> {
                 "no credential: set password/password_env/password_file or identity_file, or run an ssh-agent (SSH_AUTH_SOCK)",
             ));
         }
-        let host_key_check = s.host_key_check.unwrap_or(HostKeyCheck::AcceptNew);
-        if host_key_check == HostKeyCheck::Off && !self.opts.allow_insecure {
-            return Err(self.err(
-                at,
-                "host_key_check",
-                "'off' requires --insecure-no-host-key-check on the command line",
-            ));
+        Ok(Auth { password, identity_file, identity_passphrase, agent })
+    }
+
+    pub(super) fn resolve(&self, s: &HostSpec, at: &str, names: &BTreeMap<String, HostSpec>) -> Result<Host> {
+        let name = s.name.clone().unwrap_or_default();
+        validate_name(&name).map_err(|m| self.err(at, "name", m))?;
+        let addr = s.ssh_ip.clone().ok_or_else(|| self.err(at, "ssh_ip", "is required"))?;
+        validate_addr(&addr).map_err(|m| self.err(at, "ssh_ip", m))?;
+        if let Some(nic) = &s.nic_ip {
+            validate_addr(nic).map_err(|m| self.err(at, "nic_ip", m))?;
         }
-        let known_hosts = self.path(s.known_hosts.as_deref().unwrap_or("~/.ssh/known_hosts"));
+        let port = s.port.unwrap_or(22);
+        if port == 0 {
+            return Err(self.err(at, "port", "must be 1..65535"));
+        }
+        let user = s.user.clone().unwrap_or_else(|| "root".to_string());
+        if user.is_empty() || user.contains(['@', ':', '\0', '\n']) {
+            return Err(self.err(at, "user", "is not a valid user name"));
+        }
+        let auth = self.auth(s, at)?;
+        let (known_hosts, host_key_check) = self.host_key(s, at)?;
         let become_password =
             self.secret(at, "become_password", &s.become_password, &s.become_password_env, &s.become_password_file)?;
         let mut jump = Vec::new();
         for (i, j) in s.jump.clone().unwrap_or_default().iter().enumerate() {
-            jump.push(parse_jump(j, &user, names, self.ssh).map_err(|m| self.err(at, &format!("jump[{i}]"), m))?);
+            let field = format!("jump[{i}]");
+            let (mut hop, via) = parse_jump(j, &user, names, self.ssh).map_err(|m| self.err(at, &field, m))?;
+            let named = match &via {
+                HopVia::Inventory(name) => {
+                    let at = format!("{at}.{field} ({name})");
+                    hop.host_key = Some(self.host_key(&names[name], &at)?);
+                    Some(self.auth(&names[name], &at)?)
+                }
+                HopVia::Address { .. } => None,
+            };
+            let config_key = match via {
+                HopVia::Address { config_key } => config_key,
+                HopVia::Inventory(_) => None,
+            };
+            hop.auth = jump_auth(named, config_key, &auth, (self.env)("SSH_AUTH_SOCK").is_some());
+            jump.push(hop);
         }
         Ok(Host {
             name,
@@ -161,7 +187,7 @@ impl Ctx<'_> {
             port,
             nic_ip: s.nic_ip.clone(),
             user,
-            auth: Auth { password, identity_file, identity_passphrase, agent },
+            auth,
             known_hosts,
             host_key_check,
             jump,
@@ -197,6 +223,15 @@ pub(super) fn validate_addr(addr: &str) -> std::result::Result<(), String> {
     }
 }
 
+/// Where a jump hop came from, which decides its credentials (see [`jump_auth`]).
+enum HopVia {
+    /// It names this inventory host.
+    Inventory(String),
+    /// An address (or an ssh config alias), with the first existing `IdentityFile` the ssh
+    /// config gives for it.
+    Address { config_key: Option<PathBuf> },
+}
+
 /// `[user@]host[:port]`, where host may name another inventory host or a `Host` of the ssh
 /// config, whose HostName/User/Port fill in what the hop does not say.
 fn parse_jump(
@@ -204,7 +239,7 @@ fn parse_jump(
     default_user: &str,
     names: &BTreeMap<String, HostSpec>,
     ssh: Option<&ssh_config::Client>,
-) -> std::result::Result<Jump, String> {
+) -> std::result::Result<(Jump, HopVia), String> {
     let (user, rest) = match s.rsplit_once('@') {
         Some((u, r)) => (Some(u.to_string()), r),
         None => (None, s),
@@ -212,21 +247,52 @@ fn parse_jump(
     let (host, port) = split_host_port(rest).map_err(|m| format!("'{s}': {m}"))?;
     if let Some(spec) = names.get(&host) {
         let addr = spec.ssh_ip.clone().ok_or_else(|| format!("'{host}' has no ssh_ip"))?;
-        return Ok(Jump {
+        let jump = Jump {
             user: user.or_else(|| spec.user.clone()).unwrap_or_else(|| default_user.to_string()),
             addr,
             port: port.or(spec.port).unwrap_or(22),
-        });
+            ..Jump::default()
+        };
+        return Ok((jump, HopVia::Inventory(host)));
     }
-    let (addr, user, port) = match ssh {
+    let (addr, user, port, config_key) = match ssh {
         Some(c) => {
             let p = c.params(&[&host]);
-            (c.host_name(&host).unwrap_or(host), user.or(p.user), port.or(p.port))
+            let key = p
+                .identity_file
+                .iter()
+                .flatten()
+                .map(|f| std::path::absolute(f).unwrap_or(f.clone()))
+                .find(|f| f.is_file());
+            (c.host_name(&host).unwrap_or(host), user.or(p.user), port.or(p.port), key)
         }
-        None => (host, user, port),
+        None => (host, user, port, None),
     };
     validate_addr(&addr)?;
-    Ok(Jump { user: user.unwrap_or_else(|| default_user.to_string()), addr, port: port.unwrap_or(22) })
+    let jump = Jump {
+        user: user.unwrap_or_else(|| default_user.to_string()),
+        addr,
+        port: port.unwrap_or(22),
+        ..Jump::default()
+    };
+    Ok((jump, HopVia::Address { config_key }))
+}
+
+/// The credentials a jump hop logs in with. A bastion is another machine, often another
+/// owner's: it must never be offered the target's password.
+/// - A hop naming an inventory host uses that host's own credentials (`named`).
+/// - Any other hop uses keys only: the ssh config's `IdentityFile` for it, else the target's
+///   key file (public-key login proves possession without handing the key or its passphrase
+///   to the server), and ssh-agent when one runs. No password, ever.
+pub(super) fn jump_auth(named: Option<Auth>, config_key: Option<PathBuf>, target: &Auth, agent_running: bool) -> Auth {
+    if let Some(a) = named {
+        return a;
+    }
+    let (identity_file, identity_passphrase) = match config_key {
+        Some(k) if Some(&k) != target.identity_file.as_ref() => (Some(k), None),
+        _ => (target.identity_file.clone(), target.identity_passphrase.clone()),
+    };
+    Auth { password: None, identity_file, identity_passphrase, agent: agent_running }
 }
 
 /// `host`, `host:port`, `[v6]` or `[v6]:port`; a bare IPv6 literal has no port.
@@ -243,5 +309,61 @@ fn split_host_port(rest: &str) -> std::result::Result<(String, Option<u16>), Str
     match rest.rsplit_once(':') {
         Some((h, p)) if !h.contains(':') => Ok((h.to_string(), Some(port(p)?))),
         _ => Ok((rest.to_string(), None)),
+    }
+}
+
+#[cfg(test)]
+mod jump_tests {
+    use super::*;
+
+    fn pw(s: &str) -> Option<Secret> {
+        Some(Secret::new(s.to_string()))
+    }
+
+    #[test]
+    fn a_jump_never_gets_the_target_password() {
+        let target = Auth { password: pw("target-pw"), ..Auth::default() };
+        let a = jump_auth(None, None, &target, false);
+        assert!(a.password.is_none() && a.identity_file.is_none() && !a.agent, "{a:?}");
+        assert!(jump_auth(None, None, &target, true).agent);
+        // The target's key (and its passphrase, used locally only) may open the hop.
+        let keyed = Auth {
+            password: pw("target-pw"),
+            identity_file: Some("/k/id".into()),
+            identity_passphrase: pw("pp"),
+            agent: false,
+        };
+        let a = jump_auth(None, None, &keyed, false);
+        assert!(a.password.is_none());
+        assert_eq!(a.identity_file.as_deref(), Some(Path::new("/k/id")));
+        assert_eq!(a.identity_passphrase.as_ref().map(|s| s.expose()), Some("pp"));
+        // The ssh config's own key for the hop wins; the target's passphrase is not for it.
+        let a = jump_auth(None, Some("/k/bastion".into()), &keyed, false);
+        assert_eq!(a.identity_file.as_deref(), Some(Path::new("/k/bastion")));
+        assert!(a.identity_passphrase.is_none() && a.password.is_none());
+        // A hop naming an inventory host logs in as that host does, password included.
+        let own = Auth { password: pw("bastion-pw"), ..Auth::default() };
+        let a = jump_auth(Some(own), None, &keyed, true);
+        assert_eq!(a.password.as_ref().map(|s| s.expose()), Some("bastion-pw"));
+        assert!(a.identity_file.is_none() && !a.agent);
+    }
+
+    #[test]
+    fn inventory_jumps_carry_the_right_credentials() {
+        let env = |k: &str| match k {
+            "BASTION_PW" => Some("bastion-pw".to_string()),
+            _ => None,
+        };
+        let text = "defaults: {user: ops, password: target-pw}\ngroups:\n  b:\n    - {name: bast, ssh_ip: 198.18.0.11, password_env: BASTION_PW, known_hosts: bastion_kh, host_key_check: strict}\n  h:\n    - {name: n1, ssh_ip: 198.19.0.11, jump: [bast]}\n    - {name: n2, ssh_ip: 198.19.0.12, jump: ['me@198.18.0.99']}\n";
+        let opts = LoadOptions { ssh_config: SshConfigSource::None, ..Default::default() };
+        let inv = Inventory::parse(text, "inv.yaml", Path::new("/base"), &env, &opts).unwrap();
+        let n1 = &inv.hosts[1].jump[0];
+        assert_eq!(n1.auth.password.as_ref().map(|s| s.expose()), Some("bastion-pw"));
+        assert_eq!(n1.host_key, Some((PathBuf::from("/base/bastion_kh"), HostKeyCheck::Strict)));
+        assert!(inv.hosts[2].jump[0].host_key.is_none());
+        let n2 = &inv.hosts[2].jump[0];
+        assert_eq!(n2.user, "me");
+        assert!(n2.auth.password.is_none() && n2.auth.identity_file.is_none() && !n2.auth.agent, "{:?}", n2.auth);
+        assert_eq!(inv.hosts[2].auth.password.as_ref().map(|s| s.expose()), Some("target-pw"));
     }
 }

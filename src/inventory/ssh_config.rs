@@ -10,7 +10,8 @@
 //!   chain; `none` means no jump) and `UserKnownHostsFile` (the first file; `none` means
 //!   `/dev/null`) fill the matching inventory fields only where neither the host entry nor
 //!   `defaults:` sets them: the inventory always wins. A jump hop that is not an inventory host
-//!   is itself looked up (HostName, User, Port).
+//!   is itself looked up (HostName, User, Port, and IdentityFile: its key, since such a hop is
+//!   never sent a password; see `resolve::jump_auth`).
 //! - `~` expands to `$HOME`; relative `Include` files are taken from `~/.ssh`, as `ssh` does.
 //! - `Match` blocks are skipped: their options apply to no host (their conditions, such as
 //!   `exec`, are not evaluated). An `Include` inside a `Host` block applies the included file's

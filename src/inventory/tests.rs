@@ -46,7 +46,7 @@ fn sample_resolves_defaults_overrides_and_groups() {
     assert_eq!(m.auth.password.as_ref().unwrap().expose(), "s3cret'pw");
     assert!(!m.auth.agent);
     assert_eq!(m.known_hosts, PathBuf::from("/base/./known_hosts"));
-    assert_eq!(m.jump, vec![Jump { user: "ops".into(), addr: "bastion".into(), port: 2222 }]);
+    assert_eq!(m.jump, vec![Jump { user: "ops".into(), addr: "bastion".into(), port: 2222, ..Default::default() }]);
     assert_eq!(m.become_password.as_ref().unwrap().expose(), "sudo-pw");
     assert_eq!(m.groups, vec!["master_instance", "worker_instance"]);
     let w = &inv.hosts[1];
@@ -113,7 +113,10 @@ fn hostile_addresses_and_names_are_refused() {
 fn jump_may_name_an_inventory_host() {
     let text = "defaults: {password: x}\ngroups:\n  b:\n    - {name: bastion, ssh_ip: 198.18.0.11, user: ops}\n  h:\n    - {name: n, ssh_ip: 198.19.0.11, jump: [bastion]}\n";
     let inv = parse(text).unwrap();
-    assert_eq!(inv.hosts[1].jump, vec![Jump { user: "ops".into(), addr: "198.18.0.11".into(), port: 22 }]);
+    assert_eq!(
+        inv.hosts[1].jump,
+        vec![Jump { user: "ops".into(), addr: "198.18.0.11".into(), port: 22, ..Default::default() }]
+    );
 }
 
 #[test]
@@ -232,7 +235,7 @@ fn ssh_config_proxyjump_chain_maps_onto_jumps() {
     );
     let text = "defaults: {password: x, user: me}\ngroups:\n  b:\n    - {name: bastion, ssh_ip: 198.18.0.11, user: ops}\n  h:\n    - {name: n, ssh_ip: 198.19.0.11}\n    - {name: m, ssh_ip: nojump}\n";
     let inv = h.parse(text).unwrap();
-    let j = |user: &str, addr: &str, port| Jump { user: user.into(), addr: addr.into(), port };
+    let j = |user: &str, addr: &str, port| Jump { user: user.into(), addr: addr.into(), port, ..Default::default() };
     assert_eq!(
         inv.hosts[1].jump,
         vec![

@@ -15,7 +15,7 @@ use crate::command::{Become, RemoteCommand};
 use crate::error::Result;
 use crate::event::{EventKind, HostEvents};
 use crate::inventory::Host;
-use crate::transport::{Connector, ExecOutput, Source, Transport, UploadFile, UploadResult};
+use crate::transport::{Connector, ExecOutput, Transport, UploadFile, UploadResult};
 use crate::url_mask::mask_userinfo;
 
 /// Connects to nothing; every transport it opens records steps. Steps are numbered across the
@@ -116,10 +116,7 @@ pub fn describe_upload(files: &[UploadFile]) -> String {
     files
         .iter()
         .map(|f| {
-            let src = match &f.source {
-                Source::Path(p) => p.display().to_string(),
-                Source::Bytes(b) => format!("<{} bytes>", b.len()),
-            };
+            let src = f.source.shown();
             format!("upload {src} -> {} (mode {:04o}, skipped if sha256 matches)", f.remote, f.mode)
         })
         .collect::<Vec<_>>()

@@ -4,7 +4,7 @@
 # When FILE already has this content, stdin is read and dropped, only the mode is set, and the
 # program prints `skipped`. Otherwise the content goes to TMP (created 0600), is verified and
 # renamed over FILE, and the program prints `written`: a reader never sees a half file, and a
-# corrupted transfer never replaces a good one.
+# corrupted or cut-short transfer never replaces a good one (its TMP is removed).
 #
 # Usage: upload_inline.sh FILE TMP SHA256 MODE  (stdin: the content)
 #   FILE    the target path (relative: in the login user's home); missing parents are made
@@ -25,8 +25,10 @@ if [ -f "$file" ]; then
     fi
 fi
 umask 077
+# Cut short (hangup, termination): no temporary file is left behind.
+trap 'rm -f -- "$tmp"; exit 1' HUP INT TERM PIPE
 if ! cat >"$tmp"; then
-    rm -f "$tmp"
+    rm -f -- "$tmp"
     exit 1
 fi
 verify_and_move "$tmp" "$file" "$sha" "$mode"

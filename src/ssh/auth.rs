@@ -76,5 +76,11 @@ pub async fn login(handle: &mut Handle<Client>, node: &str, addr: &str, user: &s
         }
     }
 
-    Err(Error::Auth { node: node.into(), user: user.into(), addr: addr.into(), tried: tried.join(", ") })
+    let tried = if tried.is_empty() {
+        // Only a jump host that is not an inventory host can get here (see `jump_auth`).
+        "nothing: a jump host is never sent a password; give it a key (identity_file), an ssh-agent, or an inventory entry with its own credentials".to_string()
+    } else {
+        tried.join(", ")
+    };
+    Err(Error::Auth { node: node.into(), user: user.into(), addr: addr.into(), tried })
 }

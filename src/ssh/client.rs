@@ -29,7 +29,12 @@ impl client::Handler for Client {
             // misbehaving server; judge the certified key like a plain one.
             PublicKeyOrCertificate::Certificate(c) => PublicKey::from(c.public_key().clone()),
         };
-        let v = verify(self.policy, &self.known_hosts, &self.host, self.port, &key);
+        // File lock and file I/O: never on the async threads, where a known_hosts held by
+        // another process would stall every other connection of the run.
+        let (policy, path, host, port) = (self.policy, self.known_hosts.clone(), self.host.clone(), self.port);
+        let v = tokio::task::spawn_blocking(move || verify(policy, &path, &host, port, &key))
+            .await
+            .unwrap_or_else(|e| Verdict::Rejected { message: format!("host key check failed: {e}") });
         let ok = !matches!(v, Verdict::Rejected { .. });
         *self.verdict.lock().unwrap_or_else(|p| p.into_inner()) = Some(v);
         Ok(ok)

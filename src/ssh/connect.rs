@@ -1,21 +1,25 @@
 //! Reaching a host: TCP (with `TCP_NODELAY`), SSH handshake, host key, login — through a
 //! ProxyJump chain of bastions when the inventory says so (each hop a `direct-tcpip` channel
-//! on the previous one, each hop's host key checked). "Not up yet" errors are retried with
+//! on the previous one, each hop's host key checked, each hop logging in with its own
+//! credentials: a bastion is never offered the target's password). Servers are asked first
+//! for the host key types known_hosts records for them. "Not up yet" errors are retried with
 //! jittered exponential backoff until a deadline: a VM that is still booting is normal.
 
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use russh::client::{self, Handle};
+use russh::keys::Algorithm;
 use tokio::net::TcpStream;
 
 use super::auth::login;
 use super::client::Client;
-use super::host_key::Verdict;
+use super::host_key::{known_algorithms, Verdict};
 use super::SshOptions;
 use crate::error::{Error, Result};
 use crate::event::{EventKind, HostEvents};
-use crate::inventory::{fmt_addr, Host};
+use crate::inventory::{fmt_addr, Auth, Host, HostKeyCheck};
 
 /// An authenticated connection, plus the bastion connections it runs through (kept alive
 /// as long as the session lives).
@@ -24,11 +28,15 @@ pub struct Connected {
     pub hops: Vec<Handle<Client>>,
 }
 
-/// One hop of the chain, the target being the last.
+/// One hop of the chain, the target being the last. Each hop logs in with its own
+/// credentials: a bastion never sees the target's password (inventory `Jump::auth`).
 struct Hop<'a> {
     user: &'a str,
     addr: &'a str,
     port: u16,
+    auth: &'a Auth,
+    known_hosts: &'a Path,
+    policy: HostKeyCheck,
 }
 
 enum Failure {
@@ -43,8 +51,25 @@ pub async fn connect(
     config: &Arc<client::Config>,
     ev: &HostEvents,
 ) -> Result<Connected> {
-    let mut hops: Vec<Hop> = host.jump.iter().map(|j| Hop { user: &j.user, addr: &j.addr, port: j.port }).collect();
-    hops.push(Hop { user: &host.user, addr: &host.addr, port: host.port });
+    let mut hops: Vec<Hop> = host
+        .jump
+        .iter()
+        .map(|j| {
+            let (known_hosts, policy) = match &j.host_key {
+                Some((p, c)) => (p.as_path(), *c),
+                None => (host.known_hosts.as_path(), host.host_key_check),
+            };
+            Hop { user: &j.user, addr: &j.addr, port: j.port, auth: &j.auth, known_hosts, policy }
+        })
+        .collect();
+    hops.push(Hop {
+        user: &host.user,
+        addr: &host.addr,
+        port: host.port,
+        auth: &host.auth,
+        known_hosts: &host.known_hosts,
+        policy: host.host_key_check,
+    });
     ev.emit(EventKind::Connecting { addr: host.endpoint(), via: host.jump.iter().map(|j| j.to_string()).collect() });
     let started = Instant::now();
     let deadline = started + opts.retry_for;
@@ -85,12 +110,21 @@ async fn connect_chain(
     for (i, hop) in hops.iter().enumerate() {
         let endpoint = fmt_addr(hop.addr, hop.port);
         let label = if i + 1 == hops.len() { host.name.clone() } else { format!("{} (jump {endpoint})", host.name) };
+        let known = {
+            let (path, addr, port) = (hop.known_hosts.to_path_buf(), hop.addr.to_string(), hop.port);
+            tokio::task::spawn_blocking(move || known_algorithms(&path, &addr, port)).await.unwrap_or_default()
+        };
+        let config = if known.is_empty() || hop.policy == HostKeyCheck::Off {
+            config.clone()
+        } else {
+            Arc::new(client_config_preferring(opts, &known).map_err(Failure::Fatal)?)
+        };
         let verdict = Arc::new(Mutex::new(None));
         let handler = Client {
             host: hop.addr.to_string(),
             port: hop.port,
-            policy: host.host_key_check,
-            known_hosts: host.known_hosts.clone(),
+            policy: hop.policy,
+            known_hosts: hop.known_hosts.to_path_buf(),
             verdict: verdict.clone(),
         };
         let handshake = async {
@@ -126,7 +160,7 @@ async fn connect_chain(
             Some(Verdict::Learned { fingerprint }) => ev.emit(EventKind::Warning {
                 message: format!(
                     "{endpoint}: new host key {fingerprint} recorded in {} (accept-new)",
-                    host.known_hosts.display()
+                    hop.known_hosts.display()
                 ),
             }),
             Some(Verdict::Unchecked { fingerprint }) => ev.emit(EventKind::Warning {
@@ -137,8 +171,7 @@ async fn connect_chain(
             _ => {}
         }
         let auth =
-            tokio::time::timeout(opts.connect_timeout, login(&mut handle, &label, &endpoint, hop.user, &host.auth))
-                .await;
+            tokio::time::timeout(opts.connect_timeout, login(&mut handle, &label, &endpoint, hop.user, hop.auth)).await;
         match auth {
             Err(_) => {
                 return Err(Failure::NotUpYet(format!(
@@ -187,8 +220,23 @@ fn classify(node: &str, endpoint: &str, e: russh::Error) -> Failure {
     }
 }
 
+/// Host key algorithms in russh's order, those of a type `known` records moved to the front
+/// (stable), so a server with several host keys shows the one we can check — what `ssh` does
+/// with its known_hosts. RSA matches whatever signature hash.
+pub fn prefer_known(default: &[Algorithm], known: &[Algorithm]) -> Vec<Algorithm> {
+    let is_known = |a: &Algorithm| known.iter().any(|k| k == a || (k.clone().is_rsa() && a.clone().is_rsa()));
+    let mut v = default.to_vec();
+    v.sort_by_key(|a| !is_known(a));
+    v
+}
+
 /// Build the russh client configuration once per run.
 pub fn client_config(opts: &SshOptions) -> Result<client::Config> {
+    client_config_preferring(opts, &[])
+}
+
+/// The client configuration asking first for host keys of the `known` types.
+fn client_config_preferring(opts: &SshOptions, known: &[Algorithm]) -> Result<client::Config> {
     use russh::kex;
     let mut names = Vec::new();
     for k in &opts.kex {
@@ -199,11 +247,34 @@ pub fn client_config(opts: &SshOptions) -> Result<client::Config> {
     names.push(kex::EXTENSION_SUPPORT_AS_CLIENT);
     names.push(kex::EXTENSION_OPENSSH_STRICT_KEX_AS_CLIENT);
     Ok(client::Config {
-        preferred: russh::Preferred { kex: names.into(), ..Default::default() },
+        preferred: russh::Preferred {
+            kex: names.into(),
+            key: prefer_known(&russh::Preferred::default().key, known).into(),
+            ..Default::default()
+        },
         keepalive_interval: Some(opts.keepalive),
         keepalive_max: 3,
         inactivity_timeout: None,
         nodelay: true,
         ..Default::default()
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use russh::keys::{EcdsaCurve, HashAlg};
+
+    #[test]
+    fn known_key_types_are_asked_for_first() {
+        let ed = Algorithm::Ed25519;
+        let ec = Algorithm::Ecdsa { curve: EcdsaCurve::NistP256 };
+        let rsa512 = Algorithm::Rsa { hash: Some(HashAlg::Sha512) };
+        let default = [ed.clone(), ec.clone(), rsa512.clone(), Algorithm::Rsa { hash: None }];
+        assert_eq!(prefer_known(&default, &[]), default.to_vec());
+        assert_eq!(prefer_known(&default, std::slice::from_ref(&ec))[0], ec);
+        let v = prefer_known(&default, &[Algorithm::Rsa { hash: None }]);
+        assert_eq!(v[..2], [rsa512, Algorithm::Rsa { hash: None }]);
+        assert_eq!(v[2..], [ed, ec]);
+    }
 }

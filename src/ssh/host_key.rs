@@ -6,8 +6,10 @@
 use std::path::Path;
 use std::sync::Mutex;
 
-use russh::keys::known_hosts::{check_known_hosts_path, known_host_keys_path, learn_known_hosts_path};
-use russh::keys::{HashAlg, PublicKey};
+use russh::keys::known_hosts::learn_known_hosts_path;
+use russh::keys::{Algorithm, HashAlg, PublicKey};
+
+use super::known_hosts::lookup;
 
 use crate::inventory::HostKeyCheck;
 
@@ -47,7 +49,33 @@ pub fn fingerprint(key: &PublicKey) -> String {
     key.fingerprint(HashAlg::Sha256).to_string()
 }
 
-/// Decide about `key` offered by `host:port`.
+/// Read known_hosts: a missing file has no entries; any other failure (permissions, a
+/// directory, not UTF-8) is an error — an unreadable file must never look like an empty one,
+/// or accept-new would learn over keys it could not see.
+fn read_known_hosts(path: &Path) -> Result<String, String> {
+    match std::fs::read(path) {
+        Ok(b) => String::from_utf8(b).map_err(|_| format!("cannot read {}: not UTF-8 text", path.display())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(String::new()),
+        Err(e) => Err(format!("cannot read {}: {e}", path.display())),
+    }
+}
+
+/// The key types `known_hosts` records for `host:port` (best effort: empty when unreadable,
+/// which [`verify`] then reports). Used to ask the server for a key we can check, as `ssh`
+/// does, instead of one we would have to refuse.
+pub fn known_algorithms(known_hosts: &Path, host: &str, port: u16) -> Vec<Algorithm> {
+    let text = read_known_hosts(known_hosts).unwrap_or_default();
+    let mut algs: Vec<Algorithm> = Vec::new();
+    for (_, k) in lookup(&text, host, port).map(|r| r.keys).unwrap_or_default() {
+        if !algs.contains(&k.algorithm()) {
+            algs.push(k.algorithm());
+        }
+    }
+    algs
+}
+
+/// Decide about `key` offered by `host:port`. Blocking (file lock, file I/O): call it off the
+/// async threads (the handler uses `spawn_blocking`).
 pub fn verify(policy: HostKeyCheck, known_hosts: &Path, host: &str, port: u16, key: &PublicKey) -> Verdict {
     let offered = fingerprint(key);
     if policy == HostKeyCheck::Off {
@@ -61,36 +89,55 @@ pub fn verify(policy: HostKeyCheck, known_hosts: &Path, host: &str, port: u16, k
         },
         _ => None,
     };
-    match check_known_hosts_path(host, port, key, known_hosts) {
-        Ok(true) => Verdict::Trusted,
-        Err(russh::keys::Error::KeyChanged { line }) => {
-            let expected = known_host_keys_path(host, port, known_hosts)
-                .ok()
-                .and_then(|keys| keys.into_iter().find(|(l, _)| *l == line))
-                .map(|(_, k)| fingerprint(&k))
-                .unwrap_or_else(|| "?".to_string());
-            Verdict::Rejected {
-                message: format!(
-                    "REMOTE HOST KEY HAS CHANGED: {} line {line} expects {expected}, the server offered {offered} ({}). \
-                     If the VM was rebuilt, remove that line; otherwise this may be an attack.",
-                    known_hosts.display(),
-                    key.algorithm()
-                ),
-            }
-        }
-        Err(e) => Verdict::Rejected { message: format!("cannot read {}: {e}", known_hosts.display()) },
-        Ok(false) => match policy {
-            HostKeyCheck::Strict => Verdict::Rejected {
-                message: format!(
-                    "host is not in {} (strict checking); offered {} key {offered}",
-                    known_hosts.display(),
-                    key.algorithm()
-                ),
-            },
-            _ => match learn_known_hosts_path(host, port, key, known_hosts) {
-                Ok(()) => Verdict::Learned { fingerprint: offered },
-                Err(e) => Verdict::Rejected { message: format!("cannot record key in {}: {e}", known_hosts.display()) },
-            },
+    let path = known_hosts.display();
+    let rec =
+        match read_known_hosts(known_hosts).and_then(|t| lookup(&t, host, port).map_err(|m| format!("{path}: {m}"))) {
+            Ok(r) => r,
+            Err(message) => return Verdict::Rejected { message },
+        };
+    let same = |k: &PublicKey| k.key_data() == key.key_data();
+    if let Some((line, _)) = rec.revoked.iter().find(|(_, k)| same(k)) {
+        return Verdict::Rejected {
+            message: format!(
+                "REVOKED HOST KEY: {path} line {line} marks the {} key {offered} this server offered as @revoked; refusing to connect.",
+                key.algorithm()
+            ),
+        };
+    }
+    if rec.keys.iter().any(|(_, k)| same(k)) {
+        return Verdict::Trusted;
+    }
+    if let Some((line, k)) = rec.keys.iter().find(|(_, k)| k.algorithm() == key.algorithm()) {
+        return Verdict::Rejected {
+            message: format!(
+                "REMOTE HOST KEY HAS CHANGED: {path} line {line} expects {}, the server offered {offered} ({}). \
+                 If the VM was rebuilt, remove that line; otherwise this may be an attack.",
+                fingerprint(k),
+                key.algorithm()
+            ),
+        };
+    }
+    if let Some((line, k)) = rec.keys.first() {
+        // Known, but only with other key types: learning this one would let whoever holds it
+        // in, without the key we trust ever being shown. A mismatch, not a new host.
+        return Verdict::Rejected {
+            message: format!(
+                "host is known in {path} with a {} key ({}, line {line}), but the server offered a {} key {offered}. \
+                 Not learning a second key type: if the VM was rebuilt, remove the old entries (ssh-keygen -R); \
+                 otherwise this may be an attack.",
+                k.algorithm(),
+                fingerprint(k),
+                key.algorithm()
+            ),
+        };
+    }
+    match policy {
+        HostKeyCheck::Strict => Verdict::Rejected {
+            message: format!("host is not in {path} (strict checking); offered {} key {offered}", key.algorithm()),
+        },
+        _ => match learn_known_hosts_path(host, port, key, known_hosts) {
+            Ok(()) => Verdict::Learned { fingerprint: offered },
+            Err(e) => Verdict::Rejected { message: format!("cannot record key in {path}: {e}") },
         },
     }
 }
@@ -127,6 +174,79 @@ mod tests {
             v => panic!("changed key accepted: {v:?}"),
         }
         assert!(matches!(verify(HostKeyCheck::Off, &kh, "10.0.0.1", 22, &b), Verdict::Unchecked { .. }));
+    }
+
+    const ECDSA: &str = "ecdsa-sha2-nistp256 AAAAE2VjZHNhLXNoYTItbmlzdHAyNTYAAAAIbmlzdHAyNTYAAABBBNAr7dlq7F1LlbOkXNfKKGrJDP5pcYI0TIwicqB9/rkVGQXS+R6FOoHLrELz3L5JaapsqBd/e1nq4btxzVdm92w=";
+
+    #[test]
+    fn revoked_key_is_refused_even_when_also_recorded() {
+        let dir = tempfile::tempdir().unwrap();
+        let kh = dir.path().join("known_hosts");
+        let (a, b) = keys();
+        std::fs::write(&kh, format!("10.0.0.1 {}\n@revoked 10.0.0.* {}\n", KEYS[0], KEYS[0])).unwrap();
+        for policy in [HostKeyCheck::Strict, HostKeyCheck::AcceptNew] {
+            match verify(policy, &kh, "10.0.0.1", 22, &a) {
+                Verdict::Rejected { message } => {
+                    assert!(message.contains("REVOKED") && message.contains("line 2"), "{message}")
+                }
+                v => panic!("revoked key accepted: {v:?}"),
+            }
+        }
+        // Another host under the wildcard revocation: not learned either.
+        assert!(matches!(verify(HostKeyCheck::AcceptNew, &kh, "10.0.0.2", 22, &a), Verdict::Rejected { .. }));
+        // A key that is not revoked is judged as usual.
+        assert!(matches!(verify(HostKeyCheck::AcceptNew, &kh, "10.0.0.2", 22, &b), Verdict::Learned { .. }));
+        assert_eq!(std::fs::read_to_string(&kh).unwrap().lines().count(), 3);
+    }
+
+    #[test]
+    fn unreadable_known_hosts_is_an_error_not_an_empty_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, _) = keys();
+        // A directory where the file should be; and a file that is not text.
+        let d = dir.path().join("kh-dir");
+        std::fs::create_dir(&d).unwrap();
+        let bin = dir.path().join("kh-bin");
+        std::fs::write(&bin, [0xff, 0xfe, b'\n']).unwrap();
+        for (p, policy) in [(&d, HostKeyCheck::Strict), (&bin, HostKeyCheck::Strict), (&bin, HostKeyCheck::AcceptNew)] {
+            match verify(policy, p, "10.0.0.1", 22, &a) {
+                Verdict::Rejected { message } => assert!(message.contains("cannot"), "{message}"),
+                v => panic!("{}: {v:?}", p.display()),
+            }
+        }
+        assert_eq!(std::fs::read(&bin).unwrap(), [0xff, 0xfe, b'\n'], "nothing learned into it");
+        // Permissions: only meaningful when not root (root reads anything).
+        let locked = dir.path().join("kh-0000");
+        std::fs::write(&locked, format!("10.0.0.1 {}\n", KEYS[0])).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o000)).unwrap();
+        if std::fs::read(&locked).is_err() {
+            assert!(matches!(verify(HostKeyCheck::Strict, &locked, "10.0.0.1", 22, &a), Verdict::Rejected { .. }));
+        }
+        // A missing file is simply empty.
+        let none = dir.path().join("absent");
+        assert!(verify(HostKeyCheck::Strict, &none, "10.0.0.1", 22, &a) != Verdict::Trusted);
+        assert!(matches!(verify(HostKeyCheck::AcceptNew, &none, "10.0.0.1", 22, &a), Verdict::Learned { .. }));
+    }
+
+    #[test]
+    fn accept_new_does_not_learn_a_second_key_type() {
+        let dir = tempfile::tempdir().unwrap();
+        let kh = dir.path().join("known_hosts");
+        let (a, _) = keys();
+        let ec = PublicKey::from_openssh(ECDSA).unwrap();
+        std::fs::write(&kh, format!("[10.0.0.1]:2222 {ECDSA}\n")).unwrap();
+        match verify(HostKeyCheck::AcceptNew, &kh, "10.0.0.1", 2222, &a) {
+            Verdict::Rejected { message } => {
+                assert!(message.contains("Not learning a second key type"), "{message}");
+                assert!(message.contains(&fingerprint(&ec)) && message.contains(&fingerprint(&a)), "{message}");
+            }
+            v => panic!("second key type accepted: {v:?}"),
+        }
+        assert_eq!(std::fs::read_to_string(&kh).unwrap().lines().count(), 1);
+        assert_eq!(verify(HostKeyCheck::Strict, &kh, "10.0.0.1", 2222, &ec), Verdict::Trusted);
+        assert_eq!(known_algorithms(&kh, "10.0.0.1", 2222), vec![ec.algorithm()]);
+        assert!(known_algorithms(&kh, "10.0.0.1", 22).is_empty());
     }
 
     #[test]

@@ -6,6 +6,7 @@ mod client;
 mod connect;
 mod exec;
 pub mod host_key;
+mod known_hosts;
 mod transfer;
 
 use std::path::Path;
@@ -45,6 +46,10 @@ pub struct SshOptions {
     pub kex: Vec<String>,
     /// Extra local wait beyond a command's timeout before we give up on the remote kill.
     pub grace: Duration,
+    /// A transfer step (a chunk sent or received, a reply, an SFTP request) or a channel open
+    /// that makes no progress this long fails, naming node and path: a stalled or hostile
+    /// node cannot hold a run. `--stall-timeout`.
+    pub stall: Duration,
 }
 
 impl Default for SshOptions {
@@ -64,9 +69,15 @@ impl Default for SshOptions {
                 "diffie-hellman-group14-sha256".into(),
             ],
             grace: Duration::from_secs(10),
+            // A flaky WAN link shared by 200 uploads still moves each one every few seconds;
+            // two minutes of total silence is a dead or hostile node, not congestion.
+            stall: Duration::from_secs(120),
         }
     }
 }
+
+/// At most this long for each goodbye in [`SshSession::close`].
+const CLOSE_WAIT: Duration = Duration::from_secs(5);
 
 pub struct SshConnector {
     opts: SshOptions,
@@ -91,6 +102,7 @@ impl Connector for SshConnector {
             sftp: OnceCell::new(),
             become_password: host.become_password.clone(),
             grace: self.opts.grace,
+            stall: self.opts.stall,
             quiet: HostEvents::discard(&host.name),
             warmed: AtomicBool::new(false),
         }))
@@ -104,6 +116,7 @@ pub struct SshSession {
     sftp: OnceCell<Option<SftpSession>>,
     become_password: Option<Secret>,
     grace: Duration,
+    stall: Duration,
     /// Sink for internal commands (probes, finalizers) whose output is data, not news.
     quiet: HostEvents,
     /// Whether the first channel has been opened (see [`SshSession::channel`]).
@@ -115,7 +128,8 @@ impl SshSession {
         exec::exec(self, cmd, &self.quiet).await
     }
 
-    /// Open a session channel.
+    /// Open a session channel, within the stall timeout (a node that never confirms the
+    /// open must not hold the run).
     ///
     /// OpenSSH follows a key login with a burst of small packets (host keys, key-option
     /// notices) and keeps Nagle on for exec sessions, so each packet of the burst after the
@@ -124,6 +138,16 @@ impl SshSession {
     /// we therefore send a tiny keepalive (no reply asked) every 3 ms, at most 20: each one
     /// carries the ACK at once. Later channels do not need it.
     async fn channel(&self) -> std::result::Result<Channel<Msg>, russh::Error> {
+        let stall = self.stall;
+        tokio::time::timeout(stall, self.open_channel()).await.unwrap_or_else(|_| {
+            Err(russh::Error::IO(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                format!("the node did not open a channel within {stall:?} (--stall-timeout)"),
+            )))
+        })
+    }
+
+    async fn open_channel(&self) -> std::result::Result<Channel<Msg>, russh::Error> {
         if self.warmed.swap(true, Ordering::Relaxed) {
             return self.handle.channel_open_session().await;
         }
@@ -166,13 +190,16 @@ impl Transport for SshSession {
         self.download_file(remote, local, events).await
     }
 
+    /// Best effort, and bounded: after a stall the link may be dead, and saying goodbye on it
+    /// must not hang the run.
     async fn close(&self) {
+        let bound = CLOSE_WAIT.min(self.stall);
         if let Some(Some(s)) = self.sftp.get() {
-            let _ = s.close().await;
+            let _ = tokio::time::timeout(bound, s.close()).await;
         }
-        let _ = self.handle.disconnect(russh::Disconnect::ByApplication, "", "en").await;
+        let _ = tokio::time::timeout(bound, self.handle.disconnect(russh::Disconnect::ByApplication, "", "en")).await;
         for h in self.hops.iter().rev() {
-            let _ = h.disconnect(russh::Disconnect::ByApplication, "", "en").await;
+            let _ = tokio::time::timeout(bound, h.disconnect(russh::Disconnect::ByApplication, "", "en")).await;
         }
     }
 }

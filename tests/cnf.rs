@@ -377,7 +377,7 @@ fn interrupt_an_install(h: &mut HelmCnf) -> R {
     let req3 = c.write("cnf3.json", &req3);
     let mut a = cnf_args(c, &["-o", "json"], "cnf3");
     a.extend(["instantiate", "--request", s(&req3), "--wait"]);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_mgmt-driver"))
+    let mut child = support::binary()
         .args(a)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())

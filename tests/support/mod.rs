@@ -135,14 +135,28 @@ impl Run {
     }
 }
 
-/// Run the real binary. The operator's own ~/.ssh/config is not read (tests name their config
-/// files explicitly). Every `-o json` run's stdout must be exactly one result document that
+/// The state-sealing key every test run uses unless it names its own: inside target/, so tests
+/// never create or read the operator's `~/.config/mgmt-driver/state.key`.
+pub fn test_state_key() -> PathBuf {
+    repo().join("target/test-state.key")
+}
+
+/// The real binary with the test environment: the operator's own ~/.ssh/config is not read
+/// (tests name their config files explicitly), no agent, no inventory from the environment, the
+/// test state key.
+pub fn binary() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_mgmt-driver"));
+    c.env_remove("SSH_AUTH_SOCK").env_remove("MGMT_DRIVER_INVENTORY");
+    c.env("MGMT_DRIVER_SSH_CONFIG", "none").env("MGMT_DRIVER_STATE_KEY_FILE", test_state_key());
+    c
+}
+
+/// Run the real binary (see [`binary`]). Every `-o json` run's stdout must be exactly one result document that
 /// satisfies docs/result.schema.json, whatever else the test checks.
 pub fn mgmt(args: &[&str], env: &[(&str, &str)]) -> Run {
     let start = Instant::now();
-    let mut c = Command::new(env!("CARGO_BIN_EXE_mgmt-driver"));
-    c.args(args).env_remove("SSH_AUTH_SOCK").env_remove("MGMT_DRIVER_INVENTORY");
-    c.env("MGMT_DRIVER_SSH_CONFIG", "none");
+    let mut c = binary();
+    c.args(args);
     for (k, v) in env {
         c.env(k, v);
     }

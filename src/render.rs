@@ -5,9 +5,8 @@
 use std::io::Write;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use tokio::sync::mpsc::UnboundedReceiver;
 
-use crate::event::{Event, EventKind};
+use crate::event::{Event, EventKind, EventRx};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Output {
@@ -63,7 +62,7 @@ impl Renderer {
     }
 
     /// Consume events until every sender is gone.
-    pub async fn run(mut self, mut rx: UnboundedReceiver<Event>) {
+    pub async fn run(mut self, mut rx: EventRx) {
         let (mut ok, mut failed) = (0u64, 0u64);
         while let Some(ev) = rx.recv().await {
             if let EventKind::Done { ok: o, .. } = ev.kind {

@@ -31,6 +31,9 @@ macro_rules! program {
     };
 }
 
+// The wrapper of every command (src/command.rs).
+pub(crate) const LEASH: Program = program!("leash.sh");
+
 // Cluster steps (src/cluster/node_cmd.rs).
 pub(crate) const HOSTS_UPDATE: Program = program!("hosts_update.sh");
 pub(crate) const HAPROXY_BACKEND: Program = program!("haproxy_backend.sh");
@@ -55,6 +58,7 @@ pub(crate) const EXTRACT_CHART: Program = program!("extract_chart.sh");
 /// program no builder runs is a dead-code warning (and `clippy -D warnings` fails).
 #[cfg(test)]
 const ALL: &[Program] = &[
+    LEASH,
     HOSTS_UPDATE,
     HAPROXY_BACKEND,
     ADMIN_TOKEN,

@@ -159,12 +159,14 @@ mod tests {
             .unwrap()
     }
 
-    /// Wait at most `within` for the child; its exit code, or a failure naming what hung.
+    /// Wait at most `within` for the child; its exit code (128+N for signal N, as sshd would
+    /// report it), or a failure naming what hung.
     fn exit_within(child: &mut Child, within: Duration, what: &str) -> Option<i32> {
+        use std::os::unix::process::ExitStatusExt;
         let start = Instant::now();
         loop {
             if let Some(st) = child.try_wait().unwrap() {
-                return st.code();
+                return st.code().or(st.signal().map(|s| 128 + s));
             }
             if start.elapsed() > within {
                 let _ = child.kill();
@@ -255,6 +257,19 @@ mod tests {
         child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
         assert_eq!(out, "out []\n");
         assert_eq!(err, "err\n");
+    }
+
+    #[test]
+    fn a_command_ended_by_a_signal_ends_the_leash_by_that_signal() {
+        use std::os::unix::process::ExitStatusExt;
+        // sshd's child is the leash itself (the login shell execs a lone command): `exec` here.
+        let wire = RemoteCommand::new("kill -9 $$").wire().unwrap();
+        let mut child = Command::new("sh").arg("-c").arg(format!("exec {wire}")).spawn().unwrap();
+        exit_within(&mut child, Duration::from_secs(5), "kill -9");
+        let st = child.wait().unwrap();
+        assert_eq!((st.code(), st.signal()), (None, Some(9)));
+        let mut child = spawn(&RemoteCommand::new("exit 3"));
+        assert_eq!(exit_within(&mut child, Duration::from_secs(5), "exit 3"), Some(3));
     }
 
     #[test]

@@ -65,7 +65,8 @@ fn until(within: Duration, mut cond: impl FnMut() -> bool) -> bool {
 fn none_left(lab: &Lab, nodes: &[usize], marker: &str) -> R {
     let gone = until(Duration::from_secs(6), || nodes.iter().all(|&i| on_node(lab, i, marker).is_empty()));
     check(gone, || {
-        let left: Vec<String> = nodes.iter().map(|&i| format!("{}: {}", lab.node(i), on_node(lab, i, marker))).collect();
+        let left: Vec<String> =
+            nodes.iter().map(|&i| format!("{}: {}", lab.node(i), on_node(lab, i, marker))).collect();
         format!("left running on the nodes:\n{}", left.join("\n"))
     })
 }
@@ -146,7 +147,8 @@ fn with_become_the_root_commands_stop_too() -> R {
 fn no_timeout_runs_and_finishes_normally() -> R {
     let d = tempfile::tempdir()?;
     let inv = inv(d.path(), true);
-    let r = support::mgmt(&["exec", "-o", "json", "--timeout", "none", "-i", s(&inv), "--", "sleep 0.2; echo fine"], &[]);
+    let r =
+        support::mgmt(&["exec", "-o", "json", "--timeout", "none", "-i", s(&inv), "--", "sleep 0.2; echo fine"], &[]);
     r.ok();
     check(r.elapsed < Duration::from_secs(10), || format!("took {:?}", r.elapsed))?;
     let d = doc(&r);
@@ -164,15 +166,20 @@ fn a_flooding_node_does_not_exhaust_controller_memory() -> R {
     let m = marker("flood");
     // 256 Mi bytes in lines of 1 KiB; `: marker` keeps the flood findable out of band.
     let script = format!("head -c 268435456 /dev/zero | tr '\\0' x | fold -w 1023; : {m}");
-    let mut child = support::command(&["exec", "-o", "plain", "--host", &lab().node(1), "-i", s(&inv), "--", &script], &[])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()?;
+    let mut child =
+        support::command(&["exec", "-o", "plain", "--host", &lab().node(1), "-i", s(&inv), "--", &script], &[])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()?;
     let pid = child.id();
     let hwm = || -> u64 {
         std::fs::read_to_string(format!("/proc/{pid}/status"))
             .ok()
-            .and_then(|t| t.lines().find(|l| l.starts_with("VmHWM:")).map(|l| l.split_whitespace().nth(1).unwrap().parse().unwrap()))
+            .and_then(|t| {
+                t.lines()
+                    .find(|l| l.starts_with("VmHWM:"))
+                    .map(|l| l.split_whitespace().nth(1).unwrap().parse().unwrap())
+            })
             .unwrap_or(0)
     };
     let start = Instant::now();
@@ -291,7 +298,9 @@ fn hooks_interrupted_killed_and_refused() -> R {
         second.fails(2, &format!("another mgmt-driver run is working on VNF instance {}", h.c.id));
         check(second.elapsed < Duration::from_secs(5), || format!("took {:?}", second.elapsed))
     })?;
-    phase("SIGINT in the middle of kubeadm init: exit 130, nothing left running, state loads", || h.interrupted("INT"))?;
+    phase("SIGINT in the middle of kubeadm init: exit 130, nothing left running, state loads", || {
+        h.interrupted("INT")
+    })?;
     phase("SIGTERM in the middle of kubeadm init: exit 143, nothing left running, state loads", || {
         h.interrupted("TERM")
     })?;
@@ -318,7 +327,9 @@ fn hooks_interrupted_killed_and_refused() -> R {
         h.c.lab.node_exec("3", &["pkill", "-KILL", "-f", "sshd: root"]);
         let r = run.wait(Duration::from_secs(60));
         r.fails(1, &format!("{}: command failed with no exit status (connection lost?)", h.c.lab.node(3)));
-        check(r.stdout.contains("install_k8s_cluster.sh -w 198.18.44.13"), || format!("the step is named:\n{}", r.all()))?;
+        check(r.stdout.contains("install_k8s_cluster.sh -w 198.18.44.13"), || {
+            format!("the step is named:\n{}", r.all())
+        })?;
         none_left(&h.c.lab, &[3], install)?;
         h.state_loads()
     })?;

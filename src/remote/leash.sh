@@ -21,8 +21,8 @@
 #   BECOME      none | sudo (sudo -n) | sudo-password (the first stdin line is the password, for
 #               sudo -S; it is handed to sudo alone)
 #   SCRIPT      shell text, run by sh -c
-# Exit status: the command's (124 when its time ran out, 128+N when a signal ended it); 2 bad
-# usage.
+# Exit status: the command's (124 when its time ran out); ended by signal N (KILL when it ignored
+# TERM after its time ran out), this program ends by signal N too; 2 bad usage.
 
 [ "$#" -eq 4 ] || exit 2
 k=$1 t=$2 b=$3 s=$4
@@ -47,4 +47,10 @@ exec 3<&-
 wait "$c"
 r=$?
 kill "$w" 2>/dev/null
+# A command ended by a signal: end the same way, so that sshd reports the signal, not 128+N.
+case $r in
+129 | 130 | 131 | 132 | 134 | 135 | 136 | 137 | 139 | 141 | 142 | 143)
+    kill -"$((r - 128))" "$$"
+    ;;
+esac
 exit "$r"

@@ -138,7 +138,9 @@ pub async fn exec(session: &SshSession, cmd: &RemoteCommand, ev: &HostEvents) ->
         return Err(session_err("the server refused the exec request".into()));
     }
     ev.emit(EventKind::Exit { code: out.code, signal: out.signal.clone(), ms: out.elapsed.as_millis() as u64 });
-    if cmd.timed_out(out.code, out.elapsed) {
+    // `timeout` that had to KILL the group ends by KILL itself, and the leash ends the same way.
+    let killed = out.signal.as_deref() == Some("KILL");
+    if cmd.timed_out(out.code.or(killed.then_some(137)), out.elapsed) {
         ev.emit(EventKind::Timeout { command: cmd.display().to_string(), secs: out.elapsed.as_secs_f64() });
         return Err(Error::Timeout { node: node.into(), command: cmd.display().to_string(), elapsed: out.elapsed });
     }

@@ -264,7 +264,7 @@ mod tests {
         use std::os::unix::process::ExitStatusExt;
         // sshd's child is the leash itself (the login shell execs a lone command): `exec` here.
         let wire = RemoteCommand::new("kill -9 $$").wire().unwrap();
-        let mut child = Command::new("sh").arg("-c").arg(format!("exec {wire}")).spawn().unwrap();
+        let mut child = Command::new("sh").arg("-c").arg(format!("exec {wire}")).stdin(Stdio::piped()).spawn().unwrap();
         exit_within(&mut child, Duration::from_secs(5), "kill -9");
         let st = child.wait().unwrap();
         assert_eq!((st.code(), st.signal()), (None, Some(9)));

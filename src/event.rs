@@ -285,39 +285,35 @@ impl Ledger {
             match p {
                 Progress::Finished { ok: true } => r.finished.push(host),
                 Progress::Finished { ok: false } => r.failed.push(host),
-                Progress::Running(command) => r.interrupted.push((host, Some(command))),
-                Progress::Busy => r.interrupted.push((host, None)),
+                Progress::Running(command) => r.interrupted.push((host, command)),
+                Progress::Busy => r.idle.push(host),
             }
         }
         r
     }
 }
 
-/// Which hosts had finished when the run was interrupted, and which were cut off (in which
-/// command, if one was running).
+/// Which hosts had finished when the run was interrupted, which were cut off in which command,
+/// and which were connected but between steps (a hook's node whose part is done, a fan-out
+/// host between its upload and its command).
 #[derive(Debug, Default, Serialize)]
 pub struct Interruption {
     pub finished: Vec<String>,
     pub failed: Vec<String>,
-    pub interrupted: Vec<(String, Option<String>)>,
+    pub interrupted: Vec<(String, String)>,
+    pub idle: Vec<String>,
 }
 
 impl Interruption {
     /// The lines an operator reads on stderr (after the first line naming the signal).
     pub fn lines(&self) -> Vec<String> {
         let list = |v: &[String]| if v.is_empty() { "none".to_string() } else { v.join(", ") };
-        let cut: Vec<String> = self
-            .interrupted
-            .iter()
-            .map(|(h, c)| match c {
-                Some(c) => format!("{h} (running: {c})"),
-                None => h.clone(),
-            })
-            .collect();
+        let cut: Vec<String> = self.interrupted.iter().map(|(h, c)| format!("{h} (running: {c})")).collect();
         vec![
             format!("  finished: {}", list(&self.finished)),
             format!("  failed: {}", list(&self.failed)),
             format!("  interrupted: {}", list(&cut)),
+            format!("  between steps: {}", list(&self.idle)),
         ]
     }
 }
@@ -376,6 +372,7 @@ mod tests {
     fn the_ledger_follows_each_host() {
         let (events, _rx) = Events::channel();
         let (a, b, c) = (events.for_host("ledger-a"), events.for_host("ledger-b"), events.for_host("ledger-c"));
+        events.for_host("ledger-d").emit(EventKind::Connecting { addr: "x:22".into(), via: vec![] });
         a.emit(EventKind::Start);
         a.emit(EventKind::Command { command: "sleep 300".into() });
         b.emit(EventKind::Command { command: "true".into() });
@@ -388,8 +385,9 @@ mod tests {
         assert_eq!(snap["ledger-b"], Progress::Finished { ok: true });
         assert_eq!(snap["ledger-c"], Progress::Finished { ok: true });
         let r = LEDGER.interruption();
-        assert!(r.interrupted.contains(&("ledger-a".into(), Some("sleep 300".into()))), "{r:?}");
+        assert!(r.interrupted.contains(&("ledger-a".into(), "sleep 300".into())), "{r:?}");
         assert!(r.finished.contains(&"ledger-b".to_string()), "{r:?}");
+        assert!(r.idle.contains(&"ledger-d".to_string()) && !r.idle.contains(&"ledger-a".to_string()), "{r:?}");
         let text = r.lines().join("\n");
         assert!(text.contains("ledger-a (running: sleep 300)"), "{text}");
     }

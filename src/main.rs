@@ -36,6 +36,7 @@ fn main() {
                     let _ = first_signal(signals).await;
                     std::process::exit(code);
                 });
+                mgmt_driver::cli::fanout::hide_progress();
                 report_interruption(name, &operation, dry_run).print(output);
                 code
             }
@@ -72,10 +73,7 @@ fn report_interruption(signal: &str, operation: &str, dry_run: bool) -> Envelope
     env.ok = false;
     env.errors.push(ErrorItem { kind: "interrupted", message: format!("interrupted by {signal}"), node: None });
     for (host, command) in &r.interrupted {
-        let message = match command {
-            Some(c) => format!("{host}: interrupted by {signal} while running: {c}"),
-            None => format!("{host}: interrupted by {signal}"),
-        };
+        let message = format!("{host}: interrupted by {signal} while running: {command}");
         env.errors.push(ErrorItem { kind: "interrupted", message, node: Some(host.clone()) });
     }
     env.result = json!({"interrupted": {
@@ -83,6 +81,7 @@ fn report_interruption(signal: &str, operation: &str, dry_run: bool) -> Envelope
         "finished": r.finished,
         "failed": r.failed,
         "interrupted": r.interrupted.iter().map(|(h, c)| json!({"node": h, "command": c})).collect::<Vec<_>>(),
+        "idle": r.idle,
     }});
     env
 }

@@ -20,6 +20,17 @@ pub enum Output {
     Yaml,
 }
 
+/// The progress bar on screen, if any, so an interruption can take it away before the report
+/// (a bar redrawn after it would overwrite the report's last line).
+static ACTIVE_BAR: std::sync::Mutex<Option<ProgressBar>> = std::sync::Mutex::new(None);
+
+/// Clear the progress bar for good (the run is being interrupted); no-op without one.
+pub fn clear_progress() {
+    if let Some(b) = ACTIVE_BAR.lock().unwrap_or_else(|e| e.into_inner()).take() {
+        b.finish_and_clear();
+    }
+}
+
 pub struct Renderer {
     mode: Output,
     verbose: bool,
@@ -44,6 +55,7 @@ impl Renderer {
             );
             // Keep the clock moving while hosts are silent (a 40-minute install, say).
             b.enable_steady_tick(std::time::Duration::from_millis(250));
+            *ACTIVE_BAR.lock().unwrap_or_else(|e| e.into_inner()) = Some(b.clone());
             b
         });
         Renderer { mode, verbose, bar, plan: false }
@@ -84,6 +96,7 @@ impl Renderer {
         }
         if let Some(b) = self.bar.take() {
             b.finish_and_clear();
+            ACTIVE_BAR.lock().unwrap_or_else(|e| e.into_inner()).take();
         }
     }
 

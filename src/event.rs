@@ -236,6 +236,8 @@ impl HostEvents {
 /// Where a host stands, as far as its events tell.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Progress {
+    /// Waiting for its turn in a fan-out (`--parallel`); nothing ran on it yet.
+    Queued,
     /// Started, connected or between commands.
     Busy,
     /// A command is running on it (its display form).
@@ -272,6 +274,16 @@ impl Ledger {
         }
     }
 
+    /// Hosts a fan-out is about to run, so an interruption can name those it never started.
+    pub fn expect<'a>(&self, hosts: impl IntoIterator<Item = &'a str>) {
+        let mut known = self.hosts.lock().unwrap_or_else(|e| e.into_inner());
+        for h in hosts {
+            if !known.contains_key(h) {
+                known.insert(Arc::from(h), Progress::Queued);
+            }
+        }
+    }
+
     /// Every host seen so far and where it stands.
     pub fn snapshot(&self) -> Vec<(String, Progress)> {
         let hosts = self.hosts.lock().unwrap_or_else(|e| e.into_inner());
@@ -287,6 +299,7 @@ impl Ledger {
                 Progress::Finished { ok: false } => r.failed.push(host),
                 Progress::Running(command) => r.interrupted.push((host, command)),
                 Progress::Busy => r.idle.push(host),
+                Progress::Queued => r.not_started.push(host),
             }
         }
         r
@@ -302,6 +315,7 @@ pub struct Interruption {
     pub failed: Vec<String>,
     pub interrupted: Vec<(String, String)>,
     pub idle: Vec<String>,
+    pub not_started: Vec<String>,
 }
 
 impl Interruption {
@@ -314,6 +328,7 @@ impl Interruption {
             format!("  failed: {}", list(&self.failed)),
             format!("  interrupted: {}", list(&cut)),
             format!("  between steps: {}", list(&self.idle)),
+            format!("  not started: {}", list(&self.not_started)),
         ]
     }
 }
@@ -373,6 +388,7 @@ mod tests {
         let (events, _rx) = Events::channel();
         let (a, b, c) = (events.for_host("ledger-a"), events.for_host("ledger-b"), events.for_host("ledger-c"));
         events.for_host("ledger-d").emit(EventKind::Connecting { addr: "x:22".into(), via: vec![] });
+        LEDGER.expect(["ledger-a", "ledger-e"]);
         a.emit(EventKind::Start);
         a.emit(EventKind::Command { command: "sleep 300".into() });
         b.emit(EventKind::Command { command: "true".into() });
@@ -388,6 +404,8 @@ mod tests {
         assert!(r.interrupted.contains(&("ledger-a".into(), "sleep 300".into())), "{r:?}");
         assert!(r.finished.contains(&"ledger-b".to_string()), "{r:?}");
         assert!(r.idle.contains(&"ledger-d".to_string()) && !r.idle.contains(&"ledger-a".to_string()), "{r:?}");
+        assert!(r.not_started.contains(&"ledger-e".to_string()), "{r:?}");
+        assert!(!r.not_started.contains(&"ledger-a".to_string()), "{r:?}");
         let text = r.lines().join("\n");
         assert!(text.contains("ledger-a (running: sleep 300)"), "{text}");
     }

@@ -82,6 +82,7 @@ fn report_interruption(signal: &str, operation: &str, dry_run: bool) -> Envelope
         "failed": r.failed,
         "interrupted": r.interrupted.iter().map(|(h, c)| json!({"node": h, "command": c})).collect::<Vec<_>>(),
         "idle": r.idle,
+        "notStarted": r.not_started,
     }});
     env
 }

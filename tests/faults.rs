@@ -142,6 +142,31 @@ fn with_become_the_root_commands_stop_too() -> R {
     Ok(())
 }
 
+/// `--parallel 1` over 3 nodes, SIGINT while the second runs: the first is reported finished,
+/// the second cut off in its command, the third never started; nothing is left running.
+fn interrupted_fanout_names_finished_cut_off_and_unstarted_nodes() -> R {
+    let d = tempfile::tempdir()?;
+    let inv = inv(d.path(), true);
+    let m = marker("parallel");
+    let first = lab().node(1);
+    let script = format!("if [ \"$(hostname)\" = {first} ]; then echo quick; else sleep 300; fi; : {m}");
+    let run = spawn(&["exec", "-o", "json", "--parallel", "1", "-i", s(&inv), "--", &script], &[]);
+    if !until(Duration::from_secs(15), || !on_node(lab(), 2, &m).is_empty()) {
+        run.signal("KILL");
+        return Err(format!("the command never ran on node 2: {}", run.wait(Duration::from_secs(5)).all()).into());
+    }
+    run.signal("INT");
+    let r = run.wait(Duration::from_secs(10));
+    r.fails(130, "interrupted by SIGINT");
+    let d = doc(&r);
+    let i = &d["result"]["interrupted"];
+    check(i["finished"] == serde_json::json!([first]), || d.to_string())?;
+    check(i["interrupted"][0]["node"] == lab().node(2) && i["interrupted"][0]["command"] == script, || d.to_string())?;
+    check(i["notStarted"] == serde_json::json!([lab().node(3)]), || d.to_string())?;
+    check(r.stderr.contains(&format!("  finished: {first}\n")), || r.stderr.clone())?;
+    none_left(lab(), &[1, 2, 3], &m)
+}
+
 /// A timeout of 0 or none means no limit, and a finished command still ends at once (the leash
 /// does not keep it waiting for the connection).
 fn no_timeout_runs_and_finishes_normally() -> R {
@@ -392,6 +417,10 @@ fn main() {
             ("sigint_sigterm_sigkill_stop_remote_commands", sigint_sigterm_sigkill_stop_remote_commands),
             ("with_become_the_root_commands_stop_too", with_become_the_root_commands_stop_too),
             ("no_timeout_runs_and_finishes_normally", no_timeout_runs_and_finishes_normally),
+            (
+                "interrupted_fanout_names_finished_cut_off_and_unstarted_nodes",
+                interrupted_fanout_names_finished_cut_off_and_unstarted_nodes,
+            ),
             ("a_flooding_node_does_not_exhaust_controller_memory", a_flooding_node_does_not_exhaust_controller_memory),
             ("hooks_interrupted_killed_and_refused", hooks_interrupted_killed_and_refused),
         ])

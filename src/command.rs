@@ -296,6 +296,13 @@ mod tests {
         let mut out = String::new();
         child.stdout.take().unwrap().read_to_string(&mut out).unwrap();
         assert_eq!(out, "0\n");
+        // sudo -n: no password line at all; the command still runs as root, stdin /dev/null.
+        let mut child = spawn(&RemoteCommand::new("cat; id -u").with_become(Become::SudoNoPassword));
+        child.stdin.as_mut().unwrap().write_all(b"leash-only\n").unwrap();
+        assert_eq!(exit_within(&mut child, Duration::from_secs(5), "sudo -n"), Some(0));
+        let mut out = String::new();
+        child.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+        assert_eq!(out, "0\n");
     }
 
     #[test]

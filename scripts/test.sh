@@ -2,9 +2,10 @@
 # The whole test suite, from a fresh machine: installs what the tests need (openssh-server,
 # sudo, iproute2, python3, shellcheck, ...), checks the house rules (rustfmt, clippy on every
 # target, shellcheck on every shell program), then runs the unit tests, the lab tests against
-# real sshd nodes (tests/lab.rs, tests/cluster.rs, tests/cnf.rs; every `-o json` document they
-# see is checked against docs/result.schema.json) and the lab kit's self-tests. Run as root: the
-# lab uses network/mount/pid namespaces. Extra arguments go to `cargo test`.
+# real sshd nodes (tests/lab.rs, tests/cluster.rs, tests/cnf.rs, tests/secrets.rs; every
+# `-o json` document they see is checked against docs/result.schema.json) and the lab kit's
+# self-tests. Run as root: the lab uses network/mount/pid namespaces. Extra arguments go to
+# `cargo test`.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # shellcheck source=scripts/install-deps.sh

@@ -17,6 +17,8 @@ use std::sync::{Arc, LazyLock, Mutex};
 use std::time::Instant;
 
 use indexmap::IndexMap;
+
+use crate::error::printable;
 use serde::Serialize;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 
@@ -143,6 +145,15 @@ impl EventRx {
             self.shared.queued.fetch_sub(cost(line), Ordering::AcqRel);
         }
         Some(ev)
+    }
+
+    /// The next event if one is waiting (tests read a finished run's stream this way).
+    pub fn try_recv(&mut self) -> Result<Event, tokio::sync::mpsc::error::TryRecvError> {
+        let ev = self.rx.try_recv()?;
+        if let EventKind::Stdout { line } | EventKind::Stderr { line } = &ev.kind {
+            self.shared.queued.fetch_sub(cost(line), Ordering::AcqRel);
+        }
+        Ok(ev)
     }
 }
 
@@ -319,9 +330,16 @@ pub struct Interruption {
 }
 
 impl Interruption {
-    /// The lines an operator reads on stderr (after the first line naming the signal).
+    /// The lines an operator reads on stderr (after the first line naming the signal). Names
+    /// and commands are shown through [`printable`]: a newline in a command cannot forge a line.
     pub fn lines(&self) -> Vec<String> {
-        let list = |v: &[String]| if v.is_empty() { "none".to_string() } else { v.join(", ") };
+        let list = |v: &[String]| {
+            if v.is_empty() {
+                "none".to_string()
+            } else {
+                v.iter().map(|h| printable(h).into_owned()).collect::<Vec<_>>().join(", ")
+            }
+        };
         let cut: Vec<String> = self.interrupted.iter().map(|(h, c)| format!("{h} (running: {c})")).collect();
         vec![
             format!("  finished: {}", list(&self.finished)),
@@ -408,5 +426,8 @@ mod tests {
         assert!(!r.not_started.contains(&"ledger-a".to_string()), "{r:?}");
         let text = r.lines().join("\n");
         assert!(text.contains("ledger-a (running: sleep 300)"), "{text}");
+        let forged = Interruption { interrupted: vec![("n".into(), "x\nerror: forged".into())], ..Default::default() };
+        assert_eq!(forged.lines().len(), 5, "{:?}", forged.lines());
+        assert!(forged.lines()[2].contains("x\\nerror: forged"), "{:?}", forged.lines());
     }
 }

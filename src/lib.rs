@@ -15,9 +15,12 @@ pub mod cli;
 pub(crate) mod cluster;
 pub(crate) mod cnf;
 pub mod command;
+#[cfg(test)]
+mod debug_audit;
 pub mod error;
 pub mod event;
 pub(crate) mod fanout;
+pub(crate) mod input_limit;
 pub mod inventory;
 pub(crate) mod lifecycle;
 pub(crate) mod quote;

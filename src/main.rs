@@ -2,8 +2,8 @@ use std::time::Duration;
 
 use clap::Parser;
 use mgmt_driver::cli::envelope::{Envelope, ErrorItem};
-use mgmt_driver::cli::{main as cli_main, Cli, Command};
-use mgmt_driver::error::exit;
+use mgmt_driver::cli::{main as cli_main, parse_error, Cli, Command};
+use mgmt_driver::error::{exit, printable};
 use mgmt_driver::event::LEDGER;
 use serde_json::json;
 use tokio::signal::unix::{signal, Signal, SignalKind};
@@ -12,9 +12,9 @@ fn main() {
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
-            let code = if e.use_stderr() { exit::BAD_INPUT } else { exit::OK };
-            let _ = e.print();
-            std::process::exit(code);
+            // Only to find `-o json`: the command line itself was parsed from the raw OS strings.
+            let args: Vec<String> = std::env::args_os().map(|a| a.to_string_lossy().into_owned()).collect();
+            std::process::exit(parse_error(&e, &args));
         }
     };
     tracing_subscriber::fmt()
@@ -73,7 +73,7 @@ fn report_interruption(signal: &str, operation: &str, dry_run: bool) -> Envelope
     env.ok = false;
     env.errors.push(ErrorItem { kind: "interrupted", message: format!("interrupted by {signal}"), node: None });
     for (host, command) in &r.interrupted {
-        let message = format!("{host}: interrupted by {signal} while running: {command}");
+        let message = format!("{}: interrupted by {signal} while running: {}", printable(host), printable(command));
         env.errors.push(ErrorItem { kind: "interrupted", message, node: Some(host.clone()) });
     }
     env.result = json!({"interrupted": {

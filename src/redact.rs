@@ -1,14 +1,16 @@
 //! Masking secrets in what nodes print. Install scripts and `kubeadm` print the join token and
 //! the certificate key; the driver must parse them (from the captured stdout) but they must
 //! never reach an event, a log line or an error message. Redaction applies to the streamed
-//! copy only.
+//! copy only. In every mode, the userinfo of URLs a node prints (a proxy or repository URL with
+//! its password, echoed by apt, curl or helm) is masked too.
 
 use crate::secret::MASK;
+use crate::url_mask::mask_userinfo;
 
 /// How a command's streamed output is treated.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Redact {
-    /// Stream as is.
+    /// Stream as is (URL userinfo masked).
     #[default]
     None,
     /// Mask the values kubeadm and Tacker-contract scripts print: `token:`, `certificate_key:`,
@@ -36,9 +38,9 @@ impl Redactor {
     /// The line to show instead of `line`, or `None` to show nothing.
     pub fn line(&mut self, line: &str) -> Option<String> {
         match self.mode {
-            Redact::None => Some(line.to_string()),
+            Redact::None => Some(mask_userinfo(line).into_owned()),
             Redact::All => None,
-            Redact::Kubeadm => Some(self.kubeadm(line)),
+            Redact::Kubeadm => Some(mask_userinfo(&self.kubeadm(line)).into_owned()),
         }
     }
 
@@ -129,5 +131,16 @@ mod tests {
     fn all_hides_everything_and_none_nothing() {
         assert_eq!(run(Redact::All, &["secret"]), vec![None]);
         assert_eq!(run(Redact::None, &["token:x"]), vec![Some("token:x".to_string())]);
+    }
+
+    #[test]
+    fn url_passwords_a_node_prints_are_masked_in_every_mode() {
+        let line = "E: Failed to fetch http://user1:Pr0xy@proxy.lab:3128/debian";
+        for mode in [Redact::None, Redact::Kubeadm] {
+            assert_eq!(
+                run(mode, &[line]),
+                vec![Some("E: Failed to fetch http://********@proxy.lab:3128/debian".into())]
+            );
+        }
     }
 }

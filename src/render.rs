@@ -7,6 +7,7 @@ use std::io::Write;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::event::{Event, EventKind, EventRx};
+use crate::url_mask::mask_userinfo;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Output {
@@ -103,7 +104,7 @@ impl Renderer {
     fn render(&self, ev: &Event) {
         if self.mode == Output::Json {
             // The result document owns stdout; events go to stderr.
-            let line = serde_json::to_string(ev).unwrap_or_default();
+            let line = json_line(ev);
             let _ = writeln!(std::io::stderr().lock(), "{line}");
             return;
         }
@@ -189,6 +190,30 @@ impl Renderer {
             ),
             _ => return None,
         };
-        Some((to_stdout, line))
+        // The last stop before a terminal or a log: no URL's userinfo (a password) passes.
+        Some((to_stdout, mask_userinfo(&line).into_owned()))
+    }
+}
+
+/// An event as one JSON line, with the userinfo of every URL in it masked.
+fn json_line(ev: &Event) -> String {
+    mask_userinfo(&serde_json::to_string(ev).unwrap_or_default()).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_url_password_passes_in_any_output_mode() {
+        let ev = Event {
+            t_ms: 1,
+            host: "m1".into(),
+            kind: EventKind::Command { command: "helm repo add r https://u:Repo-Pw@charts.example/".into() },
+        };
+        let (_, plain) = Renderer::new(Output::Plain, true, 1).line(&ev).unwrap();
+        assert_eq!(plain, "m1: $ helm repo add r https://********@charts.example/");
+        let json = json_line(&ev);
+        assert!(json.contains("https://********@charts.example/") && !json.contains("Repo-Pw"), "{json}");
     }
 }

@@ -1,7 +1,14 @@
 //! A string that must never be printed. `Debug`/`Display` show a mask, so a secret that slips
 //! into a log line, an event or an error message leaks nothing.
+//!
+//! Also what counts as a secret inside a JSON document (a request, a state document), decided by
+//! shape: a value under a secret-named key, a URL with userinfo, a `name=value` string with a
+//! secret name. The state store seals those values ([`crate::lifecycle::seal`]); `Debug` of a
+//! struct holding such a document shows them masked ([`MaskedJson`]).
 
 use std::fmt;
+
+use serde_json::Value;
 
 #[derive(Clone, PartialEq, Eq)]
 pub struct Secret(String);
@@ -31,6 +38,64 @@ impl fmt::Display for Secret {
     }
 }
 
+/// Key names that hold secrets: compared lower-case with everything but letters and digits
+/// dropped, so `masternode_password`, `bearerToken`, `certificate-key` and `db.password` all
+/// count. Generous on purpose: treating a value as secret costs only readability.
+pub fn is_secret_name(key: &str) -> bool {
+    let k: String = key.chars().filter(|c| c.is_ascii_alphanumeric()).map(|c| c.to_ascii_lowercase()).collect();
+    const CONTAINS: [&str; 7] = ["password", "passwd", "passphrase", "secret", "token", "credentials", "apikey"];
+    const ENDS: [&str; 3] = ["key", "pass", "pwd"];
+    CONTAINS.iter().any(|s| k.contains(s)) || ENDS.iter().any(|s| k.ends_with(s)) || k == "pw"
+}
+
+/// A string that is itself a secret: a URL with userinfo (`http://user:pass@proxy`), or
+/// `name=value` with a secret name (a `helmparameter` entry `db.password=…`).
+pub fn is_secret_string(s: &str) -> bool {
+    if crate::url_mask::mask_userinfo(s) != s {
+        return true;
+    }
+    s.split_once('=')
+        .is_some_and(|(name, _)| !name.is_empty() && !name.contains(char::is_whitespace) && is_secret_name(name))
+}
+
+/// `doc` with every secret value (see [`is_secret_name`], [`is_secret_string`]) replaced by the
+/// mask.
+pub fn masked(doc: &Value) -> Value {
+    match doc {
+        Value::String(s) if is_secret_string(s) => Value::String(MASK.into()),
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .map(|(k, v)| {
+                    let v = if is_secret_name(k) && !v.is_null() { Value::String(MASK.into()) } else { masked(v) };
+                    (k.clone(), v)
+                })
+                .collect(),
+        ),
+        Value::Array(a) => Value::Array(a.iter().map(masked).collect()),
+        other => other.clone(),
+    }
+}
+
+/// `Debug` of a JSON document with its secrets masked, for the manual `Debug` of structs that
+/// keep a request or a record as JSON.
+pub struct MaskedJson<'a>(pub &'a Value);
+
+impl fmt::Debug for MaskedJson<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", masked(self.0))
+    }
+}
+
+/// `Debug` of a serializable struct as its JSON with the secrets masked: for the structs that
+/// keep a request or a record (`impl Debug for X { fn fmt(..) { debug_masked("X", self, f) } }`),
+/// so a new field is covered without a new line of `Debug`.
+pub fn debug_masked<T: serde::Serialize>(name: &str, t: &T, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    match serde_json::to_value(t) {
+        Ok(v) => write!(f, "{name} {}", masked(&v)),
+        Err(_) => write!(f, "{name} {{ .. }}"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -40,5 +105,31 @@ mod tests {
         let s = Secret::new("hunter2");
         assert_eq!(format!("{s} {s:?} {:?}", Some(&s)), "******** ******** Some(********)");
         assert_eq!(s.expose(), "hunter2");
+    }
+
+    #[test]
+    fn secret_names_and_strings() {
+        for k in
+            ["password", "masternode_password", "bearerToken", "certificate-key", "exthelmrepo_password", "db.pass"]
+        {
+            assert!(is_secret_name(k), "{k}");
+        }
+        for k in ["username", "ssh_cp_name", "masternode_ip", "no_proxy", "ca_hash", "nodes", "keys"] {
+            assert!(!is_secret_name(k), "{k}");
+        }
+        assert!(is_secret_string("https://tok@charts.example/"));
+        assert!(is_secret_string("auth.apiKey=abc"));
+        assert!(!is_secret_string("replicaCount=2"));
+        assert!(!is_secret_string("a sentence with a token=x in it"));
+        assert!(!is_secret_string("https://charts.example/"));
+    }
+
+    #[test]
+    fn masked_json_shows_the_shape_but_no_secret() {
+        let v = serde_json::json!({"user": "u", "password": "Pw-1", "proxy": "http://u:Pw-2@p", "set": ["a=1", "token=Pw-3"],
+                                   "nested": {"bearer_token": {"x": "Pw-4"}}, "none_password": null});
+        let shown = format!("{:?}", MaskedJson(&v));
+        assert!(["Pw-1", "Pw-2", "Pw-3", "Pw-4"].iter().all(|s| !shown.contains(s)), "{shown}");
+        assert!(shown.contains(r#""user":"u""#) && shown.contains(r#""a=1""#) && shown.contains("null"), "{shown}");
     }
 }

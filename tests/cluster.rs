@@ -87,9 +87,10 @@ fn state_hosts_and_run_dir(t: &mut PasswordCluster) -> R {
     use std::os::unix::fs::PermissionsExt;
     let mode = std::fs::metadata(c.state.join(format!("{}.json", c.id))).unwrap().permissions().mode() & 0o777;
     check(mode == 0o600, || format!("state mode {mode:o}"))?;
-    let token = st["bearer_token"].as_str().unwrap_or("").to_string();
-    check(token.len() > 20 && !t.first_output.contains(&token), || {
-        "bearer token missing from state or leaked into output".into()
+    // The token is kept, sealed (tests/secrets.rs proves that later hooks read it back).
+    let sealed = st["bearer_token"]["sealed"].as_str().unwrap_or("").to_string();
+    check(sealed.starts_with("v1:") && !t.first_output.contains(&sealed), || {
+        format!("bearer token missing from the state or not sealed: {}", st["bearer_token"])
     })?;
     // /etc/hosts on a worker knows every node, once.
     let hosts = c.on(2, "cat /etc/hosts");
@@ -291,7 +292,8 @@ fn heal_sol002_worker_and_master() -> R {
             ("heal-start removes the worker, evicting its pod; a retry is a no-op", heal_start_worker),
             ("heal-end joins the fresh worker", heal_end_worker),
             ("heal-start removes master 3 from haproxy and etcd", heal_start_master),
-            ("heal-end joins the fresh master 3: haproxy, etcd, Helm", heal_end_master),
+            ("heal-end refuses a survivor's chart root with a link out of it", heal_end_refuses_a_chart_link),
+            ("heal-end, re-run, joins the fresh master 3: haproxy, etcd, Helm", heal_end_master),
         ],
     )
 }
@@ -327,9 +329,30 @@ fn heal_start_master(h: &mut HealCluster) -> R {
     check(!members.contains("master13") && members.lines().count() == 2, || members.clone())
 }
 
-fn heal_end_master(h: &mut HealCluster) -> R {
+/// The VNFM replaced master 3's VM. A survivor's chart root holds a symbolic link to /etc: the
+/// healed master refuses the copy before extracting anything, and no archive is left anywhere.
+fn heal_end_refuses_a_chart_link(h: &mut HealCluster) -> R {
     let c = &h.c;
     c.fresh_vm(3);
+    c.on(1, "ln -s /etc /var/tacker/helm/vnf1/escape");
+    let r = c.hook("heal-end", Some(&h.master), &[]);
+    r.fails(1, "refused the archive");
+    let refused_on_3 = format!("{}: command failed", c.lab.node(3));
+    check(r.all().contains(&refused_on_3) && r.all().contains("not a plain file or directory"), || r.all())?;
+    let run = format!("/root/.mgmt-driver/run/{}", c.id);
+    let on3 = c.on(3, &format!("ls -A /var/tacker /var/tacker/helm {run}"));
+    check(!on3.contains("escape") && !on3.contains(".helm-restore") && !on3.contains("helm-charts.tgz"), || {
+        on3.clone()
+    })?;
+    let on1 = c.on(1, &format!("ls -A {run}"));
+    check(!on1.contains("helm-charts.tgz"), || format!("the survivor kept its archive:\n{on1}"))?;
+    c.on(1, "rm /var/tacker/helm/vnf1/escape");
+    Ok(())
+}
+
+/// The previous phase's heal-end stopped at the chart copy; the VNFM retries it.
+fn heal_end_master(h: &mut HealCluster) -> R {
+    let c = &h.c;
     let r = c.hook("heal-end", Some(&h.master), &[]);
     r.ok();
     for i in [1, 2] {
@@ -451,6 +474,86 @@ fn drain_that_cannot_evict_fails() -> R {
     r.fails(1, "db-0");
     check(c.k8s_nodes().contains(&"worker12".to_string()), || "the node must stay when its pods cannot leave".into())?;
     Ok(())
+}
+
+/// What [`hostile_node_output_and_leftover_secrets`] shares.
+struct Hostile {
+    c: Cluster,
+    req: Value,
+    /// `stat -c '%a %u %g %i' /etc/hosts` on the master before the first run.
+    hosts_before: String,
+}
+
+/// A node that prints a hostile hostname, and env files (secrets) that a dropped connection
+/// left behind: the hostname is refused as `unreadable` (node and command named) and reaches
+/// neither the state nor any /etc/hosts; the next run deletes the leftovers; /etc/hosts on the
+/// nodes' overlay root is replaced by a rename with its mode and owner.
+fn hostile_node_output_and_leftover_secrets() -> R {
+    let mut h = phase("bring up 1 master + 1 worker whose `hostname` prints an injection", || {
+        let c = Cluster::new("nd1", 42, 2, &[1], &[2], true);
+        // Prints the real name, then a line meant for /etc/hosts or haproxy.cfg.
+        let shim = r#"cat >/usr/local/bin/hostname <<'EOF'
+#!/bin/sh
+printf '%s\n10.6.6.6 evil # mgmt-driver\n' "$(cat /proc/sys/kernel/hostname)"
+EOF
+chmod 755 /usr/local/bin/hostname"#;
+        c.on(2, shim);
+        let shim = c.on(2, "/usr/local/bin/hostname");
+        assert!(shim.ends_with("\n10.6.6.6 evil # mgmt-driver\n"), "the shim prints {shim:?}");
+        let hosts_before = c.on(1, "stat -c '%a %u %g %i' /etc/hosts");
+        Ok(Hostile { req: c.request(), c, hosts_before })
+    })?;
+    phases(
+        &mut h,
+        &[
+            ("the hostile hostname is unreadable, named, and stored nowhere", hostile_hostname_is_refused),
+            ("leftover env files are deleted by the next run, which completes", leftover_env_files_are_swept),
+        ],
+    )
+}
+
+fn hostile_hostname_is_refused(h: &mut Hostile) -> R {
+    let c = &h.c;
+    let r = c.instantiate(&h.req);
+    r.fails(1, "cannot read the node's hostname");
+    let d = doc(&r);
+    let node2 = c.lab.node(2);
+    let err = d["errors"].as_array().and_then(|e| e.first()).cloned().unwrap_or_default();
+    check(err["kind"] == "unreadable" && err["node"] == node2.as_str(), || format!("{}", d["errors"]))?;
+    let msg = err["message"].as_str().unwrap_or("");
+    check(msg.starts_with(&format!("{node2}: cannot read the node's hostname from the output of: hostname")), || {
+        msg.to_string()
+    })?;
+    let st = c.state_doc().unwrap();
+    check(st["nodes"][&node2]["installed"] != true && !st.to_string().contains("evil"), || format!("{st}"))?;
+    for i in [1, 2] {
+        let hosts = c.on(i, "cat /etc/hosts");
+        check(!hosts.contains("evil") && hosts.contains("worker12 # mgmt-driver"), || format!("node {i}:\n{hosts}"))?;
+    }
+    // The master's hosts file was replaced (a new inode on the overlay root), mode and owner kept,
+    // and no temp file is left beside it.
+    let after = c.on(1, "stat -c '%a %u %g %i' /etc/hosts; ls -a /etc | grep -c mgmt-driver");
+    let (b, a) = (h.hosts_before.split_whitespace().collect::<Vec<_>>(), after.split_whitespace().collect::<Vec<_>>());
+    check(a.len() == 5 && b[..3] == a[..3] && b[3] != a[3] && a[4] == "0", || format!("before {b:?}, after {a:?}"))
+}
+
+fn leftover_env_files_are_swept(h: &mut Hostile) -> R {
+    let c = &h.c;
+    c.on(2, "rm /usr/local/bin/hostname");
+    // As a connection that dropped between the upload and the exec leaves them.
+    let run = format!("/root/.mgmt-driver/run/{}", c.id);
+    c.on(
+        2,
+        &format!(
+            "echo K8S_JOIN_TOKEN=left >{run}/env.install; cp {run}/env.install {run}/env.old; chmod 600 {run}/env.*"
+        ),
+    );
+    check(c.on(2, &format!("ls {run}")).contains("env.old"), || "the leftovers were not planted".into())?;
+    let r = c.instantiate(&h.req);
+    r.ok();
+    let ls = c.on(2, &format!("ls -A {run}"));
+    check(!ls.contains("env."), || format!("env files left in {run}:\n{ls}"))?;
+    check(c.state_doc().unwrap()["nodes"][c.lab.node(2)]["k8s_name"] == "worker12", || "worker12 recorded".into())
 }
 
 /// Bad input: exit 2, a message naming the field, nothing run on any node, state unchanged.
@@ -704,6 +807,7 @@ fn main() {
             ("scale_out_in_and_terminate", scale_out_in_and_terminate),
             ("drain_that_cannot_evict_fails", drain_that_cannot_evict_fails),
             ("bad_inputs_change_nothing", bad_inputs_change_nothing),
+            ("hostile_node_output_and_leftover_secrets", hostile_node_output_and_leftover_secrets),
         ])
         .run()
 }

@@ -132,7 +132,8 @@ fn cnf_request(c: &Cluster, repo_url: &str, charts: &Path) -> PathBuf {
             "namespace": "cnf",
             "using_helm_install_param": [
                 {"exthelmchart": "false", "helmreleasename": "vdu1", "helmchartfile_path": "Files/kubernetes/localhelm-0.1.0.tgz",
-                 "helmparameter": ["a=b; touch /tmp/pwned", "service.port=8081"]},
+                 "helmparameter": ["a=b; touch /tmp/pwned", "service.port=8081"],
+                 "helmsecretparameter": [format!("secretGreeting={HELM_SECRET}")]},
                 {"exthelmchart": "TRUE", "helmreleasename": "vdu2", "helmrepositoryname": "labrepo", "helmchartname": "nginxlab",
                  "exthelmrepo_url": repo_url, "helmchartversion": "0.1.0"}
             ],
@@ -145,6 +146,9 @@ fn cnf_request(c: &Cluster, repo_url: &str, charts: &Path) -> PathBuf {
         "vimConnectionInfo": [{"id": "817954e4-c321-4a31-ae06-cedcc4ddb85c", "vimId": "690edc6b-7581-48d8-9ac9-910c2c3d7c02", "vimType": "kubernetes"}]
     }))
 }
+
+/// A secret helm value of release vdu1: it must reach Helm and never our output.
+const HELM_SECRET: &str = "S3cretHelmValue";
 
 /// `cnf <flags> --vnf-instance-id <id> --cluster-instance <cluster> -i <inventory> --state-dir
 /// <state>`: how every `cnf` run against the lab cluster starts.
@@ -217,6 +221,7 @@ fn helm_lifecycle(name: &str, net: u8, major: u32) -> R {
             ("interrupt an install mid-way", interrupt_an_install),
             ("a re-run recovers the pending install", rerun_recovers_pending_install),
             ("private repository and generated release name", private_repository_and_generated_name),
+            ("two CNFs with one repository name", two_cnfs_one_repository_name),
             ("repository sync adds and removes", repository_sync),
             ("terminate leaves nothing on the masters", terminate_leaves_nothing),
         ],
@@ -254,8 +259,19 @@ fn install_local_and_external_charts(h: &mut HelmCnf) -> R {
 /// chart and the repository.
 fn hostile_parameter_stays_a_value(h: &mut HelmCnf) -> R {
     let c = &h.c;
-    let vals = out(&cnf(c, &["values", "--release", "vdu1"]));
+    let r = cnf(c, &["values", "--release", "vdu1"]);
+    let vals = out(&r);
     check(vals["result"]["a"] == "b; touch /tmp/pwned", || format!("{vals}"))?;
+    // The secret value reached Helm (through a 0600 file and --set-file, since removed) and is
+    // masked in everything we print.
+    check(vals["result"]["secretGreeting"] == "********" && !r.all().contains(HELM_SECRET), || {
+        let all = r.all();
+        let leaks: Vec<&str> = all.lines().filter(|l| l.contains(HELM_SECRET)).collect();
+        format!("{vals}\nleaked in: {leaks:?}")
+    })?;
+    let on_master = c.on(1, "KUBECONFIG=/etc/kubernetes/admin.conf helm get values vdu1 -n cnf -o json");
+    check(on_master.contains(HELM_SECRET), || format!("the secret value did not reach Helm: {on_master}"))?;
+    check(!c.on(1, "ls -a /root/.mgmt-driver/run/cnf1").contains("set-"), || "a secret value file was left".into())?;
     for i in [1, 2] {
         check(c.on(i, "test -e /tmp/pwned && echo PWNED").is_empty(), || "/tmp/pwned exists".into())?;
         let have = c.on(i, "ls /var/tacker/helm/cnf1; helm repo list -o json");
@@ -417,6 +433,17 @@ fn private_repository_and_generated_name(h: &mut HelmCnf) -> R {
     let r4 = mgmt(&a, &[]);
     r4.ok();
     check(!r4.all().contains("S3cretRepoPw"), || "the repository password is in our output".into())?;
+    // Nor at rest: the CNF document keeps the request's params (later operations reuse them)
+    // with the password sealed (tests/secrets.rs covers the cluster document).
+    let at_rest: Vec<String> = std::fs::read_dir(&c.state)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_file() && std::fs::read(p).unwrap().windows(12).any(|w| w == b"S3cretRepoPw"))
+        .map(|p| p.display().to_string())
+        .collect();
+    check(at_rest.is_empty() && c.state.join("cnf4.cnf.json").exists(), || {
+        format!("the repository password is at rest in clear: {at_rest:?}")
+    })?;
     let rels = out(&r4)["result"]["releases"].as_object().unwrap().keys().cloned().collect::<Vec<_>>();
     check(rels.len() == 1 && rels[0].starts_with("nginxlab-") && rels[0].len() == "nginxlab-".len() + 10, || {
         format!("{rels:?}")
@@ -434,17 +461,51 @@ fn private_repository_and_generated_name(h: &mut HelmCnf) -> R {
     Ok(())
 }
 
-/// Repository sync: add a missing one, report; then remove the extra.
+/// Repository sync: add a missing one, report; then remove the extra. The CNF's own
+/// repository (`cnf1@labrepo`) is left alone both times.
 fn repository_sync(h: &mut HelmCnf) -> R {
     let url = &h.repo.url;
-    let sync =
-        out(cnf(&h.c, &["repo-sync", "--repo", &format!("labrepo={url}"), "--repo", &format!("extra={url}")]).ok());
+    let sync = out(cnf(&h.c, &["repo-sync", "--repo", &format!("extra={url}")]).ok());
     let both = |v: &Value, key: &str| {
         v["result"].as_array().is_some_and(|a| a.len() == 2 && a.iter().all(|m| m[key] == json!(["extra"])))
     };
     check(both(&sync, "added"), || format!("{sync}"))?;
-    let sync = out(cnf(&h.c, &["repo-sync", "--repo", &format!("labrepo={url}")]).ok());
-    check(both(&sync, "removed"), || format!("{sync}"))
+    let sync = out(cnf(&h.c, &["repo-sync"]).ok());
+    check(both(&sync, "removed"), || format!("{sync}"))?;
+    let left = h.c.on(1, "helm repo list -o json");
+    check(left.contains(r#""name":"cnf1@labrepo""#), || format!("repo-sync removed the CNF's repository: {left}"))
+}
+
+/// Two CNFs name their repository `labrepo`, at different URLs: each gets its own
+/// (`<instance>@labrepo`), and terminating one leaves the other's in place.
+fn two_cnfs_one_repository_name(h: &mut HelmCnf) -> R {
+    let c = &h.c;
+    let other = serve_repo(c, &helm_bin(h.major), 8881, None);
+    let mut req5 = read_json(&h.req);
+    req5["additionalParams"]["using_helm_install_param"] = json!([{"exthelmchart": true, "helmreleasename": "vdu5",
+        "helmrepositoryname": "labrepo", "helmchartname": "nginxlab", "exthelmrepo_url": other.url, "helmchartversion": "0.2.0"}]);
+    req5["additionalParams"]["vdu_mapping"] = json!({});
+    let req5 = c.write("cnf5.json", &req5);
+    let mut a = cnf_args(c, &["-o", "json"], "cnf5");
+    a.extend(["instantiate", "--request", s(&req5)]);
+    mgmt(&a, &[]).ok();
+    let urls =
+        |c: &Cluster| -> Value { serde_json::from_str(&c.on(1, "helm repo list -o json")).unwrap_or(Value::Null) };
+    let url_of = |v: &Value, name: &str| {
+        v.as_array().and_then(|a| a.iter().find(|r| r["name"] == name)).map(|r| r["url"].clone())
+    };
+    let list = urls(c);
+    check(url_of(&list, "cnf1@labrepo") == Some(json!(h.repo.url)), || format!("cnf1's repository moved: {list}"))?;
+    check(url_of(&list, "cnf5@labrepo") == Some(json!(other.url)), || format!("{list}"))?;
+    let mut a = cnf_args(c, &[], "cnf5");
+    a.push("terminate");
+    mgmt(&a, &[]).ok();
+    let list = urls(c);
+    check(url_of(&list, "cnf5@labrepo").is_none() && url_of(&list, "cnf1@labrepo").is_some(), || format!("{list}"))?;
+    // cnf1 still upgrades from its own repository.
+    out(cnf(c, &["upgrade", "--release", "vdu2", "--chart", "labrepo/nginxlab", "--reuse-values"]).ok());
+    drop(other);
+    Ok(())
 }
 
 /// Terminate: no release, repository or chart directory left on any master.

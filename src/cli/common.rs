@@ -15,6 +15,7 @@ use crate::event::Events;
 use crate::inventory::{LoadOptions, SshConfigSource};
 use crate::lifecycle::plan::PlanConnector;
 use crate::lifecycle::state::Store;
+use crate::lifecycle::state_key::StateKey;
 use crate::lifecycle::{FanOut, Runner, Timeouts};
 use crate::render::{Output, Renderer};
 use crate::ssh::{SshConnector, SshOptions};
@@ -65,6 +66,8 @@ pub struct Ctx {
     pub verbose: bool,
     pub conn: ConnArgs,
     pub run: RunArgs,
+    /// `--state-key`: the file of the key that seals the state store's secrets.
+    pub state_key: Option<PathBuf>,
 }
 
 /// A subcommand's own defaults for the shared flags.
@@ -105,11 +108,9 @@ impl Ctx {
         }
     }
 
-    /// SSH, or the plan connector under `--dry-run` (which connects to nothing).
+    /// SSH, or the plan connector under `--dry-run` (which connects to nothing). The SSH options
+    /// are checked either way, so a plan refuses what the real run would refuse.
     pub fn connector(&self, d: &Defaults) -> Result<Arc<dyn Connector>> {
-        if self.run.dry_run {
-            return Ok(Arc::new(PlanConnector::new()));
-        }
         let mut ssh = SshOptions { retry_for: self.conn.retry_for.unwrap_or(d.retry_for), ..Default::default() };
         if let Some(t) = self.conn.connect_timeout {
             ssh.connect_timeout = t.max(Duration::from_millis(100));
@@ -117,23 +118,29 @@ impl Ctx {
         if let Some(k) = &self.conn.kex {
             ssh.kex = k.clone();
         }
-        Ok(Arc::new(SshConnector::new(ssh)?))
+        let ssh = SshConnector::new(ssh)?;
+        if self.run.dry_run {
+            return Ok(Arc::new(PlanConnector::new()));
+        }
+        Ok(Arc::new(ssh))
     }
 
     /// The runner every operation uses. A plan runs one node at a time, so it reads in order.
     pub fn runner(&self, events: Events, d: &Defaults, timeouts: Timeouts, report_each: bool) -> Result<Runner> {
-        let parallel = if self.run.dry_run { 1 } else { self.parallel(d)? };
+        let parallel = self.parallel(d)?;
+        let parallel = if self.run.dry_run { 1 } else { parallel };
         let fan_out = FanOut { parallel, fail_fast: self.run.fail_fast, report_each };
         Ok(Runner::new(self.connector(d)?, events, fan_out, timeouts))
     }
 
-    /// The state store; read-only in a plan.
+    /// The state store; read-only in a plan (which never creates the key file either).
     pub fn store(&self, dir: &Option<PathBuf>) -> Result<Store> {
         let dir = dir.clone().unwrap_or_else(Store::default_dir);
+        let key = self.state_key.clone().map(StateKey::at).unwrap_or_else(StateKey::default_location);
         if self.run.dry_run {
-            Ok(Store::read_only(&dir))
+            Ok(Store::read_only_with_key(&dir, key))
         } else {
-            Store::open(&dir)
+            Store::open_with_key(&dir, key)
         }
     }
 

@@ -27,6 +27,10 @@ pub struct Cli {
     /// Also show connects, commands, exits and uploads.
     #[arg(short, long, global = true)]
     pub verbose: bool,
+    /// The key that seals the secrets of the state store (created, 0600, on first use; default:
+    /// ~/.config/mgmt-driver/state.key). Keep it apart from the state directory.
+    #[arg(long, global = true, env = "MGMT_DRIVER_STATE_KEY_FILE", value_name = "FILE")]
+    pub state_key: Option<std::path::PathBuf>,
     #[command(flatten)]
     pub conn: ConnArgs,
     #[command(flatten)]
@@ -73,9 +77,49 @@ pub enum Command {
     },
 }
 
+/// A command line clap refused: its message on stderr as clap prints it and, when the line asks
+/// for `-o json` or `-o yaml`, the result document too, so a VNFM parsing stdout always gets one.
+/// Returns the exit code (2, or 0 for `--help` / `--version`).
+pub fn parse_error(e: &clap::Error, args: &[String]) -> i32 {
+    let _ = e.print();
+    if !e.use_stderr() {
+        return crate::error::exit::OK;
+    }
+    let output = requested_output(args);
+    if matches!(output, Output::Json | Output::Yaml) {
+        let field = match e.get(clap::error::ContextKind::InvalidArg) {
+            Some(clap::error::ContextValue::String(s)) => s.clone(),
+            _ => "arguments".to_string(),
+        };
+        let first = e.kind().as_str().unwrap_or("invalid command line");
+        let detail = e.to_string();
+        let detail = detail.lines().next().unwrap_or(first).trim_start_matches("error: ").to_string();
+        let err = crate::error::Error::input("command line", field, detail);
+        envelope::Envelope::new("mgmt-driver", args.iter().any(|a| a == "--dry-run")).error(&err).print(output);
+    }
+    crate::error::exit::BAD_INPUT
+}
+
+/// `-o X`, `-oX`, `--output X` or `--output=X` on a command line clap could not parse.
+fn requested_output(args: &[String]) -> Output {
+    use clap::ValueEnum;
+    let mut want = None;
+    for (i, a) in args.iter().enumerate() {
+        let v = match a.as_str() {
+            "-o" | "--output" => args.get(i + 1).map(String::as_str),
+            "--" => break,
+            _ => a.strip_prefix("--output=").or_else(|| a.strip_prefix("-o")),
+        };
+        if let Some(v) = v.and_then(|v| Output::from_str(v, true).ok()) {
+            want = Some(v);
+        }
+    }
+    want.unwrap_or(Output::Auto)
+}
+
 /// Run the parsed command line and return the process exit code.
 pub async fn main(cli: Cli) -> i32 {
-    let ctx = Ctx { output: cli.output, verbose: cli.verbose, conn: cli.conn, run: cli.run };
+    let ctx = Ctx { output: cli.output, verbose: cli.verbose, conn: cli.conn, run: cli.run, state_key: cli.state_key };
     match run(cli.command, &ctx).await {
         Ok(code) => code,
         Err(e) => {

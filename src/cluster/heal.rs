@@ -35,7 +35,7 @@ pub async fn start(h: &Hook, targets: &[&ClusterNode], whole: bool) -> Result<()
     }
     for t in targets {
         let survivors: Vec<&ClusterNode> = installed_masters(h).into_iter().filter(|m| m.name() != t.name()).collect();
-        let k = k8s_name_of(h, t);
+        let k = k8s_name_of(h, t)?;
         if !h.installed(t) {
             // A repeated heal-start: this node was already taken out.
             h.outcome(t, format!("already removed from the cluster ({k})"));
@@ -83,12 +83,12 @@ async fn remove_master(h: &Hook, t: &ClusterNode, survivors: &[&ClusterNode], k:
     });
     all_ok(res.await)?;
     let via = h.rt.first_reachable(survivors).await?;
-    let via_k8s = k8s_name_of(h, via);
+    let via_k8s = k8s_name_of(h, via)?;
     h.rt.phase("heal master: delete node and etcd member", &[via], false);
     h.rt.exec(via, h.rt.root_cmd(via, cmd::delete_node(k)?, t_cmd)).await?;
     let members = h.rt.root_cmd(via, cmd::etcd_members(&via_k8s)?, t_cmd);
     let placeholder = || Some("<member id>".to_string());
-    let member = h.rt.fact(via, members, "the etcd member list", placeholder, |o| Ok(cmd::parse_member_id(o, k)));
+    let member = h.rt.fact(via, members, "the etcd member list", placeholder, |o| cmd::parse_member_id(o, k));
     match member.await? {
         Some(id) => {
             h.rt.exec(via, h.rt.root_cmd(via, cmd::etcd_remove(&via_k8s, &id)?, t_cmd)).await?;
@@ -127,7 +127,7 @@ pub async fn end(h: &Hook, targets: &[&ClusterNode], whole: bool) -> Result<serd
             Role::Master => {
                 let key = h.certificate_key(via).await?;
                 h.install(t, InstallMode::JoinMaster, Some((&token, &hash)), Some(&key)).await?;
-                let k = k8s_name_of(h, t);
+                let k = k8s_name_of(h, t)?;
                 let others: Vec<&ClusterNode> = survivors.clone();
                 h.rt.phase("heal master: haproxy backend back on the survivors", &others, true);
                 let ip = t.nic_ip.clone();
@@ -166,27 +166,33 @@ pub async fn end(h: &Hook, targets: &[&ClusterNode], whole: bool) -> Result<serd
 }
 
 /// Copy the chart root and the repository list from a survivor to a healed master.
+///
+/// The archive travels through a private directory on this machine (`tempfile`: mode 0700, an
+/// unpredictable name, removed when done; the transport downloads to a file, it has no stream
+/// from one node to another) and is deleted on the survivor once downloaded. On the healed
+/// master `unpack_charts.sh` puts only plain files and directories under /var/tacker/helm. The
+/// repository list is checked entry by entry (`parse_repo_list`) before any `helm repo add`.
 async fn restore_helm(h: &Hook, from: &ClusterNode, to: &ClusterNode) -> Result<()> {
     h.rt.phase("heal master: restore Helm charts and repositories", &[from, to], false);
     let pack = h.rt.root_cmd(from, cmd::pack_charts(&h.run_dir)?, h.rt.timeouts.helm);
-    let packed = h.rt.fact(from, pack, "whether charts were packed", || true, |o| Ok(o.trim() == "packed")).await?;
+    let packed = h.rt.fact(from, pack, "whether charts were packed", || true, cmd::parse_packed).await?;
     if packed {
-        // A private directory (0700, unpredictable name), removed when it goes out of scope.
         let tmp = tempfile::tempdir().map_err(|e| Error::input("temp dir", "TMPDIR", e.to_string()))?;
         let local = tmp.path().join("helm-charts.tgz");
-        h.rt.download(from, &format!("{}/helm-charts.tgz", h.run_dir), &local).await?;
-        let archive =
-            UploadFile { source: Source::Path(local), remote: format!("{}/helm-charts.tgz", h.run_dir), mode: 0o600 };
+        let remote = cmd::charts_archive(&h.run_dir);
+        let got = h.rt.download(from, &remote, &local).await;
+        let discard = h.rt.root_cmd(from, cmd::discard_charts_archive(&h.run_dir)?, h.rt.timeouts.command);
+        let discarded = h.rt.exec(from, discard).await;
+        got?;
+        discarded?;
+        let archive = UploadFile { source: Source::Path(local), remote, mode: 0o600 };
         h.rt.upload(to, vec![archive]).await?;
         h.rt.exec(to, h.rt.root_cmd(to, cmd::unpack_charts(&h.run_dir)?, h.rt.timeouts.helm)).await?;
     }
     let repos = h.rt.root_cmd(from, cmd::helm_repo_list(), h.rt.timeouts.command);
-    let repos = h.rt.json_fact(from, repos, "the Helm repository list").await?;
-    let list = repos.as_array().cloned().unwrap_or_default();
-    for r in list {
-        if let (Some(n), Some(u)) = (r.get("name").and_then(|v| v.as_str()), r.get("url").and_then(|v| v.as_str())) {
-            h.rt.exec(to, h.rt.root_cmd(to, cmd::helm_repo_add(n, u)?, h.rt.timeouts.command)).await?;
-        }
+    let repos = h.rt.fact(from, repos, "the Helm repository list", Vec::new, cmd::parse_repo_list).await?;
+    for (name, url) in repos {
+        h.rt.exec(to, h.rt.root_cmd(to, cmd::helm_repo_add(&name, &url)?, h.rt.timeouts.command)).await?;
     }
     Ok(())
 }
@@ -226,6 +232,63 @@ mod tests {
         let o = f.run(Op::HealStart, heal(&["m3"]), &[]).await;
         assert!(o.error.is_none() && f.execs().len() == before, "{:?} {:#?}", o.error, &f.execs()[before..]);
         assert!(o.result["nodes"][0]["outcome"].as_str().unwrap().starts_with("already removed"));
+    }
+
+    #[tokio::test]
+    async fn a_member_id_that_is_not_hex_is_unreadable_and_nothing_is_removed() {
+        let f = Fixture::new(3, 1);
+        f.instantiate().await;
+        f.fake.reply(None, "member list", "1a2b; reboot, started, master13, https://y\n");
+        let o = f.run(Op::HealStart, heal(&["m3"]), &[]).await;
+        let e = o.error.expect("refused");
+        assert_eq!(e.kind(), "unreadable", "{e}");
+        assert!(e.to_string().starts_with("m1: cannot read the etcd member list"), "{e}");
+        assert!(!f.execs().iter().any(|x| x.contains("member remove")), "{:#?}", f.execs());
+    }
+
+    #[tokio::test]
+    async fn a_recorded_name_that_is_not_a_dns_name_reaches_no_command() {
+        let f = Fixture::new(3, 1);
+        f.instantiate().await;
+        f.edit_state(|s| s["nodes"]["m3"]["k8s_name"] = "master13\\n    server evil 6.6.6.6:6443".into());
+        let before = f.execs().len();
+        let o = f.run(Op::HealStart, heal(&["m3"]), &[]).await;
+        let e = o.error.expect("refused").to_string();
+        assert!(e.contains("nodes.m3.k8s_name") && e.contains("not a DNS host name"), "{e}");
+        assert_eq!(f.execs().len(), before, "{:#?}", &f.execs()[before..]);
+    }
+
+    #[tokio::test]
+    async fn master_heal_end_copies_charts_through_a_checked_unpack_and_checked_repos() {
+        let f = Fixture::new(3, 1);
+        f.instantiate().await;
+        assert!(f.run(Op::HealStart, heal(&["m3"]), &[]).await.error.is_none());
+        f.fake.reply(None, "helm_repo_list.sh", r#"[{"name":"bitnami","url":"https://charts.bitnami.com/bitnami"}]"#);
+        let before = f.execs().len();
+        let o = f.run(Op::HealEnd, heal(&["m3"]), &[]).await;
+        assert!(o.error.is_none(), "{:?}", o.error);
+        let e = &f.execs()[before..];
+        let pack = position(e, "m1", "pack_charts.sh").expect("packed on a survivor");
+        let discard = position(e, "m1", "rm -f -- .mgmt-driver/run/vnf1/helm-charts.tgz").expect("survivor copy gone");
+        let unpack = position(e, "m3", "unpack_charts.sh").expect("unpacked on the healed master");
+        let add = position(e, "m3", "helm repo add --force-update -- bitnami https://charts.bitnami.com/bitnami");
+        assert!(pack < discard && discard < unpack && Some(unpack) < add, "{e:#?}");
+
+        // A survivor whose repository list could steer the healed master's helm: refused, unread.
+        f.fake.reply(None, "helm_repo_list.sh", r#"[{"name":"x","url":"https://h --insecure-skip-tls-verify"}]"#);
+        f.edit_state(|s| s["nodes"]["m3"]["helm_installed"] = false.into());
+        let before = f.execs().len();
+        let o = f.run(Op::HealEnd, heal(&["m3"]), &[]).await;
+        let err = o.error.expect("refused");
+        assert_eq!(err.kind(), "unreadable", "{err}");
+        assert!(err.to_string().contains("the Helm repository list") && err.to_string().contains("m1"), "{err}");
+        assert!(!f.execs()[before..].iter().any(|x| x.contains("helm repo add")), "{:#?}", &f.execs()[before..]);
+
+        // Output that is neither `packed` nor `none` is not taken for either.
+        f.fake.reply(None, "pack_charts.sh", "tar: warning\npacked\n");
+        let o = f.run(Op::HealEnd, heal(&["m3"]), &[]).await;
+        let err = o.error.expect("refused").to_string();
+        assert!(err.contains("whether charts were packed") && err.contains("neither"), "{err}");
     }
 
     #[tokio::test]

@@ -187,6 +187,7 @@ impl Hook {
             .each(nodes, |n| {
                 let entries = &entries;
                 async move {
+                    self.clean_env(n).await?;
                     self.rt.upload(n, self.script_uploads(n)?).await?;
                     let hosts = cmd::hosts_update(entries, drop_ips)?;
                     self.rt.exec(n, self.rt.root_cmd(n, hosts, self.rt.timeouts.command)).await?;
@@ -211,6 +212,39 @@ impl Hook {
             })
             .await;
         crate::lifecycle::all_ok(res).map(|_| ())
+    }
+
+    /// Delete env files (secrets) that an earlier run of this instance left on `n` because the
+    /// command meant to consume them never started: the connection dropped, or the driver was
+    /// killed, between the upload and the exec (`src/remote/clean_env.sh`). The first step on a
+    /// node in `prepare`; the instance lock means no other run of this instance is using them.
+    pub async fn clean_env(&self, n: &ClusterNode) -> Result<()> {
+        let c = crate::command::RemoteCommand::new(cmd::clean_env(&self.run_dir)?)
+            .with_timeout(Some(self.rt.timeouts.command));
+        self.rt.exec(n, c).await.map(|_| ())
+    }
+
+    /// Upload the env file `env_name` (secrets) and run `step`, which consumes it (through
+    /// `run_with_env.sh`, which deletes it before the command starts). When the upload or the
+    /// step fails in any way, the file may still be there (sudo refused, the connection dropped
+    /// before the program ran), or the upload's temporary copy of it: one attempt to delete it
+    /// at once, whose own failure is only logged (the next run's `clean_env` catches it); the
+    /// step's error is what the caller gets.
+    pub async fn with_env_file<T, F>(&self, n: &ClusterNode, env_name: &str, text: String, step: F) -> Result<T>
+    where
+        F: std::future::Future<Output = Result<T>>,
+    {
+        let r = async {
+            self.rt.upload(n, vec![self.env_upload(env_name, text)]).await?;
+            step.await
+        }
+        .await;
+        if r.is_err() {
+            if let Err(e) = self.clean_env(n).await {
+                tracing::warn!(node = n.name(), error = %e, "could not delete a leftover env file");
+            }
+        }
+        r
     }
 
     /// Run the install script on one node (a joining master or a worker) and record it.
@@ -259,11 +293,11 @@ impl Hook {
             extra.push(("K8S_CERT_KEY", k));
         }
         let env_name = "env.install";
-        self.rt.upload(n, vec![self.env_upload(env_name, self.env(&extra)?)]).await?;
         let net = cmd::Networks { pod: &self.params.pod_cidr.text, service: &self.params.cluster_cidr.text };
         let line = cmd::install(&self.run_dir, env_name, mode, &self.topo, n, net, hash)?;
         let c = self.rt.root_cmd(n, line, self.rt.timeouts.install).with_redact(Redact::Kubeadm);
-        let out = self.rt.fact(n, c, what, placeholder, parse).await?;
+        let out =
+            self.with_env_file(n, env_name, self.env(&extra)?, self.rt.fact(n, c, what, placeholder, parse)).await?;
         let hostname = self.rt.root_cmd(n, cmd::hostname(), self.rt.timeouts.command);
         let k8s = self.rt.fact(n, hostname, "the node's hostname", || n.k8s_name.clone(), parse_hostname).await?;
         self.with_state(|s| {
@@ -299,7 +333,7 @@ impl Hook {
             self.rt.root_cmd(m, cmd::server_url(), t),
             "the API server URL",
             || placeholder,
-            |o| Ok(o.trim().to_string()),
+            |o| install_output::check_server(o.trim()),
         );
         let server = server.await?;
         let ca_pem = self.rt.fact(
@@ -307,7 +341,7 @@ impl Hook {
             self.rt.root_cmd(m, cmd::ca_pem(), t),
             "the CA certificate",
             || "<CA PEM>".into(),
-            |o| Ok(o.to_string()),
+            install_output::ca_pem,
         );
         let ca_pem = ca_pem.await?;
         let ca_hash = self.rt.fact(
@@ -315,7 +349,7 @@ impl Hook {
             self.rt.root_cmd(m, cmd::ca_hash(), t),
             "the CA hash",
             || "<ca-hash>".into(),
-            |o| Ok(o.trim().to_string()),
+            install_output::check_ca_hash,
         );
         Ok(self.facts(m, server, ca_pem, ca_hash.await?))
     }

@@ -75,16 +75,7 @@ pub async fn run(h: &Hook) -> Result<serde_json::Value> {
     // 5. Bearer token for the VIM.
     h.rt.phase("VIM bearer token", &[main], false);
     let c = h.rt.root_cmd(main, cmd::admin_token(&h.run_dir)?, h.rt.timeouts.command).with_redact(Redact::All);
-    let bearer = h.rt.fact(
-        main,
-        c,
-        "the VIM bearer token",
-        || Secret::new("<bearer token>"),
-        |o| match o.trim() {
-            "" => Err("the token is empty".to_string()),
-            t => Ok(Secret::new(t)),
-        },
-    );
+    let bearer = h.rt.fact(main, c, "the VIM bearer token", || Secret::new("<bearer token>"), parse_bearer);
     let bearer = bearer.await?;
 
     // 6. Helm on every master.
@@ -92,6 +83,20 @@ pub async fn run(h: &Hook) -> Result<serde_json::Value> {
 
     // 7. Record.
     h.write_record(&bearer)
+}
+
+/// The VIM bearer token: a JWT's characters only (base64url and dots), at most 16 KiB; it goes
+/// into the VIM record and the state. The message never quotes the output: it may be a secret.
+fn parse_bearer(out: &str) -> std::result::Result<Secret, String> {
+    let t = out.trim();
+    let ok = |b: u8| b.is_ascii_alphanumeric() || b"-_.=".contains(&b);
+    match t {
+        "" => Err("the token is empty".into()),
+        t if t.len() > 16 * 1024 || !t.bytes().all(ok) => {
+            Err("the token has characters a service-account token does not have, or is too long".into())
+        }
+        t => Ok(Secret::new(t)),
+    }
 }
 
 /// Install the main master, or on a re-run take its facts from the record or from the node.
@@ -130,16 +135,8 @@ pub async fn install_helm(h: &Hook, masters: &[&ClusterNode]) -> Result<()> {
     h.rt.phase("helm: install", &todo, true);
     let res =
         h.rt.each(&todo, |m| async move {
-            h.rt.upload(
-                m,
-                vec![crate::transport::UploadFile {
-                    source: crate::transport::Source::Bytes(h.env(&[])?.into_bytes().into()),
-                    remote: format!("{}/env.helm", h.run_dir),
-                    mode: 0o600,
-                }],
-            )
-            .await?;
-            h.rt.exec(m, h.rt.root_cmd(m, cmd::helm_install(&h.run_dir, "env.helm")?, h.rt.timeouts.helm)).await?;
+            let c = h.rt.root_cmd(m, cmd::helm_install(&h.run_dir, "env.helm")?, h.rt.timeouts.helm);
+            h.with_env_file(m, "env.helm", h.env(&[])?, h.rt.exec(m, c)).await?;
             h.with_state(|s| s.node(m.name()).helm_installed = true);
             h.save()
         })
@@ -186,6 +183,37 @@ mod tests {
         let again = &f.execs()[before..];
         assert_eq!(again.iter().filter(|e| e.contains("install_k8s_cluster.sh")).count(), 1, "{again:#?}");
         assert!(position(again, "w2", "install_k8s_cluster.sh").is_some(), "{again:#?}");
+    }
+
+    #[tokio::test]
+    async fn leftover_env_files_are_swept_first_and_after_a_failed_install() {
+        let f = Fixture::new(1, 1);
+        f.fake.fail(Some("w1"), "install_k8s_cluster.sh", 1, "sudo: a password is required");
+        let o = f.run(Op::InstantiateEnd, Fixture::instantiate_body(), &[]).await;
+        assert!(o.error.is_some());
+        let e = f.execs();
+        for n in ["m1", "w1"] {
+            let sweep = position(&e, n, "clean_env.sh .mgmt-driver/run/vnf1").unwrap_or_else(|| panic!("{n}: {e:#?}"));
+            assert!(sweep < position(&e, n, "hosts_update.sh").unwrap(), "{n}: the sweep is the first step: {e:#?}");
+        }
+        let failed = position(&e, "w1", "install_k8s_cluster.sh").unwrap();
+        assert!(
+            e[failed + 1..].iter().any(|x| x.starts_with("w1: clean_env.sh")),
+            "the env file is deleted at once after the failed step: {e:#?}"
+        );
+        let m1_sweeps = e.iter().filter(|x| x.starts_with("m1: clean_env.sh")).count();
+        assert_eq!(m1_sweeps, 1, "a step that succeeded consumed its env file itself: {e:#?}");
+    }
+
+    #[tokio::test]
+    async fn a_bearer_token_with_odd_characters_is_refused_without_quoting_it() {
+        let f = Fixture::new(1, 0);
+        f.fake.reply(None, "admin_token.sh", "secret-part\n\u{1b}]0;x");
+        let o = f.run(Op::InstantiateEnd, Fixture::instantiate_body(), &[]).await;
+        let e = o.error.expect("refused");
+        assert_eq!(e.kind(), "unreadable");
+        assert!(!e.to_string().contains("secret-part"), "{e}");
+        assert!(f.state()["vim"].is_null(), "no record from an unreadable token");
     }
 
     #[tokio::test]

@@ -4,9 +4,10 @@
 //! command is a program in `src/remote/` that gets its values as arguments.
 
 use crate::cluster::topology::{ClusterNode, Topology};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::quote::quote;
 use crate::remote;
+use crate::url_mask::mask_userinfo;
 
 /// Private per-instance run directory, relative to the login user's home.
 pub fn run_dir(instance: &str) -> String {
@@ -95,26 +96,64 @@ pub fn helm_install(run_dir: &str, env_name: &str) -> Result<String> {
 
 /// `/etc/hosts`: drop every line whose address is one of ours (exact field match, unlike
 /// Tacker's `sed '/10.0.0.1/d'` that also hits 10.0.0.10) or that we wrote for one of our names,
-/// then append ours (`src/remote/hosts_update.sh`). Idempotent; the file is rewritten in place
-/// (keeps its inode and mode).
+/// then append ours (`src/remote/hosts_update.sh`). Idempotent; the new file replaces the old
+/// one by a rename and keeps its mode and owner. Every address and name is checked here (and
+/// again on the node): a value that could add a line or a field is refused before anything runs.
 pub fn hosts_update(add: &[(String, String)], drop_ips: &[String]) -> Result<String> {
     let mut args = Vec::with_capacity(2 * drop_ips.len() + add.len());
     for ip in drop_ips {
+        check_hosts_ip(ip)?;
         args.extend(["-d".to_string(), ip.clone()]);
     }
-    args.extend(add.iter().map(|(ip, name)| format!("{ip} {name}")));
+    for (ip, names) in add {
+        check_hosts_ip(ip)?;
+        let ok = |n: &str| !n.is_empty() && n.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b));
+        if names.is_empty() || !names.split(' ').all(ok) {
+            return Err(refused(
+                "/etc/hosts entry",
+                names,
+                "names are letters, digits, '.', '_', '-', one space apart",
+            ));
+        }
+        args.push(format!("{ip} {names}"));
+    }
     remote::HOSTS_UPDATE.command(&args)
+}
+
+/// The error for a value refused before it reaches a node-side file.
+fn refused(what: &str, value: &str, rule: &str) -> Error {
+    Error::input(what, format!("{:?}", value.chars().take(80).collect::<String>()), format!("refused: {rule}"))
+}
+
+fn check_hosts_ip(ip: &str) -> Result<()> {
+    if ip.parse::<std::net::IpAddr>().is_ok() {
+        Ok(())
+    } else {
+        Err(refused("/etc/hosts entry", ip, "not an IP address"))
+    }
 }
 
 /// haproxy on a surviving master: remove the backend line of `name`, optionally add it back with
 /// `ip` after the last `server` line (Tacker's `sed '/server * check/a'` never matched the real
 /// two-space lines, and it never reloaded), then reload (`src/remote/haproxy_backend.sh`). A node
-/// without haproxy (single master) has nothing to do.
+/// without haproxy (single master) has nothing to do. `name` must be a DNS name and `ip` an
+/// address (checked here and on the node), so neither can add a line to the configuration.
 pub fn haproxy_backend(name: &str, add_ip: Option<&str>) -> Result<String> {
+    if !crate::cluster::hook::parse_hostname(name).is_ok_and(|h| h.eq_ignore_ascii_case(name)) {
+        return Err(refused("haproxy backend", name, "not a DNS name"));
+    }
     match add_ip {
+        Some(ip) if ip.parse::<std::net::IpAddr>().is_err() => Err(refused("haproxy backend", ip, "not an IP address")),
         Some(ip) => remote::HAPROXY_BACKEND.command(&[name, ip]),
         None => remote::HAPROXY_BACKEND.command(&[name]),
     }
+}
+
+/// Delete the env files an earlier step of this instance left in its run directory because the
+/// command that would have consumed them never started (`src/remote/clean_env.sh`). Runs as
+/// the login user, who owns them.
+pub fn clean_env(run_dir: &str) -> Result<String> {
+    remote::CLEAN_ENV.command(&[run_dir])
 }
 
 pub fn hostname() -> String {
@@ -207,12 +246,22 @@ pub fn etcd_remove(survivor_k8s_name: &str, member_id: &str) -> Result<String> {
     ))
 }
 
-/// The member id of `name` in `etcdctl member list` output (`id, started, name, peer, client, learner`).
-pub fn parse_member_id(list: &str, name: &str) -> Option<String> {
-    list.lines().find_map(|l| {
+/// The member id of `name` in `etcdctl member list` output (`id, started, name, peer, client, learner`):
+/// `None` when no line names it. A line that names it with an id that is not 1 to 16 hex digits
+/// (a 64-bit member id) is an error, not a miss: the id is used in the next command.
+pub fn parse_member_id(list: &str, name: &str) -> std::result::Result<Option<String>, String> {
+    for l in list.lines() {
         let f: Vec<&str> = l.split(',').map(str::trim).collect();
-        (f.len() >= 3 && f[2] == name && f[0].chars().all(|c| c.is_ascii_hexdigit())).then(|| f[0].to_string())
-    })
+        if f.len() >= 3 && f[2] == name {
+            let id = f[0];
+            if id.is_empty() || id.len() > 16 || !id.chars().all(|c| c.is_ascii_hexdigit()) {
+                let shown: String = id.chars().take(40).collect();
+                return Err(format!("the member id of {name} is {shown:?}, not 1 to 16 hex digits"));
+            }
+            return Ok(Some(id.to_ascii_lowercase()));
+        }
+    }
+    Ok(None)
 }
 
 /// Names of pods on a node that a drain must evict (not DaemonSet pods, not static mirror pods).
@@ -229,8 +278,17 @@ pub fn evictable_pods(pods_json: &str) -> std::result::Result<Vec<String>, Strin
             })
         })
         .map(|p| {
-            let ns = p.pointer("/metadata/namespace").and_then(|x| x.as_str()).unwrap_or("default");
-            let n = p.pointer("/metadata/name").and_then(|x| x.as_str()).unwrap_or("?");
+            // Shown in an error only; a name that is not a Kubernetes name is shown escaped.
+            let shown = |v: Option<&str>, default: &str| {
+                let v = v.unwrap_or(default);
+                if v.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b)) && v.len() <= 253 {
+                    v.to_string()
+                } else {
+                    format!("{:?}", v.chars().take(80).collect::<String>())
+                }
+            };
+            let ns = shown(p.pointer("/metadata/namespace").and_then(|x| x.as_str()), "default");
+            let n = shown(p.pointer("/metadata/name").and_then(|x| x.as_str()), "?");
             format!("{ns}/{n}")
         })
         .collect())
@@ -240,15 +298,36 @@ pub fn kubeadm_reset() -> String {
     "kubeadm reset -f".into()
 }
 
+/// The archive [`pack_charts`] writes and [`unpack_charts`] reads, in the run directory.
+pub fn charts_archive(run_dir: &str) -> String {
+    format!("{run_dir}/helm-charts.tgz")
+}
+
 /// Pack the chart root on a surviving master so a healed one gets the same charts: prints
 /// `packed` or `none` (`src/remote/pack_charts.sh`).
 pub fn pack_charts(run_dir: &str) -> Result<String> {
-    remote::PACK_CHARTS.command(&[format!("{run_dir}/helm-charts.tgz")])
+    remote::PACK_CHARTS.command(&[charts_archive(run_dir)])
 }
 
-/// Unpack what [`pack_charts`] packed, then delete the archive (`src/remote/unpack_charts.sh`).
+/// What [`pack_charts`] printed: `Ok(true)` packed, `Ok(false)` no chart root; anything else is
+/// refused.
+pub fn parse_packed(out: &str) -> std::result::Result<bool, String> {
+    match out.trim() {
+        "packed" => Ok(true),
+        "none" => Ok(false),
+        o => Err(format!("{:?} is neither 'packed' nor 'none'", o.chars().take(80).collect::<String>())),
+    }
+}
+
+/// Delete the survivor's copy of the archive once it was downloaded.
+pub fn discard_charts_archive(run_dir: &str) -> Result<String> {
+    Ok(format!("rm -f -- {}", quote(&charts_archive(run_dir))?))
+}
+
+/// Put what [`pack_charts`] packed in place, only under /var/tacker/helm and only plain files and
+/// directories, then delete the archive (`src/remote/unpack_charts.sh`).
 pub fn unpack_charts(run_dir: &str) -> Result<String> {
-    remote::UNPACK_CHARTS.command(&[format!("{run_dir}/helm-charts.tgz")])
+    remote::UNPACK_CHARTS.command(&[charts_archive(run_dir)])
 }
 
 /// Helm's repositories as JSON, `[]` when there are none (`src/remote/helm_repo_list.sh`).
@@ -256,8 +335,49 @@ pub fn helm_repo_list() -> String {
     remote::HELM_REPO_LIST.command::<&str>(&[]).expect("a program text has no NUL byte")
 }
 
+/// The `(name, url)` pairs of [`helm_repo_list`]'s JSON, each checked before it is used in a
+/// `helm repo add` on another node: a name is letters, digits, `.`, `_`, `-` (at most 100); a URL
+/// is `http://` or `https://` with no whitespace or control character (at most 2048). Anything
+/// else (not an array of objects with string `name` and `url`, or one bad entry) is refused as a
+/// whole: a repository list copied in part would hide the gap.
+pub fn parse_repo_list(out: &str) -> std::result::Result<Vec<(String, String)>, String> {
+    let v: serde_json::Value = serde_json::from_str(out.trim()).map_err(|e| format!("not JSON: {e}"))?;
+    let items = v.as_array().ok_or("not a JSON array")?;
+    let show = |s: &str| format!("{:?}", s.chars().take(80).collect::<String>());
+    let mut repos = Vec::with_capacity(items.len());
+    for (i, r) in items.iter().enumerate() {
+        let field = |k: &str| r.get(k).and_then(|x| x.as_str()).ok_or_else(|| format!("entry {i} has no string {k:?}"));
+        let (name, url) = (field("name")?, field("url")?);
+        // A CNF's repositories are named `<instance>@<name>` (see cnf/names.rs): each part a name.
+        let part_ok = |p: &str| {
+            !p.is_empty()
+                && !p.starts_with(['-', '.'])
+                && p.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))
+        };
+        let name_ok = name.len() <= 100 && name.split('@').count() <= 2 && name.split('@').all(part_ok);
+        if !name_ok {
+            return Err(format!("entry {i}: the repository name {} is refused", show(name)));
+        }
+        let url_ok = (url.starts_with("https://") || url.starts_with("http://"))
+            && url.len() <= 2048
+            && !url.chars().any(|c| c.is_whitespace() || c.is_control());
+        if !url_ok {
+            return Err(format!("entry {i} ({name}): the URL {} is refused", show(&mask_userinfo(url))));
+        }
+        // Credentials in the URL would be on the healed master's `helm repo add` command line.
+        if mask_userinfo(url) != url {
+            return Err(format!(
+                "entry {i} ({name}): the URL {} carries credentials; give them to Helm with --username/--password-stdin instead",
+                show(&mask_userinfo(url))
+            ));
+        }
+        repos.push((name.to_string(), url.to_string()));
+    }
+    Ok(repos)
+}
+
 pub fn helm_repo_add(name: &str, url: &str) -> Result<String> {
-    Ok(format!("helm repo add --force-update {} {}", quote(name)?, quote(url)?))
+    Ok(format!("helm repo add --force-update -- {} {}", quote(name)?, quote(url)?))
 }
 
 #[cfg(test)]
@@ -452,7 +572,8 @@ esac
         let l = |c: Result<String>| crate::remote::label(&c.unwrap()).map(str::to_string);
         assert_eq!(l(pack_charts("r")).as_deref(), Some("pack_charts.sh r/helm-charts.tgz"));
         assert_eq!(l(unpack_charts("r")).as_deref(), Some("unpack_charts.sh r/helm-charts.tgz"));
-        assert_eq!(l(haproxy_backend("m 1", Some("10.0.0.5"))).as_deref(), Some("haproxy_backend.sh 'm 1' 10.0.0.5"));
+        assert_eq!(l(haproxy_backend("m1", Some("10.0.0.5"))).as_deref(), Some("haproxy_backend.sh m1 10.0.0.5"));
+        assert_eq!(l(clean_env("r")).as_deref(), Some("clean_env.sh r"));
         assert_eq!(
             l(hosts_update(&[("10.0.0.1".into(), "master1".into())], &["10.0.0.9".into()])).as_deref(),
             Some("hosts_update.sh -d 10.0.0.9 '10.0.0.1 master1'")
@@ -463,11 +584,79 @@ esac
     fn etcd_and_pod_parsing() {
         let list = "8e9e05c52164694d, started, master11, https://10.0.0.11:2380, https://10.0.0.11:2379, false\n\
                     91bc3c398fb3c146, started, master111, https://10.0.0.111:2380, https://10.0.0.111:2379, false\n";
-        assert_eq!(parse_member_id(list, "master11").as_deref(), Some("8e9e05c52164694d"));
-        assert_eq!(parse_member_id(list, "master1"), None, "exact name, not a prefix (Tacker grepped)");
+        assert_eq!(parse_member_id(list, "master11"), Ok(Some("8e9e05c52164694d".into())));
+        assert_eq!(parse_member_id(list, "master1"), Ok(None), "exact name, not a prefix (Tacker grepped)");
+        // An id that is not a member id is refused, not used in `member remove`.
+        for bad in ["8e9e; reboot", "", "8e9e05c52164694d0", "-1"] {
+            let e = parse_member_id(&format!("{bad}, started, master11, https://x\n"), "master11").unwrap_err();
+            assert!(e.contains("not 1 to 16 hex digits"), "{bad:?}: {e}");
+        }
         let pods = r#"{"items":[{"metadata":{"name":"calico-node-x","namespace":"kube-system","ownerReferences":[{"kind":"DaemonSet"}]}},
                                  {"metadata":{"name":"web-1","namespace":"default","ownerReferences":[{"kind":"ReplicaSet"}]}}]}"#;
         assert_eq!(evictable_pods(pods).unwrap(), vec!["default/web-1"]);
+        let odd = r#"{"items":[{"metadata":{"name":"x\u001b[2J\nline","namespace":"default"}}]}"#;
+        assert_eq!(evictable_pods(odd).unwrap(), vec!["default/\"x\\u{1b}[2J\\nline\""]);
+    }
+
+    #[test]
+    fn values_read_back_from_a_node_are_checked_before_reuse() {
+        assert_eq!(parse_packed("packed\n"), Ok(true));
+        assert_eq!(parse_packed("none"), Ok(false));
+        assert!(parse_packed("packed\nand more").unwrap_err().contains("neither"));
+        let repos = r#"[{"name":"bitnami","url":"https://charts.bitnami.com/bitnami"},{"name":"loc_al-1.x","url":"http://10.0.0.5:8080/charts"},{"name":"cnf1@labrepo","url":"http://10.0.0.5/c"}]"#;
+        assert_eq!(
+            parse_repo_list(repos).unwrap(),
+            vec![
+                ("bitnami".to_string(), "https://charts.bitnami.com/bitnami".to_string()),
+                ("loc_al-1.x".to_string(), "http://10.0.0.5:8080/charts".to_string()),
+                ("cnf1@labrepo".to_string(), "http://10.0.0.5/c".to_string())
+            ],
+            "a CNF's per-instance repository (<instance>@<name>) is copied too"
+        );
+        assert_eq!(parse_repo_list("[]\n").unwrap(), vec![]);
+        for (bad, why) in [
+            (r#"{"name":"a"}"#, "not a JSON array"),
+            ("nope", "not JSON"),
+            (r#"[{"name":"a"}]"#, "no string \"url\""),
+            (r#"[{"name":"--debug","url":"https://h"}]"#, "name \"--debug\" is refused"),
+            (r#"[{"name":"a b","url":"https://h"}]"#, "name \"a b\" is refused"),
+            (r#"[{"name":"a","url":"file:///etc/shadow"}]"#, "URL \"file:///etc/shadow\" is refused"),
+            (r#"[{"name":"a","url":"https://h\nx"}]"#, "is refused"),
+            (r#"[{"name":"a","url":"https://h/ --insecure-skip-tls-verify"}]"#, "is refused"),
+            (r#"[{"name":"a@b@c","url":"https://h"}]"#, "name \"a@b@c\" is refused"),
+            (r#"[{"name":"@b","url":"https://h"}]"#, "name \"@b\" is refused"),
+            (r#"[{"name":"a","url":"https://u:pw-in-url@h/"}]"#, "carries credentials"),
+        ] {
+            let e = parse_repo_list(bad).unwrap_err();
+            assert!(e.contains(why), "{bad}: {e}");
+            assert!(!e.contains("pw-in-url"), "{e}");
+        }
+    }
+
+    #[test]
+    fn builders_refuse_values_that_could_add_a_line_to_a_node_file() {
+        let ok = hosts_update(&[("fd00::1".into(), "master1 reg.example reg_2".into())], &["10.0.0.9".into()]);
+        assert!(ok.is_ok(), "{ok:?}");
+        for (add, drop) in [
+            (("10.0.0.1", "m1\n10.6.6.6 evil"), "10.0.0.9"),
+            (("10.0.0.1", "m1 # c"), "10.0.0.9"),
+            (("10.0.0.1", ""), "10.0.0.9"),
+            (("10.0.0.1", "m1  m2"), "10.0.0.9"),
+            (("10.0.0.1 x", "m1"), "10.0.0.9"),
+            (("10.0.0.1", "m1"), "10.0.0.9\n1.2.3.4"),
+            (("10.0.0.1", "m1"), ""),
+        ] {
+            let e = hosts_update(&[(add.0.into(), add.1.into())], &[drop.into()]).unwrap_err();
+            assert_eq!(e.kind(), "input", "{add:?} {drop:?}");
+            assert!(e.to_string().contains("refused"), "{e}");
+        }
+        assert!(haproxy_backend("master-1.example", Some("fd00::5")).is_ok());
+        for (name, ip) in
+            [("m\n    server evil 6.6.6.6:6443", None), ("-x", None), ("m", Some("1.2.3.4 backup")), ("m 1", None)]
+        {
+            let e = haproxy_backend(name, ip).unwrap_err();
+            assert!(e.to_string().contains("refused"), "{name:?}: {e}");
+        }
     }
 
     #[test]

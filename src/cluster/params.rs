@@ -8,6 +8,7 @@ use ipnet::IpNet;
 use serde_json::{Map, Value};
 
 use crate::error::{Error, Result};
+use crate::inventory::printable;
 use crate::secret::Secret;
 
 pub const PARAM_KEY: &str = "k8s_cluster_installation_param";
@@ -83,7 +84,9 @@ pub struct Registry {
     pub hosts_string: Option<String>,
 }
 
-#[derive(Clone, Debug)]
+/// `Debug` masks the passwords (they are [`Secret`]s) and the script environment values whose
+/// name or value looks secret.
+#[derive(Clone)]
 pub struct ClusterParams {
     pub script_path: String,
     pub vim_name: String,
@@ -103,6 +106,35 @@ pub struct ClusterParams {
     pub script_environment: Vec<(String, String)>,
     /// Non-fatal findings (unknown keys, ignored half-proxy, host bits in a CIDR).
     pub warnings: Vec<String>,
+}
+
+impl std::fmt::Debug for ClusterParams {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let env: Vec<(&str, &str)> = self
+            .script_environment
+            .iter()
+            .map(|(k, v)| {
+                let secret = crate::secret::is_secret_name(k) || crate::secret::is_secret_string(v);
+                (k.as_str(), if secret { crate::secret::MASK } else { v.as_str() })
+            })
+            .collect();
+        f.debug_struct("ClusterParams")
+            .field("script_path", &self.script_path)
+            .field("vim_name", &self.vim_name)
+            .field("master", &self.master)
+            .field("worker", &self.worker)
+            .field("pod_cidr", &self.pod_cidr)
+            .field("cluster_cidr", &self.cluster_cidr)
+            .field("cluster_cp_name", &self.cluster_cp_name)
+            .field("cluster_fip_name", &self.cluster_fip_name)
+            .field("proxy", &self.proxy)
+            .field("helm_script_path", &self.helm_script_path)
+            .field("registries", &self.registries)
+            .field("offline_artifacts_path", &self.offline_artifacts_path)
+            .field("script_environment", &env)
+            .field("warnings", &self.warnings)
+            .finish()
+    }
 }
 
 /// A JSON object being validated, with its path for messages.
@@ -128,6 +160,22 @@ impl<'a> Obj<'a> {
 
     fn req_str(&self, key: &str) -> Result<String> {
         self.opt_str(key)?.ok_or_else(|| self.err(key, "is required"))
+    }
+
+    /// A VNFD identifier (aspect, VDU, connection point): `[A-Za-z0-9_.-]`, 1..255.
+    fn opt_name(&self, key: &str) -> Result<Option<String>> {
+        let Some(v) = self.opt_str(key)? else { return Ok(None) };
+        let ok = v.len() <= 255 && v.bytes().all(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'.'));
+        if !ok {
+            return Err(
+                self.err(key, format!("'{}' is not a VNFD identifier (letters, digits, '_', '-', '.')", printable(&v)))
+            );
+        }
+        Ok(Some(v))
+    }
+
+    fn req_name(&self, key: &str) -> Result<String> {
+        self.opt_name(key)?.ok_or_else(|| self.err(key, "is required"))
     }
 
     fn opt_obj(&self, key: &str) -> Result<Option<Obj<'a>>> {
@@ -165,29 +213,30 @@ fn kind(v: &Value) -> &'static str {
 fn package_path(o: &Obj, key: &str) -> Result<Option<String>> {
     let Some(p) = o.opt_str(key)? else { return Ok(None) };
     if p.starts_with('/') {
-        return Err(o.err(key, format!("'{p}' must be relative to the VNF package, not absolute")));
+        return Err(o.err(key, format!("'{}' must be relative to the VNF package, not absolute", printable(&p))));
     }
     if p.split('/').any(|c| c == "..") {
-        return Err(o.err(key, format!("'{p}' must stay inside the VNF package ('..' is not allowed)")));
+        return Err(o.err(key, format!("'{}' must stay inside the VNF package ('..' is not allowed)", printable(&p))));
+    }
+    if p.len() > 4096 || p.chars().any(|c| c.is_control() || c == '\\') {
+        return Err(o.err(key, format!("'{}': a package path has no control characters or backslashes", printable(&p))));
     }
     Ok(Some(p))
 }
 
 fn role(o: &Obj, master: bool, warnings: &mut Vec<String>) -> Result<RoleParams> {
-    let aspect = o.opt_str("aspect_id")?;
-    let vdu = o.opt_str("vdu_id")?;
+    let aspect = o.opt_name("aspect_id")?;
+    let vdu = o.opt_name("vdu_id")?;
     let group = match (aspect, vdu) {
         (Some(_), Some(_)) => return Err(o.err("vdu_id", "give aspect_id (Tacker v1) or vdu_id (v2), not both")),
         (Some(a), None) => Some(GroupKey::AspectId(a)),
         (None, Some(v)) => Some(GroupKey::VduId(v)),
         (None, None) => None,
     };
-    let ssh_cp_name = o.req_str("ssh_cp_name")?;
-    let nic_cp_name = o.opt_str("nic_cp_name")?.unwrap_or_else(|| ssh_cp_name.clone());
+    let ssh_cp_name = o.req_name("ssh_cp_name")?;
+    let nic_cp_name = o.opt_name("nic_cp_name")?.unwrap_or_else(|| ssh_cp_name.clone());
     let username = o.req_str("username")?;
-    if !username.chars().all(|c| c.is_ascii_alphanumeric() || "._-".contains(c)) {
-        return Err(o.err("username", format!("'{username}' is not a valid user name")));
-    }
+    crate::inventory::check_user(&username).map_err(|m| o.err("username", m))?;
     let password = Secret::new(o.req_str("password")?);
     let mut known = vec!["aspect_id", "vdu_id", "ssh_cp_name", "nic_cp_name", "username", "password"];
     if master {
@@ -226,6 +275,9 @@ impl ClusterParams {
         }
         let script_path = package_path(&o, "script_path")?.ok_or_else(|| o.err("script_path", "is required"))?;
         let vim_name = o.opt_str("vim_name")?.unwrap_or_else(|| format!("kubernetes_vim_{vnf_instance_id}"));
+        if vim_name.len() > 255 || vim_name.chars().any(char::is_control) {
+            return Err(o.err("vim_name", "must be at most 255 characters, without control characters"));
+        }
         let mo = o.req_obj("master_node")?;
         let master = role(&mo, true, &mut warnings)?;
         let worker = role(&o.req_obj("worker_node")?, false, &mut warnings)?;
@@ -234,8 +286,8 @@ impl ClusterParams {
             if matches!(master.group, Some(GroupKey::VduId(_))) { "10.0.0.0/8" } else { "192.168.0.0/16" };
         let pod_cidr = cidr(&mo, "pod_cidr", pod_default, &mut warnings)?;
         let cluster_cidr = cidr(&mo, "cluster_cidr", "10.96.0.0/12", &mut warnings)?;
-        let cluster_cp_name = mo.req_str("cluster_cp_name")?;
-        let cluster_fip_name = mo.opt_str("cluster_fip_name")?;
+        let cluster_cp_name = mo.req_name("cluster_cp_name")?;
+        let cluster_fip_name = mo.opt_name("cluster_fip_name")?;
 
         let proxy = proxy(&o, &mut warnings)?;
         let helm_script_path = package_path(&o, "helm_installation_script_path")?;
@@ -284,8 +336,22 @@ fn proxy(o: &Obj, warnings: &mut Vec<String>) -> Result<Option<Proxy>> {
         None => None,
     };
     let no_proxy = p.opt_str("no_proxy")?;
-    if no_proxy.as_ref().is_some_and(|np| np.chars().any(|c| c.is_whitespace() || c == '\'' || c == '"')) {
-        return Err(p.err("no_proxy", "must be a comma-separated list without spaces or quotes"));
+    if no_proxy.as_ref().is_some_and(|np| !np.bytes().all(|c| c.is_ascii_alphanumeric() || b".,:/*_-[]%".contains(&c)))
+    {
+        return Err(p.err(
+            "no_proxy",
+            "must be a comma-separated list of hosts, domains, addresses and CIDRs (letters, digits, . , : / * _ - [ ] %)",
+        ));
+    }
+    for k in ["http_proxy", "https_proxy"] {
+        if let Some(u) = p.opt_str(k)? {
+            // A secret (it may hold a password): the message never shows it.
+            let ok = (u.starts_with("http://") || u.starts_with("https://"))
+                && !u.bytes().any(|c| c.is_ascii_whitespace() || c.is_ascii_control() || b"'\"\\`$".contains(&c));
+            if !ok {
+                return Err(p.err(k, "must be an http:// or https:// URL without spaces, quotes, backslashes, '`' or '$' (value not shown)"));
+            }
+        }
     }
     Ok(match (p.opt_str("http_proxy")?, p.opt_str("https_proxy")?) {
         (Some(h), Some(s)) => {
@@ -299,22 +365,155 @@ fn proxy(o: &Obj, warnings: &mut Vec<String>) -> Result<Option<Proxy>> {
     })
 }
 
+/// Names a request may not set through `script_environment`: they change what a shell, the
+/// dynamic loader or a tool the scripts run (as root) executes or trusts, or they are the
+/// install scripts' pins (download URLs, checksums, images) and the values the driver sets
+/// itself. A package that needs other pins ships its own scripts.
+const DENIED_ENV: [&str; 37] = [
+    "PATH",
+    "IFS",
+    "ENV",
+    "BASH_ENV",
+    "SHELLOPTS",
+    "BASHOPTS",
+    "PS1",
+    "PS2",
+    "PS4",
+    "PROMPT_COMMAND",
+    "CDPATH",
+    "GLOBIGNORE",
+    "HOME",
+    "SHELL",
+    "USER",
+    "LOGNAME",
+    "TMPDIR",
+    "GCONV_PATH",
+    "LOCPATH",
+    "NLSPATH",
+    "HOSTALIASES",
+    "RES_OPTIONS",
+    "LOCALDOMAIN",
+    "APT_CONFIG",
+    "DEBIAN_FRONTEND",
+    "KUBECONFIG",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "CURL_CA_BUNDLE",
+    "CURL_HOME",
+    "WGETRC",
+    "PAUSE_IMAGE",
+    "K8S_OFFLINE_DIR",
+    "K8S_JOIN_TOKEN",
+    "K8S_CERT_KEY",
+    "HTTP_PRIVATE_REGISTRIES",
+    "EDITOR",
+];
+
+/// Prefixes of denied names: loader and interpreter hooks, sudo/ssh/git/systemd/apt/dpkg
+/// settings, proxies (set through `proxy`, checked there).
+const DENIED_ENV_PREFIXES: [&str; 19] = [
+    "LD_",
+    "DYLD_",
+    "BASH_",
+    "MALLOC_",
+    "GLIBC_",
+    "PYTHON",
+    "PERL",
+    "RUBY",
+    "NODE_",
+    "GIT_",
+    "SUDO_",
+    "SSH_",
+    "SYSTEMD_",
+    "DPKG_",
+    "XDG_",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "ALL_PROXY",
+    "NO_PROXY",
+];
+
+/// Why `name` may not be set by a request, if it may not.
+fn denied_env(name: &str) -> Option<&'static str> {
+    if DENIED_ENV.contains(&name) || DENIED_ENV_PREFIXES.iter().any(|p| name.starts_with(p)) || name == "FTP_PROXY" {
+        return Some("changes what the install scripts (run as root) execute or trust");
+    }
+    // The scripts' pins: every download URL and checksum (K8S_KEY_URL, CALICO_SHA256,
+    // HELM_SHA256_AMD64, HELM_BASE_URL, ...).
+    if name.ends_with("_URL") || name.contains("SHA256") || name.contains("_SHA") {
+        return Some("is a pin of the install scripts (a download URL or checksum); pins come with the package's scripts, not from a request");
+    }
+    None
+}
+
+/// Most variables and the longest value a request may set.
+const MAX_ENV_VARS: usize = 64;
+const MAX_ENV_VALUE: usize = 4096;
+
 /// Our extension `script_environment`: extra variables for the install scripts' env file.
+/// Names are upper-case `[A-Z][A-Z0-9_]*` and not [`denied_env`] (the documented tunables,
+/// e.g. `K8S_ALLOW_ANY_OS`, `K8S_PKG_VERSION`, `CNI_WAIT_SECONDS`, pass); values are strings
+/// without NUL, at most 4 KiB.
 fn script_environment(o: &Obj) -> Result<Vec<(String, String)>> {
     let mut out = Vec::new();
     if let Some(env) = o.opt_obj("script_environment")? {
+        if env.map.len() > MAX_ENV_VARS {
+            return Err(o.err("script_environment", format!("more than {MAX_ENV_VARS} variables")));
+        }
         for (k, v) in env.map {
-            let ok = !k.is_empty()
-                && k.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
-                && !k.starts_with(|c: char| c.is_ascii_digit());
+            let shown = printable(k);
+            let ok = k.len() <= 128
+                && k.starts_with(|c: char| c.is_ascii_uppercase())
+                && k.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_');
             if !ok {
-                return Err(env.err(k, "environment names are [A-Z_][A-Z0-9_]*"));
+                return Err(env.err(&shown, "environment names are upper case [A-Z][A-Z0-9_]*, at most 128"));
+            }
+            if let Some(why) = denied_env(k) {
+                return Err(env.err(k, format!("may not be set by a request: {why}")));
             }
             let Some(v) = v.as_str() else { return Err(env.err(k, "must be a string")) };
+            if v.contains('\0') || v.len() > MAX_ENV_VALUE {
+                return Err(env.err(k, format!("must be at most {MAX_ENV_VALUE} bytes, without NUL")));
+            }
             out.push((k.clone(), v.to_string()));
         }
     }
     Ok(out)
+}
+
+/// A registry `server`: `host[:port]`, `[v6]:port` or `v4:port`; never `.`, `..`, a path, an
+/// option or a URL (it names a directory under /etc/containerd/certs.d on every node).
+fn registry_server(s: &str) -> std::result::Result<(), String> {
+    let bad = || format!("'{}' is not host[:port]", printable(s));
+    let (host, port) = if let Some(rest) = s.strip_prefix('[') {
+        let (h, after) = rest.split_once(']').ok_or_else(bad)?;
+        h.parse::<std::net::Ipv6Addr>().map_err(|_| bad())?;
+        (None, if after.is_empty() { None } else { Some(after.strip_prefix(':').ok_or_else(bad)?) })
+    } else {
+        match s.split_once(':') {
+            Some((h, p)) => (Some(h), Some(p)),
+            None => (Some(s), None),
+        }
+    };
+    if let Some(p) = port {
+        if !p.bytes().all(|c| c.is_ascii_digit()) || !matches!(p.parse::<u32>(), Ok(1..=65535)) {
+            return Err(bad());
+        }
+    }
+    if let Some(h) = host {
+        let labels_ok = h.len() <= 253
+            && h.split('.').all(|l| {
+                !l.is_empty()
+                    && l.len() <= 63
+                    && !l.starts_with('-')
+                    && !l.ends_with('-')
+                    && l.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'-')
+            });
+        if !labels_ok {
+            return Err(bad());
+        }
+    }
+    Ok(())
 }
 
 fn registries(o: &Obj) -> Result<Vec<Registry>> {
@@ -337,9 +536,7 @@ fn registries(o: &Obj) -> Result<Vec<Registry>> {
             Some(v) => return Err(r.err("connection_type", format!("must be \"0\" (HTTP) or \"1\" (HTTPS), got {v}"))),
         };
         let server = r.req_str("server")?;
-        if !server.chars().all(|c| c.is_ascii_alphanumeric() || ".-:[]".contains(c)) {
-            return Err(r.err("server", format!("'{server}' is not host[:port]")));
-        }
+        registry_server(&server).map_err(|m| r.err("server", m))?;
         for k in ["username", "password"] {
             if m.contains_key(k) {
                 return Err(r.err(
@@ -354,9 +551,9 @@ fn registries(o: &Obj) -> Result<Vec<Registry>> {
             let mut f = h.split_whitespace();
             let ok = f.next().is_some_and(|ip| ip.parse::<std::net::IpAddr>().is_ok())
                 && f.clone().count() >= 1
-                && f.all(|n| n.chars().all(|c| c.is_ascii_alphanumeric() || ".-".contains(c)));
+                && f.all(|n| !n.starts_with('-') && n.chars().all(|c| c.is_ascii_alphanumeric() || ".-".contains(c)));
             if !ok {
-                return Err(r.err("hosts_string", format!("'{h}' is not \"IP NAME...\"")));
+                return Err(r.err("hosts_string", format!("'{}' is not \"IP NAME...\"", printable(h))));
             }
         }
         out.push(Registry { https, server, certificate_path: package_path(&r, "certificate_path")?, hosts_string });
@@ -442,6 +639,99 @@ mod tests {
         assert!(e.contains("private_registry_connection_info[0].connection_type"), "{e}");
         let e = err(r#", "private_registry_connection_info": [{"connection_type": "0", "server": "r; rm -rf /"}]"#);
         assert!(e.contains("[0].server"), "{e}");
+    }
+
+    #[test]
+    fn script_environment_refuses_what_runs_code_as_root_and_the_pins() {
+        let env = |k: &str, v: &str| format!(r#", "script_environment": {{"{k}": "{v}"}}"#);
+        for k in [
+            "BASH_ENV",
+            "ENV",
+            "SHELLOPTS",
+            "BASHOPTS",
+            "LD_PRELOAD",
+            "LD_LIBRARY_PATH",
+            "PATH",
+            "IFS",
+            "PS4",
+            "K8S_KEYRING_SHA256",
+            "K8S_KEY_URL",
+            "CALICO_URL",
+            "CALICO_SHA256",
+            "HELM_BASE_URL",
+            "HELM_SHA256_AMD64",
+            "PAUSE_IMAGE",
+            "APT_CONFIG",
+            "K8S_JOIN_TOKEN",
+            "HTTP_PRIVATE_REGISTRIES",
+            "GIT_SSH_COMMAND",
+            "HTTPS_PROXY",
+            "PYTHONPATH",
+            "SUDO_ASKPASS",
+            "GCONV_PATH",
+        ] {
+            let e = err(&env(k, "x"));
+            assert!(e.contains(&format!("script_environment.{k}: may not be set by a request")), "{k}: {e}");
+        }
+        for k in ["lower", "_X", "1X", "A-B", "A\\nB"] {
+            let e = err(&env(k, "x"));
+            assert!(e.contains("environment names are upper case"), "{k}: {e}");
+        }
+        assert!(err(&env("X", "a\\u0000b")).contains("without NUL"));
+        for k in
+            ["K8S_ALLOW_ANY_OS", "K8S_PKG_VERSION", "K8S_MINOR", "CALICO_VERSION", "CNI_WAIT_SECONDS", "MY_TUNABLE"]
+        {
+            let p = ClusterParams::from_additional_params(&params(&env(k, "1")), "f", "i").unwrap();
+            assert_eq!(p.script_environment, vec![(k.to_string(), "1".to_string())]);
+        }
+    }
+
+    #[test]
+    fn registry_servers_are_host_and_port_only() {
+        for ok in ["reg", "reg.example.com:5000", "10.0.0.9:5000", "[fd00::1]:5000", "[fd00::1]", "r-1.x"] {
+            assert_eq!(registry_server(ok), Ok(()), "{ok}");
+        }
+        for bad in [
+            ".",
+            "..",
+            "../x",
+            "a/b",
+            "/etc",
+            "-reg",
+            "reg:0",
+            "reg:99999",
+            "reg:-1",
+            "reg:5000/x",
+            "",
+            "a..b",
+            "[zz]:1",
+            "[::1]x",
+            "http://reg",
+            "reg:",
+            "a b",
+            "reg.",
+            "ｒｅｇ",
+        ] {
+            assert!(registry_server(bad).is_err(), "{bad}");
+        }
+        let e = err(r#", "private_registry_connection_info": [{"connection_type": "0", "server": ".."}]"#);
+        assert!(e.contains("[0].server: '..' is not host[:port]"), "{e}");
+    }
+
+    #[test]
+    fn usernames_are_login_names_and_identifiers_are_checked() {
+        let mut ap = params("");
+        ap["k8s_cluster_installation_param"]["master_node"]["username"] = "-oProxyCommand=sh".into();
+        let e = ClusterParams::from_additional_params(&ap, "req.json", "id1").unwrap_err().to_string();
+        assert!(e.contains("master_node.username: '-oProxyCommand=sh' is not a login name"), "{e}");
+        let mut ap = params("");
+        ap["k8s_cluster_installation_param"]["worker_node"]["aspect_id"] = "a\nb".into();
+        let e = ClusterParams::from_additional_params(&ap, "req.json", "id1").unwrap_err().to_string();
+        assert!(e.contains("worker_node.aspect_id: 'a\\nb' is not a VNFD identifier"), "{e}");
+        let e = err(r#", "proxy": {"http_proxy": "http://p:1 $(id)", "https_proxy": "http://p:1"}"#);
+        assert!(e.contains("proxy.http_proxy: must be an http:// or https:// URL") && !e.contains("$(id)"), "{e}");
+        let e = err(r#", "proxy": {"http_proxy": "http://p:1", "https_proxy": "http://p:1", "no_proxy": "a;b"}"#);
+        assert!(e.contains("proxy.no_proxy"), "{e}");
     }
 
     #[test]

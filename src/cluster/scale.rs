@@ -8,7 +8,7 @@
 //! the full `/etc/hosts` on the new workers, join them all at once, then add their lines to
 //! `/etc/hosts` on the existing nodes.
 
-use crate::cluster::hook::Hook;
+use crate::cluster::hook::{parse_hostname, Hook};
 use crate::cluster::node_cmd::{self as cmd, InstallMode};
 use crate::cluster::topology::ClusterNode;
 use crate::error::{Error, Result};
@@ -40,10 +40,22 @@ pub async fn remove_from_cluster(h: &Hook, via: &ClusterNode, k8s_name: &str, no
     Ok(())
 }
 
-pub fn k8s_name_of(h: &Hook, n: &ClusterNode) -> String {
-    h.with_state(|s| s.nodes.get(n.name()).map(|x| x.k8s_name.clone()))
-        .filter(|k| !k.is_empty())
-        .unwrap_or_else(|| n.k8s_name.clone())
+/// The node's Kubernetes name: the hostname recorded when it joined, else the one the topology
+/// gives. A recorded name is checked again before it goes into a command (`parse_hostname`): the
+/// state file may come from an older version or have been edited.
+pub fn k8s_name_of(h: &Hook, n: &ClusterNode) -> Result<String> {
+    let recorded = h.with_state(|s| s.nodes.get(n.name()).map(|x| x.k8s_name.clone())).filter(|k| !k.is_empty());
+    match recorded {
+        None => Ok(n.k8s_name.clone()),
+        Some(k) => match parse_hostname(&k) {
+            Ok(good) if good == k => Ok(k),
+            _ => Err(Error::input(
+                h.store.doc_path(&h.instance_id, crate::cluster::state::KIND).display().to_string(),
+                format!("nodes.{}.k8s_name", n.name()),
+                format!("{:?} is not a DNS host name; fix or remove it", k.chars().take(80).collect::<String>()),
+            )),
+        },
+    }
 }
 
 pub async fn scale_in(h: &Hook, targets: &[&ClusterNode]) -> Result<serde_json::Value> {
@@ -56,7 +68,7 @@ pub async fn scale_in(h: &Hook, targets: &[&ClusterNode]) -> Result<serde_json::
     let via = h.rt.first_reachable(&masters).await?;
     h.rt.phase("scale in: drain and delete", targets, false);
     for t in targets {
-        let k = k8s_name_of(h, t);
+        let k = k8s_name_of(h, t)?;
         if !h.installed(t) {
             h.outcome(t, "not a member of the cluster; nothing to do");
             continue;

@@ -1,6 +1,6 @@
 //! `terminate_end`: forget the cluster. The VNFM deletes the VMs; we remove the VIM record and
 //! the instance state. With `--reset-nodes`, `kubeadm reset -f` runs on every node first (for
-//! VMs that are kept and reused).
+//! VMs that are kept and reused), and any env file (secrets) this instance left there is deleted.
 
 use crate::cluster::hook::Hook;
 use crate::cluster::node_cmd as cmd;
@@ -15,6 +15,8 @@ pub async fn run(h: &Hook, reset_nodes: bool) -> Result<serde_json::Value> {
         let res =
             h.rt.each(&nodes, |n| async move {
                 h.rt.exec(n, h.rt.root_cmd(n, cmd::kubeadm_reset(), h.rt.timeouts.install)).await?;
+                // The VMs are kept: no env file (secrets) of this instance stays on them.
+                h.clean_env(n).await?;
                 h.outcome(n, "reset");
                 Ok(())
             })
@@ -26,4 +28,26 @@ pub async fn run(h: &Hook, reset_nodes: bool) -> Result<serde_json::Value> {
     h.rt.phase::<ClusterNode>("remove the VIM record and the instance state", &[], false);
     h.store.remove_doc(&h.instance_id, crate::cluster::state::KIND)?;
     Ok(serde_json::json!({"removed": vim.and_then(|v| v.get("name").cloned())}))
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::cluster::prepare::Op;
+    use crate::cluster::testkit::{position, Fixture};
+
+    #[tokio::test]
+    async fn reset_nodes_are_left_without_env_files_and_the_state_goes() {
+        let f = Fixture::new(1, 1);
+        f.instantiate().await;
+        let before = f.execs().len();
+        let p = f.prepare(Op::TerminateEnd, serde_json::json!({}), &[]).unwrap();
+        let o = crate::cluster::run(Op::TerminateEnd, &p, true).await;
+        assert!(o.error.is_none(), "{:?}", o.error);
+        let e = &f.execs()[before..];
+        for n in ["m1", "w1"] {
+            let reset = position(e, n, "kubeadm reset -f").unwrap_or_else(|| panic!("{n}: {e:#?}"));
+            assert!(position(e, n, "clean_env.sh").is_some_and(|c| c > reset), "{n}: {e:#?}");
+        }
+        assert!(!f.path("state/vnf1.json").exists());
+    }
 }

@@ -79,6 +79,15 @@ impl Fixture {
         f.reply(None, "upload-certs", &format!("{}\n", "c".repeat(64)));
         f.reply(None, "admin_token.sh", "bearer-token");
         f.reply(None, "get pods", r#"{"items": []}"#);
+        f.reply(None, "pack_charts.sh", "packed\n");
+        f.reply(None, "helm_repo_list.sh", "[]\n");
+    }
+
+    /// Rewrite the recorded state (a test that the driver distrusts what it reads back).
+    pub fn edit_state(&self, f: impl FnOnce(&mut Value)) {
+        let mut st = self.state();
+        f(&mut st);
+        std::fs::write(self.path("state/vnf1.json"), st.to_string()).unwrap();
     }
 
     pub fn request(&self, body: Value) -> PathBuf {
@@ -145,8 +154,10 @@ impl Fixture {
         self.fake.all_execs()
     }
 
+    /// The cluster document as the hooks read it (its secrets unsealed).
     pub fn state(&self) -> Value {
-        serde_json::from_str(&std::fs::read_to_string(self.path("state/vnf1.json")).unwrap()).unwrap()
+        let store = Store::read_only(&self.path("state"));
+        store.load_doc("vnf1", crate::cluster::state::KIND).unwrap().expect("a recorded cluster")
     }
 }
 

@@ -95,15 +95,25 @@ fn with_request_credentials(mut h: Host, r: &RoleParams) -> Host {
     h
 }
 
+/// `s` must be an IP address: it reaches root commands on every node (the install script's
+/// `-i`, keepalived, /etc/hosts) and the VIM's URL.
+fn ip(s: &str, file: &str, field: &str, what: &str) -> Result<()> {
+    s.parse::<std::net::IpAddr>().map(|_| ()).map_err(|_| {
+        Error::input(file, field, format!("{what} '{}' is not an IP address", crate::inventory::printable(s)))
+    })
+}
+
 fn check(t: Topology, file: &str) -> Result<Topology> {
     if t.masters.is_empty() {
         return Err(Error::input(file, "master_node", "no master node found"));
     }
+    ip(&t.cluster_ip, file, "cluster_cp_name", "the cluster address (VIP)")?;
+    if let Some(f) = &t.cluster_fip {
+        ip(f, file, "cluster_fip_name", "the cluster's floating IP")?;
+    }
     let mut seen = BTreeSet::new();
     for n in t.all() {
-        n.nic_ip.parse::<std::net::IpAddr>().map_err(|_| {
-            Error::input(file, n.name(), format!("cluster address '{}' is not an IP address", n.nic_ip))
-        })?;
+        ip(&n.nic_ip, file, n.name(), "cluster address")?;
         if !seen.insert(n.nic_ip.clone()) {
             return Err(Error::input(file, n.name(), format!("cluster address {} is used by two nodes", n.nic_ip)));
         }
@@ -166,10 +176,18 @@ pub fn from_vnf_instance(inst: &VnfInstance, p: &ClusterParams, file: &str, d: &
         let (group, _) = group_name(r);
         let mut out = Vec::new();
         for v in vnfcs.iter().filter(|v| v.vdu_id == group) {
-            let at = format!("instantiatedVnfInfo.vnfcResourceInfo[id={}]", v.id);
+            let at = format!("instantiatedVnfInfo.vnfcResourceInfo[id={}]", crate::inventory::printable(&v.id));
+            // The id becomes the node's name (in logs, the state, the result): an identifier.
+            let id_ok = !v.id.is_empty()
+                && v.id.len() <= 253
+                && v.id.bytes().all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'));
+            if !id_ok {
+                return Err(Error::input(file, format!("{at}.id"), "a VNFC id is letters, digits, '-', '_', '.'"));
+            }
             let ssh = v.address_of(&r.ssh_cp_name).ok_or_else(|| {
                 Error::input(file, &at, format!("no address for {param}.ssh_cp_name '{}'", r.ssh_cp_name))
             })?;
+            ip(&ssh, file, &format!("{at}.{}", r.ssh_cp_name), "the VNFC's address")?;
             let nic = v.address_of(&r.nic_cp_name).unwrap_or_else(|| ssh.clone());
             let host = Host {
                 name: v.id.clone(),
@@ -296,6 +314,36 @@ cps: {vip_CP: 10.0.0.100}
         let empty: VnfInstance = serde_json::from_value(serde_json::json!({"id": "i"})).unwrap();
         let e = from_vnf_instance(&empty, &p, "inst.json", &d).unwrap_err().to_string();
         assert!(e.contains("master_node.vdu_id: no vnfcResourceInfo with vduId 'masterNode'"), "{e}");
+    }
+
+    #[test]
+    fn the_vip_and_vnf_instance_addresses_must_be_ips() {
+        let e = from_inventory(&inv(&INV.replace("10.0.0.100", "vip.example.com")), &params("vip_CP"), "inv.yaml", "r")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("inv.yaml: cluster_cp_name: the cluster address (VIP) 'vip.example.com' is not an IP"),
+            "{e}"
+        );
+        let ap = serde_json::json!({"k8s_cluster_installation_param": {"script_path": "s.sh",
+            "master_node": {"vdu_id": "m", "ssh_cp_name": "m_CP", "username": "u", "password": "pw", "cluster_cp_name": "vip"},
+            "worker_node": {"vdu_id": "w", "ssh_cp_name": "w_CP", "username": "u", "password": "pw"}}});
+        let p = ClusterParams::from_additional_params(ap.as_object().unwrap(), "req.json", "i").unwrap();
+        let cp = |id: &str, ip: &str| serde_json::json!({"cpdId": id, "cpProtocolInfo": [{"ipOverEthernet": {"ipAddresses": [{"addresses": [ip]}]}}]});
+        let d = NodeDefaults { known_hosts: "/tmp/kh".into(), host_key_check: HostKeyCheck::AcceptNew };
+        for (vnfc, ssh, vip, needle) in [
+            ("m1", "10.0.0.5; reboot", "10.0.0.9", "m_CP: the VNFC's address '10.0.0.5; reboot' is not an IP"),
+            ("m1", "-oProxyCommand=sh", "10.0.0.9", "is not an IP"),
+            ("m1", "10.0.0.5", "10.0.0.9\nx", "cluster_cp_name: the cluster address (VIP) '10.0.0.9\\nx' is not"),
+            ("m 1", "10.0.0.5", "10.0.0.9", "vnfcResourceInfo[id=m 1].id"),
+        ] {
+            let inst: VnfInstance =
+                serde_json::from_value(serde_json::json!({"id": "i", "instantiatedVnfInfo": {"vnfcResourceInfo": [
+                {"id": vnfc, "vduId": "m", "vnfcCpInfo": [cp("m_CP", ssh), cp("vip", vip)]}]}}))
+                .unwrap();
+            let e = from_vnf_instance(&inst, &p, "inst.json", &d).unwrap_err().to_string();
+            assert!(e.contains(needle), "{e}");
+        }
     }
 
     #[test]

@@ -1,6 +1,10 @@
 //! Helm command lines, per major version (3 or 4), as the node's shell receives them. Pure.
 //! Every value is one quoted argument: a `helmparameter` of `a=b; touch /tmp/pwned` reaches Helm
 //! as the literal `--set 'a=b; touch /tmp/pwned'` (Tacker pasted it into the shell).
+//! Positional words (release, chart, repository names) come after `--`, so that even a name that
+//! slipped past `names` could never be read as an option: Helm 3 and 4 both stop reading
+//! options there (checked with the real binaries: `helm show chart -- -x` reports a chart
+//! named `-x`).
 
 use crate::error::Result;
 use crate::quote::{join, quote};
@@ -14,10 +18,11 @@ pub struct Helm {
     pub major: u32,
 }
 
-/// What `helm version --short` printed → the major version.
+/// What `helm version --short` printed → the major version: 3 or later (Helm 2 took other
+/// command lines; a version we cannot read is not guessed).
 pub fn parse_version(out: &str) -> Option<u32> {
     let v = out.lines().map(str::trim).find(|l| l.starts_with('v'))?;
-    v[1..].split('.').next()?.parse().ok()
+    v[1..].split('.').next()?.parse().ok().filter(|m| (3..100).contains(m))
 }
 
 /// Which release, from which chart, where.
@@ -29,10 +34,12 @@ pub struct Chart<'a> {
     pub version: Option<&'a str>,
 }
 
-/// The values of an install or upgrade: `--set` items and values files.
+/// The values of an install or upgrade: `--set` items, `--set-file KEY=FILE` items (secret
+/// values, from 0600 files on the master) and values files.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Values<'a> {
     pub set: &'a [String],
+    pub set_files: &'a [String],
     pub files: &'a [String],
 }
 
@@ -51,6 +58,13 @@ const KUBECONFIG: &str = "export KUBECONFIG=/etc/kubernetes/admin.conf; ";
 impl Helm {
     fn base(&self, words: &[String]) -> Result<String> {
         Ok(format!("{KUBECONFIG}helm {}", join(words)?))
+    }
+
+    /// `helm WORDS -- POSITIONALS`: options first, then the names, never read as options.
+    fn with_args(&self, mut words: Vec<String>, positionals: &[&str]) -> Result<String> {
+        words.push("--".into());
+        words.extend(positionals.iter().map(|p| p.to_string()));
+        self.base(&words)
     }
 
     fn opts(&self, o: &InstallOpts, w: &mut Vec<String>) {
@@ -73,6 +87,10 @@ impl Helm {
             w.push("--set".into());
             w.push(s.clone());
         }
+        for s in v.set_files {
+            w.push("--set-file".into());
+            w.push(s.clone());
+        }
         for f in v.files {
             w.push("--values".into());
             w.push(f.clone());
@@ -80,23 +98,22 @@ impl Helm {
     }
 
     fn chart_words(verb: &str, c: &Chart) -> Vec<String> {
-        let mut w: Vec<String> =
-            vec![verb.into(), c.release.into(), c.chart.into(), "--namespace".into(), c.namespace.into()];
+        let mut w: Vec<String> = vec![verb.into(), "--namespace".into(), c.namespace.into()];
         if let Some(v) = c.version {
             w.extend(["--version".into(), v.into()]);
         }
         w
     }
 
-    /// `helm install REL CHART -n NS [--version V] [--set ...] [-f ...] [opts]`.
+    /// `helm install -n NS [--version V] [--set ...] [--set-file ...] [-f ...] [opts] -- REL CHART`.
     pub fn install(&self, c: &Chart, v: &Values, o: &InstallOpts) -> Result<String> {
         let mut w = Self::chart_words("install", c);
         Self::values(v, &mut w);
         self.opts(o, &mut w);
-        self.base(&w)
+        self.with_args(w, &[c.release, c.chart])
     }
 
-    /// `helm upgrade REL CHART -n NS [--reuse-values] ...`.
+    /// `helm upgrade -n NS [--reuse-values] ... -- REL CHART`.
     pub fn upgrade(&self, c: &Chart, v: &Values, reuse_values: bool, o: &InstallOpts) -> Result<String> {
         let mut w = Self::chart_words("upgrade", c);
         if reuse_values {
@@ -104,35 +121,34 @@ impl Helm {
         }
         Self::values(v, &mut w);
         self.opts(o, &mut w);
-        self.base(&w)
+        self.with_args(w, &[c.release, c.chart])
     }
 
     pub fn rollback(&self, rel: &str, ns: &str, revision: Option<u32>, o: &InstallOpts) -> Result<String> {
-        let mut w: Vec<String> = vec!["rollback".into(), rel.into()];
-        if let Some(r) = revision {
-            w.push(r.to_string());
-        }
-        w.extend(["--namespace".into(), ns.into()]);
+        let mut w: Vec<String> = vec!["rollback".into(), "--namespace".into(), ns.into()];
         if o.wait {
             w.push("--wait".into());
         }
         if let Some(t) = o.timeout_s {
             w.extend(["--timeout".into(), format!("{t}s")]);
         }
-        self.base(&w)
+        let rev = revision.map(|r| r.to_string());
+        let mut pos = vec![rel];
+        pos.extend(rev.as_deref());
+        self.with_args(w, &pos)
     }
 
     pub fn uninstall(&self, rel: &str, ns: &str, wait: bool) -> Result<String> {
-        let mut w: Vec<String> = vec!["uninstall".into(), rel.into(), "--namespace".into(), ns.into()];
+        let mut w: Vec<String> = vec!["uninstall".into(), "--namespace".into(), ns.into()];
         if wait {
             w.push("--wait".into());
         }
-        self.base(&w)
+        self.with_args(w, &[rel])
     }
 
     /// Status as JSON; a missing release is `Error: release: not found` (exit 1).
     pub fn status(&self, rel: &str, ns: &str) -> Result<String> {
-        self.base(&["status".into(), rel.into(), "--namespace".into(), ns.into(), "-o".into(), "json".into()])
+        self.with_args(vec!["status".into(), "--namespace".into(), ns.into(), "-o".into(), "json".into()], &[rel])
     }
 
     /// Status JSON, or `{"absent":true}` when Helm says `release: not found` (other errors fail).
@@ -145,23 +161,16 @@ impl Helm {
     }
 
     pub fn get_manifest(&self, rel: &str, ns: &str) -> Result<String> {
-        self.base(&["get".into(), "manifest".into(), rel.into(), "--namespace".into(), ns.into()])
+        self.with_args(vec!["get".into(), "manifest".into(), "--namespace".into(), ns.into()], &[rel])
     }
 
     pub fn get_values(&self, rel: &str, ns: &str, all: bool) -> Result<String> {
-        let mut w: Vec<String> = vec![
-            "get".into(),
-            "values".into(),
-            rel.into(),
-            "--namespace".into(),
-            ns.into(),
-            "-o".into(),
-            "json".into(),
-        ];
+        let mut w: Vec<String> =
+            vec!["get".into(), "values".into(), "--namespace".into(), ns.into(), "-o".into(), "json".into()];
         if all {
             w.push("--all".into());
         }
-        self.base(&w)
+        self.with_args(w, &[rel])
     }
 
     /// Every release in any state: Helm 3 needs `--all`; Helm 4 lists all by default and has no
@@ -180,19 +189,19 @@ impl Helm {
     }
 
     pub fn history(&self, rel: &str, ns: &str) -> Result<String> {
-        self.base(&["history".into(), rel.into(), "--namespace".into(), ns.into(), "-o".into(), "json".into()])
+        self.with_args(vec!["history".into(), "--namespace".into(), ns.into(), "-o".into(), "json".into()], &[rel])
     }
 
-    /// `helm show values|readme|chart CHART [--repo URL] [--version V]`.
+    /// `helm show values|readme|chart|all [--repo URL] [--version V] -- CHART`.
     pub fn show(&self, what: &str, chart: &str, repo: Option<&str>, version: Option<&str>) -> Result<String> {
-        let mut w: Vec<String> = vec!["show".into(), what.into(), chart.into()];
+        let mut w: Vec<String> = vec!["show".into(), what.into()];
         if let Some(r) = repo {
             w.extend(["--repo".into(), r.into()]);
         }
         if let Some(v) = version {
             w.extend(["--version".into(), v.into()]);
         }
-        self.base(&w)
+        self.with_args(w, &[chart])
     }
 
     /// `helm repo add` (forcing an update of an existing name: a changed URL is re-added);
@@ -205,14 +214,14 @@ impl Helm {
         password_file: Option<&str>,
         ca_file: Option<&str>,
     ) -> Result<String> {
-        let mut w: Vec<String> = vec!["repo".into(), "add".into(), "--force-update".into(), name.into(), url.into()];
+        let mut w: Vec<String> = vec!["repo".into(), "add".into(), "--force-update".into()];
         if let Some(u) = user {
             w.extend(["--username".into(), u.into(), "--password-stdin".into()]);
         }
         if let Some(c) = ca_file {
             w.extend(["--ca-file".into(), c.into()]);
         }
-        let cmd = self.base(&w)?;
+        let cmd = self.with_args(w, &[name, url])?;
         Ok(match password_file {
             Some(f) => format!("{cmd} < {}", quote(f)?),
             None => cmd,
@@ -220,11 +229,11 @@ impl Helm {
     }
 
     pub fn repo_update(&self, name: &str) -> Result<String> {
-        self.base(&["repo".into(), "update".into(), name.into()])
+        self.with_args(vec!["repo".into(), "update".into()], &[name])
     }
 
     pub fn repo_remove(&self, name: &str) -> Result<String> {
-        self.base(&["repo".into(), "remove".into(), name.into()])
+        self.with_args(vec!["repo".into(), "remove".into()], &[name])
     }
 
     /// `helm repo list -o json`; with no repositories Helm fails with `Error: no repositories to
@@ -281,28 +290,32 @@ mod tests {
         let c = Chart { release: "r", chart: "c", namespace: "ns", version: None };
         let h3 = Helm { major: 3 }.install(&c, &Values::default(), &o).unwrap();
         let h4 = Helm { major: 4 }.install(&c, &Values::default(), &o).unwrap();
-        assert!(h3.ends_with("helm install r c --namespace ns --atomic --timeout 120s --create-namespace"), "{h3}");
+        assert!(h3.ends_with("helm install --namespace ns --atomic --timeout 120s --create-namespace -- r c"), "{h3}");
         assert!(
-            h4.ends_with("helm install r c --namespace ns --rollback-on-failure --timeout 120s --create-namespace"),
+            h4.ends_with("helm install --namespace ns --rollback-on-failure --timeout 120s --create-namespace -- r c"),
             "{h4}"
         );
         assert!(Helm { major: 3 }.list(None).unwrap().ends_with("helm list --all -o json --all-namespaces"));
         assert!(Helm { major: 4 }.list(None).unwrap().ends_with("helm list -o json --all-namespaces"));
         assert_eq!(parse_version("v3.17.3+ge4da497\n"), Some(3));
         assert_eq!(parse_version("v4.0.1+g1234"), Some(4));
+        assert_eq!(parse_version("v2.17.0+g1"), None);
+        assert_eq!(parse_version("v99999999999.0"), None);
     }
 
     #[test]
     fn a_hostile_parameter_stays_one_literal_argument() {
         let set = ["a=b; touch /tmp/pwned".to_string(), "x=$(id)".to_string()];
         let chart = Chart { release: "r", chart: "c", namespace: "default", version: None };
-        let c = Helm { major: 3 }.install(&chart, &Values { set: &set, files: &[] }, &InstallOpts::default()).unwrap();
+        let c = Helm { major: 3 }
+            .install(&chart, &Values { set: &set, ..Values::default() }, &InstallOpts::default())
+            .unwrap();
         // Run it through a real shell with `helm` replaced by printf: the words must arrive intact.
         let script = c.replace("export KUBECONFIG=/etc/kubernetes/admin.conf; helm", "printf '[%s]'");
         let out = Command::new("sh").arg("-c").arg(&script).output().unwrap();
         assert_eq!(
             String::from_utf8_lossy(&out.stdout),
-            "[install][r][c][--namespace][default][--set][a=b; touch /tmp/pwned][--set][x=$(id)]"
+            "[install][--namespace][default][--set][a=b; touch /tmp/pwned][--set][x=$(id)][--][r][c]"
         );
     }
 
@@ -311,7 +324,7 @@ mod tests {
         assert_eq!(generated_release_name("bitnami/Apache_Server", 42), "apache-server-0000000042");
         assert_eq!(generated_release_name("9lives", 1), "a9lives-0000000001");
         let long = generated_release_name(&"x".repeat(60), 7);
-        assert!(long.len() <= 46 && crate::cnf::params::dns_label(&long, 53), "{long}");
+        assert!(long.len() <= 46 && crate::cnf::names::dns_label(&long, 53), "{long}");
     }
 
     #[test]
@@ -348,6 +361,30 @@ mod tests {
         let c = Helm { major: 3 }
             .repo_add("r", "https://h/c", Some("u"), Some(".mgmt-driver/run/i/repo-r.pw"), None)
             .unwrap();
-        assert!(c.ends_with("--username u --password-stdin < .mgmt-driver/run/i/repo-r.pw"), "{c}");
+        assert!(c.ends_with("--username u --password-stdin -- r https://h/c < .mgmt-driver/run/i/repo-r.pw"), "{c}");
+    }
+
+    #[test]
+    fn names_come_after_a_double_dash_in_every_command() {
+        let h = Helm { major: 4 };
+        let c = Chart { release: "-r", chart: "--repo=x", namespace: "n", version: None };
+        let o = InstallOpts::default();
+        for cmd in [
+            h.install(&c, &Values::default(), &o).unwrap(),
+            h.upgrade(&c, &Values::default(), true, &o).unwrap(),
+            h.rollback("-r", "n", Some(2), &o).unwrap(),
+            h.uninstall("-r", "n", true).unwrap(),
+            h.status("-r", "n").unwrap(),
+            h.get_manifest("-r", "n").unwrap(),
+            h.get_values("-r", "n", true).unwrap(),
+            h.history("-r", "n").unwrap(),
+            h.show("chart", "-r", Some("http://h"), Some("1")).unwrap(),
+            h.repo_add("-r", "http://h", None, None, None).unwrap(),
+            h.repo_update("-r").unwrap(),
+            h.repo_remove("-r").unwrap(),
+        ] {
+            let (opts, names) = cmd.split_once(" -- ").unwrap_or_else(|| panic!("no -- in {cmd}"));
+            assert!(!opts.contains("-r ") && names.starts_with("-r"), "{cmd}");
+        }
     }
 }

@@ -25,7 +25,16 @@ pub fn parse(text: &str, default_ns: &str) -> Result<Vec<Resource>, String> {
         if kind.is_empty() || name.is_empty() {
             return Err(format!("document {}: no kind or metadata.name", i + 1));
         }
+        // Names read back from the master are recorded and shown: only Kubernetes' own words.
+        let word = |x: &str, extra: &[u8]| {
+            x.len() <= 253
+                && x.starts_with(|c: char| c.is_ascii_alphanumeric())
+                && x.bytes().all(|c| c.is_ascii_alphanumeric() || b"-.".contains(&c) || extra.contains(&c))
+        };
         let ns = s("/metadata/namespace");
+        if !word(&api_version, b"/") || !word(&kind, b"") || !word(&name, b":_") || !(ns.is_empty() || word(&ns, b"")) {
+            return Err(format!("document {}: a kind, name or namespace that is not a Kubernetes name", i + 1));
+        }
         out.push(Resource {
             api_version,
             kind,
@@ -57,5 +66,12 @@ mod tests {
         );
         assert_eq!(r[1].namespace, "cnf");
         assert!(parse("kind: [", "d").is_err());
+        for bad in [
+            "kind: Pod\nmetadata: {name: '-x'}",
+            "kind: 'a b'\nmetadata: {name: x}",
+            "kind: Pod\nmetadata: {name: x, namespace: '$(id)'}",
+        ] {
+            assert!(parse(&format!("apiVersion: v1\n{bad}"), "d").is_err(), "{bad}");
+        }
     }
 }

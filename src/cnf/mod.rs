@@ -10,9 +10,11 @@ pub mod helm_cmd;
 pub mod helm_info;
 pub mod manifest;
 pub mod masters;
+pub mod names;
 pub mod ops;
 pub mod params;
 pub mod run;
+pub mod secret_values;
 pub mod session;
 
 use std::path::PathBuf;
@@ -65,7 +67,8 @@ pub enum Op {
         all: bool,
     },
     List,
-    /// helm show values|readme|chart CHART [--repo URL] [--version V].
+    /// helm show values|readme|chart|all CHART [--repo URL] [--version V]: CHART is REPO/CHART
+    /// or a URL, or a bare chart name with --repo (an http(s) URL without credentials).
     Show {
         what: String,
         chart: String,
@@ -75,7 +78,9 @@ pub enum Op {
         version: Option<String>,
     },
     RepoList,
-    /// Make every master's repositories exactly NAME=URL... (add, re-add on URL change, remove extras).
+    /// Make every master's repositories exactly NAME=URL... (add, re-add on URL change, remove
+    /// extras; a CNF's own `<instance>@<name>` repositories are left alone). Userinfo in a URL
+    /// goes to Helm as --username/--password-stdin, never in argv or output.
     RepoSync {
         #[arg(long = "repo")]
         repos: Vec<String>,

@@ -9,16 +9,19 @@ use serde_json::{json, Value};
 
 use crate::cnf::helm_cmd::{self as hc, InstallOpts};
 use crate::cnf::manifest::{self, Resource};
+use crate::cnf::names;
 use crate::cnf::params::{ChartSource, CnfParams, Release};
 use crate::cnf::session::{release_status, Session};
 use crate::error::{Error, Result};
 use crate::lifecycle::package::Package;
 use crate::lifecycle::{all_ok, Node, Target};
 use crate::quote::quote;
+use crate::redact::Redact;
 use crate::transport::{Source, UploadFile};
 
-/// What the CNF state store keeps per VNF instance.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+/// What the CNF state store keeps per VNF instance. `Debug` masks its secrets (repository
+/// password, helm_info password, secret-named values).
+#[derive(Clone, Default, Serialize, Deserialize)]
 pub struct CnfState {
     pub vnf_instance_id: String,
     pub namespace: String,
@@ -28,13 +31,26 @@ pub struct CnfState {
     pub releases: BTreeMap<String, ReleaseState>,
 }
 
-#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+impl std::fmt::Debug for CnfState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        crate::secret::debug_masked("CnfState", self, f)
+    }
+}
+
+/// `Debug` masks secret-named values.
+#[derive(Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct ReleaseState {
     pub chart: String,
     pub revision: u64,
     pub status: String,
     pub resources: Vec<Resource>,
     pub values: Value,
+}
+
+impl std::fmt::Debug for ReleaseState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        crate::secret::debug_masked("ReleaseState", self, f)
+    }
 }
 
 pub struct Ctx<'a> {
@@ -55,7 +71,7 @@ fn cmd_timeout(c: &Ctx) -> Duration {
 pub fn chart_ref(instance: &str, r: &Release) -> String {
     match &r.source {
         ChartSource::Local { chart_dir, .. } => format!("{}/{chart_dir}", hc::chart_dir(instance)),
-        ChartSource::External { repo, chart, .. } => format!("{repo}/{chart}"),
+        ChartSource::External { repo, chart, .. } => format!("{}/{chart}", names::instance_repo(instance, repo)),
         ChartSource::Oci { reference } => reference.clone(),
     }
 }
@@ -109,37 +125,61 @@ async fn put_chart(c: &Ctx<'_>, n: &Target, i: usize, path: &str, chart_dir: &st
     Ok(())
 }
 
-/// A chart repository on `n`. Credentials: the password in a 0600 file fed to
-/// `--password-stdin` and deleted; the CA file kept 0600 (Helm reads it on every pull).
+/// A chart repository of the instance on `n`, under the instance's own name for it
+/// ([`names::instance_repo`]): another CNF's repository of the same name is never re-pointed.
 async fn add_repo(c: &Ctx<'_>, n: &Target, r: &Release, repo: &str, url: &str) -> Result<()> {
-    let (s, t) = (c.s, c.s.rt.timeouts.command);
-    let run = format!(".mgmt-driver/run/{}", c.instance);
-    let mut files = Vec::new();
-    let pw_file = r.repo_password.as_ref().map(|_| format!("{run}/repo-{repo}.pw"));
-    if let (Some(f), Some(pw)) = (&pw_file, &r.repo_password) {
-        let bytes = Source::Bytes(pw.expose().as_bytes().to_vec().into());
-        files.push(UploadFile { source: bytes, remote: f.clone(), mode: 0o600 });
-    }
     let ca_file = match &r.repo_ca_file {
         Some(ca) => {
             let pkg = c
                 .pkg
                 .ok_or_else(|| Error::input("arguments", "--package-dir", "is required for exthelmrepo_ca_file"))?;
-            let local = pkg.resolve(ca, c.req_file, "exthelmrepo_ca_file", false)?;
-            let remote = format!("{run}/repo-{repo}-ca.crt");
+            Some(pkg.resolve(ca, c.req_file, "exthelmrepo_ca_file", false)?)
+        }
+        None => None,
+    };
+    let creds = r.repo_username.as_deref().zip(r.repo_password.as_ref());
+    let name = names::instance_repo(c.instance, repo);
+    add_repo_as(c.s, n, c.instance, &name, url, creds, ca_file).await
+}
+
+/// `helm repo add NAME URL` and `helm repo update NAME` on `n`. Credentials: the password in a
+/// 0600 file of the run dir fed to `--password-stdin` and deleted; the CA file kept 0600 (Helm
+/// reads it on every pull).
+async fn add_repo_as(
+    s: &Session,
+    n: &Target,
+    instance: &str,
+    name: &str,
+    url: &str,
+    creds: Option<(&str, &crate::secret::Secret)>,
+    ca: Option<std::path::PathBuf>,
+) -> Result<()> {
+    let t = s.rt.timeouts.command;
+    let run = format!(".mgmt-driver/run/{instance}");
+    let mut files = Vec::new();
+    let pw_file = creds.map(|_| format!("{run}/repo-{name}.pw"));
+    if let (Some(f), Some((_, pw))) = (&pw_file, creds) {
+        let bytes = Source::Bytes(pw.expose().as_bytes().to_vec().into());
+        files.push(UploadFile { source: bytes, remote: f.clone(), mode: 0o600 });
+    }
+    let ca_file = match ca {
+        Some(local) => {
+            let remote = format!("{run}/repo-{name}-ca.crt");
             files.push(UploadFile { source: Source::Path(local), remote: remote.clone(), mode: 0o600 });
             Some(remote)
         }
         None => None,
     };
-    s.rt.upload(n, files).await?;
-    let add = s.helm.repo_add(repo, url, r.repo_username.as_deref(), pw_file.as_deref(), ca_file.as_deref())?;
+    if !files.is_empty() {
+        s.rt.upload(n, files).await?;
+    }
+    let add = s.helm.repo_add(name, url, creds.map(|c| c.0), pw_file.as_deref(), ca_file.as_deref())?;
     let res = s.rt.exec(n, s.rt.root_cmd(n, add, t)).await;
     if let Some(f) = &pw_file {
         s.rt.exec(n, s.rt.root_cmd(n, format!("rm -f {}", quote(f)?), t)).await?;
     }
     res?;
-    s.rt.exec(n, s.rt.root_cmd(n, s.helm.repo_update(repo)?, t)).await?;
+    s.rt.exec(n, s.rt.root_cmd(n, s.helm.repo_update(name)?, t)).await?;
     Ok(())
 }
 
@@ -178,19 +218,33 @@ pub async fn apply_release(c: &Ctx<'_>, r: &Release) -> Result<ReleaseState> {
         _ => r.version.as_deref(),
     };
     let current = s.release(&r.name, ns, None).await?;
-    let mut files = Vec::new();
+    let run = format!(".mgmt-driver/run/{}", c.instance);
+    let (mut files, mut set_files, mut uploads) = (Vec::new(), Vec::new(), Vec::new());
     if let Some(v) = &r.values {
-        let f = format!(".mgmt-driver/run/{}/values-{}.json", c.instance, r.name);
-        s.rt.upload(
-            m,
-            vec![UploadFile {
-                source: Source::Bytes(v.to_string().into_bytes().into()),
-                remote: f.clone(),
-                mode: 0o600,
-            }],
-        )
-        .await?;
+        let f = format!("{run}/values-{}.json", r.name);
+        uploads.push(UploadFile {
+            source: Source::Bytes(v.to_string().into_bytes().into()),
+            remote: f.clone(),
+            mode: 0o600,
+        });
         files.push(f);
+    }
+    // Secret values: each in its own 0600 file, `--set-file KEY=FILE`; argv holds the path only.
+    for (j, sv) in r.secret_set.iter().enumerate() {
+        let value = sv.value.as_ref().ok_or_else(|| {
+            Error::input(c.req_file, format!("{}: secret value", sv.key), "was not read before the run (a bug)")
+        })?;
+        let f = format!("{run}/set-{}-{j}", r.name);
+        uploads.push(UploadFile {
+            source: Source::Bytes(value.expose().as_bytes().to_vec().into()),
+            remote: f.clone(),
+            mode: 0o600,
+        });
+        set_files.push(format!("{}={f}", sv.key));
+        files.push(f);
+    }
+    if !uploads.is_empty() {
+        s.rt.upload(m, uploads).await?;
     }
     let set = release_sets(c, r);
     let mut opts = c.opts.clone();
@@ -198,7 +252,8 @@ pub async fn apply_release(c: &Ctx<'_>, r: &Release) -> Result<ReleaseState> {
         opts.create_namespace = true;
     }
     let target = hc::Chart { release: &r.name, chart: &chart, namespace: ns, version };
-    let vals = hc::Values { set: &set, files: &files };
+    let values_files: Vec<String> = files.iter().filter(|f| f.ends_with(".json")).cloned().collect();
+    let vals = hc::Values { set: &set, set_files: &set_files, files: &values_files };
     let cmd = match current.as_ref().map(|(st, _)| st.as_str()) {
         None => s.helm.install(&target, &vals, &opts)?,
         Some(stuck @ ("pending-install" | "pending-upgrade" | "pending-rollback")) => {
@@ -211,7 +266,9 @@ pub async fn apply_release(c: &Ctx<'_>, r: &Release) -> Result<ReleaseState> {
         }
         Some(_) => s.helm.upgrade(&target, &vals, false, &opts)?,
     };
-    let res = s.run_watched(cmd, cmd_timeout(c), &r.name, ns).await;
+    let redact = if r.secret_set.is_empty() { Redact::None } else { Redact::All };
+    let res = s.run_watched(cmd, cmd_timeout(c), &r.name, ns, redact).await;
+    let res = res.map_err(|e| crate::cnf::secret_values::mask_error(e, &r.secret_set));
     for f in &files {
         let _ = s.run(format!("rm -f {}", quote(f)?), s.rt.timeouts.command).await;
     }
@@ -255,7 +312,9 @@ pub async fn describe(c: &Ctx<'_>, r: &Release, chart: &str) -> Result<ReleaseSt
     let ns = &c.params.namespace;
     let t = s.rt.timeouts.command;
     let m = s.master();
-    let status = s.rt.root_cmd(m, s.helm.status(&r.name, ns)?, t);
+    // Read, not streamed: status JSON carries the user-supplied values, manifests the
+    // rendered Secrets. What is kept is parsed and masked.
+    let status = s.rt.root_cmd(m, s.helm.status(&r.name, ns)?, t).with_redact(Redact::All);
     let (status, revision) =
         s.rt.fact(
             m,
@@ -265,9 +324,18 @@ pub async fn describe(c: &Ctx<'_>, r: &Release, chart: &str) -> Result<ReleaseSt
             |o| release_status(o).ok_or_else(|| "unreadable status JSON".to_string()),
         )
         .await?;
-    let man = s.rt.root_cmd(m, s.helm.get_manifest(&r.name, ns)?, t);
+    let man = s.rt.root_cmd(m, s.helm.get_manifest(&r.name, ns)?, t).with_redact(Redact::All);
     let resources = s.rt.fact(m, man, "the release manifest", Vec::new, |o| manifest::parse(o, ns)).await?;
-    let values = s.json(s.helm.get_values(&r.name, ns, true)?, "the release values").await?;
+    let mut values = s.json(s.helm.get_values(&r.name, ns, true)?, "the release values").await?;
+    if !(values.is_object() || values.is_null()) {
+        return Err(crate::lifecycle::fact::unreadable(
+            m.name(),
+            "helm get values",
+            "the release values",
+            "not a JSON object",
+        ));
+    }
+    crate::cnf::secret_values::mask(&mut values, &r.secret_set);
     s.rt.ev(m).emit(crate::event::EventKind::Status {
         subject: format!("release {}", r.name),
         status: format!("{status} (revision {revision})"),
@@ -297,6 +365,7 @@ pub async fn scale(c: &Ctx<'_>, aspect: &str, delta: i64) -> Result<(u64, u64, R
     let s = c.s;
     let m = s.master();
     let vals = s.rt.root_cmd(m, s.helm.get_values(&r.name, &p.namespace, true)?, s.rt.timeouts.command);
+    let vals = vals.with_redact(Redact::All);
     let current = s.rt.fact(
         m,
         vals,
@@ -306,14 +375,17 @@ pub async fn scale(c: &Ctx<'_>, aspect: &str, delta: i64) -> Result<(u64, u64, R
             let v: Value = serde_json::from_str(o.trim()).map_err(|e| format!("not JSON: {e}"))?;
             value_at(&v, path)
                 .and_then(Value::as_u64)
-                .ok_or_else(|| format!("no number at '{path}' in the release's values"))
+                .filter(|n| *n <= i32::MAX as u64)
+                .ok_or_else(|| format!("no replica count (0 to 2147483647) at '{path}' in the release's values"))
         },
     );
     let current = current.await?;
     let target = current as i64 + delta;
     let vdu = p.vdu_mapping.values().find(|v| v.release == r.name);
-    let (min, max) =
-        (vdu.and_then(|v| v.min).unwrap_or(0) as i64, vdu.and_then(|v| v.max).map(i64::from).unwrap_or(i64::MAX));
+    let (min, max) = (
+        vdu.and_then(|v| v.min).unwrap_or(0) as i64,
+        vdu.and_then(|v| v.max).map(i64::from).unwrap_or(i32::MAX.into()),
+    );
     if target < min || target > max {
         return Err(Error::input(
             c.req_file,
@@ -325,11 +397,11 @@ pub async fn scale(c: &Ctx<'_>, aspect: &str, delta: i64) -> Result<(u64, u64, R
     let set = [format!("{path}={target}")];
     let cmd = s.helm.upgrade(
         &hc::Chart { release: &r.name, chart: &chart, namespace: &p.namespace, version: None },
-        &hc::Values { set: &set, files: &[] },
+        &hc::Values { set: &set, ..hc::Values::default() },
         true,
         &c.opts,
     )?;
-    s.run_watched(cmd, cmd_timeout(c), &r.name, &p.namespace).await?;
+    s.run_watched(cmd, cmd_timeout(c), &r.name, &p.namespace, Redact::None).await?;
     Ok((current, target as u64, describe(c, r, &chart).await?))
 }
 
@@ -339,7 +411,8 @@ pub async fn heal(c: &Ctx<'_>, pods: &[String]) -> Result<Value> {
     let ns = &c.params.namespace;
     let mut out = Vec::new();
     for p in pods {
-        if !crate::cnf::params::dns_label(&p.replace('.', "-"), 253) {
+        // Checked in `run::prepare` too; kept here because the name reaches kubectl.
+        if !names::dns_subdomain(p) {
             return Err(Error::input(c.req_file, "vnfcInstanceId", format!("'{p}' is not a pod name")));
         }
         let cmd = format!(
@@ -375,7 +448,7 @@ pub async fn terminate(c: &Ctx<'_>, releases: &[String]) -> Result<Value> {
         .releases
         .iter()
         .filter_map(|r| match &r.source {
-            ChartSource::External { repo, .. } => Some(repo.clone()),
+            ChartSource::External { repo, .. } => Some(names::instance_repo(c.instance, repo)),
             _ => None,
         })
         .collect();
@@ -396,35 +469,59 @@ pub async fn terminate(c: &Ctx<'_>, releases: &[String]) -> Result<Value> {
     Ok(Value::Array(gone))
 }
 
+/// One repository `repo-sync` wants: its name, its URL without userinfo, and the userinfo's
+/// credentials (they go to Helm as `--username`/`--password-stdin`).
+pub struct WantRepo {
+    pub url: String,
+    pub creds: Option<(String, crate::secret::Secret)>,
+}
+
+/// The repositories of a master as `helm repo list -o json` prints them: every name checked
+/// (a repository name, or an instance's `<id>@<name>`) before it is compared or removed.
+pub fn parse_repo_list(out: &str) -> std::result::Result<BTreeMap<String, String>, String> {
+    let v: Value = serde_json::from_str(out.trim()).map_err(|e| format!("not JSON: {e}"))?;
+    let list = v.as_array().ok_or("not a JSON list")?;
+    let mut have = BTreeMap::new();
+    for r in list {
+        let (Some(name), Some(url)) = (r.get("name").and_then(Value::as_str), r.get("url").and_then(Value::as_str))
+        else {
+            return Err("an entry without a name or url".into());
+        };
+        let ok = match name.split_once('@') {
+            Some((inst, n)) => crate::lifecycle::state::check_instance_id(inst).is_ok() && names::repo(n).is_ok(),
+            None => names::repo(name).is_ok(),
+        };
+        if !ok {
+            return Err(format!("'{}' is not a repository name", names::shown(name)));
+        }
+        have.insert(name.to_string(), url.trim_end_matches('/').to_string());
+    }
+    Ok(have)
+}
+
 /// Make the repository set of every master equal `want` (OSM's synchronize_repos): add missing,
-/// re-add when the URL changed, remove extras (but `stable`). Reports what changed per master.
-pub async fn repo_sync(s: &Session, want: &BTreeMap<String, String>) -> Result<Value> {
+/// re-add when the URL changed, remove extras (but `stable` and the CNF instances' own
+/// `<id>@<name>` repositories, which their CNFs manage). Reports what changed per master.
+pub async fn repo_sync(s: &Session, instance: &str, want: &BTreeMap<String, WantRepo>) -> Result<Value> {
     let nodes = s.all();
     s.rt.phase("repo sync on every master", &nodes, true);
     let res =
         s.rt.each(&nodes, |n| async move {
             let t = s.rt.timeouts.command;
-            let list = s.rt.json_fact(n, s.rt.root_cmd(n, s.helm.repo_list(), t), "the repository list").await?;
-            let have: Vec<Value> = list.as_array().cloned().unwrap_or_default();
-            let have: BTreeMap<String, String> = have
-                .iter()
-                .filter_map(|r| {
-                    Some((
-                        r.get("name")?.as_str()?.to_string(),
-                        r.get("url")?.as_str()?.trim_end_matches('/').to_string(),
-                    ))
-                })
-                .collect();
+            let list = s.rt.root_cmd(n, s.helm.repo_list(), t);
+            let have = s.rt.fact(n, list, "the repository list", BTreeMap::new, parse_repo_list).await?;
             let (mut added, mut updated, mut removed) = (vec![], vec![], vec![]);
-            for (name, url) in want {
+            for (name, w) in want {
                 match have.get(name) {
-                    Some(u) if u == url.trim_end_matches('/') => continue,
+                    Some(u) if u == w.url.trim_end_matches('/') && w.creds.is_none() => continue,
                     Some(_) => updated.push(name.clone()),
                     None => added.push(name.clone()),
                 }
-                s.rt.exec(n, s.rt.root_cmd(n, s.helm.repo_add(name, url, None, None, None)?, t)).await?;
+                let creds = w.creds.as_ref().map(|(u, p)| (u.as_str(), p));
+                add_repo_as(s, n, instance, name, &w.url, creds, None).await?;
             }
-            for name in have.keys().filter(|k| !want.contains_key(*k) && k.as_str() != "stable") {
+            let extra = have.keys().filter(|k| !want.contains_key(*k) && k.as_str() != "stable");
+            for name in extra.filter(|k| !names::is_instance_repo(k)) {
                 s.rt.exec(n, s.rt.root_cmd(n, s.helm.repo_remove(name)?, t)).await?;
                 removed.push(name.clone());
             }
@@ -437,6 +534,22 @@ pub async fn repo_sync(s: &Session, want: &BTreeMap<String, String>) -> Result<V
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_masters_repository_list_is_checked_before_use() {
+        let ok = parse_repo_list(r#"[{"name":"labrepo","url":"http://h/"},{"name":"cnf1@labrepo","url":"http://g"}]"#);
+        assert_eq!(ok.unwrap().get("labrepo").map(String::as_str), Some("http://h"));
+        for bad in [
+            r#"[{"name":"--insecure-skip-tls-verify","url":"http://h"}]"#,
+            r#"[{"name":"..","url":"http://h"}]"#,
+            r#"[{"name":"x@-y","url":"http://h"}]"#,
+            r#"[{"url":"http://h"}]"#,
+            r#"{"name":"x"}"#,
+            "Error: no repositories",
+        ] {
+            assert!(parse_repo_list(bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn values_paths() {

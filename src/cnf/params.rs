@@ -6,7 +6,9 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
+use crate::cnf::names;
 use crate::error::{Error, Result};
+use crate::secret::Secret;
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum ChartSource {
@@ -26,12 +28,36 @@ pub enum ChartSource {
     },
 }
 
+/// Where a secret helm value comes from.
+#[derive(Clone, Debug, PartialEq)]
+pub enum SecretFrom {
+    /// `helmsecretparameter: ["key=value"]`: the value as written (kept out of argv and output).
+    Literal(Secret),
+    /// `key=@env:NAME`: the driver process's environment variable NAME.
+    Env(String),
+    /// `key=@file:PATH`: a file of the VNF package (its whole content is the value).
+    File(String),
+}
+
+/// A helm value that must never reach argv, a plan, an event or a result: it travels in a 0600
+/// file on the master, passed with `--set-file KEY=FILE` and removed afterwards.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SecretSet {
+    pub key: String,
+    pub from: SecretFrom,
+    /// Filled from `from` before anything connects (`run::prepare`), for the operations that
+    /// install or upgrade with the request's values.
+    pub value: Option<Secret>,
+}
+
 #[derive(Clone, Debug)]
 pub struct Release {
     pub name: String,
     pub source: ChartSource,
     /// `helmparameter`: each one `--set`, passed as one quoted argument.
     pub set: Vec<String>,
+    /// `helmparameter` items taking their value from `@env:`/`@file:`, and `helmsecretparameter`.
+    pub secret_set: Vec<SecretSet>,
     /// Our extension: a chart version for external charts.
     pub version: Option<String>,
     /// Our extension (OSM): values written to a 0600 file and passed with `-f`.
@@ -50,6 +76,7 @@ impl Release {
             name: name.to_string(),
             source: ChartSource::Oci { reference: String::new() },
             set: vec![],
+            secret_set: vec![],
             version: None,
             values: None,
             repo_username: None,
@@ -90,15 +117,6 @@ pub fn flag(v: Option<&Value>) -> bool {
     }
 }
 
-/// Kubernetes names: DNS-1123 labels (releases ≤ 53, namespaces ≤ 63).
-pub fn dns_label(s: &str, max: usize) -> bool {
-    !s.is_empty()
-        && s.len() <= max
-        && s.bytes().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'-')
-        && !s.starts_with('-')
-        && !s.ends_with('-')
-}
-
 /// `<chart>-<version>.tgz` → `<chart>` (Tacker: the name with its last `-…` part removed).
 pub fn chart_dir_of(file: &str) -> Option<String> {
     let stem = file.rsplit('/').next()?.strip_suffix(".tgz")?;
@@ -114,16 +132,20 @@ fn string(m: &Map<String, Value>, key: &str, file: &str, at: &str) -> Result<Opt
     match m.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) if s.is_empty() => Err(err(file, &format!("{at}.{key}"), "must not be empty")),
+        Some(Value::String(s)) if s.contains(|c: char| c.is_control()) => {
+            Err(err(file, &format!("{at}.{key}"), "must not hold control characters (newline, NUL, ...)"))
+        }
         Some(Value::String(s)) => Ok(Some(s.clone())),
         Some(_) => Err(err(file, &format!("{at}.{key}"), "must be a string")),
     }
 }
 
 /// The keys of one `using_helm_install_param` item (others are reported and ignored).
-const RELEASE_KEYS: [&str; 12] = [
+const RELEASE_KEYS: [&str; 13] = [
     "exthelmchart",
     "helmreleasename",
     "helmparameter",
+    "helmsecretparameter",
     "helmchartfile_path",
     "helmrepositoryname",
     "helmchartname",
@@ -142,9 +164,7 @@ impl CnfParams {
         }
         let mut warnings = Vec::new();
         let namespace = string(ap, "namespace", file, "")?.unwrap_or_else(|| "default".into());
-        if !dns_label(&namespace, 63) {
-            return Err(err(file, "namespace", format!("'{namespace}' is not a Kubernetes namespace name")));
-        }
+        names::namespace(&namespace).map_err(|m| err(file, "namespace", m))?;
         let items = match ap.get("using_helm_install_param") {
             Some(Value::Array(a)) if !a.is_empty() => a,
             _ => {
@@ -200,25 +220,50 @@ fn release(m: &Map<String, Value>, it: &Item, warnings: &mut Vec<String>) -> Res
     }
     let name = release_name(m, it, warnings)?;
     let source = if flag(m.get("exthelmchart")) { external_chart(m, it)? } else { local_chart(m, it)? };
-    let set = helm_parameters(m, it)?;
+    let (set, mut secret_set) = helm_parameters(m, it, "helmparameter", false)?;
+    secret_set.extend(helm_parameters(m, it, "helmsecretparameter", true)?.1);
     let version = it.string(m, "helmchartversion")?;
+    if let Some(v) = &version {
+        names::version(v).map_err(|e| it.err("helmchartversion", e))?;
+    }
     let values = m.get("values").cloned().filter(|v| !v.is_null());
     if values.as_ref().is_some_and(|v| !v.is_object()) {
         return Err(it.err("values", "must be an object"));
     }
-    let repo_username = it.string(m, "exthelmrepo_username")?;
-    let repo_password = it.string(m, "exthelmrepo_password")?.map(crate::secret::Secret::new);
+    let mut repo_username = it.string(m, "exthelmrepo_username")?;
+    let mut repo_password = it.string(m, "exthelmrepo_password")?.map(Secret::new);
     if repo_username.is_some() != repo_password.is_some() {
         return Err(it.err("exthelmrepo_password", "exthelmrepo_username and exthelmrepo_password go together"));
     }
+    if let (ChartSource::External { url, .. }, Some((u, p))) = (&source, url_credentials(m)) {
+        // Userinfo in the URL: it goes to Helm as --username/--password-stdin like the explicit
+        // fields, and the URL is used (and shown, and recorded) without it.
+        if repo_username.is_some() {
+            return Err(it.err(
+                "exthelmrepo_url",
+                format!("'{url}' has credentials and so do exthelmrepo_username/password: keep one"),
+            ));
+        }
+        (repo_username, repo_password) = (Some(u), Some(Secret::new(p)));
+    }
     let repo_ca_file = it.string(m, "exthelmrepo_ca_file")?;
-    if repo_ca_file.as_ref().is_some_and(|p| p.starts_with('/') || p.split('/').any(|c| c == "..")) {
+    if repo_ca_file.as_ref().is_some_and(|p| !package_path(p)) {
         return Err(it.err("exthelmrepo_ca_file", "must stay inside the VNF package"));
     }
     for k in m.keys().filter(|k| !RELEASE_KEYS.contains(&k.as_str())) {
-        warnings.push(format!("additionalParams.{}.{k}: unknown key, ignored", it.at));
+        warnings.push(format!("additionalParams.{}.{}: unknown key, ignored", it.at, names::shown(k)));
     }
-    Ok(Release { name, source, set, version, values, repo_username, repo_password, repo_ca_file })
+    Ok(Release { name, source, set, secret_set, version, values, repo_username, repo_password, repo_ca_file })
+}
+
+/// The userinfo of an item's `exthelmrepo_url` (checked valid before), as (user, password).
+fn url_credentials(m: &Map<String, Value>) -> Option<(String, String)> {
+    names::url(m.get("exthelmrepo_url")?.as_str()?).ok()?.1
+}
+
+/// A relative path that stays inside the VNF package.
+fn package_path(p: &str) -> bool {
+    !p.starts_with('/') && !p.split('/').any(|c| c == "..") && !p.contains(['\\', '\0'])
 }
 
 /// The request's name, or OSM's rule (chart name + 10 random digits) when it gives none
@@ -234,54 +279,129 @@ fn release_name(m: &Map<String, Value>, it: &Item, warnings: &mut Vec<String>) -
     } else {
         it.required(m, "helmreleasename")?
     };
-    if !dns_label(&name, 53) {
-        return Err(it.err(
-            "helmreleasename",
-            format!("'{name}' is not a valid release name (lowercase letters, digits, '-', at most 53)"),
-        ));
-    }
+    names::release(&name).map_err(|e| it.err("helmreleasename", e))?;
     Ok(name)
 }
 
 fn external_chart(m: &Map<String, Value>, it: &Item) -> Result<ChartSource> {
     let chart = it.required(m, "helmchartname")?;
+    names::chart(&chart).map_err(|e| it.err("helmchartname", e))?;
     let url = it.required(m, "exthelmrepo_url")?;
+    let (bare, creds) = names::url(&url).map_err(|e| it.err("exthelmrepo_url", e))?;
     if url.starts_with("oci://") {
-        return Ok(ChartSource::Oci { reference: format!("{}/{chart}", url.trim_end_matches('/')) });
+        if creds.is_some() {
+            return Err(it.err(
+                "exthelmrepo_url",
+                format!(
+                    "'{}': credentials in an oci:// URL are not supported (log the masters in to the registry)",
+                    crate::url_mask::mask_userinfo(&url)
+                ),
+            ));
+        }
+        return Ok(ChartSource::Oci { reference: format!("{}/{chart}", bare.trim_end_matches('/')) });
     }
     let repo = it.required(m, "helmrepositoryname")?;
-    if !(url.starts_with("http://") || url.starts_with("https://")) || url.contains(char::is_whitespace) {
-        return Err(it.err("exthelmrepo_url", format!("'{url}' is not an http(s):// or oci:// URL")));
+    if url.starts_with("oci://") || !(url.starts_with("http://") || url.starts_with("https://")) {
+        return Err(it.err("exthelmrepo_url", "is not an http(s):// or oci:// URL"));
     }
-    if !repo.bytes().all(|c| c.is_ascii_alphanumeric() || b"-_.".contains(&c)) {
-        return Err(it.err("helmrepositoryname", format!("'{repo}' is not a repository name")));
-    }
-    Ok(ChartSource::External { repo, chart, url })
+    names::repo(&repo).map_err(|e| it.err("helmrepositoryname", e))?;
+    Ok(ChartSource::External { repo, chart, url: bare })
 }
 
 fn local_chart(m: &Map<String, Value>, it: &Item) -> Result<ChartSource> {
     let path = it.required(m, "helmchartfile_path")?;
-    if path.starts_with('/') || path.split('/').any(|c| c == "..") {
-        return Err(it.err("helmchartfile_path", format!("'{path}' must stay inside the VNF package")));
+    if !package_path(&path) {
+        return Err(it.err("helmchartfile_path", format!("'{}' must stay inside the VNF package", names::shown(&path))));
     }
-    let chart_dir = chart_dir_of(&path)
-        .ok_or_else(|| it.err("helmchartfile_path", format!("'{path}' is not named <chart>-<version>.tgz")))?;
+    let chart_dir = chart_dir_of(&path).ok_or_else(|| {
+        it.err("helmchartfile_path", format!("'{}' is not named <chart>-<version>.tgz", names::shown(&path)))
+    })?;
+    names::chart(&chart_dir).map_err(|e| it.err("helmchartfile_path", e))?;
+    let file = path.rsplit('/').next().unwrap_or(&path);
+    if file.starts_with(['-', '.']) {
+        return Err(it.err("helmchartfile_path", format!("'{}' is not a chart file name", names::shown(file))));
+    }
     Ok(ChartSource::Local { path, chart_dir })
 }
 
-/// `helmparameter`: `key=value` strings, each later one literal `--set` argument.
-fn helm_parameters(m: &Map<String, Value>, it: &Item) -> Result<Vec<String>> {
-    match m.get("helmparameter") {
-        None | Some(Value::Null) => Ok(vec![]),
-        Some(Value::Array(a)) => a
-            .iter()
-            .enumerate()
-            .map(|(j, p)| match p.as_str() {
-                Some(s) if s.contains('=') && !s.starts_with('=') && !s.contains('\0') => Ok(s.to_string()),
-                _ => Err(it.err(&format!("helmparameter[{j}]"), "must be a \"key=value\" string")),
-            })
-            .collect(),
-        Some(_) => Err(it.err("helmparameter", "must be an array of \"key=value\"")),
+/// `helmparameter` (`secret` false) or `helmsecretparameter` (true): `key=value` strings. A
+/// plain item becomes one literal `--set` argument; an item whose value is `@env:NAME` or
+/// `@file:PATH`, and every `helmsecretparameter` item, becomes a [`SecretSet`]. A literal value
+/// that starts with `@env:`/`@file:` is written with a doubled `@` (`key=@@env:x`).
+fn helm_parameters(
+    m: &Map<String, Value>,
+    it: &Item,
+    field: &str,
+    secret: bool,
+) -> Result<(Vec<String>, Vec<SecretSet>)> {
+    let items = match m.get(field) {
+        None | Some(Value::Null) => return Ok((vec![], vec![])),
+        Some(Value::Array(a)) => a,
+        Some(_) => return Err(it.err(field, "must be an array of \"key=value\"")),
+    };
+    let (mut plain, mut secrets) = (Vec::new(), Vec::new());
+    for (j, p) in items.iter().enumerate() {
+        let at = format!("{field}[{j}]");
+        let s = p.as_str().ok_or_else(|| it.err(&at, "must be a \"key=value\" string"))?;
+        names::set_item(s).map_err(|e| it.err(&at, e))?;
+        let (key, value) = s.split_once('=').expect("checked by set_item");
+        let from = if let Some(name) = value.strip_prefix("@env:") {
+            if !(name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+                && name.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_'))
+            {
+                return Err(it.err(&at, format!("'{}' is not an environment variable name", names::shown(name))));
+            }
+            Some(SecretFrom::Env(name.to_string()))
+        } else if let Some(path) = value.strip_prefix("@file:") {
+            if path.is_empty() || !package_path(path) {
+                return Err(it.err(&at, "@file: must name a file inside the VNF package"));
+            }
+            Some(SecretFrom::File(path.to_string()))
+        } else if secret {
+            Some(SecretFrom::Literal(Secret::new(value)))
+        } else {
+            None
+        };
+        match from {
+            Some(from) => {
+                // The key reaches Helm as `--set-file KEY=FILE`: Helm's own key syntax, without
+                // the `,` that would start a second item.
+                if !key.bytes().all(|c| c.is_ascii_alphanumeric() || b"_-.[]/".contains(&c)) {
+                    return Err(it.err(
+                        &at,
+                        format!("'{}' is not a values key (letters, digits, '_', '-', '.', '[n]')", names::shown(key)),
+                    ));
+                }
+                secrets.push(SecretSet { key: key.to_string(), from, value: None });
+            }
+            None => match value.strip_prefix('@').filter(|v| v.starts_with("@env:") || v.starts_with("@file:")) {
+                Some(literal) => plain.push(format!("{key}={literal}")),
+                None => plain.push(s.to_string()),
+            },
+        }
+    }
+    Ok((plain, secrets))
+}
+
+impl SecretSet {
+    /// Read the value from where it comes from; `pkg` resolves `@file:` paths; `at` names the
+    /// field in errors (the value is never in one).
+    pub fn resolve(&mut self, pkg: Option<&crate::lifecycle::package::Package>, file: &str, at: &str) -> Result<()> {
+        let v = match &self.from {
+            SecretFrom::Literal(s) => s.clone(),
+            SecretFrom::Env(name) => Secret::new(std::env::var(name).map_err(|_| {
+                Error::input(file, at, format!("the environment variable {name} is not set (or not UTF-8)"))
+            })?),
+            SecretFrom::File(path) => {
+                let pkg =
+                    pkg.ok_or_else(|| Error::input("arguments", "--package-dir", format!("is required for {at}")))?;
+                let p = pkg.resolve(path, file, at, false)?;
+                let bytes = std::fs::read(&p).map_err(|e| Error::input(file, at, format!("{}: {e}", p.display())))?;
+                Secret::new(String::from_utf8(bytes).map_err(|_| Error::input(file, at, "the file is not UTF-8"))?)
+            }
+        };
+        self.value = Some(v);
+        Ok(())
     }
 }
 
@@ -290,9 +410,11 @@ fn replica_values(ap: &Map<String, Value>, file: &str) -> Result<BTreeMap<String
     let mut out = BTreeMap::new();
     if let Some(Value::Object(m)) = ap.get("helm_replica_values") {
         for (k, v) in m {
-            let p = v
-                .as_str()
-                .filter(|p| !p.is_empty() && p.bytes().all(|c| c.is_ascii_alphanumeric() || b"._-".contains(&c)));
+            let p = v.as_str().filter(|p| {
+                p.starts_with(|c: char| c.is_ascii_alphanumeric())
+                    && p.len() <= 253
+                    && p.bytes().all(|c| c.is_ascii_alphanumeric() || b"._-".contains(&c))
+            });
             let p = p.ok_or_else(|| {
                 err(file, &format!("helm_replica_values.{k}"), "must be a values path like \"replicaCount\"")
             })?;
@@ -320,9 +442,16 @@ fn vdu_mapping(ap: &Map<String, Value>, file: &str, releases: &[Release]) -> Res
             // Tacker's `kind` and `name` are checked for type; nothing here needs their values.
             it.string(o, "kind")?;
             it.string(o, "name")?;
-            let num = |k: &str| o.get(k).and_then(Value::as_u64).map(|n| n as u32);
+            let num = |k: &str| replica_count(o.get(k), file, &format!("{at}.{k}"));
             let aspect_id = it.string(o, "aspect_id")?;
-            let (min, max) = (num("min_number_of_instances"), num("max_number_of_instances"));
+            let (min, max) = (num("min_number_of_instances")?, num("max_number_of_instances")?);
+            if let (Some(lo), Some(hi)) = (min, max) {
+                if lo > hi {
+                    return Err(
+                        it.err("max_number_of_instances", format!("{hi} is below min_number_of_instances {lo}"))
+                    );
+                }
+            }
             out.insert(vdu.clone(), VduMap { release, aspect_id, min, max });
         }
     }
@@ -339,7 +468,8 @@ fn replicas(ap: &Map<String, Value>, file: &str, paths: &BTreeMap<String, String
     let mut out = BTreeMap::new();
     if let Some(Value::Object(m)) = ap.get("replicas") {
         for (k, v) in m {
-            let n = v.as_u64().ok_or_else(|| err(file, &format!("replicas.{k}"), "must be a number"))?;
+            let n = replica_count(Some(v), file, &format!("replicas.{k}"))?
+                .ok_or_else(|| err(file, &format!("replicas.{k}"), "must be a number"))?;
             if !paths.contains_key(k) {
                 return Err(err(
                     file,
@@ -347,10 +477,28 @@ fn replicas(ap: &Map<String, Value>, file: &str, paths: &BTreeMap<String, String
                     format!("Replica value for aspectId '{k}' is missing"),
                 ));
             }
-            out.insert(k.clone(), n as u32);
+            out.insert(k.clone(), n);
         }
     }
     Ok(out)
+}
+
+/// Kubernetes replica counts are int32: a whole number from 0 to 2147483647 (a JSON number, or
+/// a string of digits as Tacker's requests sometimes hold). Nothing wraps or rounds.
+fn replica_count(v: Option<&Value>, file: &str, at: &str) -> Result<Option<u32>> {
+    const MAX: u64 = i32::MAX as u64;
+    let n = match v {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::Number(n)) => n.as_u64(),
+        Some(Value::String(s)) if !s.is_empty() && s.len() <= 10 && s.bytes().all(|c| c.is_ascii_digit()) => {
+            s.parse().ok()
+        }
+        Some(_) => None,
+    };
+    match n {
+        Some(n) if n <= MAX => Ok(Some(n as u32)),
+        _ => Err(err(file, at, format!("must be a whole number from 0 to {MAX}"))),
+    }
 }
 
 #[cfg(test)]
@@ -403,6 +551,75 @@ mod tests {
         assert_eq!(chart_dir_of("Files/kubernetes/localhelm-0.1.0.tgz").as_deref(), Some("localhelm"));
         assert_eq!(chart_dir_of("my-chart-1.2.3.tgz").as_deref(), Some("my-chart"));
         assert_eq!(chart_dir_of("chart.tgz"), None);
-        assert!(dns_label("vdu1", 53) && !dns_label("a;b", 53) && !dns_label("-a", 53));
+        assert!(names::release("vdu1").is_ok() && names::release("a;b").is_err() && names::release("-a").is_err());
+    }
+
+    fn one(item: Value, extra: Value) -> Result<CnfParams> {
+        let mut ap = json!({"use_helm": true, "using_helm_install_param": [item]});
+        for (k, v) in extra.as_object().unwrap() {
+            ap[k] = v.clone();
+        }
+        p(ap)
+    }
+
+    fn ext() -> Value {
+        json!({"exthelmchart": true, "helmreleasename": "r", "helmrepositoryname": "repo", "helmchartname": "c",
+               "exthelmrepo_url": "https://bob:pw%21@h/c"})
+    }
+
+    #[test]
+    fn url_userinfo_becomes_the_repository_credentials() {
+        let c = one(ext(), json!({})).unwrap();
+        let r = &c.releases[0];
+        assert_eq!(
+            r.source,
+            ChartSource::External { repo: "repo".into(), chart: "c".into(), url: "https://h/c".into() }
+        );
+        assert_eq!(
+            (r.repo_username.as_deref(), r.repo_password.as_ref().map(|p| p.expose())),
+            (Some("bob"), Some("pw!"))
+        );
+    }
+
+    #[test]
+    fn secret_values_come_from_literals_env_or_files_and_a_doubled_at_is_literal() {
+        let mut item = ext();
+        item["helmparameter"] = json!(["a=@env:TOKEN", "b=@file:Files/k", "c=@@env:x", "d=plain"]);
+        item["helmsecretparameter"] = json!(["e.f=s3cret"]);
+        let r = one(item, json!({})).unwrap().releases.remove(0);
+        assert_eq!(r.set, vec!["c=@env:x".to_string(), "d=plain".to_string()]);
+        let from: Vec<(&str, &SecretFrom)> = r.secret_set.iter().map(|s| (s.key.as_str(), &s.from)).collect();
+        assert_eq!(
+            from,
+            vec![
+                ("a", &SecretFrom::Env("TOKEN".into())),
+                ("b", &SecretFrom::File("Files/k".into())),
+                ("e.f", &SecretFrom::Literal(Secret::new("s3cret")))
+            ]
+        );
+        assert!(!format!("{r:?}").contains("s3cret"));
+    }
+
+    #[test]
+    fn replica_counts_are_int32_and_never_wrap() {
+        let rv = json!({"helm_replica_values": {"a": "replicaCount"}});
+        for (n, ok) in [
+            (json!(0), true),
+            (json!("3"), true),
+            (json!(2147483647u64), true),
+            (json!(2147483648u64), false),
+            (json!(4294967297u64), false),
+            (json!(-1), false),
+            (json!(1.5), false),
+            (json!("1e3"), false),
+        ] {
+            let mut extra = rv.clone();
+            extra["replicas"] = json!({"a": n.clone()});
+            let r = one(ext(), extra);
+            assert_eq!(r.is_ok(), ok, "{n}: {r:?}");
+            if let Err(e) = r {
+                assert!(e.to_string().contains("additionalParams.replicas.a"), "{e}");
+            }
+        }
     }
 }

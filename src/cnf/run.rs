@@ -10,6 +10,7 @@ use serde_json::{json, Map, Value};
 use crate::cnf::helm_cmd::{Chart, InstallOpts, Values};
 use crate::cnf::helm_info::HelmInfo;
 use crate::cnf::masters::{find_helm_info, masters};
+use crate::cnf::names;
 use crate::cnf::ops::{self, CnfState, Ctx};
 use crate::cnf::params::{ChartSource, CnfParams, Release};
 use crate::cnf::session::Session;
@@ -38,6 +39,8 @@ pub struct Prepared {
     pkg: Option<Package>,
     helm_info: HelmInfo,
     helm_info_json: Value,
+    /// `repo-sync`'s repositories, checked.
+    want_repos: BTreeMap<String, ops::WantRepo>,
 }
 
 /// What a CNF operation produced.
@@ -54,6 +57,14 @@ fn need_request<'a>(a: &'a Inputs, op: &str) -> Result<&'a std::path::PathBuf> {
 pub fn prepare(op: &Op, a: &Inputs, store: Store) -> Result<Prepared> {
     let id = a.vnf_instance_id.clone().ok_or_else(|| Error::input("arguments", "--vnf-instance-id", "is required"))?;
     check_instance_id(&id)?;
+    if let Some(cid) = &a.cluster_instance {
+        check_instance_id(cid).map_err(|e| Error::input("arguments", "--cluster-instance", e.to_string()))?;
+    }
+    check_args(op, &id)?;
+    let want_repos = match op {
+        Op::RepoSync { repos } => repo_pairs(repos)?,
+        _ => BTreeMap::new(),
+    };
     let lock = store.lock(&id, KIND)?;
     let saved: Option<CnfState> = store.load_doc(&id, KIND)?;
     let req_file = a.request.as_ref().map(|p| p.display().to_string()).unwrap_or_else(|| "(recorded request)".into());
@@ -70,19 +81,33 @@ pub fn prepare(op: &Op, a: &Inputs, store: Store) -> Result<Prepared> {
             saved_params(&saved)?
         }
         Op::Heal => {
-            heal = Some(request::load(need_request(a, "heal")?)?);
+            let h: HealRequest = request::load(need_request(a, "heal")?)?;
+            for (i, pod) in h.vnfc_instance_id.iter().enumerate() {
+                if !names::dns_subdomain(pod) {
+                    let field = format!("vnfcInstanceId[{i}]");
+                    return Err(Error::input(&req_file, field, format!("'{}' is not a pod name", names::shown(pod))));
+                }
+            }
+            heal = Some(h);
             saved_params(&saved)?
         }
         _ if saved.is_some() => saved_params(&saved)?,
         _ => Map::new(),
     };
-    let params = if ap.is_empty() {
+    let mut params = if ap.is_empty() {
         CnfParams { namespace: "default".into(), ..Default::default() }
     } else {
         CnfParams::from_additional_params(&ap, &req_file)?
     };
     let pkg = a.package_dir.as_ref().map(|d| Package::open(d)).transpose()?;
     if matches!(op, Op::Instantiate) {
+        // Secret helm values are read now: a missing variable or file stops the run here.
+        for (i, r) in params.releases.iter_mut().enumerate() {
+            for sv in &mut r.secret_set {
+                let at = format!("additionalParams.using_helm_install_param[{i}].{}", sv.key);
+                sv.resolve(pkg.as_ref(), &req_file, &at)?;
+            }
+        }
         // Every local chart must be in the package before anything connects.
         for (i, r) in params.releases.iter().enumerate() {
             if let ChartSource::Local { path, .. } = &r.source {
@@ -95,7 +120,74 @@ pub fn prepare(op: &Op, a: &Inputs, store: Store) -> Result<Prepared> {
         }
     }
     let (helm_info, helm_info_json, _from) = find_helm_info(a, req_vims.as_ref(), &store, saved.as_ref())?;
-    Ok(Prepared { id, store, _lock: lock, saved, req_file, ap, params, scale, heal, pkg, helm_info, helm_info_json })
+    Ok(Prepared {
+        id,
+        store,
+        _lock: lock,
+        saved,
+        req_file,
+        ap,
+        params,
+        scale,
+        heal,
+        pkg,
+        helm_info,
+        helm_info_json,
+        want_repos,
+    })
+}
+
+/// The operator's words for an operation (`--release`, `--chart`, `show CHART`, `--set`,
+/// `--version`, `--repo`), checked before anything connects: none may reach Helm as an option
+/// or a local directory.
+fn check_args(op: &Op, instance: &str) -> Result<()> {
+    let arg = |field: &str, r: std::result::Result<(), String>| r.map_err(|m| Error::input("arguments", field, m));
+    match op {
+        Op::Upgrade { release, chart, version, set, .. } => {
+            arg("--release", names::release(release))?;
+            if let Some(c) = chart {
+                arg("--chart", names::chart_ref(c, false, instance))?;
+            }
+            if let Some(v) = version {
+                arg("--version", names::version(v))?;
+            }
+            for x in set {
+                arg("--set", names::set_item(x))?;
+            }
+        }
+        Op::Rollback { release, .. }
+        | Op::Status { release }
+        | Op::History { release }
+        | Op::Values { release, .. } => arg("--release", names::release(release))?,
+        Op::Show { what, chart, repo, version } => {
+            if !["values", "readme", "chart", "all"].contains(&what.as_str()) {
+                return Err(Error::input(
+                    "arguments",
+                    "WHAT",
+                    format!("'{}': values, readme, chart or all", names::shown(what)),
+                ));
+            }
+            arg("CHART", names::chart_ref(chart, repo.is_some(), instance))?;
+            if let Some(r) = repo {
+                let (_, creds) = names::url(r).map_err(|m| Error::input("arguments", "--repo", m))?;
+                if creds.is_some() || r.starts_with("oci://") {
+                    return Err(Error::input(
+                        "arguments",
+                        "--repo",
+                        format!(
+                            "'{}': an http(s):// URL without credentials (add a private repository with repo-sync)",
+                            crate::url_mask::mask_userinfo(r)
+                        ),
+                    ));
+                }
+            }
+            if let Some(v) = version {
+                arg("--version", names::version(v))?;
+            }
+        }
+        _ => {}
+    }
+    Ok(())
 }
 
 fn saved_params(saved: &Option<CnfState>) -> Result<Map<String, Value>> {
@@ -184,19 +276,32 @@ async fn dispatch(op: &Op, c: &Ctx<'_>, p: &Prepared, rec: &mut Record<'_>) -> R
             rec.release(release, &rs)?;
             json!({"release": release, "revision": rs.revision, "state": rs})
         }
-        Op::Status { release } => s.json(h.status(release, ns)?, "the release status").await?,
+        Op::Status { release } => {
+            let mut v = s.json(h.status(release, ns)?, "the release status").await?;
+            // `helm status -o json` carries the release's user-supplied values as `config`.
+            if let Some(cfg) = v.get_mut("config") {
+                crate::cnf::secret_values::mask(cfg, secret_keys(c.params, release));
+            }
+            v
+        }
         Op::History { release } => s.json(h.history(release, ns)?, "the release history").await?,
-        Op::Values { release, all } => s.json(h.get_values(release, ns, *all)?, "the release values").await?,
+        Op::Values { release, all } => {
+            let mut v = s.json(h.get_values(release, ns, *all)?, "the release values").await?;
+            crate::cnf::secret_values::mask(&mut v, secret_keys(c.params, release));
+            v
+        }
         Op::List => s.json(h.list(None)?, "the release list").await?,
         Op::Show { what, chart, repo, version } => {
-            if !["values", "readme", "chart", "all"].contains(&what.as_str()) {
-                return Err(Error::input("arguments", "WHAT", "values, readme, chart or all"));
-            }
             let cmd = h.show(what, chart, repo.as_deref(), version.as_deref())?;
             Value::String(s.text(cmd, s.rt.timeouts.command).await?)
         }
-        Op::RepoList => s.json(h.repo_list(), "the repository list").await?,
-        Op::RepoSync { repos } => ops::repo_sync(s, &repo_pairs(repos)?).await?,
+        Op::RepoList => {
+            let m = s.master();
+            let cmd = s.rt.root_cmd(m, h.repo_list(), s.rt.timeouts.command);
+            let have = s.rt.fact(m, cmd, "the repository list", BTreeMap::new, ops::parse_repo_list).await?;
+            Value::Array(have.into_iter().map(|(name, url)| json!({"name": name, "url": url})).collect())
+        }
+        Op::RepoSync { .. } => ops::repo_sync(s, &p.id, &p.want_repos).await?,
         Op::Terminate => {
             let releases: Vec<String> = if c.params.releases.is_empty() {
                 rec.st.releases.keys().cloned().collect()
@@ -210,29 +315,71 @@ async fn dispatch(op: &Op, c: &Ctx<'_>, p: &Prepared, rec: &mut Record<'_>) -> R
     })
 }
 
-fn repo_pairs(repos: &[String]) -> Result<BTreeMap<String, String>> {
+/// The secret keys the recorded request gives `release` (masked in what Helm reports back).
+fn secret_keys<'p>(p: &'p CnfParams, release: &str) -> &'p [crate::cnf::params::SecretSet] {
+    p.releases.iter().find(|r| r.name == release).map(|r| r.secret_set.as_slice()).unwrap_or(&[])
+}
+
+/// `repo-sync --repo NAME=URL ...`: names checked like a request's, URLs http(s) with any
+/// userinfo split off into credentials; a name given twice is refused.
+fn repo_pairs(repos: &[String]) -> Result<BTreeMap<String, ops::WantRepo>> {
     let mut want = BTreeMap::new();
     for r in repos {
-        let (n, u) =
-            r.split_once('=').ok_or_else(|| Error::input("arguments", "--repo", format!("'{r}' is not NAME=URL")))?;
-        want.insert(n.to_string(), u.to_string());
+        let masked = crate::url_mask::mask_userinfo(r);
+        let (n, u) = r
+            .split_once('=')
+            .ok_or_else(|| Error::input("arguments", "--repo", format!("'{masked}' is not NAME=URL")))?;
+        names::repo(n).map_err(|m| Error::input("arguments", "--repo", m))?;
+        if !(u.starts_with("http://") || u.starts_with("https://")) {
+            return Err(Error::input("arguments", "--repo", format!("'{masked}': the URL must be http(s)://")));
+        }
+        let (url, creds) = names::url(u).map_err(|m| Error::input("arguments", "--repo", m))?;
+        let creds = creds.map(|(user, pw)| (user, crate::secret::Secret::new(pw)));
+        if want.insert(n.to_string(), ops::WantRepo { url, creds }).is_some() {
+            return Err(Error::input("arguments", "--repo", format!("'{n}' is given twice")));
+        }
     }
     Ok(want)
+}
+
+/// The request's additionalParams as recorded for later operations: generated release names
+/// filled in, repository URLs without userinfo (the credentials in their own fields, which the
+/// store seals), and `helmsecretparameter` values masked (later operations need their keys
+/// only: `--reuse-values` keeps the values in Helm).
+fn recorded_params(ap: &Map<String, Value>, params: &CnfParams) -> Map<String, Value> {
+    let mut ap = ap.clone();
+    if let Some(Value::Array(items)) = ap.get_mut("using_helm_install_param") {
+        for (item, r) in items.iter_mut().zip(&params.releases) {
+            let Some(o) = item.as_object_mut() else { continue };
+            o.insert("helmreleasename".into(), Value::String(r.name.clone()));
+            if let ChartSource::External { url, .. } = &r.source {
+                let had_userinfo = o.get("exthelmrepo_url").and_then(Value::as_str).is_some_and(|u| u != url);
+                if had_userinfo {
+                    o.insert("exthelmrepo_url".into(), Value::String(url.clone()));
+                    if let (Some(u), Some(p)) = (&r.repo_username, &r.repo_password) {
+                        o.insert("exthelmrepo_username".into(), Value::String(u.clone()));
+                        o.insert("exthelmrepo_password".into(), Value::String(p.expose().to_string()));
+                    }
+                }
+            }
+            if let Some(Value::Array(secrets)) = o.get_mut("helmsecretparameter") {
+                for x in secrets.iter_mut() {
+                    if let Some((k, _)) = x.as_str().and_then(|s| s.split_once('=')) {
+                        *x = Value::String(format!("{k}={}", crate::secret::MASK));
+                    }
+                }
+            }
+        }
+    }
+    ap
 }
 
 /// Record the request (with generated release names, so later operations find the same
 /// releases), put charts and repositories on every master, then install or upgrade each release.
 async fn instantiate(c: &Ctx<'_>, p: &Prepared, rec: &mut Record<'_>) -> Result<Value> {
     let s = c.s;
-    let mut ap = p.ap.clone();
+    let mut ap = recorded_params(&p.ap, c.params);
     ap.insert("__helm_info".into(), p.helm_info_json.clone());
-    if let Some(Value::Array(items)) = ap.get_mut("using_helm_install_param") {
-        for (item, r) in items.iter_mut().zip(&c.params.releases) {
-            if let Some(o) = item.as_object_mut() {
-                o.insert("helmreleasename".into(), Value::String(r.name.clone()));
-            }
-        }
-    }
     rec.st.params = Value::Object(ap);
     rec.st.namespace = c.params.namespace.clone();
     rec.st.masters = p.helm_info.masternode_ip.clone();
@@ -269,12 +416,24 @@ async fn upgrade(
 ) -> Result<Value> {
     let ns = c.params.namespace.as_str();
     let recorded = rec.st.releases.get(release).map(|r| r.chart.clone());
+    // `REPO/CHART` naming one of this CNF's repositories means the instance's own copy of it.
+    let chart = chart.map(|ch| match ch.split_once('/') {
+        Some((repo, name))
+            if c.params
+                .releases
+                .iter()
+                .any(|r| matches!(&r.source, ChartSource::External { repo: x, .. } if x == repo)) =>
+        {
+            format!("{}/{name}", names::instance_repo(c.instance, repo))
+        }
+        _ => ch,
+    });
     let chart = chart.or(recorded).ok_or_else(|| {
         Error::input("arguments", "--chart", format!("release {release} has no recorded chart; pass --chart"))
     })?;
     let target = Chart { release, chart: &chart, namespace: ns, version };
-    let cmd = c.s.helm.upgrade(&target, &Values { set, files: &[] }, reuse_values, &c.opts)?;
-    c.s.run_watched(cmd, c.timeout + Duration::from_secs(30), release, ns).await?;
+    let cmd = c.s.helm.upgrade(&target, &Values { set, ..Values::default() }, reuse_values, &c.opts)?;
+    c.s.run_watched(cmd, c.timeout + Duration::from_secs(30), release, ns, crate::redact::Redact::None).await?;
     let rel = c
         .params
         .releases
@@ -326,9 +485,13 @@ mod tests {
             std::fs::write(dir.path().join("req.json"), req.to_string()).unwrap();
             let fake = FakeConnector::new();
             fake.reply(None, "helm version --short", "v3.17.3+g2a7b0d1\n")
-                .reply(None, "status vdu2", &status("deployed", 2))
-                .reply(None, "get manifest vdu2", "---\napiVersion: v1\nkind: Service\nmetadata:\n  name: vdu2\n")
-                .reply(None, "get values vdu2", r#"{"replicaCount": 1}"#);
+                .reply(None, "status --namespace cnf -o json -- vdu2", &status("deployed", 2))
+                .reply(
+                    None,
+                    "get manifest --namespace cnf -- vdu2",
+                    "---\napiVersion: v1\nkind: Service\nmetadata:\n  name: vdu2\n",
+                )
+                .reply(None, "get values --namespace cnf -o json --all -- vdu2", r#"{"replicaCount": 1}"#);
             Fixture { dir, fake }
         }
 
@@ -378,7 +541,7 @@ mod tests {
     #[tokio::test]
     async fn an_absent_release_is_installed_and_a_present_one_upgraded() {
         let f = Fixture::new();
-        f.fake.reply_times(None, "status vdu2", r#"{"absent":true}"#, 1);
+        f.fake.reply_times(None, "status --namespace cnf -o json -- vdu2", r#"{"absent":true}"#, 1);
         let o = f.instantiate().await.unwrap();
         assert_eq!(f.helm_verbs(M1), vec!["install"]);
         assert_eq!(o.result["releases"]["vdu2"]["status"], "deployed");
@@ -391,7 +554,7 @@ mod tests {
     #[tokio::test]
     async fn a_release_stuck_in_pending_install_is_uninstalled_then_installed() {
         let f = Fixture::new();
-        f.fake.reply_times(None, "status vdu2", &status("pending-install", 1), 1);
+        f.fake.reply_times(None, "status --namespace cnf -o json -- vdu2", &status("pending-install", 1), 1);
         f.instantiate().await.unwrap();
         assert_eq!(f.helm_verbs(M1), vec!["uninstall", "install"]);
     }
@@ -400,7 +563,7 @@ mod tests {
     async fn a_release_stuck_in_pending_upgrade_is_rolled_back_then_upgraded() {
         for stuck in ["pending-upgrade", "pending-rollback"] {
             let f = Fixture::new();
-            f.fake.reply_times(None, "status vdu2", &status(stuck, 3), 1);
+            f.fake.reply_times(None, "status --namespace cnf -o json -- vdu2", &status(stuck, 3), 1);
             f.instantiate().await.unwrap();
             assert_eq!(f.helm_verbs(M1), vec!["rollback", "upgrade"], "{stuck}");
         }
@@ -409,11 +572,11 @@ mod tests {
     #[tokio::test]
     async fn a_failed_recovery_says_exactly_what_to_run_and_installs_nothing() {
         let f = Fixture::new();
-        f.fake.reply_times(None, "status vdu2", &status("pending-install", 1), 1);
-        f.fake.fail(None, "helm uninstall vdu2", 1, "Error: cluster unreachable");
+        f.fake.reply_times(None, "status --namespace cnf -o json -- vdu2", &status("pending-install", 1), 1);
+        f.fake.fail(None, "helm uninstall --namespace cnf -- vdu2", 1, "Error: cluster unreachable");
         let e = f.instantiate().await.err().expect("recovery failed").to_string();
         assert!(e.contains("stuck in pending-install") && e.contains("fix it on a master with:"), "{e}");
-        assert!(e.contains("helm uninstall vdu2 --namespace cnf") && e.contains("cluster unreachable"), "{e}");
+        assert!(e.contains("helm uninstall --namespace cnf -- vdu2") && e.contains("cluster unreachable"), "{e}");
         assert_eq!(f.helm_verbs(M1), vec!["uninstall"]);
     }
 
@@ -440,5 +603,128 @@ mod tests {
         assert_eq!(o.context["helmMajor"], 4);
         let up = f.fake.execs(M1).into_iter().find(|e| e.contains("helm upgrade")).unwrap();
         assert!(up.contains("--rollback-on-failure") && !up.contains("--atomic"), "{up}");
+    }
+
+    /// Run `op` for `id` with request `req` (written to the fixture's dir) on the fake.
+    async fn run_op(f: &Fixture, op: Op, id: &str, req: Option<Value>) -> Result<Outcome> {
+        run_op_events(f, op, id, req).await.0
+    }
+
+    /// [`run_op`], and every event it emitted, as JSON lines.
+    async fn run_op_events(f: &Fixture, op: Op, id: &str, req: Option<Value>) -> (Result<Outcome>, String) {
+        let (events, mut rx) = Events::channel();
+        let r = run_op_with(f, op, id, req, events).await;
+        let mut lines = String::new();
+        while let Ok(e) = rx.try_recv() {
+            lines.push_str(&serde_json::to_string(&e).unwrap());
+            lines.push('\n');
+        }
+        (r, lines)
+    }
+
+    async fn run_op_with(f: &Fixture, op: Op, id: &str, req: Option<Value>, events: Events) -> Result<Outcome> {
+        let request = req.map(|r| {
+            let p = f.dir.path().join(format!("req-{id}.json"));
+            std::fs::write(&p, r.to_string()).unwrap();
+            p
+        });
+        let inputs = Inputs { vnf_instance_id: Some(id.into()), request, ..f.inputs() };
+        let mut p = None;
+        for _ in 0..100 {
+            let store = Store::open(&f.dir.path().join("state")).unwrap();
+            match prepare(&op, &inputs, store) {
+                Err(Error::Input { field, .. }) if field == "lock" => std::thread::sleep(Duration::from_millis(10)),
+                other => {
+                    p = Some(other?);
+                    break;
+                }
+            }
+        }
+        let rt = Runner::new(Arc::new(f.fake.clone()), events, FanOut::default(), Timeouts::default());
+        run(&op, &inputs, p.expect("the instance lock stayed held"), rt).await
+    }
+
+    fn request_with_repo(url: &str) -> Value {
+        json!({"flavourId": "simple", "additionalParams": {"use_helm": "true", "namespace": "cnf", "using_helm_install_param": [{
+            "exthelmchart": "true", "helmreleasename": "vdu2", "helmrepositoryname": "labrepo",
+            "helmchartname": "nginxlab", "exthelmrepo_url": url}]}})
+    }
+
+    #[tokio::test]
+    async fn two_cnfs_with_one_repository_name_each_keep_their_own() {
+        let f = Fixture::new();
+        run_op(&f, Op::Instantiate, "cnf1", Some(request_with_repo("http://192.0.2.50/a"))).await.unwrap();
+        run_op(&f, Op::Instantiate, "cnf2", Some(request_with_repo("http://192.0.2.66/evil"))).await.unwrap();
+        let execs = f.fake.execs(M1);
+        let adds: Vec<&String> = execs.iter().filter(|e| e.contains("helm repo add")).collect();
+        assert!(adds[0].contains("-- cnf1@labrepo http://192.0.2.50/a"), "{adds:?}");
+        assert!(adds[1].contains("-- cnf2@labrepo http://192.0.2.66/evil"), "{adds:?}");
+        assert!(
+            execs.iter().any(|e| e.contains("helm upgrade") && e.contains("-- vdu2 cnf2@labrepo/nginxlab")),
+            "{execs:?}"
+        );
+        // Terminating the second CNF removes its repository only.
+        run_op(&f, Op::Terminate, "cnf2", None).await.unwrap();
+        let removes: Vec<String> = f.fake.execs(M1).into_iter().filter(|e| e.contains("helm repo remove")).collect();
+        assert!(removes.iter().all(|e| e.contains("-- cnf2@labrepo") && !e.contains("cnf1@")), "{removes:?}");
+        assert!(!removes.is_empty());
+        // repo-sync (an operator's whole-master command) leaves instance repositories alone.
+        f.fake.reply(
+            None,
+            "helm_repo_list.sh",
+            r#"[{"name":"cnf1@labrepo","url":"http://192.0.2.50/a"},{"name":"old","url":"http://h"}]"#,
+        );
+        let o = run_op(&f, Op::RepoSync { repos: vec!["new=http://192.0.2.7/c".into()] }, "ops", None).await.unwrap();
+        assert_eq!(o.result[0]["removed"], json!(["old"]), "{}", o.result);
+    }
+
+    #[tokio::test]
+    async fn secret_helm_values_and_url_credentials_never_reach_argv_results_or_state() {
+        let f = Fixture::new();
+        std::env::set_var("CNFIN_FAKE_TOKEN", "tok-from-env-77");
+        f.fake.reply(None, "get values --namespace cnf -o json --all -- vdu2",
+            r#"{"replicaCount": 1, "db": {"password": "hunter2-literal"}, "api": {"token": "tok-from-env-77"}, "copy": "x-hunter2-literal"}"#);
+        let mut req = request_with_repo("http://bob:repo-pw-99@192.0.2.50/charts");
+        req["additionalParams"]["using_helm_install_param"][0]["helmsecretparameter"] =
+            json!(["db.password=hunter2-literal"]);
+        req["additionalParams"]["using_helm_install_param"][0]["helmparameter"] =
+            json!(["api.token=@env:CNFIN_FAKE_TOKEN", "plain=@@env:literal"]);
+        let (o, events) = run_op_events(&f, Op::Instantiate, "cnf1", Some(req)).await;
+        let o = o.unwrap();
+        let execs = f.fake.execs(M1).join("\n");
+        for secret in ["hunter2-literal", "tok-from-env-77", "repo-pw-99"] {
+            assert!(!execs.contains(secret), "{secret} in argv:\n{execs}");
+            assert!(!events.contains(secret), "{secret} in the events:\n{events}");
+            assert!(!o.result.to_string().contains(secret), "{secret} in the result: {}", o.result);
+        }
+        // The record keeps the secret helm values' keys only (the repository password is a
+        // credential field of the record, sealed by the store).
+        let state: String = std::fs::read_dir(f.dir.path().join("state"))
+            .unwrap()
+            .filter_map(|e| std::fs::read_to_string(e.unwrap().path()).ok())
+            .collect();
+        assert!(state.contains("db.password=********") && state.contains("http://192.0.2.50/charts"), "{state}");
+        for secret in ["hunter2-literal", "tok-from-env-77", "bob:repo-pw-99@"] {
+            assert!(!state.contains(secret), "{secret} in the record: {state}");
+        }
+        assert!(
+            execs.contains("--username bob --password-stdin -- cnf1@labrepo http://192.0.2.50/charts <"),
+            "{execs}"
+        );
+        assert!(execs.contains("--set-file db.password=.mgmt-driver/run/cnf1/set-vdu2-1"), "{execs}");
+        assert!(execs.contains("--set-file api.token=.mgmt-driver/run/cnf1/set-vdu2-0"), "{execs}");
+        assert!(execs.contains("--set plain=@env:literal"), "{execs}");
+        assert!(execs.contains("rm -f .mgmt-driver/run/cnf1/set-vdu2-0"), "{execs}");
+        assert_eq!(o.result["releases"]["vdu2"]["values"]["db"]["password"], crate::secret::MASK);
+        assert_eq!(o.result["releases"]["vdu2"]["values"]["copy"], crate::secret::MASK);
+        // A missing variable stops the run before anything connects, naming the field.
+        std::env::remove_var("CNFIN_FAKE_TOKEN");
+        let mut req = request_with_repo("http://192.0.2.50/charts");
+        req["additionalParams"]["using_helm_install_param"][0]["helmparameter"] =
+            json!(["api.token=@env:CNFIN_FAKE_TOKEN_UNSET"]);
+        let n = f.fake.calls().len();
+        let e = run_op(&f, Op::Instantiate, "cnf3", Some(req)).await.err().expect("refused").to_string();
+        assert!(e.contains("CNFIN_FAKE_TOKEN_UNSET") && e.contains("api.token"), "{e}");
+        assert_eq!(f.fake.calls().len(), n);
     }
 }

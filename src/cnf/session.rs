@@ -8,6 +8,7 @@ use crate::cnf::helm_cmd::{parse_version, Helm};
 use crate::error::Result;
 use crate::event::EventKind;
 use crate::lifecycle::{Runner, Target};
+use crate::redact::Redact;
 use crate::transport::ExecOutput;
 
 pub struct Session {
@@ -49,14 +50,22 @@ impl Session {
 
     /// Run a Helm command (as root) on the active master.
     pub async fn run(&self, script: String, timeout: Duration) -> Result<ExecOutput> {
+        self.run_redacted(script, timeout, Redact::None).await
+    }
+
+    /// Run a Helm command whose output may hold secret values: streamed as `redact` says.
+    pub async fn run_redacted(&self, script: String, timeout: Duration, redact: Redact) -> Result<ExecOutput> {
         let m = self.master();
-        self.rt.exec(m, self.rt.root_cmd(m, script, timeout)).await
+        self.rt.exec(m, self.rt.root_cmd(m, script, timeout).with_redact(redact)).await
     }
 
     /// Run a Helm command that prints JSON on the active master and parse it (null in a plan).
+    /// Not streamed: release values and status (`config`) hold secret values; what is shown
+    /// is the parsed, masked result.
     pub async fn json(&self, script: String, what: &str) -> Result<serde_json::Value> {
         let m = self.master();
-        self.rt.json_fact(m, self.rt.root_cmd(m, script, self.rt.timeouts.command), what).await
+        let cmd = self.rt.root_cmd(m, script, self.rt.timeouts.command).with_redact(Redact::All);
+        self.rt.json_fact(m, cmd, what).await
     }
 
     /// Run a Helm command whose text output is the result (empty in a plan).
@@ -69,14 +78,24 @@ impl Session {
     pub async fn release(&self, rel: &str, ns: &str, planned: Option<(String, u64)>) -> Result<Option<(String, u64)>> {
         let m = self.master();
         let cmd = self.rt.root_cmd(m, self.helm.status_or_absent(rel, ns)?, self.rt.timeouts.command);
+        let cmd = cmd.with_redact(Redact::All);
         self.rt.fact(m, cmd, "the release status", || planned, |o| Ok(release_status(o))).await
     }
 
     /// Run a long Helm command while polling `helm status` every `status_every` on a second
     /// channel, reporting each status as an event (OSM's `_store_status`), and a final one.
-    pub async fn run_watched(&self, script: String, timeout: Duration, rel: &str, ns: &str) -> Result<ExecOutput> {
+    /// `redact`: how Helm's own output is streamed (all of it hidden when the release has
+    /// secret values: chart NOTES may print them).
+    pub async fn run_watched(
+        &self,
+        script: String,
+        timeout: Duration,
+        rel: &str,
+        ns: &str,
+        redact: Redact,
+    ) -> Result<ExecOutput> {
         let status_cmd = self.helm.status(rel, ns)?;
-        let main = self.run(script, timeout);
+        let main = self.run_redacted(script, timeout, redact);
         let poll = async {
             loop {
                 tokio::time::sleep(self.status_every).await;
@@ -92,7 +111,7 @@ impl Session {
 
     async fn report_status(&self, status_cmd: &str, rel: &str) {
         let m = self.master();
-        let c = self.rt.root_cmd(m, status_cmd.to_string(), Duration::from_secs(30));
+        let c = self.rt.root_cmd(m, status_cmd.to_string(), Duration::from_secs(30)).with_redact(Redact::All);
         let status = match self.rt.exec(m, c).await {
             Ok(o) => release_status(&o.stdout_text())
                 .map(|(s, r)| format!("{s} (revision {r})"))
@@ -108,10 +127,13 @@ impl Session {
     }
 }
 
-/// `(status, revision)` from `helm status -o json`.
+/// `(status, revision)` from `helm status -o json`; a status that is not one of Helm's words
+/// (lowercase letters and `-`) is not believed: it is recorded and compared.
 pub fn release_status(json: &str) -> Option<(String, u64)> {
     let v: serde_json::Value = serde_json::from_str(json.trim()).ok()?;
-    Some((v.pointer("/info/status")?.as_str()?.to_string(), v.get("version")?.as_u64()?))
+    let status = v.pointer("/info/status")?.as_str()?;
+    let word = !status.is_empty() && status.len() <= 32 && status.bytes().all(|c| c.is_ascii_lowercase() || c == b'-');
+    word.then(|| Some((status.to_string(), v.get("version")?.as_u64()?))).flatten()
 }
 
 #[cfg(test)]
@@ -121,5 +143,7 @@ mod tests {
         let j = r#"{"name":"vdu1","info":{"status":"pending-install","description":"Initial install underway"},"version":1,"namespace":"default"}"#;
         assert_eq!(super::release_status(j), Some(("pending-install".into(), 1)));
         assert_eq!(super::release_status("Error: release: not found"), None);
+        assert_eq!(super::release_status(r#"{"info":{"status":"deployed; rm -rf /"},"version":1}"#), None);
+        assert_eq!(super::release_status(r#"{"info":{"status":"deployed"},"version":-1}"#), None);
     }
 }

@@ -40,8 +40,9 @@ impl std::fmt::Display for HostKeyCheck {
     }
 }
 
-/// Every per-host setting; used both for `defaults` and for each host entry.
-#[derive(Clone, Debug, Default, Deserialize)]
+/// Every per-host setting; used both for `defaults` and for each host entry. `Debug` masks the
+/// inline passwords.
+#[derive(Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct HostSpec {
     name: Option<String>,
@@ -61,6 +62,31 @@ struct HostSpec {
     become_password: Option<String>,
     become_password_env: Option<String>,
     become_password_file: Option<String>,
+}
+
+impl std::fmt::Debug for HostSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mask = |p: &Option<String>| p.as_ref().map(|_| crate::secret::MASK);
+        f.debug_struct("HostSpec")
+            .field("name", &self.name)
+            .field("ssh_ip", &self.ssh_ip)
+            .field("nic_ip", &self.nic_ip)
+            .field("user", &self.user)
+            .field("port", &self.port)
+            .field("password", &mask(&self.password))
+            .field("password_env", &self.password_env)
+            .field("password_file", &self.password_file)
+            .field("identity_file", &self.identity_file)
+            .field("identity_passphrase_env", &self.identity_passphrase_env)
+            .field("identity_passphrase_file", &self.identity_passphrase_file)
+            .field("known_hosts", &self.known_hosts)
+            .field("host_key_check", &self.host_key_check)
+            .field("jump", &self.jump)
+            .field("become_password", &mask(&self.become_password))
+            .field("become_password_env", &self.become_password_env)
+            .field("become_password_file", &self.become_password_file)
+            .finish()
+    }
 }
 
 impl HostSpec {
@@ -204,8 +230,7 @@ impl SshConfigSource {
 
 impl Inventory {
     pub fn load(path: &Path, opts: &LoadOptions) -> Result<Inventory> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| Error::input(path.display().to_string(), "inventory", format!("cannot read: {e}")))?;
+        let text = crate::input_limit::read_capped(path, crate::input_limit::INVENTORY_MAX_BYTES, "inventory")?;
         let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
         Self::parse(&text, &path.display().to_string(), &base, &|k| std::env::var(k).ok(), opts)
     }
@@ -219,8 +244,20 @@ impl Inventory {
         env: &dyn Fn(&str) -> Option<String>,
         opts: &LoadOptions,
     ) -> Result<Inventory> {
+        // Input bombs (aliases, deep nesting) are refused before the real deserialization.
+        yaml_limits::check(text).map_err(|m| Error::input(file, "inventory", m))?;
         let raw: InventoryFile =
             yaml_serde::from_str(text).map_err(|e| Error::input(file, "inventory", e.to_string()))?;
+        for (group, _) in &raw.groups.0 {
+            check_name(group).map_err(|m| Error::input(file, format!("groups.{}", printable(group)), m))?;
+        }
+        for (name, addr) in &raw.cps {
+            let at = format!("cps.{}", printable(name));
+            check_name(name).map_err(|m| Error::input(file, &at, m))?;
+            validate_addr(addr).map_err(|_| {
+                Error::input(file, &at, format!("'{}' is not an IP address or host name", printable(addr)))
+            })?;
+        }
         let d = &raw.defaults;
         for (key, set) in [("name", d.name.is_some()), ("ssh_ip", d.ssh_ip.is_some()), ("nic_ip", d.nic_ip.is_some())] {
             if set {
@@ -280,7 +317,9 @@ impl Inventory {
         let names: BTreeMap<String, HostSpec> =
             pending.iter().map(|(s, _)| (s.name.clone().unwrap_or_default(), s.clone())).collect();
         for (spec, at) in &pending {
-            inv.hosts.push(ctx.resolve(spec, at, &names)?);
+            let host = ctx.resolve(spec, at, &names)?;
+            check_logins(&host).map_err(|(field, m)| Error::input(file, format!("{at}.{field}"), m))?;
+            inv.hosts.push(host);
         }
         for (group, members) in &inv.groups {
             for &m in members {
@@ -328,8 +367,58 @@ mod resolve;
 mod ssh_config;
 #[cfg(test)]
 mod tests;
+mod yaml_limits;
 
 use resolve::*;
+
+/// A POSIX portable login name (`[A-Za-z_][A-Za-z0-9._-]*`, at most 32 characters, as
+/// `useradd` accepts): never empty, never an option (`-oProxyCommand=…`), no `@`, `:`,
+/// whitespace or control characters. OpenSSH would pass a leading `-` to its own argv; we refuse
+/// such names wherever they come from (inventory, `defaults:`, ssh config, a `jump:` hop).
+pub fn check_user(user: &str) -> std::result::Result<(), String> {
+    let mut b = user.bytes();
+    let first_ok = b.next().is_some_and(|c| c.is_ascii_alphabetic() || c == b'_');
+    let rest_ok = b.all(|c| c.is_ascii_alphanumeric() || matches!(c, b'.' | b'_' | b'-'));
+    if first_ok && rest_ok && user.len() <= 32 {
+        Ok(())
+    } else {
+        Err(format!(
+            "'{}' is not a login name: letters, digits, '.', '_', '-', starting with a letter or '_', at most 32",
+            printable(user)
+        ))
+    }
+}
+
+/// Every login of a resolved host: its user and each jump hop's.
+fn check_logins(h: &Host) -> std::result::Result<(), (String, String)> {
+    check_user(&h.user).map_err(|m| ("user".to_string(), m))?;
+    for (i, j) in h.jump.iter().enumerate() {
+        check_user(&j.user).map_err(|m| (format!("jump[{i}]"), m))?;
+    }
+    Ok(())
+}
+
+/// A group or connection-point name: letters, digits, `_`, `-`, `.` (VNFD ids are such).
+fn check_name(name: &str) -> std::result::Result<(), String> {
+    let ok = !name.is_empty()
+        && name.len() <= 253
+        && name.bytes().all(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'.'));
+    if ok {
+        Ok(())
+    } else {
+        Err(format!("'{}': names are 1..253 letters, digits, '_', '-', '.'", printable(name)))
+    }
+}
+
+/// `s` for a message: control characters escaped (a newline must not forge a log line) and cut
+/// at 80 characters (a 10 KB value must not fill the screen).
+pub(crate) fn printable(s: &str) -> String {
+    let mut out: String = s.chars().take(80).flat_map(char::escape_debug).collect();
+    if s.chars().count() > 80 {
+        out.push('…');
+    }
+    out
+}
 
 /// Groups in file order. YAML mappings are unordered to serde's `BTreeMap`, but an operator
 /// expects hosts in the order written, so we keep the order by hand.

@@ -76,6 +76,10 @@ fn secrets_never_show_in_debug_output() {
     let inv = parse(SAMPLE).unwrap();
     let dump = format!("{inv:?}");
     assert!(!dump.contains("s3cret") && !dump.contains("sudo-pw"), "{dump}");
+    // The raw host entry, as read from the file, too.
+    let spec: HostSpec = yaml_serde::from_str("{password: s3cret, become_password: sudo-pw, user: u}").unwrap();
+    let dump = format!("{spec:?}");
+    assert!(!dump.contains("s3cret") && !dump.contains("sudo-pw") && dump.contains("********"), "{dump}");
 }
 
 #[test]
@@ -330,4 +334,53 @@ fn hook_mode_keeps_the_requests_login_for_hosts_without_inventory_credentials() 
     let b = &inv.hosts[1];
     assert_eq!(b.user, "operator");
     assert!(b.auth.identity_file.is_some());
+}
+
+#[test]
+fn users_are_login_names_wherever_they_come_from() {
+    for (where_, text) in [
+        (
+            "user",
+            "defaults: {password: x}\ngroups:\n  g:\n    - {name: a, ssh_ip: 10.0.0.1, user: '-oProxyCommand=sh'}\n",
+        ),
+        ("user", "defaults: {password: x, user: 'root;id'}\ngroups:\n  g:\n    - {name: a, ssh_ip: 10.0.0.1}\n"),
+        ("jump[0]", "defaults: {password: x}\ngroups:\n  g:\n    - {name: a, ssh_ip: 10.0.0.1, jump: ['-x@h']}\n"),
+    ] {
+        let err = parse(text).unwrap_err().to_string();
+        assert!(err.contains(&format!("groups.g[0].{where_}")) && err.contains("is not a login name"), "{err}");
+    }
+    let h = SshHome::new("Host *\n  User -oProxyCommand=sh\n");
+    let err = h.parse("defaults: {password: x}\ngroups:\n  g:\n    - {name: a, ssh_ip: 10.0.0.1}\n").unwrap_err();
+    assert!(err.to_string().contains("groups.g[0].user: '-oProxyCommand=sh' is not a login name"), "{err}");
+    for ok in ["root", "_svc", "svc.deploy-1", "Admin2", &"u".repeat(32)] {
+        assert_eq!(check_user(ok), Ok(()), "{ok}");
+    }
+    for bad in ["", "-", "1abc", "a b", "u@h", "u:x", "ü", "a\nb", &"u".repeat(33)] {
+        assert!(check_user(bad).is_err(), "{bad:?}");
+    }
+}
+
+#[test]
+fn group_and_cp_names_and_cp_addresses_are_checked_and_shown_escaped() {
+    let err = parse("defaults: {password: x}\ngroups:\n  \"a\\nb\":\n    - {name: a, ssh_ip: 10.0.0.1}\n").unwrap_err();
+    assert!(err.to_string().contains("groups.a\\nb: 'a\\nb': names are"), "{err}");
+    let err = parse("groups: {}\ncps: {vip: '1.2.3.4; reboot'}\n").unwrap_err().to_string();
+    assert!(err.contains("cps.vip: '1.2.3.4; reboot' is not an IP address or host name"), "{err}");
+    assert_eq!(printable(&"x".repeat(100)), format!("{}…", "x".repeat(80)));
+}
+
+#[test]
+fn bombs_are_refused_before_loading_and_files_over_the_cap_unread() {
+    let bomb = format!("cps: {}{}\n", "[".repeat(100_000), "]".repeat(100_000));
+    let t = std::time::Instant::now();
+    let err = parse(&bomb).unwrap_err().to_string();
+    assert!(err.starts_with("inv.yaml: inventory: line 1: collections nested deeper than 32"), "{err}");
+    assert!(t.elapsed() < std::time::Duration::from_secs(1), "{:?}", t.elapsed());
+    let alias = format!("cps:\n  a: &s \"{}\"\n  b: [{}]\n", "x".repeat(10_000), vec!["*s"; 2_000].join(", "));
+    assert!(parse(&alias).unwrap_err().to_string().contains("inv.yaml: inventory: expands (YAML aliases followed)"));
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("inv.yaml");
+    std::fs::File::create(&p).unwrap().set_len(crate::input_limit::INVENTORY_MAX_BYTES + 1).unwrap();
+    let err = Inventory::load(&p, &LoadOptions::default()).unwrap_err().to_string();
+    assert!(err.contains("inv.yaml: inventory: is larger than 4 MiB"), "{err}");
 }

@@ -5,8 +5,8 @@
 //! - **plans** (`plan`): dry run as a connector that records steps instead of running them;
 //! - **facts** (`fact`): run, parse, placeholder in a plan, one typed error when unreadable;
 //! - **jobs** (`job`): a host's steps as data, for the fan-out commands;
-//! - **the state store** (`state`), **package paths** (`package`) and the **SOL002/SOL003
-//!   request models** (`request`).
+//! - **the state store** (`state`, its secrets sealed by `seal` with the operator's `state_key`),
+//!   **package paths** (`package`) and the **SOL002/SOL003 request models** (`request`).
 //!
 //! It knows nothing of SSH (that is a `Connector` at the edge) nor of clusters or Helm (those are
 //! operations on top). See docs/architecture.md.
@@ -17,7 +17,9 @@ pub mod package;
 pub mod plan;
 pub mod request;
 pub mod runner;
+pub mod seal;
 pub mod state;
+pub mod state_key;
 pub mod target;
 
 pub use runner::{all_ok, FanOut, Runner, Timeouts};

@@ -3,7 +3,8 @@
 //! the plan transport, which records it as a numbered `plan` event and answers "planned". Code
 //! that needs a value back from a node asks through [`crate::lifecycle::Runner::fact`], which
 //! gives a placeholder for planned output. So no operation branches on dry run, and what a plan
-//! shows is what a real run does, in the same order.
+//! shows is what a real run does, in the same order. A plan step never shows a URL's userinfo (a
+//! repository or proxy password in a command's text): every step is masked where it is recorded.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -15,6 +16,7 @@ use crate::error::Result;
 use crate::event::{EventKind, HostEvents};
 use crate::inventory::Host;
 use crate::transport::{Connector, ExecOutput, Source, Transport, UploadFile, UploadResult};
+use crate::url_mask::mask_userinfo;
 
 /// Connects to nothing; every transport it opens records steps. Steps are numbered across the
 /// whole plan, so a plan reads top to bottom in the order a real run takes them.
@@ -32,7 +34,7 @@ impl PlanConnector {
 #[async_trait]
 impl Connector for PlanConnector {
     async fn connect(&self, host: &Host, events: &HostEvents) -> Result<Box<dyn Transport>> {
-        events.emit(EventKind::Plan { step: 0, action: describe_connect(host) });
+        events.emit(EventKind::Plan { step: 0, action: mask_userinfo(&describe_connect(host)).into_owned() });
         Ok(Box::new(PlanTransport { node: host.name.clone(), step: self.step.clone() }))
     }
 }
@@ -45,7 +47,7 @@ struct PlanTransport {
 impl PlanTransport {
     fn record(&self, events: &HostEvents, action: String) {
         let step = self.step.fetch_add(1, Ordering::SeqCst) + 1;
-        events.emit(EventKind::Plan { step, action });
+        events.emit(EventKind::Plan { step, action: mask_userinfo(&action).into_owned() });
     }
 }
 
@@ -153,6 +155,25 @@ mod tests {
         assert_eq!((seen[2].0.as_str(), seen[2].1), ("a", 1));
         assert_eq!((seen[3].0.as_str(), seen[3].1), ("b", 2));
         assert_eq!(seen[3].2, "exec as the login user under timeout -k 3 5: echo 'x y'");
+    }
+
+    #[tokio::test]
+    async fn a_url_password_in_a_command_never_reaches_the_plan() {
+        let (events, mut rx) = Events::channel();
+        let t = PlanConnector::new().connect(&Host::for_test("a", "192.0.2.1"), &events.for_host("a")).await.unwrap();
+        let cmd = RemoteCommand::new("helm repo add r 'https://u:Repo-Pw@charts.example/' --username u");
+        t.exec(&cmd, &events.for_host("a")).await.unwrap();
+        t.download("https://tok@h/x", std::path::Path::new("/tmp/x"), &events.for_host("a")).await.unwrap();
+        drop(events);
+        let mut actions = Vec::new();
+        while let Some(e) = rx.recv().await {
+            if let EventKind::Plan { action, .. } = e.kind {
+                actions.push(action);
+            }
+        }
+        assert_eq!(actions.len(), 3, "{actions:?}");
+        assert!(actions[1].ends_with("helm repo add r 'https://********@charts.example/' --username u"), "{actions:?}");
+        assert!(actions.iter().all(|a| !a.contains("Repo-Pw") && !a.contains("tok@")), "{actions:?}");
     }
 
     #[test]

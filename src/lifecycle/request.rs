@@ -10,20 +10,32 @@ use serde_json::{Map, Value};
 
 use crate::error::{Error, Result};
 
-/// Read and parse a JSON document; errors carry `file: json.path: message`.
+/// Read and parse a JSON document; errors carry `file: json.path: message`. Files larger than
+/// [`REQUEST_MAX_BYTES`](crate::input_limit::REQUEST_MAX_BYTES) are refused unread.
 pub fn load<T: DeserializeOwned>(path: &Path) -> Result<T> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| Error::input(path.display().to_string(), "request", format!("cannot read: {e}")))?;
+    let text = crate::input_limit::read_capped(path, crate::input_limit::REQUEST_MAX_BYTES, "request")?;
     parse(&text, &path.display().to_string())
 }
 
+/// serde_json's own nesting limit: deeper documents are refused by the parser, not by a stack
+/// overflow.
+const JSON_DEPTH: usize = 128;
+
 pub fn parse<T: DeserializeOwned>(text: &str, file: &str) -> Result<T> {
     let de = &mut serde_json::Deserializer::from_str(text);
-    serde_path_to_error::deserialize(de).map_err(|e| {
+    let v = serde_path_to_error::deserialize(&mut *de).map_err(|e| {
         let path = e.path().to_string();
         let field = if path == "." { "(document)".to_string() } else { path };
-        Error::input(file, field, e.into_inner().to_string())
-    })
+        let inner = e.into_inner();
+        let mut msg = inner.to_string();
+        if msg.starts_with("recursion limit exceeded") {
+            msg = format!("nested deeper than {JSON_DEPTH} levels ({msg}); refused");
+        }
+        Error::input(file, field, msg)
+    })?;
+    // Text after the document (a second body, garbage) is an error, not silently ignored.
+    de.end().map_err(|e| Error::input(file, "(document)", format!("text after the JSON document: {e}")))?;
+    Ok(v)
 }
 
 /// SOL003 `vimConnectionInfo`: v1 sends a list, v2 a map keyed by a VNFM-chosen name. The form
@@ -79,7 +91,7 @@ impl VimConnections {
     }
 }
 
-#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
+#[derive(Clone, Default, Deserialize, Serialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct VimConnection {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -95,6 +107,13 @@ pub struct VimConnection {
     pub extra: Option<Value>,
     #[serde(flatten)]
     pub rest: Map<String, Value>,
+}
+
+/// Debug shows the JSON with credentials (accessInfo passwords, tokens) masked.
+impl std::fmt::Debug for VimConnection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        crate::secret::debug_masked("VimConnection", self, f)
+    }
 }
 
 impl VimConnection {
@@ -114,7 +133,7 @@ impl VimConnection {
 }
 
 /// SOL003 InstantiateVnfRequest.
-#[derive(Clone, Debug, Deserialize, Serialize)]
+#[derive(Clone, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct InstantiateRequest {
     pub flavour_id: String,
@@ -130,6 +149,13 @@ pub struct InstantiateRequest {
     pub rest: Map<String, Value>,
 }
 
+/// Debug shows the JSON with credentials (accessInfo passwords, tokens) masked.
+impl std::fmt::Debug for InstantiateRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        crate::secret::debug_masked("InstantiateRequest", self, f)
+    }
+}
+
 #[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
 pub enum ScaleType {
     #[serde(rename = "SCALE_OUT")]
@@ -139,7 +165,7 @@ pub enum ScaleType {
 }
 
 /// SOL003 ScaleVnfRequest (`numberOfSteps` as a number or, as Tacker's guide sends it, a string).
-#[derive(Clone, Debug, Deserialize, Serialize)]
+#[derive(Clone, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ScaleRequest {
     #[serde(rename = "type")]
@@ -149,6 +175,13 @@ pub struct ScaleRequest {
     pub number_of_steps: u32,
     #[serde(default)]
     pub additional_params: Map<String, Value>,
+}
+
+/// Debug shows the JSON with credentials (accessInfo passwords, tokens) masked.
+impl std::fmt::Debug for ScaleRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        crate::secret::debug_masked("ScaleRequest", self, f)
+    }
 }
 
 fn one() -> u32 {
@@ -169,7 +202,7 @@ fn int_or_string<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<
 /// SOL002/SOL003 HealVnfRequest. `vnfcInstanceId` is an array in SOL002 and the API reference;
 /// Tacker's guide sends a single string. No VNFC ids, or `additionalParams.all`, means the
 /// whole VNF (SOL003 heal).
-#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[derive(Clone, Default, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct HealRequest {
     #[serde(default, deserialize_with = "string_or_list")]
@@ -178,6 +211,13 @@ pub struct HealRequest {
     pub cause: Option<String>,
     #[serde(default)]
     pub additional_params: Map<String, Value>,
+}
+
+/// Debug shows the JSON with credentials (accessInfo passwords, tokens) masked.
+impl std::fmt::Debug for HealRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        crate::secret::debug_masked("HealRequest", self, f)
+    }
 }
 
 fn string_or_list<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Vec<String>, D::Error> {
@@ -201,7 +241,7 @@ impl HealRequest {
     }
 }
 
-#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[derive(Clone, Default, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TerminateRequest {
     #[serde(default)]
@@ -210,6 +250,13 @@ pub struct TerminateRequest {
     pub graceful_termination_timeout: Option<u64>,
     #[serde(default)]
     pub additional_params: Map<String, Value>,
+}
+
+/// Debug shows the JSON with credentials (accessInfo passwords, tokens) masked.
+impl std::fmt::Debug for TerminateRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        crate::secret::debug_masked("TerminateRequest", self, f)
+    }
 }
 
 /// The parts of a SOL003 VnfInstance the hooks read.
@@ -304,6 +351,26 @@ mod tests {
         assert!(e.starts_with("req.json: type: unknown variant"), "{e}");
         let e = parse::<InstantiateRequest>(r#"{"flavourId": 3}"#, "req.json").unwrap_err().to_string();
         assert!(e.starts_with("req.json: flavourId: invalid type"), "{e}");
+    }
+
+    #[test]
+    fn deep_nesting_and_huge_files_are_refused_with_the_file_named() {
+        let deep =
+            format!(r#"{{"flavourId": "s", "additionalParams": {{"x": {}{}}}}}"#, "[".repeat(200), "]".repeat(200));
+        let e = parse::<InstantiateRequest>(&deep, "req.json").unwrap_err().to_string();
+        assert!(e.starts_with("req.json: additionalParams.x"), "{e}");
+        assert!(e.contains("nested deeper than 128 levels"), "{e}");
+        let ok =
+            format!(r#"{{"flavourId": "s", "additionalParams": {{"x": {}{}}}}}"#, "[".repeat(100), "]".repeat(100));
+        assert!(parse::<InstantiateRequest>(&ok, "req.json").is_ok());
+        let e = parse::<InstantiateRequest>(r#"{"flavourId": "s"} {"flavourId": "t"}"#, "req.json").unwrap_err();
+        assert!(e.to_string().starts_with("req.json: (document): text after the JSON document"), "{e}");
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("big.json");
+        let f = std::fs::File::create(&p).unwrap();
+        f.set_len(crate::input_limit::REQUEST_MAX_BYTES + 1).unwrap();
+        let e = load::<InstantiateRequest>(&p).unwrap_err().to_string();
+        assert!(e.contains("big.json: request: is larger than 16 MiB"), "{e}");
     }
 
     #[test]

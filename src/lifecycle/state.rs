@@ -7,22 +7,32 @@
 //!
 //! A plan (dry run) opens the store read-only: it reads what is recorded, and writes, locks and
 //! creates nothing.
+//!
+//! No secret is at rest in clear: every document is sealed on its way to disk and unsealed on
+//! its way back ([`super::seal`], with the operator's key, [`super::state_key`]), so each
+//! document kind is covered without knowing its fields. A document written in clear by an
+//! earlier version still loads, and is sealed on its next write.
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;
+use serde_json::Value;
 
 use crate::error::{Error, Result};
+use crate::lifecycle::seal;
+use crate::lifecycle::state_key::StateKey;
 
-/// A directory of instance documents.
+/// A directory of instance documents, and the key that seals their secrets.
 #[derive(Clone, Debug)]
 pub struct Store {
     dir: PathBuf,
     writable: bool,
+    key: Arc<StateKey>,
 }
 
 /// Held for the whole run; dropping it releases the lock.
@@ -48,17 +58,38 @@ pub fn check_instance_id(id: &str) -> Result<()> {
 }
 
 impl Store {
-    /// Open (and create, 0700) the store for a run that changes things.
+    /// Open (and create, 0700) the store for a run that changes things, with the key at its
+    /// default location ([`StateKey::default_location`]).
     pub fn open(dir: &Path) -> Result<Store> {
+        Store::open_with_key(dir, StateKey::default_location())
+    }
+
+    /// Open the store with the operator's key, created now if it does not exist yet: a key
+    /// that cannot be read or created stops the run before anything changed (exit 2).
+    pub fn open_with_key(dir: &Path, key: StateKey) -> Result<Store> {
         let err = |e: std::io::Error| Error::input("--state-dir", dir.display().to_string(), e.to_string());
         std::fs::create_dir_all(dir).map_err(err)?;
         std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).map_err(err)?;
-        Ok(Store { dir: dir.to_path_buf(), writable: true })
+        let inside = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+        if !key.path().as_os_str().is_empty() && inside(key.path()).starts_with(inside(dir)) {
+            return Err(Error::input(
+                "--state-key",
+                key.path().display().to_string(),
+                format!("is inside the state directory {}: keep the key apart from what it seals", dir.display()),
+            ));
+        }
+        key.load_or_create()?;
+        Ok(Store { dir: dir.to_path_buf(), writable: true, key: Arc::new(key) })
     }
 
-    /// The store as a plan sees it: readable, never written, locked or created.
+    /// The store as a plan sees it: readable, never written, locked or created (the key file
+    /// neither: it is read only when a document holds sealed values).
     pub fn read_only(dir: &Path) -> Store {
-        Store { dir: dir.to_path_buf(), writable: false }
+        Store::read_only_with_key(dir, StateKey::default_location())
+    }
+
+    pub fn read_only_with_key(dir: &Path, key: StateKey) -> Store {
+        Store { dir: dir.to_path_buf(), writable: false, key: Arc::new(key) }
     }
 
     pub fn default_dir() -> PathBuf {
@@ -106,13 +137,26 @@ impl Store {
     pub fn load_doc<T: DeserializeOwned>(&self, id: &str, kind: &str) -> Result<Option<T>> {
         check_instance_id(id)?;
         let p = self.doc_path(id, kind);
-        match std::fs::read_to_string(&p) {
-            Ok(t) => serde_json::from_str(&t)
-                .map(Some)
-                .map_err(|e| Error::input(p.display().to_string(), "state", format!("unreadable: {e}"))),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(Error::input(p.display().to_string(), "state", e.to_string())),
-        }
+        let unreadable =
+            |e: serde_json::Error| Error::input(p.display().to_string(), "state", format!("unreadable: {e}"));
+        let doc: Value = match std::fs::read_to_string(&p) {
+            Ok(t) => serde_json::from_str(&t).map_err(unreadable)?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(Error::input(p.display().to_string(), "state", e.to_string())),
+        };
+        let doc = if seal::has_sealed(&doc) {
+            let why = format!("{} holds sealed secrets", p.display());
+            self.key.load(&why)?.unseal(doc).map_err(|e| {
+                Error::input(
+                    p.display().to_string(),
+                    e.pointer,
+                    format!("sealed value {}; state key: {}", e.message, self.key.path().display()),
+                )
+            })?
+        } else {
+            doc
+        };
+        serde_json::from_value(doc).map(Some).map_err(unreadable)
     }
 
     /// Atomic replace: a crash leaves the old or the new document, never half of one. A failure
@@ -125,7 +169,15 @@ impl Store {
         let p = self.doc_path(id, kind);
         let tmp = self.dir.join(format!(".{}.tmp", file_name(id, kind, "json")));
         let err = |e: std::io::Error| Error::State { path: p.display().to_string(), message: e.to_string() };
-        let body = serde_json::to_vec_pretty(doc).expect("state serializes");
+        let mut value = serde_json::to_value(doc).expect("state serializes");
+        if seal::has_secrets(&value) {
+            let sealer = self
+                .key
+                .load_or_create()
+                .map_err(|e| Error::State { path: p.display().to_string(), message: e.to_string() })?;
+            value = sealer.seal(&value);
+        }
+        let body = serde_json::to_vec_pretty(&value).expect("state serializes");
         let write = || -> std::io::Result<()> {
             let mut f = OpenOptions::new().create(true).truncate(true).write(true).mode(0o600).open(&tmp)?;
             f.write_all(&body)?;
@@ -227,6 +279,93 @@ mod tests {
         let e = st.save_doc("abc", "", &json!({"v": 2})).unwrap_err();
         assert_eq!((e.kind(), e.exit_code()), ("state", 1), "{e}");
         assert_eq!(st.load_doc::<Value>("abc", "").unwrap().unwrap()["v"], 1);
+    }
+
+    /// Every file under `dir`, recursively, as raw bytes.
+    fn all_bytes(dir: &Path) -> Vec<u8> {
+        let mut out = Vec::new();
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                out.extend(all_bytes(&p));
+            } else {
+                out.extend(std::fs::read(&p).unwrap());
+            }
+        }
+        out
+    }
+
+    fn contains(hay: &[u8], needle: &str) -> bool {
+        hay.windows(needle.len()).any(|w| w == needle.as_bytes())
+    }
+
+    #[test]
+    fn secrets_are_sealed_at_rest_and_open_with_the_key() {
+        let d = tempfile::tempdir().unwrap();
+        let key = || StateKey::at(d.path().join("cfg/state.key"));
+        let st = Store::open_with_key(&d.path().join("s"), key()).unwrap();
+        let doc = json!({"params": {"master_node": {"password": "Pw-1"}, "proxy": {"http_proxy": "http://u:Px-2@p:3128"}},
+                         "bearer_token": "Tok-3", "name": "plain"});
+        st.save_doc("abc", "", &doc).unwrap();
+        st.save_doc("abc", "cnf", &json!({"releases": {"r": {"values": {"db": {"password": "Pw-4"}}}}})).unwrap();
+        let raw = all_bytes(&d.path().join("s"));
+        for secret in ["Pw-1", "Px-2", "Tok-3", "Pw-4"] {
+            assert!(!contains(&raw, secret), "{secret} at rest");
+        }
+        assert!(contains(&raw, "plain"), "what is not secret stays readable");
+        assert_eq!(st.load_doc::<Value>("abc", "").unwrap().unwrap(), doc);
+        // A plan reads the same, with the key.
+        assert_eq!(
+            Store::read_only_with_key(&d.path().join("s"), key()).load_doc::<Value>("abc", "").unwrap().unwrap(),
+            doc
+        );
+    }
+
+    #[test]
+    fn a_missing_or_wrong_key_is_an_error_naming_the_key_file_never_an_empty_password() {
+        let d = tempfile::tempdir().unwrap();
+        let dir = d.path().join("s");
+        let st = Store::open_with_key(&dir, StateKey::at(d.path().join("k1"))).unwrap();
+        st.save_doc("abc", "", &json!({"password": "Pw-1"})).unwrap();
+        let missing = d.path().join("missing.key");
+        let e = Store::read_only_with_key(&dir, StateKey::at(&missing)).load_doc::<Value>("abc", "").unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        assert!(e.to_string().contains(&missing.display().to_string()) && e.to_string().contains("sealed"), "{e}");
+        assert!(!missing.exists(), "a plan never creates the key");
+        let other = Store::open_with_key(&dir, StateKey::at(d.path().join("k2"))).unwrap();
+        let e = other.load_doc::<Value>("abc", "").unwrap_err().to_string();
+        assert!(e.contains("/password") && e.contains("cannot be opened with this key") && e.contains("k2"), "{e}");
+    }
+
+    #[test]
+    fn a_plaintext_document_of_an_earlier_version_loads_and_is_sealed_on_its_next_write() {
+        let d = tempfile::tempdir().unwrap();
+        let st = Store::open_with_key(&d.path().join("s"), StateKey::at(d.path().join("k"))).unwrap();
+        std::fs::write(st.doc_path("old", ""), r#"{"params": {"password": "Pw-old"}, "n": 1}"#).unwrap();
+        let v: Value = st.load_doc("old", "").unwrap().unwrap();
+        assert_eq!(v["params"]["password"], "Pw-old");
+        st.save_doc("old", "", &v).unwrap();
+        assert!(!std::fs::read_to_string(st.doc_path("old", "")).unwrap().contains("Pw-old"));
+        assert_eq!(st.load_doc::<Value>("old", "").unwrap().unwrap(), v);
+    }
+
+    #[test]
+    fn a_key_inside_the_state_directory_is_refused() {
+        let d = tempfile::tempdir().unwrap();
+        let e = Store::open_with_key(d.path(), StateKey::at(d.path().join("sub/state.key"))).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        assert!(e.to_string().contains("keep the key apart"), "{e}");
+        assert!(!d.path().join("sub").exists());
+    }
+
+    #[test]
+    fn a_plan_never_creates_the_key_file() {
+        let d = tempfile::tempdir().unwrap();
+        let key = d.path().join("cfg/state.key");
+        let ro = Store::read_only_with_key(&d.path().join("s"), StateKey::at(&key));
+        ro.save_doc("abc", "", &json!({"password": "x"})).unwrap();
+        assert!(ro.load_doc::<Value>("abc", "").unwrap().is_none());
+        assert!(!key.exists() && !d.path().join("cfg").exists());
     }
 
     #[test]

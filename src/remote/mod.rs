@@ -35,14 +35,15 @@ macro_rules! program {
 pub(crate) const LEASH: Program = program!("leash.sh");
 
 // Cluster steps (src/cluster/node_cmd.rs).
-pub(crate) const HOSTS_UPDATE: Program = program!("hosts_update.sh");
-pub(crate) const HAPROXY_BACKEND: Program = program!("haproxy_backend.sh");
+pub(crate) const HOSTS_UPDATE: Program = program!("file_lib.sh", "hosts_update.sh");
+pub(crate) const HAPROXY_BACKEND: Program = program!("file_lib.sh", "haproxy_backend.sh");
 pub(crate) const ADMIN_TOKEN: Program = program!("admin_token.sh");
 pub(crate) const DELETE_NODE: Program = program!("delete_node.sh");
 pub(crate) const PACK_CHARTS: Program = program!("pack_charts.sh");
-pub(crate) const UNPACK_CHARTS: Program = program!("unpack_charts.sh");
+pub(crate) const UNPACK_CHARTS: Program = program!("archive_lib.sh", "unpack_charts.sh");
 pub(crate) const HELM_REPO_LIST: Program = program!("helm_repo_list.sh");
 pub(crate) const RUN_WITH_ENV: Program = program!("run_with_env.sh");
+pub(crate) const CLEAN_ENV: Program = program!("clean_env.sh");
 
 // Uploads (src/ssh/transfer.rs).
 pub(crate) const UPLOAD_INLINE: Program = program!("upload_lib.sh", "upload_inline.sh");
@@ -52,7 +53,7 @@ pub(crate) const UPLOAD_STREAM: Program = program!("upload_stream.sh");
 
 // CNF chart directories (src/cnf/helm_cmd.rs).
 pub(crate) const PREPARE_CHART_DIR: Program = program!("prepare_chart_dir.sh");
-pub(crate) const EXTRACT_CHART: Program = program!("extract_chart.sh");
+pub(crate) const EXTRACT_CHART: Program = program!("archive_lib.sh", "extract_chart.sh");
 
 /// Every program, for the test that no file here is left unused. Only tests read this list, so a
 /// program no builder runs is a dead-code warning (and `clippy -D warnings` fails).
@@ -67,6 +68,7 @@ const ALL: &[Program] = &[
     UNPACK_CHARTS,
     HELM_REPO_LIST,
     RUN_WITH_ENV,
+    CLEAN_ENV,
     UPLOAD_INLINE,
     UPLOAD_PROBE,
     UPLOAD_FINALIZE,
@@ -119,7 +121,7 @@ mod tests {
         for e in std::fs::read_dir(&dir).unwrap() {
             let path = e.unwrap().path();
             let name = path.file_name().unwrap().to_string_lossy().into_owned();
-            if name == "mod.rs" {
+            if name.ends_with(".rs") {
                 continue;
             }
             let text = std::fs::read_to_string(&path).unwrap();
@@ -167,3 +169,6 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+mod safety_tests;

@@ -177,8 +177,12 @@ impl Transport for FakeTransport {
         events.emit(EventKind::Command { command: shown.clone() });
         let mut out = self.fake.answer(&self.node, &shown);
         out.elapsed = Duration::from_millis(1);
+        // Streamed as the real transport streams it: through the command's redaction.
+        let mut redactor = crate::redact::Redactor::new(cmd.redact);
         for line in String::from_utf8_lossy(&out.stdout).lines() {
-            events.emit(EventKind::Stdout { line: line.to_string() });
+            if let Some(line) = redactor.line(line) {
+                events.emit(EventKind::Stdout { line });
+            }
         }
         Ok(out)
     }

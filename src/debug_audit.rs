@@ -1,0 +1,96 @@
+//! An audit, as a test: every struct that holds a password, a token or a key, formatted with
+//! `{:?}` (as a log line, a panic or a `dbg!` would), shows none of them. A struct that gains a
+//! secret field belongs here.
+
+use serde_json::{json, Map, Value};
+
+const SECRETS: [&str; 7] = ["Node-Pw-1", "Proxy-Pw-2", "Bearer-3", "Helm-Pw-4", "Repo-Pw-5", "Env-Pw-6", "Access-Pw-7"];
+
+fn assert_clean(what: &str, shown: String) {
+    for s in SECRETS {
+        assert!(!shown.contains(s), "{what} shows {s} under {{:?}}: {shown}");
+    }
+    assert!(shown.contains(crate::secret::MASK), "{what} masks nothing: {shown}");
+}
+
+fn cluster_params() -> Map<String, Value> {
+    json!({"k8s_cluster_installation_param": {
+        "script_path": "Scripts/install_k8s_cluster.sh",
+        "master_node": {"aspect_id": "m", "ssh_cp_name": "m_CP", "username": "ubuntu", "password": "Node-Pw-1", "cluster_cp_name": "vip_CP"},
+        "worker_node": {"aspect_id": "w", "ssh_cp_name": "w_CP", "username": "ubuntu", "password": "Node-Pw-1"},
+        "proxy": {"http_proxy": "http://u:Proxy-Pw-2@p:3128", "https_proxy": "http://u:Proxy-Pw-2@p:3128"},
+        "script_environment": {"REGISTRY_PASSWORD": "Env-Pw-6", "MIRROR": "https://u:Env-Pw-6@mirror/"}
+    }})
+    .as_object()
+    .unwrap()
+    .clone()
+}
+
+#[test]
+fn no_struct_that_holds_a_secret_prints_it_under_debug() {
+    let ap = cluster_params();
+    let p = crate::cluster::params::ClusterParams::from_additional_params(&ap, "req.json", "i1").unwrap();
+    assert_clean("ClusterParams", format!("{p:?}"));
+
+    let mut st = crate::cluster::state::InstanceState::new("i1");
+    st.params = ap["k8s_cluster_installation_param"].clone();
+    st.bearer_token = Some("Bearer-3".into());
+    st.vim = Some(json!({"auth_cred": {"bearer_token": "Bearer-3"}}));
+    assert_clean("InstanceState", format!("{st:?}"));
+
+    let conn = json!({"vimType": "kubernetes", "accessInfo": {"username": "a", "password": "Access-Pw-7", "bearer_token": "Bearer-3"},
+                      "extra": {"helm_info": {"masternode_ip": ["192.0.2.1"], "masternode_username": "root", "masternode_password": "Helm-Pw-4"}}});
+    let req: crate::lifecycle::request::InstantiateRequest =
+        serde_json::from_value(json!({"flavourId": "s", "vimConnectionInfo": [conn], "additionalParams": ap})).unwrap();
+    assert_clean("InstantiateRequest", format!("{req:?}"));
+    let vc: crate::lifecycle::request::VimConnection = serde_json::from_value(conn.clone()).unwrap();
+    assert_clean("VimConnection", format!("{vc:?}"));
+    for (name, shown) in [
+        (
+            "ScaleRequest",
+            format!(
+                "{:?}",
+                serde_json::from_value::<crate::lifecycle::request::ScaleRequest>(
+                    json!({"type": "SCALE_OUT", "aspectId": "a", "additionalParams": {"token": "Bearer-3"}})
+                )
+                .unwrap()
+            ),
+        ),
+        (
+            "HealRequest",
+            format!(
+                "{:?}",
+                serde_json::from_value::<crate::lifecycle::request::HealRequest>(
+                    json!({"additionalParams": {"password": "Node-Pw-1"}})
+                )
+                .unwrap()
+            ),
+        ),
+        (
+            "TerminateRequest",
+            format!(
+                "{:?}",
+                serde_json::from_value::<crate::lifecycle::request::TerminateRequest>(
+                    json!({"additionalParams": {"password": "Node-Pw-1"}})
+                )
+                .unwrap()
+            ),
+        ),
+    ] {
+        assert_clean(name, shown);
+    }
+
+    let hi = crate::cnf::helm_info::parse(&conn["extra"]["helm_info"], "at").unwrap();
+    assert_eq!(hi.password.as_deref(), Some("Helm-Pw-4"));
+    assert_clean("HelmInfo", format!("{hi:?}"));
+
+    let rel = crate::cnf::ops::ReleaseState { values: json!({"db": {"password": "Repo-Pw-5"}}), ..Default::default() };
+    let cnf = crate::cnf::ops::CnfState {
+        params: json!({"using_helm_install_param": [{"exthelmrepo_password": "Repo-Pw-5", "exthelmrepo_url": "https://u:Repo-Pw-5@charts/"}],
+                       "__helm_info": conn["extra"]["helm_info"]}),
+        releases: [("r".to_string(), rel.clone())].into(),
+        ..Default::default()
+    };
+    assert_clean("ReleaseState", format!("{rel:?}"));
+    assert_clean("CnfState", format!("{cnf:?}"));
+}

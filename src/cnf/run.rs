@@ -697,13 +697,14 @@ mod tests {
             assert!(!events.contains(secret), "{secret} in the events:\n{events}");
             assert!(!o.result.to_string().contains(secret), "{secret} in the result: {}", o.result);
         }
-        // The record keeps the secret helm values' keys only (the repository password is a
-        // credential field of the record, sealed by the store).
+        // The record keeps the secret helm values masked (and, their keys looking secret, the
+        // store seals even the masked `db.password=********`); the repository password is a
+        // credential field of the record, sealed by the store.
         let state: String = std::fs::read_dir(f.dir.path().join("state"))
             .unwrap()
             .filter_map(|e| std::fs::read_to_string(e.unwrap().path()).ok())
             .collect();
-        assert!(state.contains("db.password=********") && state.contains("http://192.0.2.50/charts"), "{state}");
+        assert!(state.contains("\"sealed\"") && state.contains("http://192.0.2.50/charts"), "{state}");
         for secret in ["hunter2-literal", "tok-from-env-77", "bob:repo-pw-99@"] {
             assert!(!state.contains(secret), "{secret} in the record: {state}");
         }

@@ -1,19 +1,23 @@
 //! Building the exact string a node's shell receives. Pure: unit-tested without SSH.
 //!
-//! Two wrappers matter for safety:
-//! - **timeout**: the command runs under coreutils `timeout`, which makes itself a process-group
-//!   leader and, on expiry, signals the whole group (TERM, then KILL after a grace period). So a
-//!   timed-out command leaves nothing running on the node — unlike Tacker, whose remote process
-//!   kept running and was then started a second time.
-//! - **become**: `sudo -S` reads the password from the channel's stdin, never from argv, so it
-//!   does not show in the node's process list. A tiny shell prelude forwards exactly one line to
-//!   sudo and gives the command `/dev/null` as stdin, so the password cannot reach the command
-//!   even where sudo does not ask for it (NOPASSWD).
+//! Every command runs inside the node-side program `leash.sh` (`src/remote/leash.sh`), which
+//! gives three guarantees:
+//! - **a process group and a deadline**: the command runs under coreutils `timeout`, which makes
+//!   itself a process-group leader and, on expiry or on TERM, signals the whole group (TERM,
+//!   then KILL after [`KILL_AFTER`]). So a timed-out command leaves nothing running on the
+//!   node — unlike Tacker, whose remote process kept running and was then started a second time.
+//!   Without a timeout the duration is 0 (no limit); the group and the TERM-then-KILL remain.
+//! - **a leash**: the session's stdin stays open for the command's whole life (see
+//!   `ssh/exec.rs`). When the controller goes away (killed by any signal, link reset, session
+//!   closed), sshd closes the session's pipes, the leash reads end-of-file and TERMs the group.
+//! - **become**: `sudo -S` reads the password from the first stdin line, never from argv, so it
+//!   does not show in the node's process list. The leash hands exactly that line to sudo and
+//!   gives the command `/dev/null` as stdin, so the password cannot reach the command even where
+//!   sudo does not ask for it (NOPASSWD). The leash itself stays with the login user.
 
 use std::time::Duration;
 
 use crate::error::Result;
-use crate::quote::quote;
 use crate::redact::Redact;
 
 /// Privilege escalation for one command.
@@ -94,22 +98,16 @@ impl RemoteCommand {
         self.label.as_deref().unwrap_or(&self.script)
     }
 
-    /// The exact string sent in the SSH `exec` request.
+    /// The exact string sent in the SSH `exec` request: [`leash.sh`](crate::remote) with the
+    /// kill grace, the duration (0: none), how to become root, and the script, all quoted.
     pub fn wire(&self) -> Result<String> {
-        let mut inner = self.script.clone();
-        if let Some(t) = self.timeout {
-            inner = format!("exec timeout -k {} {} sh -c {}", secs(KILL_AFTER), secs(t), quote(&inner)?);
-        }
-        Ok(match self.become_ {
-            Become::No => inner,
-            Become::SudoNoPassword => {
-                format!("sudo -n -- sh -c {}", quote(&format!("exec </dev/null; {inner}"))?)
-            }
-            Become::SudoWithPassword => format!(
-                "{{ IFS= read -r p; printf '%s\\n' \"$p\"; }} | sudo -S -k -p '' -- sh -c {}",
-                quote(&format!("exec </dev/null; {inner}"))?
-            ),
-        })
+        let become_ = match self.become_ {
+            Become::No => "none",
+            Become::SudoNoPassword => "sudo",
+            Become::SudoWithPassword => "sudo-password",
+        };
+        let limit = self.timeout.map(limit_secs).unwrap_or_else(|| "0".into());
+        crate::remote::LEASH.command(&[secs(KILL_AFTER), limit, become_.into(), self.script.clone()])
     }
 
     /// True when an exit status means our `timeout` wrapper fired (124 = TERM worked,
@@ -121,6 +119,11 @@ impl RemoteCommand {
             _ => false,
         }
     }
+}
+
+/// A time limit for `timeout(1)`: never `0`, which would mean no limit at all.
+fn limit_secs(d: Duration) -> String {
+    secs(d.max(Duration::from_millis(1)))
 }
 
 /// Seconds as `timeout(1)` accepts them; fractions allowed.
@@ -136,42 +139,170 @@ fn secs(d: Duration) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::process::Command;
+    use std::io::{Read, Write};
+    use std::process::{Child, Command, Stdio};
+    use std::time::Instant;
+
+    fn leash(limit: &str, become_: &str, script: &str) -> String {
+        crate::remote::LEASH.command(&["3", limit, become_, script]).unwrap()
+    }
+
+    /// Start the wire string under a real local `sh`, its stdin a pipe we hold (the leash).
+    fn spawn(c: &RemoteCommand) -> Child {
+        Command::new("sh")
+            .arg("-c")
+            .arg(c.wire().unwrap())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    }
+
+    /// Wait at most `within` for the child; its exit code (128+N for signal N, as sshd would
+    /// report it), or a failure naming what hung.
+    fn exit_within(child: &mut Child, within: Duration, what: &str) -> Option<i32> {
+        use std::os::unix::process::ExitStatusExt;
+        let start = Instant::now();
+        loop {
+            if let Some(st) = child.try_wait().unwrap() {
+                return st.code().or(st.signal().map(|s| 128 + s));
+            }
+            if start.elapsed() > within {
+                let _ = child.kill();
+                panic!("{what}: still running after {within:?}");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn running(marker: &str) -> String {
+        let o = Command::new("pgrep").arg("-f").arg(marker).output().unwrap();
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    }
+
+    /// Poll until nothing with `marker` in its command line runs (a few seconds at most).
+    fn gone(marker: &str) -> bool {
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs(5) {
+            if running(marker).is_empty() {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        false
+    }
+
+    fn marker(name: &str) -> String {
+        format!("mgmtd-{name}-{}-{}", std::process::id(), fastrand::u32(..))
+    }
 
     #[test]
-    fn plain_command_is_sent_unchanged() {
-        assert_eq!(RemoteCommand::new("echo hi").wire().unwrap(), "echo hi");
+    fn every_command_is_sent_inside_the_leash() {
+        assert_eq!(RemoteCommand::new("echo hi").wire().unwrap(), leash("0", "none", "echo hi"));
+        assert!(leash("0", "none", "echo hi").ends_with(" leash.sh 3 0 none 'echo hi'"));
     }
 
     #[test]
     fn timeout_wraps_with_group_kill() {
         let c = RemoteCommand::new("sleep 5; echo 'x'").with_timeout(Some(Duration::from_millis(1500)));
-        assert_eq!(c.wire().unwrap(), "exec timeout -k 3 1.500 sh -c 'sleep 5; echo '\\''x'\\'''");
+        assert_eq!(c.wire().unwrap(), leash("1.500", "none", "sleep 5; echo 'x'"));
+        // A limit that rounds to nothing must not become `0`, which means "no limit".
+        let tiny = RemoteCommand::new("true").with_timeout(Some(Duration::from_micros(10)));
+        assert_eq!(tiny.wire().unwrap(), leash("0.001", "none", "true"));
     }
 
     #[test]
     fn timeout_really_kills_the_group_locally() {
         // Run the wire string through a real sh: a background child must die with the command.
-        let marker = format!("mgmtd-test-{}", std::process::id());
+        let marker = marker("timeout");
         let c = RemoteCommand::new(format!("sh -c 'sleep 30; : {marker}' & sleep 30"))
             .with_timeout(Some(Duration::from_millis(300)));
-        let start = std::time::Instant::now();
-        let st = Command::new("sh").arg("-c").arg(c.wire().unwrap()).status().unwrap();
-        assert_eq!(st.code(), Some(124));
+        let start = Instant::now();
+        let mut child = spawn(&c);
+        let code = exit_within(&mut child, Duration::from_secs(5), "a timed-out command");
+        assert_eq!(code, Some(124));
         assert!(c.timed_out(Some(124), start.elapsed()));
-        std::thread::sleep(Duration::from_millis(200));
-        let left = Command::new("pgrep").arg("-f").arg(&marker).output().unwrap();
-        assert!(left.stdout.is_empty(), "left behind: {}", String::from_utf8_lossy(&left.stdout));
+        assert!(gone(&marker), "left behind: {}", running(&marker));
+    }
+
+    #[test]
+    fn closing_stdin_kills_the_whole_group() {
+        // The controller going away closes the session's stdin: a background grandchild started
+        // by the command must die too, although the command has no time limit.
+        let marker = marker("leash");
+        let c = RemoteCommand::new(format!("sh -c 'sleep 30; : {marker}' & sleep 31; : {marker}"));
+        let mut child = spawn(&c);
+        let start = Instant::now();
+        while running(&marker).lines().count() < 2 {
+            assert!(start.elapsed() < Duration::from_secs(5), "the command never started");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        drop(child.stdin.take());
+        let code = exit_within(&mut child, Duration::from_secs(5), "a command whose leash was cut");
+        assert_eq!(code, Some(128 + 15), "TERM ends it");
+        assert!(gone(&marker), "left behind: {}", running(&marker));
+    }
+
+    #[test]
+    fn a_finished_command_does_not_wait_for_the_leash_and_passes_everything_through() {
+        let c = RemoteCommand::new("read x; echo \"out [$x]\"; echo err >&2; exit 7");
+        let mut child = spawn(&c);
+        // stdin stays open (we hold it) and carries a line the command must not see.
+        child.stdin.as_mut().unwrap().write_all(b"not-for-the-command\n").unwrap();
+        let code = exit_within(&mut child, Duration::from_secs(5), "a finished command");
+        assert_eq!(code, Some(7));
+        let (mut out, mut err) = (String::new(), String::new());
+        child.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+        child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+        assert_eq!(out, "out []\n");
+        assert_eq!(err, "err\n");
+    }
+
+    #[test]
+    fn a_command_ended_by_a_signal_ends_the_leash_by_that_signal() {
+        use std::os::unix::process::ExitStatusExt;
+        // sshd's child is the leash itself (the login shell execs a lone command): `exec` here.
+        let wire = RemoteCommand::new("kill -9 $$").wire().unwrap();
+        let mut child = Command::new("sh").arg("-c").arg(format!("exec {wire}")).stdin(Stdio::piped()).spawn().unwrap();
+        exit_within(&mut child, Duration::from_secs(5), "kill -9");
+        let st = child.wait().unwrap();
+        assert_eq!((st.code(), st.signal()), (None, Some(9)));
+        let mut child = spawn(&RemoteCommand::new("exit 3"));
+        assert_eq!(exit_within(&mut child, Duration::from_secs(5), "exit 3"), Some(3));
     }
 
     #[test]
     fn become_never_puts_a_password_in_the_command() {
         let c = RemoteCommand::new("id -u").with_become(Become::SudoWithPassword);
-        let w = c.wire().unwrap();
-        assert!(w.starts_with("{ IFS= read -r p; printf '%s\\n' \"$p\"; } | sudo -S -k -p '' -- sh -c "), "{w}");
-        assert!(w.ends_with("'exec </dev/null; id -u'"), "{w}");
+        assert_eq!(c.wire().unwrap(), leash("0", "sudo-password", "id -u"));
         let n = RemoteCommand::new("id -u").with_become(Become::SudoNoPassword).wire().unwrap();
-        assert_eq!(n, "sudo -n -- sh -c 'exec </dev/null; id -u'");
+        assert_eq!(n, leash("0", "sudo", "id -u"));
+    }
+
+    #[test]
+    fn the_sudo_password_line_reaches_sudo_only() {
+        // As root sudo asks for no password, like NOPASSWD: the line must still not reach the
+        // command. Needs root and sudo (the lab tests cover a real password).
+        let root = Command::new("id").arg("-u").output().map(|o| o.stdout == b"0\n").unwrap_or(false);
+        if !root || Command::new("sudo").arg("-n").arg("true").status().map(|s| !s.success()).unwrap_or(true) {
+            eprintln!("skipped: needs root and sudo");
+            return;
+        }
+        let c = RemoteCommand::new("cat; id -u").with_become(Become::SudoWithPassword);
+        let mut child = spawn(&c);
+        child.stdin.as_mut().unwrap().write_all(b"pw-line\n").unwrap();
+        assert_eq!(exit_within(&mut child, Duration::from_secs(5), "sudo"), Some(0));
+        let mut out = String::new();
+        child.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+        assert_eq!(out, "0\n");
+        // sudo -n: no password line at all; the command still runs as root, stdin /dev/null.
+        let mut child = spawn(&RemoteCommand::new("cat; id -u").with_become(Become::SudoNoPassword));
+        child.stdin.as_mut().unwrap().write_all(b"leash-only\n").unwrap();
+        assert_eq!(exit_within(&mut child, Duration::from_secs(5), "sudo -n"), Some(0));
+        let mut out = String::new();
+        child.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+        assert_eq!(out, "0\n");
     }
 
     #[test]
@@ -179,7 +310,7 @@ mod tests {
         let script = "sh -c '#!/bin/sh\necho \"$1\"' say.sh 'a b'";
         let c = RemoteCommand::new(script).with_timeout(Some(Duration::from_secs(5)));
         assert_eq!(c.display(), "say.sh 'a b'");
-        assert_eq!(c.wire().unwrap(), format!("exec timeout -k 3 5 sh -c {}", quote(script).unwrap()));
+        assert_eq!(c.wire().unwrap(), leash("5", "none", script));
         assert_eq!(RemoteCommand::new("echo hi").display(), "echo hi");
         assert_eq!(RemoteCommand::new("echo hi").with_label("greeting").display(), "greeting");
     }

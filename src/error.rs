@@ -18,8 +18,10 @@ pub mod exit {
     pub const HOST_FAILED: i32 = 1;
     /// The input was wrong (arguments, inventory, files); nothing was run anywhere.
     pub const BAD_INPUT: i32 = 2;
-    /// Interrupted (Ctrl-C); hosts may be half done.
+    /// Interrupted by SIGINT (Ctrl-C); hosts may be half done, their commands are stopped.
     pub const INTERRUPTED: i32 = 130;
+    /// Stopped by SIGTERM; as for [`INTERRUPTED`].
+    pub const TERMINATED: i32 = 143;
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -5,9 +5,8 @@
 use std::io::Write;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use tokio::sync::mpsc::UnboundedReceiver;
 
-use crate::event::{Event, EventKind};
+use crate::event::{Event, EventKind, EventRx};
 use crate::url_mask::mask_userinfo;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -20,6 +19,17 @@ pub enum Output {
     Json,
     /// One YAML result document on stdout; events as plain lines on stderr.
     Yaml,
+}
+
+/// The progress bar on screen, if any, so an interruption can take it away before the report
+/// (a bar redrawn after it would overwrite the report's last line).
+static ACTIVE_BAR: std::sync::Mutex<Option<ProgressBar>> = std::sync::Mutex::new(None);
+
+/// Clear the progress bar for good (the run is being interrupted); no-op without one.
+pub fn clear_progress() {
+    if let Some(b) = ACTIVE_BAR.lock().unwrap_or_else(|e| e.into_inner()).take() {
+        b.finish_and_clear();
+    }
 }
 
 pub struct Renderer {
@@ -46,6 +56,7 @@ impl Renderer {
             );
             // Keep the clock moving while hosts are silent (a 40-minute install, say).
             b.enable_steady_tick(std::time::Duration::from_millis(250));
+            *ACTIVE_BAR.lock().unwrap_or_else(|e| e.into_inner()) = Some(b.clone());
             b
         });
         Renderer { mode, verbose, bar, plan: false }
@@ -64,7 +75,7 @@ impl Renderer {
     }
 
     /// Consume events until every sender is gone.
-    pub async fn run(mut self, mut rx: UnboundedReceiver<Event>) {
+    pub async fn run(mut self, mut rx: EventRx) {
         let (mut ok, mut failed) = (0u64, 0u64);
         while let Some(ev) = rx.recv().await {
             if let EventKind::Done { ok: o, .. } = ev.kind {
@@ -86,6 +97,7 @@ impl Renderer {
         }
         if let Some(b) = self.bar.take() {
             b.finish_and_clear();
+            ACTIVE_BAR.lock().unwrap_or_else(|e| e.into_inner()).take();
         }
     }
 

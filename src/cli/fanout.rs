@@ -33,17 +33,35 @@ pub struct Select {
 
 #[derive(Args, Debug, Clone)]
 pub struct RunOpts {
-    /// Kill the command (its whole process group on the node) after this long: `30`, `10s`, `5m`.
-    #[arg(short, long, value_parser = parse_duration, value_name = "DURATION")]
-    pub timeout: Option<Duration>,
+    /// Kill the command (its whole process group on the node) after this long: `30`, `10s`, `5m`,
+    /// `2h`; `0` or `none` for no limit. Either way the command is stopped on the node when this
+    /// run is interrupted (SIGINT, SIGTERM, killed) or its connection is lost.
+    #[arg(short, long, value_parser = parse_limit, value_name = "DURATION|none", default_value = DEFAULT_TIMEOUT)]
+    pub timeout: Limit,
     /// Run with sudo (password from the inventory's become_password*, fed on stdin).
     #[arg(short, long)]
     pub r#become: bool,
 }
 
+/// The default limit of `exec` and `run-script`: long enough for an upgrade or a backup, short
+/// enough that a forgotten command does not hold a node (and a VNFM's job) for days.
+pub const DEFAULT_TIMEOUT: &str = "1h";
+
+/// A command's time limit; `None` is no limit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limit(pub Option<Duration>);
+
+/// `--timeout`: a duration as [`parse_duration`] reads it, or `0` / `none` for no limit.
+fn parse_limit(s: &str) -> std::result::Result<Limit, String> {
+    match s.trim() {
+        "none" | "0" | "0s" => Ok(Limit(None)),
+        t => parse_duration(t).map(|d| Limit(Some(d))),
+    }
+}
+
 impl RunOpts {
     fn command_opts(&self) -> CommandOpts {
-        CommandOpts { timeout: self.timeout, become_: self.r#become }
+        CommandOpts { timeout: self.timeout.0, become_: self.r#become }
     }
 }
 
@@ -118,6 +136,11 @@ pub async fn run_script(a: RunScriptArgs, ctx: &Ctx) -> Result<i32> {
     let opts = a.run.command_opts();
     let sj = ScriptJob::new(&a.script, &a.args).await?;
     fan_out("run-script", &a.select, ctx, |h| Ok(sj.job(h, &opts))).await
+}
+
+/// Take the fan-out's progress bar off the terminal for good, before an interruption report.
+pub fn hide_progress() {
+    crate::render::clear_progress();
 }
 
 /// A host and its job, built together so running needs no lookup.
@@ -201,5 +224,28 @@ fn host_result(h: &Host, r: &Result<JobOutput>) -> Value {
             "skipped": o.skipped,
         }),
         Err(e) => json!({"host": h.name, "ok": false, "errorKind": e.kind(), "error": e.to_string()}),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct T {
+        #[command(flatten)]
+        run: RunOpts,
+    }
+
+    #[test]
+    fn exec_and_run_script_have_a_default_limit_that_can_be_lifted() {
+        let t = |args: &[&str]| T::try_parse_from([&["t"], args].concat()).map(|t| t.run.timeout);
+        assert_eq!(t(&[]).unwrap(), Limit(Some(Duration::from_secs(3600))));
+        assert_eq!(t(&["--timeout", "5m"]).unwrap(), Limit(Some(Duration::from_secs(300))));
+        assert_eq!(t(&["-t", "none"]).unwrap(), Limit(None));
+        assert_eq!(t(&["--timeout", "0"]).unwrap(), Limit(None));
+        assert!(t(&["--timeout", "-1"]).is_err());
+        assert!(t(&["--timeout", "soon"]).is_err());
     }
 }

@@ -161,6 +161,10 @@ impl Runner {
         Fut: std::future::Future<Output = Result<T>>,
     {
         let sem = Semaphore::new(self.fan_out.parallel);
+        if self.fan_out.report_each {
+            // An interrupted fan-out can then name the hosts it never started.
+            crate::event::LEDGER.expect(nodes.iter().map(|n| n.name()));
+        }
         let futs = nodes.iter().map(|n| {
             let (sem, f) = (&sem, &f);
             async move {

@@ -31,6 +31,9 @@ macro_rules! program {
     };
 }
 
+// The wrapper of every command (src/command.rs).
+pub(crate) const LEASH: Program = program!("leash.sh");
+
 // Cluster steps (src/cluster/node_cmd.rs).
 pub(crate) const HOSTS_UPDATE: Program = program!("file_lib.sh", "hosts_update.sh");
 pub(crate) const HAPROXY_BACKEND: Program = program!("file_lib.sh", "haproxy_backend.sh");
@@ -56,6 +59,7 @@ pub(crate) const EXTRACT_CHART: Program = program!("archive_lib.sh", "extract_ch
 /// program no builder runs is a dead-code warning (and `clippy -D warnings` fails).
 #[cfg(test)]
 const ALL: &[Program] = &[
+    LEASH,
     HOSTS_UPDATE,
     HAPROXY_BACKEND,
     ADMIN_TOKEN,

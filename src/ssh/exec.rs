@@ -3,6 +3,11 @@
 //! SSH delivers `ExitStatus`, `Eof` and `Close` in whatever order the server likes, and data
 //! may still arrive after the exit status. We therefore read until the channel closes (or the
 //! stream ends) and only then decide — never at the first EOF or exit status.
+//!
+//! The channel's stdin is the command's leash (see `command.rs` and `src/remote/leash.sh`): it
+//! stays open while the command runs and carries nothing but the sudo password line. If this
+//! process dies or the link goes, sshd closes it and the node kills the command's process
+//! group. We send EOF ourselves only once the command has exited.
 
 use std::collections::VecDeque;
 use std::time::Instant;
@@ -68,7 +73,6 @@ pub async fn exec(session: &SshSession, cmd: &RemoteCommand, ev: &HostEvents) ->
             .ok_or_else(|| Error::input("inventory", "become_password", "needed for --become but not set"))?;
         ch.data_bytes(format!("{}\n", pw.expose()).into_bytes()).await.map_err(|e| session_err(e.to_string()))?;
     }
-    ch.eof().await.map_err(|e| session_err(e.to_string()))?;
 
     // Local deadline: the remote `timeout` should fire first; this catches a dead link.
     let deadline = cmd.timeout.map(|t| started + t + KILL_AFTER + grace);
@@ -113,8 +117,15 @@ pub async fn exec(session: &SshSession, cmd: &RemoteCommand, ev: &HostEvents) ->
                 so.push(&data, &mut push_out);
             }
             Some(ChannelMsg::ExtendedData { data, .. }) => se.push(&data, |l| push_err(l, &mut tail)),
-            Some(ChannelMsg::ExitStatus { exit_status }) => out.code = Some(exit_status),
-            Some(ChannelMsg::ExitSignal { signal_name, .. }) => out.signal = Some(format!("{signal_name:?}")),
+            Some(ChannelMsg::ExitStatus { exit_status }) => {
+                out.code = Some(exit_status);
+                // The command is over: let go of the leash (the node has stopped reading it).
+                let _ = ch.eof().await;
+            }
+            Some(ChannelMsg::ExitSignal { signal_name, .. }) => {
+                out.signal = Some(format!("{signal_name:?}"));
+                let _ = ch.eof().await;
+            }
             Some(ChannelMsg::Failure) => request_refused = true,
             Some(_) => {}
         }
@@ -127,7 +138,9 @@ pub async fn exec(session: &SshSession, cmd: &RemoteCommand, ev: &HostEvents) ->
         return Err(session_err("the server refused the exec request".into()));
     }
     ev.emit(EventKind::Exit { code: out.code, signal: out.signal.clone(), ms: out.elapsed.as_millis() as u64 });
-    if cmd.timed_out(out.code, out.elapsed) {
+    // `timeout` that had to KILL the group ends by KILL itself, and the leash ends the same way.
+    let killed = out.signal.as_deref() == Some("KILL");
+    if cmd.timed_out(out.code.or(killed.then_some(137)), out.elapsed) {
         ev.emit(EventKind::Timeout { command: cmd.display().to_string(), secs: out.elapsed.as_secs_f64() });
         return Err(Error::Timeout { node: node.into(), command: cmd.display().to_string(), elapsed: out.elapsed });
     }

@@ -151,23 +151,94 @@ pub fn binary() -> Command {
     c
 }
 
-/// Run the real binary (see [`binary`]). Every `-o json` run's stdout must be exactly one result document that
-/// satisfies docs/result.schema.json, whatever else the test checks.
+/// Run the real binary (see [`binary`]). Every `-o json` run's stdout must be exactly one result
+/// document that satisfies docs/result.schema.json, whatever else the test checks.
 pub fn mgmt(args: &[&str], env: &[(&str, &str)]) -> Run {
     let start = Instant::now();
+    let o = command(args, env).output().expect("run mgmt-driver");
+    finish(args, o, start)
+}
+
+/// The real binary as [`mgmt`] runs it, for a test that must signal it while it runs: start it
+/// with [`spawn`], end with [`wait`] (which checks the result document like [`mgmt`]).
+pub fn command(args: &[&str], env: &[(&str, &str)]) -> Command {
     let mut c = binary();
     c.args(args);
     for (k, v) in env {
         c.env(k, v);
     }
-    let o = c.output().expect("run mgmt-driver");
+    c
+}
+
+/// A running `mgmt-driver`, its output read into memory as it comes.
+pub struct Running {
+    pub child: std::process::Child,
+    args: Vec<String>,
+    start: Instant,
+    out: std::thread::JoinHandle<Vec<u8>>,
+    err: std::thread::JoinHandle<Vec<u8>>,
+}
+
+pub fn spawn(args: &[&str], env: &[(&str, &str)]) -> Running {
+    let mut child = command(args, env)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start mgmt-driver");
+    let read = |mut r: Box<dyn std::io::Read + Send>| {
+        std::thread::spawn(move || {
+            let mut v = Vec::new();
+            let _ = r.read_to_end(&mut v);
+            v
+        })
+    };
+    let out = read(Box::new(child.stdout.take().unwrap()));
+    let err = read(Box::new(child.stderr.take().unwrap()));
+    Running { child, args: args.iter().map(|s| s.to_string()).collect(), start: Instant::now(), out, err }
+}
+
+impl Running {
+    /// Send a signal (`INT`, `TERM`, `KILL`) to the process.
+    pub fn signal(&self, sig: &str) {
+        let ok = Command::new("kill").arg(format!("-{sig}")).arg(self.child.id().to_string()).status().unwrap();
+        assert!(ok.success(), "kill -{sig} {}", self.child.id());
+    }
+
+    /// Wait for the end (at most `within`: a hang fails the test, after killing the process).
+    /// Killed by a signal, `code` is -1.
+    #[track_caller]
+    pub fn wait(mut self, within: Duration) -> Run {
+        let status = loop {
+            if let Some(st) = self.child.try_wait().unwrap() {
+                break st;
+            }
+            if self.start.elapsed() > within {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                panic!(
+                    "mgmt-driver {:?} still ran after {within:?} (killed):\n--- stdout\n{}\n--- stderr\n{}",
+                    self.args,
+                    String::from_utf8_lossy(&self.out.join().unwrap()),
+                    String::from_utf8_lossy(&self.err.join().unwrap())
+                );
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let o = Output { status, stdout: self.out.join().unwrap(), stderr: self.err.join().unwrap() };
+        let args: Vec<&str> = self.args.iter().map(String::as_str).collect();
+        finish(&args, o, self.start)
+    }
+}
+
+fn finish(args: &[&str], o: Output, start: Instant) -> Run {
     let run = Run {
         code: o.status.code().unwrap_or(-1),
         stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
         elapsed: start.elapsed(),
     };
-    if args.windows(2).any(|w| w == ["-o", "json"] || w == ["--output", "json"]) {
+    if run.code >= 0 && args.windows(2).any(|w| w == ["-o", "json"] || w == ["--output", "json"]) {
         check_result_document(args, &run);
     }
     run

@@ -781,12 +781,19 @@ fn big_file(dir: &Path) -> PathBuf {
     big
 }
 
-/// Upload `local` to `remote` on `node` through the library with a short stall timeout, in a
-/// thread of its own; returns the error text (if any) and how long it took.
-fn upload_in_thread(
+/// One transfer through the library, for the stall tests.
+enum Transfer {
+    /// Upload the local file to the remote path.
+    Up(PathBuf, String),
+    /// Download the remote path into the local file.
+    Down(String, PathBuf),
+}
+
+/// Run `what` on `node` with a short stall timeout, in a thread of its own; returns the error
+/// text (if any) and how long it took.
+fn transfer_in_thread(
     node: usize,
-    local: PathBuf,
-    remote: &str,
+    what: Transfer,
     stall: Duration,
     dir: &Path,
 ) -> std::thread::JoinHandle<(Option<String>, Duration)> {
@@ -796,7 +803,6 @@ fn upload_in_thread(
     use mgmt_driver::transport::{Connector, Source, UploadFile};
     let inv_path = inv_for(dir, &[node], &root_key_defaults("id_ed25519"));
     let host = Inventory::load(&inv_path, &LoadOptions::default()).unwrap().hosts.remove(0);
-    let remote = remote.to_string();
     std::thread::spawn(move || {
         let rt = tokio::runtime::Runtime::new().unwrap();
         let started = std::time::Instant::now();
@@ -805,7 +811,12 @@ fn upload_in_thread(
             let ev = events.for_host(&host.name);
             let opts = SshOptions { stall, retry_for: Duration::from_secs(5), ..Default::default() };
             let t = SshConnector::new(opts)?.connect(&host, &ev).await?;
-            let r = t.upload(&[UploadFile { source: Source::Path(local), remote, mode: 0o600 }], &ev).await;
+            let r = match what {
+                Transfer::Up(local, remote) => {
+                    t.upload(&[UploadFile { source: Source::Path(local), remote, mode: 0o600 }], &ev).await.map(drop)
+                }
+                Transfer::Down(remote, local) => t.download(&remote, &local, &ev).await.map(drop),
+            };
             t.close().await;
             r
         });
@@ -857,7 +868,7 @@ fn cut_link_mid_upload(node: usize, big: &Path, dir: &Path) -> Result<(), String
     let throttle = Throttle::new(node);
     let sub = dir.join(&n);
     std::fs::create_dir_all(&sub).unwrap();
-    let up = upload_in_thread(node, big.to_path_buf(), &remote, stall, &sub);
+    let up = transfer_in_thread(node, Transfer::Up(big.to_path_buf(), remote.clone()), stall, &sub);
     wait_for_partial_temp(node, &remote).map_err(|e| format!("{e:?}"))?;
     let down = lab().node_exec(&n, &["ip", "link", "set", "eth0", "down"]);
     let cut_at = std::time::Instant::now();
@@ -888,7 +899,8 @@ fn cut_link_mid_upload(node: usize, big: &Path, dir: &Path) -> Result<(), String
         std::thread::sleep(Duration::from_millis(100));
     }
     std::thread::sleep(stall + Duration::from_millis(1100));
-    let (err, _) = upload_in_thread(node, big.to_path_buf(), &remote, stall, &sub).join().unwrap();
+    let (err, _) =
+        transfer_in_thread(node, Transfer::Up(big.to_path_buf(), remote.clone()), stall, &sub).join().unwrap();
     if let Some(e) = err {
         return Err(format!("node {node}: re-run failed: {e}"));
     }
@@ -915,7 +927,7 @@ fn stopped_node_mid_upload_and_mid_download_hits_the_stall_timeout() -> Result<(
     let n = NODE_STOP.to_string();
     let remote = "/var/tmp/stopped.bin";
     let throttle = Throttle::new(NODE_STOP);
-    let up = upload_in_thread(NODE_STOP, big, remote, stall, d.path());
+    let up = transfer_in_thread(NODE_STOP, Transfer::Up(big, remote.to_string()), stall, d.path());
     wait_for_partial_temp(NODE_STOP, remote)?;
     let stop = lab().node_exec(&n, &["pkill", "-STOP", "-f", SESSION]);
     let stopped_at = std::time::Instant::now();
@@ -944,7 +956,7 @@ fn stopped_node_mid_upload_and_mid_download_hits_the_stall_timeout() -> Result<(
     let local_dir = d.path().join("fetched");
     std::fs::create_dir_all(&local_dir)?;
     let local = local_dir.join("download.bin");
-    let down = download_in_thread(NODE_STOP, remote, local.clone(), stall, d.path());
+    let down = transfer_in_thread(NODE_STOP, Transfer::Down(remote.to_string(), local.clone()), stall, d.path());
     let mut started = false;
     for _ in 0..200 {
         let partial =
@@ -969,38 +981,6 @@ fn stopped_node_mid_upload_and_mid_download_hits_the_stall_timeout() -> Result<(
     // Neither the file nor its temporary copy is left on the controller.
     let left: Vec<_> = std::fs::read_dir(&local_dir)?.flatten().map(|e| e.file_name()).collect();
     check(left.is_empty(), || format!("left behind: {left:?}"))
-}
-
-/// Download `remote` from `node` into `local` through the library with a short stall timeout,
-/// in a thread of its own; returns the error text (if any) and how long it took.
-fn download_in_thread(
-    node: usize,
-    remote: &str,
-    local: PathBuf,
-    stall: Duration,
-    dir: &Path,
-) -> std::thread::JoinHandle<(Option<String>, Duration)> {
-    use mgmt_driver::event::Events;
-    use mgmt_driver::inventory::{Inventory, LoadOptions};
-    use mgmt_driver::ssh::{SshConnector, SshOptions};
-    use mgmt_driver::transport::Connector;
-    let inv_path = inv_for(dir, &[node], &root_key_defaults("id_ed25519"));
-    let host = Inventory::load(&inv_path, &LoadOptions::default()).unwrap().hosts.remove(0);
-    let remote = remote.to_string();
-    std::thread::spawn(move || {
-        let rt = tokio::runtime::Runtime::new().unwrap();
-        let started = std::time::Instant::now();
-        let r = rt.block_on(async {
-            let (events, _rx) = Events::channel();
-            let ev = events.for_host(&host.name);
-            let opts = SshOptions { stall, retry_for: Duration::from_secs(5), ..Default::default() };
-            let t = SshConnector::new(opts)?.connect(&host, &ev).await?;
-            let r = t.download(&remote, &local, &ev).await;
-            t.close().await;
-            r
-        });
-        (r.err().map(|e| e.to_string()), started.elapsed())
-    })
 }
 
 /// Something accepts TCP on the SSH port but never says a word: each attempt ends at the

@@ -644,31 +644,16 @@ mod tests {
     #[test]
     fn script_environment_refuses_what_runs_code_as_root_and_the_pins() {
         let env = |k: &str, v: &str| format!(r#", "script_environment": {{"{k}": "{v}"}}"#);
+        // One of each rule here; tests/hostile/cluster.rs runs every denied name through the binary.
         for k in [
             "BASH_ENV",
-            "ENV",
-            "SHELLOPTS",
-            "BASHOPTS",
             "LD_PRELOAD",
-            "LD_LIBRARY_PATH",
             "PATH",
-            "IFS",
-            "PS4",
             "K8S_KEYRING_SHA256",
-            "K8S_KEY_URL",
             "CALICO_URL",
-            "CALICO_SHA256",
-            "HELM_BASE_URL",
-            "HELM_SHA256_AMD64",
             "PAUSE_IMAGE",
-            "APT_CONFIG",
             "K8S_JOIN_TOKEN",
-            "HTTP_PRIVATE_REGISTRIES",
             "GIT_SSH_COMMAND",
-            "HTTPS_PROXY",
-            "PYTHONPATH",
-            "SUDO_ASKPASS",
-            "GCONV_PATH",
         ] {
             let e = err(&env(k, "x"));
             assert!(e.contains(&format!("script_environment.{k}: may not be set by a request")), "{k}: {e}");

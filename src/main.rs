@@ -1,11 +1,8 @@
 use std::time::Duration;
 
 use clap::Parser;
-use mgmt_driver::cli::envelope::{Envelope, ErrorItem};
-use mgmt_driver::cli::{main as cli_main, parse_error, Cli, Command};
-use mgmt_driver::error::{exit, printable};
-use mgmt_driver::event::LEDGER;
-use serde_json::json;
+use mgmt_driver::cli::{interrupt, main as cli_main, parse_error, Cli};
+use mgmt_driver::error::exit;
 use tokio::signal::unix::{signal, Signal, SignalKind};
 
 fn main() {
@@ -21,7 +18,7 @@ fn main() {
         .with_writer(std::io::stderr)
         .with_env_filter(tracing_subscriber::EnvFilter::from_env("MGMT_DRIVER_LOG"))
         .init();
-    let (operation, output, dry_run) = (operation(&cli.command), cli.output, cli.run.dry_run);
+    let (operation, output, dry_run) = (cli.command.name(), cli.output, cli.run.dry_run);
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime");
     let code = rt.block_on(async {
         let signals = (
@@ -36,8 +33,7 @@ fn main() {
                     let _ = first_signal(signals).await;
                     std::process::exit(code);
                 });
-                mgmt_driver::cli::fanout::hide_progress();
-                report_interruption(name, &operation, dry_run).print(output);
+                interrupt::report(name, &operation, dry_run).print(output);
                 code
             }
         }
@@ -57,52 +53,4 @@ async fn first_signal(mut s: (Signal, Signal)) -> (&'static str, i32, (Signal, S
         _ = s.1.recv() => ("SIGTERM", exit::TERMINATED),
     };
     (name, code, s)
-}
-
-/// Tell the operator what was cut off (stderr), and return the result document for the caller
-/// (`-o json|yaml` on stdout).
-fn report_interruption(signal: &str, operation: &str, dry_run: bool) -> Envelope {
-    let r = LEDGER.interruption();
-    let mut text = vec![format!(
-        "interrupted by {signal}: the connections close and each node stops the command this run started there; \
-         re-running is safe for idempotent steps (the hooks resume from their saved state)"
-    )];
-    text.extend(r.lines());
-    eprintln!("{}", text.join("\n"));
-    let mut env = Envelope::new(operation, dry_run);
-    env.ok = false;
-    env.errors.push(ErrorItem { kind: "interrupted", message: format!("interrupted by {signal}"), node: None });
-    for (host, command) in &r.interrupted {
-        let message = format!("{}: interrupted by {signal} while running: {}", printable(host), printable(command));
-        env.errors.push(ErrorItem { kind: "interrupted", message, node: Some(host.clone()) });
-    }
-    env.result = json!({"interrupted": {
-        "signal": signal,
-        "finished": r.finished,
-        "failed": r.failed,
-        "interrupted": r.interrupted.iter().map(|(h, c)| json!({"node": h, "command": c})).collect::<Vec<_>>(),
-        "idle": r.idle,
-        "notStarted": r.not_started,
-    }});
-    env
-}
-
-/// The operation's name as its result document names it.
-fn operation(c: &Command) -> String {
-    match c {
-        Command::Exec(_) => "exec",
-        Command::Put(_) => "put",
-        Command::Get(_) => "get",
-        Command::RunScript(_) => "run-script",
-        Command::InstantiateEnd(_) => "instantiate_end",
-        Command::HealStart(_) => "heal_start",
-        Command::HealEnd(_) => "heal_end",
-        Command::ScaleStart(_) => "scale_start",
-        Command::ScaleEnd(_) => "scale_end",
-        Command::TerminateEnd(_) => "terminate_end",
-        Command::Cnf { op, .. } => op.name(),
-        Command::Version => "version",
-        Command::Completion { .. } => "completion",
-    }
-    .to_string()
 }

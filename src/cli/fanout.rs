@@ -138,11 +138,6 @@ pub async fn run_script(a: RunScriptArgs, ctx: &Ctx) -> Result<i32> {
     fan_out("run-script", &a.select, ctx, |h| Ok(sj.job(h, &opts))).await
 }
 
-/// Take the fan-out's progress bar off the terminal for good, before an interruption report.
-pub fn hide_progress() {
-    crate::render::clear_progress();
-}
-
 /// A host and its job, built together so running needs no lookup.
 struct HostJob {
     host: Host,

@@ -9,6 +9,7 @@ pub mod common;
 pub mod envelope;
 pub mod fanout;
 pub mod hook;
+pub mod interrupt;
 pub mod meta;
 
 use clap::{Parser, Subcommand};
@@ -75,6 +76,28 @@ pub enum Command {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
+}
+
+impl Command {
+    /// The operation's name as its result document names it.
+    pub fn name(&self) -> String {
+        match self {
+            Command::Exec(_) => "exec",
+            Command::Put(_) => "put",
+            Command::Get(_) => "get",
+            Command::RunScript(_) => "run-script",
+            Command::InstantiateEnd(_) => "instantiate_end",
+            Command::HealStart(_) => "heal_start",
+            Command::HealEnd(_) => "heal_end",
+            Command::ScaleStart(_) => "scale_start",
+            Command::ScaleEnd(_) => "scale_end",
+            Command::TerminateEnd(_) => "terminate_end",
+            Command::Cnf { op, .. } => op.name(),
+            Command::Version => "version",
+            Command::Completion { .. } => "completion",
+        }
+        .to_string()
+    }
 }
 
 /// A command line clap refused: its message on stderr as clap prints it and, when the line asks

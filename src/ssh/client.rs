@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use russh::client;
 use russh::keys::{PublicKey, PublicKeyOrCertificate};
 
-use super::host_key::{verify, Verdict};
+use super::host_key::{off_runtime, verify, Verdict};
 use crate::inventory::HostKeyCheck;
 
 pub struct Client {
@@ -32,9 +32,9 @@ impl client::Handler for Client {
         // File lock and file I/O: never on the async threads, where a known_hosts held by
         // another process would stall every other connection of the run.
         let (policy, path, host, port) = (self.policy, self.known_hosts.clone(), self.host.clone(), self.port);
-        let v = tokio::task::spawn_blocking(move || verify(policy, &path, &host, port, &key))
+        let v = off_runtime(move || verify(policy, &path, &host, port, &key))
             .await
-            .unwrap_or_else(|e| Verdict::Rejected { message: format!("host key check failed: {e}") });
+            .unwrap_or_else(|| Verdict::Rejected { message: "host key check failed: the check panicked".into() });
         let ok = !matches!(v, Verdict::Rejected { .. });
         *self.verdict.lock().unwrap_or_else(|p| p.into_inner()) = Some(v);
         Ok(ok)

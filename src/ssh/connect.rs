@@ -112,7 +112,7 @@ async fn connect_chain(
         let label = if i + 1 == hops.len() { host.name.clone() } else { format!("{} (jump {endpoint})", host.name) };
         let known = {
             let (path, addr, port) = (hop.known_hosts.to_path_buf(), hop.addr.to_string(), hop.port);
-            tokio::task::spawn_blocking(move || known_algorithms(&path, &addr, port)).await.unwrap_or_default()
+            super::host_key::off_runtime(move || known_algorithms(&path, &addr, port)).await.unwrap_or_default()
         };
         let config = if known.is_empty() || hop.policy == HostKeyCheck::Off {
             config.clone()

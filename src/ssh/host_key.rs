@@ -74,8 +74,18 @@ pub fn known_algorithms(known_hosts: &Path, host: &str, port: u16) -> Vec<Algori
     algs
 }
 
+/// Run known_hosts work (file lock, file I/O) off the async threads, one piece at a time:
+/// [`verify`] holds a process-wide lock anyway, and 200 handshakes at once must not start 200
+/// blocking threads (each with its stack and, in glibc, its own malloc arena) that would only
+/// wait on that lock. `None` when the blocking task panicked.
+pub async fn off_runtime<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Option<T> {
+    static ONE_AT_A_TIME: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(1);
+    let _turn = ONE_AT_A_TIME.acquire().await.ok()?;
+    tokio::task::spawn_blocking(f).await.ok()
+}
+
 /// Decide about `key` offered by `host:port`. Blocking (file lock, file I/O): call it off the
-/// async threads (the handler uses `spawn_blocking`).
+/// async threads, through [`off_runtime`].
 pub fn verify(policy: HostKeyCheck, known_hosts: &Path, host: &str, port: u16, key: &PublicKey) -> Verdict {
     let offered = fingerprint(key);
     if policy == HostKeyCheck::Off {

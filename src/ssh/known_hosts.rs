@@ -84,10 +84,10 @@ pub fn matches_host(name: &str, patterns: &str) -> bool {
     if let Some(hashed) = patterns.strip_prefix("|1|") {
         return matches_hashed(name, hashed);
     }
-    let name = name.to_ascii_lowercase();
+    // No allocation per line: every handshake scans the whole file, so a run over N hosts
+    // with N entries does N² of these.
     let mut hit = false;
     for p in patterns.split(',') {
-        let p = p.to_ascii_lowercase();
         if let Some(neg) = p.strip_prefix('!') {
             if glob(neg.as_bytes(), name.as_bytes()) {
                 return false;
@@ -109,12 +109,13 @@ fn matches_hashed(name: &str, rest: &str) -> bool {
     mac.chain_update(name.as_bytes()).verify_slice(&hash).is_ok()
 }
 
-/// OpenSSH's pattern match: `*` any run of characters, `?` exactly one.
+/// OpenSSH's pattern match: `*` any run of characters, `?` exactly one; ASCII letters match
+/// regardless of case.
 fn glob(p: &[u8], s: &[u8]) -> bool {
     let (mut pi, mut si) = (0, 0);
     let mut back: Option<(usize, usize)> = None;
     while si < s.len() {
-        if pi < p.len() && (p[pi] == b'?' || p[pi] == s[si]) {
+        if pi < p.len() && (p[pi] == b'?' || p[pi].eq_ignore_ascii_case(&s[si])) {
             pi += 1;
             si += 1;
         } else if pi < p.len() && p[pi] == b'*' {

@@ -87,14 +87,27 @@ impl fmt::Debug for MaskedJson<'_> {
 }
 
 /// `Debug` of a serializable struct as its JSON with the secrets masked: for the structs that
-/// keep a request or a record (`impl Debug for X { fn fmt(..) { debug_masked("X", self, f) } }`),
-/// so a new field is covered without a new line of `Debug`.
+/// keep a request or a record ([`impl_debug_masked!`]), so a new field is covered without a new
+/// line of `Debug`.
 pub fn debug_masked<T: serde::Serialize>(name: &str, t: &T, f: &mut fmt::Formatter<'_>) -> fmt::Result {
     match serde_json::to_value(t) {
         Ok(v) => write!(f, "{name} {}", masked(&v)),
         Err(_) => write!(f, "{name} {{ .. }}"),
     }
 }
+
+/// `impl Debug` through [`debug_masked`] for each named type: a request or a record prints as
+/// its JSON with credentials (accessInfo passwords, tokens, URL userinfo) masked.
+macro_rules! impl_debug_masked {
+    ($($t:ident),+ $(,)?) => {$(
+        impl std::fmt::Debug for $t {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                $crate::secret::debug_masked(stringify!($t), self, f)
+            }
+        }
+    )+};
+}
+pub(crate) use impl_debug_masked;
 
 #[cfg(test)]
 mod tests {

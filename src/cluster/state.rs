@@ -63,11 +63,7 @@ pub struct InstanceState {
     pub updated_at: Option<String>,
 }
 
-impl std::fmt::Debug for InstanceState {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        crate::secret::debug_masked("InstanceState", self, f)
-    }
-}
+crate::secret::impl_debug_masked!(InstanceState);
 
 impl InstanceState {
     pub fn new(id: &str) -> Self {

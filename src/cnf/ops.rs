@@ -31,11 +31,7 @@ pub struct CnfState {
     pub releases: BTreeMap<String, ReleaseState>,
 }
 
-impl std::fmt::Debug for CnfState {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        crate::secret::debug_masked("CnfState", self, f)
-    }
-}
+crate::secret::impl_debug_masked!(CnfState);
 
 /// `Debug` masks secret-named values.
 #[derive(Clone, Default, Serialize, Deserialize, PartialEq)]
@@ -47,11 +43,7 @@ pub struct ReleaseState {
     pub values: Value,
 }
 
-impl std::fmt::Debug for ReleaseState {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        crate::secret::debug_masked("ReleaseState", self, f)
-    }
-}
+crate::secret::impl_debug_masked!(ReleaseState);
 
 pub struct Ctx<'a> {
     pub s: &'a Session,

@@ -109,12 +109,7 @@ pub struct VimConnection {
     pub rest: Map<String, Value>,
 }
 
-/// Debug shows the JSON with credentials (accessInfo passwords, tokens) masked.
-impl std::fmt::Debug for VimConnection {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        crate::secret::debug_masked("VimConnection", self, f)
-    }
-}
+crate::secret::impl_debug_masked!(VimConnection);
 
 impl VimConnection {
     pub fn is_kubernetes(&self) -> bool {
@@ -149,12 +144,7 @@ pub struct InstantiateRequest {
     pub rest: Map<String, Value>,
 }
 
-/// Debug shows the JSON with credentials (accessInfo passwords, tokens) masked.
-impl std::fmt::Debug for InstantiateRequest {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        crate::secret::debug_masked("InstantiateRequest", self, f)
-    }
-}
+crate::secret::impl_debug_masked!(InstantiateRequest);
 
 #[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
 pub enum ScaleType {
@@ -177,12 +167,7 @@ pub struct ScaleRequest {
     pub additional_params: Map<String, Value>,
 }
 
-/// Debug shows the JSON with credentials (accessInfo passwords, tokens) masked.
-impl std::fmt::Debug for ScaleRequest {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        crate::secret::debug_masked("ScaleRequest", self, f)
-    }
-}
+crate::secret::impl_debug_masked!(ScaleRequest);
 
 fn one() -> u32 {
     1
@@ -213,12 +198,7 @@ pub struct HealRequest {
     pub additional_params: Map<String, Value>,
 }
 
-/// Debug shows the JSON with credentials (accessInfo passwords, tokens) masked.
-impl std::fmt::Debug for HealRequest {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        crate::secret::debug_masked("HealRequest", self, f)
-    }
-}
+crate::secret::impl_debug_masked!(HealRequest);
 
 fn string_or_list<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Vec<String>, D::Error> {
     #[derive(Deserialize)]
@@ -252,12 +232,7 @@ pub struct TerminateRequest {
     pub additional_params: Map<String, Value>,
 }
 
-/// Debug shows the JSON with credentials (accessInfo passwords, tokens) masked.
-impl std::fmt::Debug for TerminateRequest {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        crate::secret::debug_masked("TerminateRequest", self, f)
-    }
-}
+crate::secret::impl_debug_masked!(TerminateRequest);
 
 /// The parts of a SOL003 VnfInstance the hooks read.
 #[derive(Clone, Debug, Deserialize, Serialize)]

@@ -139,6 +139,17 @@ pub fn printable(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// A value quoted in a message: control characters (and quotes and backslashes) escaped, so a
+/// newline cannot forge a log line, and cut at 80 characters, so a 10 KB value cannot fill the
+/// screen. The one helper for input and node values shown in errors and warnings.
+pub fn excerpt(s: &str) -> String {
+    let mut out: String = s.chars().take(80).flat_map(char::escape_debug).collect();
+    if s.chars().count() > 80 {
+        out.push('…');
+    }
+    out
+}
+
 fn needs_escape(c: char) -> bool {
     (c.is_control() && c != '\t')
         || matches!(c, '\u{200e}' | '\u{200f}' | '\u{2028}' | '\u{2029}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')

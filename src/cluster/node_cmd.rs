@@ -278,15 +278,8 @@ pub fn evictable_pods(pods_json: &str) -> std::result::Result<Vec<String>, Strin
             })
         })
         .map(|p| {
-            // Shown in an error only; a name that is not a Kubernetes name is shown escaped.
-            let shown = |v: Option<&str>, default: &str| {
-                let v = v.unwrap_or(default);
-                if v.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b)) && v.len() <= 253 {
-                    v.to_string()
-                } else {
-                    format!("{:?}", v.chars().take(80).collect::<String>())
-                }
-            };
+            // Shown in an error only, escaped.
+            let shown = |v: Option<&str>, default: &str| crate::error::excerpt(v.unwrap_or(default));
             let ns = shown(p.pointer("/metadata/namespace").and_then(|x| x.as_str()), "default");
             let n = shown(p.pointer("/metadata/name").and_then(|x| x.as_str()), "?");
             format!("{ns}/{n}")
@@ -595,7 +588,7 @@ esac
                                  {"metadata":{"name":"web-1","namespace":"default","ownerReferences":[{"kind":"ReplicaSet"}]}}]}"#;
         assert_eq!(evictable_pods(pods).unwrap(), vec!["default/web-1"]);
         let odd = r#"{"items":[{"metadata":{"name":"x\u001b[2J\nline","namespace":"default"}}]}"#;
-        assert_eq!(evictable_pods(odd).unwrap(), vec!["default/\"x\\u{1b}[2J\\nline\""]);
+        assert_eq!(evictable_pods(odd).unwrap(), vec!["default/x\\u{1b}[2J\\nline"]);
     }
 
     #[test]

@@ -7,8 +7,8 @@ use std::net::IpAddr;
 use ipnet::IpNet;
 use serde_json::{Map, Value};
 
+use crate::error::excerpt;
 use crate::error::{Error, Result};
-use crate::inventory::printable;
 use crate::secret::Secret;
 
 pub const PARAM_KEY: &str = "k8s_cluster_installation_param";
@@ -168,7 +168,7 @@ impl<'a> Obj<'a> {
         let ok = v.len() <= 255 && v.bytes().all(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'.'));
         if !ok {
             return Err(
-                self.err(key, format!("'{}' is not a VNFD identifier (letters, digits, '_', '-', '.')", printable(&v)))
+                self.err(key, format!("'{}' is not a VNFD identifier (letters, digits, '_', '-', '.')", excerpt(&v)))
             );
         }
         Ok(Some(v))
@@ -213,13 +213,13 @@ fn kind(v: &Value) -> &'static str {
 fn package_path(o: &Obj, key: &str) -> Result<Option<String>> {
     let Some(p) = o.opt_str(key)? else { return Ok(None) };
     if p.starts_with('/') {
-        return Err(o.err(key, format!("'{}' must be relative to the VNF package, not absolute", printable(&p))));
+        return Err(o.err(key, format!("'{}' must be relative to the VNF package, not absolute", excerpt(&p))));
     }
     if p.split('/').any(|c| c == "..") {
-        return Err(o.err(key, format!("'{}' must stay inside the VNF package ('..' is not allowed)", printable(&p))));
+        return Err(o.err(key, format!("'{}' must stay inside the VNF package ('..' is not allowed)", excerpt(&p))));
     }
     if p.len() > 4096 || p.chars().any(|c| c.is_control() || c == '\\') {
-        return Err(o.err(key, format!("'{}': a package path has no control characters or backslashes", printable(&p))));
+        return Err(o.err(key, format!("'{}': a package path has no control characters or backslashes", excerpt(&p))));
     }
     Ok(Some(p))
 }
@@ -461,7 +461,7 @@ fn script_environment(o: &Obj) -> Result<Vec<(String, String)>> {
             return Err(o.err("script_environment", format!("more than {MAX_ENV_VARS} variables")));
         }
         for (k, v) in env.map {
-            let shown = printable(k);
+            let shown = excerpt(k);
             let ok = k.len() <= 128
                 && k.starts_with(|c: char| c.is_ascii_uppercase())
                 && k.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_');
@@ -484,7 +484,7 @@ fn script_environment(o: &Obj) -> Result<Vec<(String, String)>> {
 /// A registry `server`: `host[:port]`, `[v6]:port` or `v4:port`; never `.`, `..`, a path, an
 /// option or a URL (it names a directory under /etc/containerd/certs.d on every node).
 fn registry_server(s: &str) -> std::result::Result<(), String> {
-    let bad = || format!("'{}' is not host[:port]", printable(s));
+    let bad = || format!("'{}' is not host[:port]", excerpt(s));
     let (host, port) = if let Some(rest) = s.strip_prefix('[') {
         let (h, after) = rest.split_once(']').ok_or_else(bad)?;
         h.parse::<std::net::Ipv6Addr>().map_err(|_| bad())?;
@@ -553,7 +553,7 @@ fn registries(o: &Obj) -> Result<Vec<Registry>> {
                 && f.clone().count() >= 1
                 && f.all(|n| !n.starts_with('-') && n.chars().all(|c| c.is_ascii_alphanumeric() || ".-".contains(c)));
             if !ok {
-                return Err(r.err("hosts_string", format!("'{}' is not \"IP NAME...\"", printable(h))));
+                return Err(r.err("hosts_string", format!("'{}' is not \"IP NAME...\"", excerpt(h))));
             }
         }
         out.push(Registry { https, server, certificate_path: package_path(&r, "certificate_path")?, hosts_string });

@@ -12,8 +12,9 @@ use crate::cluster::hook::Hook;
 use crate::cluster::params::{ClusterParams, PARAM_KEY};
 use crate::cluster::state::{self, InstanceState};
 use crate::cluster::topology::{self, NodeDefaults, Topology};
+use crate::error::excerpt;
 use crate::error::{Error, Result};
-use crate::inventory::{printable, HostKeyCheck, Inventory, LoadOptions};
+use crate::inventory::{HostKeyCheck, Inventory, LoadOptions};
 use crate::lifecycle::package::Package;
 use crate::lifecycle::request::{
     self, HealRequest, InstantiateRequest, ScaleRequest, ScaleType, TerminateRequest, VimConnections, VnfInstance,
@@ -175,8 +176,8 @@ fn instance_id(a: &Inputs, inst: Option<&VnfInstance>) -> Result<String> {
         (Some(i), Some(id)) if &i.id != id => {
             return Err(Error::input(
                 "--vnf-instance-id",
-                printable(id),
-                format!("differs from the VnfInstance's id {}", printable(&i.id)),
+                excerpt(id),
+                format!("differs from the VnfInstance's id {}", excerpt(&i.id)),
             ))
         }
         (Some(i), _) => i.id.clone(),
@@ -296,7 +297,7 @@ fn topology(
 fn targets(op: Op, h: &Hook, req: &Req, a: &Inputs, inst: Option<&VnfInstance>) -> Result<Vec<String>> {
     for n in &a.node {
         if h.topo.find(n).is_none() {
-            return Err(Error::input("--node", printable(n), "no such node among the cluster's masters and workers"));
+            return Err(Error::input("--node", excerpt(n), "no such node among the cluster's masters and workers"));
         }
     }
     if !a.node.is_empty() {
@@ -318,7 +319,7 @@ fn targets(op: Op, h: &Hook, req: &Req, a: &Inputs, inst: Option<&VnfInstance>) 
                 node.map(|n| n.name().to_string()).ok_or_else(|| {
                     let msg = format!(
                         "'{}' names no inventory host and no vnfcResourceInfo of --vnf-instance with a known address",
-                        printable(id)
+                        excerpt(id)
                     );
                     Error::input(&h.req_file, "vnfcInstanceId", msg)
                 })

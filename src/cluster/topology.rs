@@ -98,9 +98,9 @@ fn with_request_credentials(mut h: Host, r: &RoleParams) -> Host {
 /// `s` must be an IP address: it reaches root commands on every node (the install script's
 /// `-i`, keepalived, /etc/hosts) and the VIM's URL.
 fn ip(s: &str, file: &str, field: &str, what: &str) -> Result<()> {
-    s.parse::<std::net::IpAddr>().map(|_| ()).map_err(|_| {
-        Error::input(file, field, format!("{what} '{}' is not an IP address", crate::inventory::printable(s)))
-    })
+    s.parse::<std::net::IpAddr>()
+        .map(|_| ())
+        .map_err(|_| Error::input(file, field, format!("{what} '{}' is not an IP address", crate::error::excerpt(s))))
 }
 
 fn check(t: Topology, file: &str) -> Result<Topology> {
@@ -176,7 +176,7 @@ pub fn from_vnf_instance(inst: &VnfInstance, p: &ClusterParams, file: &str, d: &
         let (group, _) = group_name(r);
         let mut out = Vec::new();
         for v in vnfcs.iter().filter(|v| v.vdu_id == group) {
-            let at = format!("instantiatedVnfInfo.vnfcResourceInfo[id={}]", crate::inventory::printable(&v.id));
+            let at = format!("instantiatedVnfInfo.vnfcResourceInfo[id={}]", crate::error::excerpt(&v.id));
             // The id becomes the node's name (in logs, the state, the result): an identifier.
             let id_ok = !v.id.is_empty()
                 && v.id.len() <= 253

@@ -56,7 +56,7 @@ pub fn parse(v: &Value, at: &str) -> Result<HelmInfo> {
             return Err(Error::input(
                 at,
                 "helm_info.masternode_ip",
-                format!("'{}' is not an address", crate::cnf::names::shown(ip)),
+                format!("'{}' is not an address", crate::error::excerpt(ip)),
             ));
         }
     }

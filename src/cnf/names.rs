@@ -1,10 +1,13 @@
 //! The words a CNF hands to Helm as names: releases, namespaces, repositories, charts, chart
-//! references, versions, `--set` items (login names: `inventory::check_user`). Each reaches Helm as one quoted argument,
-//! but quoting does not stop a word from being an *option* (`--insecure-skip-tls-verify`) or a
-//! *local directory* (`.`, `..`) to Helm; these checks do, before anything connects. Pure.
+//! references, versions, `--set` items (login names: `inventory::check_user`). Each reaches
+//! Helm as one quoted argument, but quoting does not stop a word from being an *option*
+//! (`--insecure-skip-tls-verify`) or a *local directory* (`.`, `..`) to Helm; these checks do,
+//! before anything connects. Pure.
 //!
 //! Every check returns the reason a word is refused; callers put it in an
 //! [`Error::input`](crate::error::Error::input) naming the field.
+
+use crate::error::excerpt;
 
 /// Helm's release names: a DNS-1123 subdomain of at most 53 characters (Helm 3 and 4 refuse
 /// longer ones; the release's Secret name adds a suffix).
@@ -13,7 +16,7 @@ pub fn release(s: &str) -> Result<(), String> {
         return Err(format!(
             "'{}' is not a Helm release name (lowercase letters, digits, '-' and '.', starting and ending \
              with a letter or digit, at most 53)",
-            shown(s)
+            excerpt(s)
         ));
     }
     Ok(())
@@ -22,7 +25,7 @@ pub fn release(s: &str) -> Result<(), String> {
 /// Kubernetes namespaces: a DNS-1123 label of at most 63 characters.
 pub fn namespace(s: &str) -> Result<(), String> {
     if !dns_label(s, 63) {
-        return Err(format!("'{}' is not a Kubernetes namespace name", shown(s)));
+        return Err(format!("'{}' is not a Kubernetes namespace name", excerpt(s)));
     }
     Ok(())
 }
@@ -51,7 +54,7 @@ pub fn repo(s: &str) -> Result<(), String> {
     if !ok {
         return Err(format!(
             "'{}' is not a repository name (a letter or digit, then letters, digits, '_', '-', '.'; at most 63)",
-            shown(s)
+            excerpt(s)
         ));
     }
     Ok(())
@@ -80,7 +83,7 @@ pub fn chart(s: &str) -> Result<(), String> {
     if !ok {
         return Err(format!(
             "'{}' is not a chart name (a letter or digit, then letters, digits, '_', '-', '.')",
-            shown(s)
+            excerpt(s)
         ));
     }
     Ok(())
@@ -96,7 +99,7 @@ pub fn chart_ref(s: &str, bare_ok: bool, instance: &str) -> Result<(), String> {
         if inst == instance {
             Ok(())
         } else {
-            Err(format!("'{}' belongs to another CNF instance than {instance}", shown(s)))
+            Err(format!("'{}' belongs to another CNF instance than {instance}", excerpt(s)))
         }
     };
     if s.starts_with("oci://") || s.starts_with("http://") || s.starts_with("https://") {
@@ -108,7 +111,7 @@ pub fn chart_ref(s: &str, bare_ok: bool, instance: &str) -> Result<(), String> {
     if let Some(rest) = s.strip_prefix(&format!("{}/", crate::cnf::helm_cmd::CHART_ROOT)) {
         let mut parts = rest.split('/');
         let (Some(inst), Some(dir), None) = (parts.next(), parts.next(), parts.next()) else {
-            return Err(format!("'{}' is not an instance's chart directory", shown(s)));
+            return Err(format!("'{}' is not an instance's chart directory", excerpt(s)));
         };
         own(inst)?;
         return chart(dir);
@@ -126,7 +129,7 @@ pub fn chart_ref(s: &str, bare_ok: bool, instance: &str) -> Result<(), String> {
             chart(c)
         }
         None if bare_ok => chart(s),
-        None => Err(format!("'{}' is not REPO/CHART, an oci:// or http(s):// URL", shown(s))),
+        None => Err(format!("'{}' is not REPO/CHART, an oci:// or http(s):// URL", excerpt(s))),
     }
 }
 
@@ -138,7 +141,7 @@ pub fn version(s: &str) -> Result<(), String> {
         && !s.starts_with('-')
         && s.bytes().all(|c| c.is_ascii_alphanumeric() || b".-+~^<>=*|, ".contains(&c));
     if !ok {
-        return Err(format!("'{}' is not a chart version or constraint", shown(s)));
+        return Err(format!("'{}' is not a chart version or constraint", excerpt(s)));
     }
     Ok(())
 }
@@ -155,11 +158,11 @@ pub fn set_item(s: &str) -> Result<(), String> {
 /// any) split off. Returns `(url without userinfo, Some((user, password)))`.
 pub fn url(s: &str) -> Result<(String, Option<(String, String)>), String> {
     let Some((scheme, rest)) = s.split_once("://") else {
-        return Err(format!("'{}' is not an http(s):// or oci:// URL", crate::url_mask::mask_userinfo(&shown(s))));
+        return Err(format!("'{}' is not an http(s):// or oci:// URL", crate::url_mask::mask_userinfo(&excerpt(s))));
     };
     let bad = |c: char| c.is_whitespace() || c.is_control() || "\"'`<>\\".contains(c);
     if !["http", "https", "oci"].contains(&scheme) || rest.is_empty() || s.len() > 2048 || s.contains(bad) {
-        return Err(format!("'{}' is not an http(s):// or oci:// URL", crate::url_mask::mask_userinfo(&shown(s))));
+        return Err(format!("'{}' is not an http(s):// or oci:// URL", crate::url_mask::mask_userinfo(&excerpt(s))));
     }
     let auth_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
     let (authority, path) = rest.split_at(auth_end);
@@ -168,7 +171,7 @@ pub fn url(s: &str) -> Result<(String, Option<(String, String)>), String> {
         None => (None, authority),
     };
     if host.is_empty() || host.starts_with('-') {
-        return Err(format!("'{}' has no host", crate::url_mask::mask_userinfo(&shown(s))));
+        return Err(format!("'{}' has no host", crate::url_mask::mask_userinfo(&excerpt(s))));
     }
     let bare = format!("{scheme}://{host}{path}");
     let creds = userinfo.map(|u| match u.split_once(':') {
@@ -199,15 +202,6 @@ fn percent_decoded(s: &str) -> String {
         }
     }
     String::from_utf8(out).unwrap_or_else(|_| s.to_string())
-}
-
-/// A word as shown in a message: at most 80 characters, control characters escaped.
-pub fn shown(s: &str) -> String {
-    let mut out: String = s.chars().take(80).flat_map(char::escape_debug).collect();
-    if s.chars().count() > 80 {
-        out.push('…');
-    }
-    out
 }
 
 #[cfg(test)]
@@ -288,6 +282,6 @@ mod tests {
         assert!(version("1;id").is_err() && version("").is_err());
         assert!(set_item("a.b=c").is_ok() && set_item("=c").is_err() && set_item("a").is_err());
         assert!(set_item("--post-renderer=x").is_err() && set_item("a=b\nc").is_err());
-        assert_eq!(shown("a\nb"), "a\\nb");
+        assert_eq!(excerpt("a\nb"), "a\\nb");
     }
 }

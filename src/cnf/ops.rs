@@ -484,7 +484,7 @@ pub fn parse_repo_list(out: &str) -> std::result::Result<BTreeMap<String, String
             None => names::repo(name).is_ok(),
         };
         if !ok {
-            return Err(format!("'{}' is not a repository name", names::shown(name)));
+            return Err(format!("'{}' is not a repository name", crate::error::excerpt(name)));
         }
         have.insert(name.to_string(), url.trim_end_matches('/').to_string());
     }

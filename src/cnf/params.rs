@@ -251,7 +251,7 @@ fn release(m: &Map<String, Value>, it: &Item, warnings: &mut Vec<String>) -> Res
         return Err(it.err("exthelmrepo_ca_file", "must stay inside the VNF package"));
     }
     for k in m.keys().filter(|k| !RELEASE_KEYS.contains(&k.as_str())) {
-        warnings.push(format!("additionalParams.{}.{}: unknown key, ignored", it.at, names::shown(k)));
+        warnings.push(format!("additionalParams.{}.{}: unknown key, ignored", it.at, crate::error::excerpt(k)));
     }
     Ok(Release { name, source, set, secret_set, version, values, repo_username, repo_password, repo_ca_file })
 }
@@ -311,15 +311,18 @@ fn external_chart(m: &Map<String, Value>, it: &Item) -> Result<ChartSource> {
 fn local_chart(m: &Map<String, Value>, it: &Item) -> Result<ChartSource> {
     let path = it.required(m, "helmchartfile_path")?;
     if !package_path(&path) {
-        return Err(it.err("helmchartfile_path", format!("'{}' must stay inside the VNF package", names::shown(&path))));
+        return Err(it.err(
+            "helmchartfile_path",
+            format!("'{}' must stay inside the VNF package", crate::error::excerpt(&path)),
+        ));
     }
     let chart_dir = chart_dir_of(&path).ok_or_else(|| {
-        it.err("helmchartfile_path", format!("'{}' is not named <chart>-<version>.tgz", names::shown(&path)))
+        it.err("helmchartfile_path", format!("'{}' is not named <chart>-<version>.tgz", crate::error::excerpt(&path)))
     })?;
     names::chart(&chart_dir).map_err(|e| it.err("helmchartfile_path", e))?;
     let file = path.rsplit('/').next().unwrap_or(&path);
     if file.starts_with(['-', '.']) {
-        return Err(it.err("helmchartfile_path", format!("'{}' is not a chart file name", names::shown(file))));
+        return Err(it.err("helmchartfile_path", format!("'{}' is not a chart file name", crate::error::excerpt(file))));
     }
     Ok(ChartSource::Local { path, chart_dir })
 }
@@ -349,7 +352,9 @@ fn helm_parameters(
             if !(name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
                 && name.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_'))
             {
-                return Err(it.err(&at, format!("'{}' is not an environment variable name", names::shown(name))));
+                return Err(
+                    it.err(&at, format!("'{}' is not an environment variable name", crate::error::excerpt(name)))
+                );
             }
             Some(SecretFrom::Env(name.to_string()))
         } else if let Some(path) = value.strip_prefix("@file:") {
@@ -369,7 +374,10 @@ fn helm_parameters(
                 if !key.bytes().all(|c| c.is_ascii_alphanumeric() || b"_-.[]/".contains(&c)) {
                     return Err(it.err(
                         &at,
-                        format!("'{}' is not a values key (letters, digits, '_', '-', '.', '[n]')", names::shown(key)),
+                        format!(
+                            "'{}' is not a values key (letters, digits, '_', '-', '.', '[n]')",
+                            crate::error::excerpt(key)
+                        ),
                     ));
                 }
                 secrets.push(SecretSet { key: key.to_string(), from, value: None });

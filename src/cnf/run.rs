@@ -85,7 +85,11 @@ pub fn prepare(op: &Op, a: &Inputs, store: Store) -> Result<Prepared> {
             for (i, pod) in h.vnfc_instance_id.iter().enumerate() {
                 if !names::dns_subdomain(pod) {
                     let field = format!("vnfcInstanceId[{i}]");
-                    return Err(Error::input(&req_file, field, format!("'{}' is not a pod name", names::shown(pod))));
+                    return Err(Error::input(
+                        &req_file,
+                        field,
+                        format!("'{}' is not a pod name", crate::error::excerpt(pod)),
+                    ));
                 }
             }
             heal = Some(h);
@@ -164,7 +168,7 @@ fn check_args(op: &Op, instance: &str) -> Result<()> {
                 return Err(Error::input(
                     "arguments",
                     "WHAT",
-                    format!("'{}': values, readme, chart or all", names::shown(what)),
+                    format!("'{}': values, readme, chart or all", crate::error::excerpt(what)),
                 ));
             }
             arg("CHART", names::chart_ref(chart, repo.is_some(), instance))?;

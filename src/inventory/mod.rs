@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::error::{Error, Result};
+use crate::error::{excerpt, Error, Result};
 use crate::secret::Secret;
 
 /// How a server's host key is checked against `known_hosts`.
@@ -262,13 +262,13 @@ impl Inventory {
         let raw: InventoryFile =
             yaml_serde::from_str(text).map_err(|e| Error::input(file, "inventory", e.to_string()))?;
         for (group, _) in &raw.groups.0 {
-            check_name(group).map_err(|m| Error::input(file, format!("groups.{}", printable(group)), m))?;
+            check_name(group).map_err(|m| Error::input(file, format!("groups.{}", excerpt(group)), m))?;
         }
         for (name, addr) in &raw.cps {
-            let at = format!("cps.{}", printable(name));
+            let at = format!("cps.{}", excerpt(name));
             check_name(name).map_err(|m| Error::input(file, &at, m))?;
             validate_addr(addr).map_err(|_| {
-                Error::input(file, &at, format!("'{}' is not an IP address or host name", printable(addr)))
+                Error::input(file, &at, format!("'{}' is not an IP address or host name", excerpt(addr)))
             })?;
         }
         let d = &raw.defaults;
@@ -397,7 +397,7 @@ pub fn check_user(user: &str) -> std::result::Result<(), String> {
     } else {
         Err(format!(
             "'{}' is not a login name: letters, digits, '.', '_', '-', starting with a letter or '_', at most 32",
-            printable(user)
+            excerpt(user)
         ))
     }
 }
@@ -419,18 +419,8 @@ fn check_name(name: &str) -> std::result::Result<(), String> {
     if ok {
         Ok(())
     } else {
-        Err(format!("'{}': names are 1..253 letters, digits, '_', '-', '.'", printable(name)))
+        Err(format!("'{}': names are 1..253 letters, digits, '_', '-', '.'", excerpt(name)))
     }
-}
-
-/// `s` for a message: control characters escaped (a newline must not forge a log line) and cut
-/// at 80 characters (a 10 KB value must not fill the screen).
-pub(crate) fn printable(s: &str) -> String {
-    let mut out: String = s.chars().take(80).flat_map(char::escape_debug).collect();
-    if s.chars().count() > 80 {
-        out.push('…');
-    }
-    out
 }
 
 /// Groups in file order. YAML mappings are unordered to serde's `BTreeMap`, but an operator

@@ -369,7 +369,7 @@ fn group_and_cp_names_and_cp_addresses_are_checked_and_shown_escaped() {
     assert!(err.to_string().contains("groups.a\\nb: 'a\\nb': names are"), "{err}");
     let err = parse("groups: {}\ncps: {vip: '1.2.3.4; reboot'}\n").unwrap_err().to_string();
     assert!(err.contains("cps.vip: '1.2.3.4; reboot' is not an IP address or host name"), "{err}");
-    assert_eq!(printable(&"x".repeat(100)), format!("{}…", "x".repeat(80)));
+    assert_eq!(crate::error::excerpt(&"x".repeat(100)), format!("{}…", "x".repeat(80)));
 }
 
 #[test]

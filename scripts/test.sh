@@ -16,6 +16,7 @@ cargo fmt --check
 cargo clippy --locked --all-targets -- -D warnings
 bash scripts/lint-shell.sh
 cargo test --locked "$@"
+"$(bash scripts/tacker-venv.sh)" tests/tacker/test_v2.py
 if [ "$(id -u)" = 0 ]; then
     bash tests/labkit/selftest.sh
     bash tests/labkit/helm-selftest.sh

@@ -45,7 +45,7 @@ def jsonable(value):
         except UnicodeDecodeError:
             return base64.b64encode(bytes(value)).decode("ascii")
     if isinstance(value, (set, frozenset)):
-        return sorted((jsonable(v) for v in value), key=repr)
+        return sorted(value, key=repr)
     to_dict = getattr(value, "to_dict", None)
     if callable(to_dict):
         return to_dict()

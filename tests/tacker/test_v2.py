@@ -258,8 +258,8 @@ class Package(unittest.TestCase):
                    "scale_start", "scale_end", "scale_rollback_start", "heal_start",
                    "heal_end", "terminate_end"):
             self.assertEqual(vnfd.get_interface_script("simple", op), shim, op)
-        for op in ("instantiate_end", "instantiate_rollback_start", "scale_start", "heal_end",
-                   "terminate_end"):
+        for op in ("instantiate_end", "instantiate_rollback_start", "scale_start", "scale_end",
+                   "heal_end", "terminate_end"):
             self.assertEqual(vnfd.get_interface_script("cnf", op), shim, op)
         self.assertIsNone(vnfd.get_interface_script("simple", "terminate_start"))
         self.assertTrue(os.access(os.path.join(self.pkg, "Definitions", shim), os.X_OK))

@@ -158,6 +158,15 @@ if [[ -n $OFFLINE_FROM ]]; then
     echo "$dest: $(artifacts "$dest" | wc -l) artifacts, SHA256SUMS verified"
 fi
 
+# TOSCA.meta lists the scripts and the chart with their SHA-256: Tacker's onboarding refuses a
+# package whose listed files do not match, so a file changed after the build cannot run.
+meta=$OUT/TOSCA-Metadata/TOSCA.meta
+while IFS= read -r f; do
+    printf '\nName: %s\nContent-Type: %s\nAlgorithm: SHA-256\nHash: %s\n' "$f" \
+        "$(case $f in *.py) echo text/x-python ;; *.sh) echo application/x-sh ;; *) echo application/gzip ;; esac)" \
+        "$(sha256sum -- "$OUT/$f" | cut -d' ' -f1)" >>"$meta"
+done < <(cd -- "$OUT" && find Scripts Files/kubernetes -type f 2>/dev/null | sort)
+
 if [[ -n $CSAR ]]; then
     # A CSAR is a zip of the package root; file modes are kept (Tacker extracts them as stored).
     csar_abs=$(cd -- "$(dirname -- "$CSAR")" && pwd -P)/$(basename -- "$CSAR")

@@ -269,7 +269,7 @@ class Package(unittest.TestCase):
                          {"workerNode": 1})
         self.assertEqual(vnfd.get_vdu_num("simple", "masterNode", "instantiation_level_ha"), 3)
 
-    def test_onboarding_parser_accepts_the_csar_and_needs_our_types(self):
+    def test_onboarding_parser_accepts_the_csar_checks_hashes_and_needs_our_types(self):
         from oslo_config import cfg
         from tacker.common import config  # noqa: F401 - registers vnf_package options
         from tacker.common import csar_utils
@@ -278,21 +278,38 @@ class Package(unittest.TestCase):
         cfg.CONF.set_override("vnf_package_csar_path", os.path.join(self.tmp, "csar"),
                               group="vnf_package")
         ctx = context.get_admin_context()
-        vnf, flavours, _ = csar_utils.load_csar_data(ctx, str(uuid.uuid4()), self.pkg + ".zip")
+        vnf, flavours, artifacts = csar_utils.load_csar_data(ctx, str(uuid.uuid4()), self.pkg + ".zip")
         self.assertEqual(vnf["descriptor_id"], "6f1f4e8c-2a57-4d8e-9c55-5b2f0d3a7a10")
         self.assertEqual(vnf["provider"], "mgmt-driver")
         self.assertEqual(sorted(f["flavour_id"] for f in flavours), ["cnf", "simple"])
+        # Every script (and the chart, when a helm built it) is listed and its hash checked.
+        built = sorted(os.path.relpath(os.path.join(d, f), self.pkg)
+                       for top in ("Scripts", "Files/kubernetes")
+                       for d, _, fs in os.walk(os.path.join(self.pkg, top)) for f in fs)
+        self.assertIn("Scripts/mgmt_driver_hook.py", built)
+        self.assertEqual(sorted(a["Source"] for a in artifacts), built)
         # Without our type file the parser refuses the package: it really resolves the types.
-        broken = os.path.join(self.tmp, "broken.zip")
-        r = subprocess.run(["python3", "-c", (
-            "import sys, zipfile\n"
-            "src, dst = zipfile.ZipFile(sys.argv[1]), zipfile.ZipFile(sys.argv[2], 'w')\n"
-            "[dst.writestr(i, src.read(i)) for i in src.infolist()\n"
-            " if not i.filename.endswith('mgmt_driver_types.yaml')]\n"
-            "dst.close()\n"), self.pkg + ".zip", broken])
-        self.assertEqual(r.returncode, 0)
+        broken = self.rewrite(drop="Definitions/mgmt_driver_types.yaml")
         with self.assertRaises(exceptions.InvalidCSAR):
             csar_utils.load_csar_data(ctx, str(uuid.uuid4()), broken)
+        # A script changed after make-package no longer matches TOSCA.meta's hash.
+        tampered = self.rewrite(append=("Scripts/mgmt_driver_hook.py", b"\n# changed\n"))
+        with self.assertRaises(exceptions.InvalidCSAR) as cm:
+            csar_utils.load_csar_data(ctx, str(uuid.uuid4()), tampered)
+        self.assertIn("Scripts/mgmt_driver_hook.py", str(cm.exception))
+
+    def rewrite(self, drop=None, append=None):
+        import zipfile
+        out = os.path.join(self.tmp, "rewritten-%s.zip" % uuid.uuid4())
+        with zipfile.ZipFile(self.pkg + ".zip") as src, zipfile.ZipFile(out, "w") as dst:
+            for i in src.infolist():
+                if i.filename == drop:
+                    continue
+                data = src.read(i)
+                if append and i.filename == append[0]:
+                    data += append[1]
+                dst.writestr(i, data)
+        return out
 
 
 def load_shim():

@@ -219,26 +219,29 @@ def k8s_entry(inst, vim_name="kubernetes_vim"):
     return found[0] if found else None
 
 
-def assert_post_grant_accepts(test, entry_dict, chart_path):
-    """Tacker's own instantiate_post_grant checks for a CNF instantiate on the new cluster."""
+def post_grant(entry_dict, chart_path):
+    """Tacker's own instantiate_post_grant for a CNF instantiate whose VIM is `entry_dict`."""
     req = objects.InstantiateVnfRequest.from_dict({
         "flavourId": "cnf",
         "vimConnectionInfo": {"kubernetes_vim": entry_dict},
         "additionalParams": {"helm_chart_path": chart_path,
                              "helm_value_names": {"VDU1": {"replica": "replicaCount"}}}})
-    lcmocc = objects.VnfLcmOpOccV2(id=str(uuid.uuid4()), operationState="STARTING",
-                                   operationParams=req)
+    lcmocc = objects.VnfLcmOpOccV2(id=str(uuid.uuid4()), operation="INSTANTIATE",
+                                   operationState="STARTING", operationParams=req)
     inst = objects.VnfInstanceV2(id=str(uuid.uuid4()))
     grant = objects.GrantV1(id=str(uuid.uuid4()))
     vnflcm_driver_v2.VnfLcmDriverV2().instantiate_post_grant(None, lcmocc, inst, None, grant, None)
+    return inst
+
+
+def assert_post_grant_accepts(test, entry_dict, chart_path):
+    inst = post_grant(entry_dict, chart_path)
     test.assertEqual(inst.vimConnectionInfo["kubernetes_vim"].vimType, entry_dict["vimType"])
-    # The same check refuses an entry without the bearer token: it is not vacuous.
+    # The same check refuses the entry without its bearer token: it is not vacuous.
     bad = copy.deepcopy(entry_dict)
     bad["accessInfo"].pop("bearer_token")
-    req.vimConnectionInfo = {"kubernetes_vim": objects.VimConnectionInfo.from_dict(bad)}
     with test.assertRaises(sol_ex.SolValidationError):
-        vnflcm_driver_v2.VnfLcmDriverV2().instantiate_post_grant(
-            None, lcmocc, objects.VnfInstanceV2(id="x"), None, grant, None)
+        post_grant(bad, chart_path)
 
 
 class Package(unittest.TestCase):
@@ -586,7 +589,9 @@ class Lab(unittest.TestCase):
         return sorted(line.split("/", 1)[1] for line in out.split() if "/" in line)
 
     def hostnames(self, vms):
-        return sorted("%s-%d" % (LAB_NAME, self.node_of[vm.server]) for vm in vms)
+        """The Kubernetes node names the install script gives (Tacker's: role + last octet)."""
+        role = {"masterNode": "master", "workerNode": "worker"}
+        return sorted("%s%s" % (role[vm.vdu], vm.address.rsplit(".", 1)[1]) for vm in vms)
 
     def fresh_vm(self, i):
         """The VNFM replaced VM i with a new one: its kubeadm state is gone."""
@@ -615,6 +620,7 @@ class Lab(unittest.TestCase):
             self.tacker.call("instantiate_end, bad password (fails)", "instantiate_end",
                              "simple", bad_req, bad_inst)
         msg = str(cm.exception.detail)
+        sys.stderr.write("\n  Tacker's error for a wrong password: %s\n" % msg[:400])
         self.assertIn("instantiate_end failed", msg)
         self.assertIn("mduser", msg)
         self.assertNotIn(self.password, msg)
@@ -630,7 +636,8 @@ class Lab(unittest.TestCase):
         entry = k8s_entry(inst)
         self.assertIsNotNone(entry, "Tacker's instance has no kubernetes_vim entry")
         self.assertEqual(entry.vimType, "ETSINFV.HELM.V_3")
-        self.assertEqual(entry.interfaceInfo["endpoint"], "https://%s:6443" % self.vip)
+        # HA: the API server is reached through the VIP's haproxy port (16443).
+        self.assertEqual(entry.interfaceInfo["endpoint"], "https://%s:16443" % self.vip)
         self.assertIn("BEGIN CERTIFICATE", entry.interfaceInfo["ssl_ca_cert"])
         self.assertTrue(entry.accessInfo["bearer_token"])
         helm_info = entry.extra["helm_info"]

@@ -620,9 +620,10 @@ class Lab(unittest.TestCase):
             self.tacker.call("instantiate_end, bad password (fails)", "instantiate_end",
                              "simple", bad_req, bad_inst)
         msg = str(cm.exception.detail)
-        sys.stderr.write("\n  Tacker's error for a wrong password: %s\n" % msg[:400])
+        sys.stderr.write("\n  Tacker's error for a wrong password (end): ...%s\n" % msg[-600:])
         self.assertIn("instantiate_end failed", msg)
         self.assertIn("mduser", msg)
+        self.assertIn("authentication failed", msg)
         self.assertNotIn(self.password, msg)
         self.assertNotIn("Wr0ng-", msg)
         self.assertIsNone(k8s_entry(bad_inst))
@@ -644,6 +645,7 @@ class Lab(unittest.TestCase):
         self.assertEqual(sorted(helm_info["masternode_ip"]), sorted(m.address for m in self.masters))
         self.assertEqual(list(inst.vimConnectionInfo)[0], "vim1")
         assert_post_grant_accepts(self, entry.to_dict(), "Files/kubernetes/samplecnf-0.1.0.tgz")
+        self.token_only_in_the_pickle(req, inst, entry.accessInfo["bearer_token"])
         self.assertEqual(self.k8s_nodes(), self.hostnames(first))
 
         # SCALE_OUT: Tacker created VM 5; scale_end joins it.
@@ -660,19 +662,21 @@ class Lab(unittest.TestCase):
         self.assertEqual(self.k8s_nodes(), self.hostnames(first + [self.workers[1]]))
 
         # SCALE_IN: the grant names the VM Tacker will delete; scale_start drains and deletes it.
+        cluster = self.masters + self.workers[1:]
         in_req = objects.ScaleVnfRequest.from_dict({"type": "SCALE_IN", "aspectId": "worker_instance",
                                                     "numberOfSteps": 1})
-        grant_req, grant = grant_pair(inst, "SCALE", remove=[self.workers[1]])
+        # The grant removes the FIRST worker, not the last one a grant-less guess would take.
+        grant_req, grant = grant_pair(inst, "SCALE", remove=[self.workers[0]])
         with self.env():
-            self.tacker.call("scale_start (SCALE_IN, -1 worker from the grant)", "scale_start",
+            self.tacker.call("scale_start (SCALE_IN, the grant's worker)", "scale_start",
                              "simple", in_req, inst, grant_req, grant)
-            inst.instantiatedVnfInfo = self.instance(inst.id, first, {}).instantiatedVnfInfo
+            inst.instantiatedVnfInfo = self.instance(inst.id, cluster, {}).instantiatedVnfInfo
             self.tacker.call("scale_end (SCALE_IN)", "scale_end", "simple", in_req, inst,
                              grant_req, grant)
-        self.assertEqual(self.k8s_nodes(), self.hostnames(first))
+        self.assertEqual(self.k8s_nodes(), self.hostnames(cluster))
 
         # Heal a worker, then a master: the VNFM replaced the VM; heal_end re-joins it.
-        for label, vm in (("worker", self.workers[0]), ("master", self.masters[1])):
+        for label, vm in (("worker", self.workers[1]), ("master", self.masters[1])):
             heal_req = objects.HealVnfRequest.from_dict({"vnfcInstanceId": [vm.vnfc_info_id]})
             grant_req, grant = grant_pair(inst, "HEAL", remove=[vm], add=[vm])
             with self.env():
@@ -681,7 +685,7 @@ class Lab(unittest.TestCase):
                 self.fresh_vm(self.node_of[vm.server])
                 self.tacker.call("heal_end (%s)" % label, "heal_end", "simple", heal_req, inst,
                                  grant_req, grant)
-            self.assertEqual(self.k8s_nodes(), self.hostnames(first), label)
+            self.assertEqual(self.k8s_nodes(), self.hostnames(cluster), label)
             joined = self.on(self.node_of[vm.server], "test -f /etc/kubernetes/kubelet.conf && echo yes")
             self.assertEqual(joined.strip(), "yes", "%s re-joined" % label)
         self.assertIsNotNone(k8s_entry(inst), "heal keeps the VIM entry")
@@ -689,12 +693,32 @@ class Lab(unittest.TestCase):
         self.cnf_on(inst)
 
         term_req = objects.TerminateVnfRequest.from_dict({"terminationType": "FORCEFUL"})
-        grant_req, grant = grant_pair(inst, "TERMINATE", remove=first)
+        grant_req, grant = grant_pair(inst, "TERMINATE", remove=cluster)
         with self.env():
             self.tacker.call("terminate_end", "terminate_end", "simple", term_req, inst,
                              grant_req, grant)
         self.assertIsNone(k8s_entry(inst), "terminate_end removes the VIM entry")
         self.assertEqual(list(inst.vimConnectionInfo), ["vim1"])
+
+    def token_only_in_the_pickle(self, req, inst, token):
+        """The shim run as Tacker runs it (same dict, Tacker's Python), for a repeated
+        instantiate_end (nothing left to do): the bearer token is in the pickle on stdout,
+        which Tacker stores, and nowhere in stderr, which Tacker copies into errors and logs."""
+        import pickle
+        script = os.path.join(self.pkg, "Scripts", "mgmt_driver_hook.py")
+        payload = {"operation": "instantiate_end", "request": req.to_dict(),
+                   "vnf_instance": inst.to_dict(), "grant_request": None, "grant_response": None,
+                   "tmp_csar_dir": self.pkg, "user_script_err_handling_data": {}}
+        with self.env():
+            start = time.monotonic()
+            r = subprocess.run([sys.executable, script], input=pickle.dumps(payload),
+                               capture_output=True)
+            TIMINGS.append(("instantiate_end again, shim run directly", time.monotonic() - start))
+        self.assertEqual(r.returncode, 0, r.stderr.decode(errors="replace")[-800:])
+        out = pickle.loads(r.stdout)
+        self.assertIn(token, json.dumps(out["vnf_instance"]))
+        self.assertNotIn(token.encode(), r.stderr)
+        self.assertNotIn(self.password.encode(), r.stderr)
 
     def cnf_on(self, cluster_inst):
         """Flavour cnf: instantiate_end deploys the package's chart on the cluster, terminate_end

@@ -720,6 +720,10 @@ class Lab(unittest.TestCase):
         self.assertNotIn(token.encode(), r.stderr)
         self.assertNotIn(self.password.encode(), r.stderr)
 
+    def replicas(self):
+        return self.on(1, "KUBECONFIG=/etc/kubernetes/admin.conf kubectl get deployment "
+                          "vdu1-samplecnf -n cnf -o jsonpath='{.spec.replicas}'").strip()
+
     def cnf_on(self, cluster_inst):
         """Flavour cnf: instantiate_end deploys the package's chart on the cluster, terminate_end
         removes it. The CNF instance's VIM is the cluster's entry, as Tacker v2 holds it."""
@@ -744,6 +748,16 @@ class Lab(unittest.TestCase):
                              req, inst)
         releases = self.on(1, "KUBECONFIG=/etc/kubernetes/admin.conf helm list -n cnf -q")
         self.assertIn("vdu1", releases.split())
+        self.assertEqual(self.replicas(), "1", "the package chart's Deployment, as rendered")
+        # A scale through both mapped hooks: mgmt-driver acts in one and passes the other.
+        scale = objects.ScaleVnfRequest.from_dict({"type": "SCALE_OUT", "aspectId": "vdu1_aspect",
+                                                   "numberOfSteps": 1})
+        grant_req, grant = grant_pair(inst, "SCALE")
+        with self.env():
+            for op in ("scale_start", "scale_end"):
+                self.tacker.call("cnf %s (SCALE_OUT vdu1_aspect)" % op, op, "cnf", scale, inst,
+                                 grant_req, grant)
+        self.assertEqual(self.replicas(), "2")
         term = objects.TerminateVnfRequest.from_dict({"terminationType": "FORCEFUL"})
         with self.env():
             self.tacker.call("cnf terminate_end", "terminate_end", "cnf", term, inst)

@@ -250,11 +250,8 @@ class Package(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.tmp = tempfile.mkdtemp(prefix="tkv2-pkg-")
+        cls.addClassCleanup(shutil.rmtree, cls.tmp, ignore_errors=True)
         cls.pkg = build_package(os.path.join(cls.tmp, "pkg"))
-
-    @classmethod
-    def tearDownClass(cls):
-        shutil.rmtree(cls.tmp, ignore_errors=True)
 
     def test_vnfd_maps_every_hook_to_the_shim(self):
         vnfd = vnfd_utils.Vnfd("x")
@@ -393,14 +390,11 @@ class DryRun(unittest.TestCase):
         if not os.access(BIN, os.X_OK):
             raise AssertionError("%s is missing: run cargo build first" % BIN)
         cls.tmp = tempfile.mkdtemp(prefix="tkv2-dry-")
+        cls.addClassCleanup(shutil.rmtree, cls.tmp, ignore_errors=True)
         cls.pkg = build_package(os.path.join(cls.tmp, "pkg"))
         cls.tacker = TackerSide(cls.pkg)
         cls.master = Vm("masterNode", 0, "192.0.2.10")
         cls.workers = [Vm("workerNode", 0, "192.0.2.20"), Vm("workerNode", 1, "192.0.2.21")]
-
-    @classmethod
-    def tearDownClass(cls):
-        shutil.rmtree(cls.tmp, ignore_errors=True)
 
     def env(self):
         return Env(os.path.join(self.tmp, "state"), "--dry-run")
@@ -534,6 +528,9 @@ class Lab(unittest.TestCase):
         if r.returncode != 0:
             raise AssertionError("fetch-helm.sh: %s%s" % (r.stdout, r.stderr))
         cls.tmp = tempfile.mkdtemp(prefix="tkv2-lab-")
+        # Class cleanups run even when setUpClass fails half-way (tearDownClass would not).
+        cls.addClassCleanup(shutil.rmtree, cls.tmp, ignore_errors=True)
+        cls.addClassCleanup(lab_sh, "down", "--name", LAB_NAME, check=False)
         offline = os.path.join(cls.tmp, "offline")
         tarball = [f for f in os.listdir(os.path.join(helm, "helm3"))
                    if f.endswith("-linux-amd64.tar.gz")][0]
@@ -556,11 +553,6 @@ class Lab(unittest.TestCase):
         cls.workers = [Vm("workerNode", 0, ip(4)), Vm("workerNode", 1, ip(5))]
         cls.node_of = {vm.server: i + 1 for i, vm in enumerate(cls.masters + cls.workers)}
         cls.state = os.path.join(cls.tmp, "state")
-
-    @classmethod
-    def tearDownClass(cls):
-        lab_sh("down", "--name", LAB_NAME, check=False)
-        shutil.rmtree(cls.tmp, ignore_errors=True)
 
     def params(self, password=None):
         """The sample additionalParams adapted to the lab (kit offline dir, any OS)."""
@@ -657,6 +649,15 @@ class Lab(unittest.TestCase):
                              grant_req, grant)
             scaled = self.instance(inst.id, first + [self.workers[1]], {})
             inst.instantiatedVnfInfo = scaled.instantiatedVnfInfo
+        # First a dry run on the recorded cluster: it plans the join and changes nothing.
+        token = k8s_entry(inst).accessInfo["bearer_token"]
+        with Env(self.state, "--dry-run"):
+            self.tacker.call("scale_end (SCALE_OUT) --dry-run", "scale_end", "simple", out_req,
+                             inst, grant_req, grant)
+        self.assertEqual(self.k8s_nodes(), self.hostnames(first))
+        self.assertEqual(k8s_entry(inst).accessInfo["bearer_token"], token,
+                         "a dry run leaves Tacker's stored VIM entry as it was")
+        with self.env():
             self.tacker.call("scale_end (SCALE_OUT, +1 worker)", "scale_end", "simple", out_req,
                              inst, grant_req, grant)
         self.assertEqual(self.k8s_nodes(), self.hostnames(first + [self.workers[1]]))

@@ -658,7 +658,20 @@ class Lab(unittest.TestCase):
         self.assertEqual(k8s_entry(inst).accessInfo["bearer_token"], token,
                          "a dry run leaves Tacker's stored VIM entry as it was")
         with self.env():
-            self.tacker.call("scale_end (SCALE_OUT, +1 worker)", "scale_end", "simple", out_req,
+            err = self.tacker.call("scale_end (SCALE_OUT, +1 worker)", "scale_end", "simple",
+                                   out_req, inst, grant_req, grant)
+        self.assertEqual(self.k8s_nodes(), self.hostnames(first + [self.workers[1]]))
+        # What Tacker keeps for a rollback names the joined worker; scale_rollback_start, given
+        # that data as Tacker would after a failure, takes the worker out again.
+        self.assertEqual(err["mgmt_driver"]["joined"], [self.workers[1].server], err)
+        self.assertEqual(err["mgmt_driver"]["operation"], "scale_end", err)
+        with self.env():
+            self.tacker.call("scale_rollback_start (SCALE_OUT)", "scale_rollback_start", "simple",
+                             out_req, inst, grant_req, grant, err)
+        self.assertEqual(self.k8s_nodes(), self.hostnames(first))
+        self.fresh_vm(self.node_of[self.workers[1].server])
+        with self.env():
+            self.tacker.call("scale_end (SCALE_OUT, retried)", "scale_end", "simple", out_req,
                              inst, grant_req, grant)
         self.assertEqual(self.k8s_nodes(), self.hostnames(first + [self.workers[1]]))
 

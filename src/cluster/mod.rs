@@ -49,6 +49,11 @@ pub async fn run(op: Op, p: &Prepared, reset_nodes: bool) -> Outcome {
         _ => Ok(None),
     };
     h.rt.close().await;
+    let mut warnings = h.params.warnings.clone();
+    if matches!(&result, Ok(Some(v)) if !v.is_null()) {
+        // A record was written now: say what in it a VNFM cannot use.
+        warnings.extend(h.record_warnings());
+    }
     let vim = match &result {
         Ok(Some(v)) if !v.is_null() => Some(v.clone()),
         _ => h.recorded_vim(),
@@ -56,7 +61,7 @@ pub async fn run(op: Op, p: &Prepared, reset_nodes: bool) -> Outcome {
     Outcome {
         context: h.context(),
         result: h.result(if op == Op::TerminateEnd { None } else { vim }),
-        warnings: h.params.warnings.clone(),
+        warnings,
         error: result.err(),
     }
 }

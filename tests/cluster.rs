@@ -663,6 +663,139 @@ impl Plans {
     }
 }
 
+/// What the phases of [`kubeconfig_and_the_login_in_helm_info`] share.
+struct KubeconfigCluster {
+    c: Cluster,
+    req: Value,
+    /// Where `--kubeconfig-out` writes.
+    kc: PathBuf,
+}
+
+/// OSM/ONAP access and `--tacker-compat`'s credential: the kubeconfig works with kubectl on a
+/// master; helm_info carries the login the masters really use (a key: no password and a
+/// warning; an inventory password that is not the request's: that one).
+fn kubeconfig_and_the_login_in_helm_info() -> R {
+    let mut t = phase("bring up 1 master + 1 worker, root key logins", || {
+        let c = Cluster::new("kcfg", 73, 2, &[1], &[2], true);
+        let mut req = c.request();
+        req["additionalParams"]["k8s_cluster_installation_param"]["helm_installation_script_path"] =
+            "Scripts/install_helm.sh".into();
+        let kc = c.dir.path().join("out/kubeconfig");
+        std::fs::create_dir_all(kc.parent().unwrap()).unwrap();
+        Ok(KubeconfigCluster { c, req, kc })
+    })?;
+    phases(
+        &mut t,
+        &[
+            ("--kubeconfig-out writes a 0600 kubeconfig and no token to the output", kubeconfig_written),
+            ("kubectl --kubeconfig on a master lists the nodes with the VIM's token", kubeconfig_works_on_a_master),
+            ("--tacker-compat with key logins: no password, a warning naming the master", compat_with_key_logins),
+            (
+                "--tacker-compat with an inventory password: that password, not the request's",
+                compat_with_inventory_password,
+            ),
+        ],
+    )
+}
+
+fn kubeconfig_written(t: &mut KubeconfigCluster) -> R {
+    let c = &t.c;
+    let p = c.write("instantiate.json", &t.req);
+    let r = c.hook("instantiate-end", Some(&p), &["--kubeconfig-out", s(&t.kc)]);
+    r.ok();
+    let d = doc(&r);
+    check(d["result"]["kubeconfig"] == s(&t.kc), || format!("result.kubeconfig: {}", d["result"]))?;
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&t.kc).unwrap().permissions().mode() & 0o777;
+    check(mode == 0o600, || format!("kubeconfig mode {mode:o}"))?;
+    let text = std::fs::read_to_string(&t.kc).unwrap();
+    let token = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("token: "))
+        .ok_or_else(|| format!("no token in the kubeconfig:\n{text}"))?
+        .to_string();
+    check(token.len() > 20 && !r.all().contains(&token), || "the bearer token reached the output".into())?;
+    check(text.contains(&format!("server: https://{}:6443", c.lab.ip(1))), || text.clone())?;
+    // Not instantiate-end: refused before anything runs.
+    c.hook("heal-end", Some(&p), &["--kubeconfig-out", s(&t.kc)]).fails(2, "--kubeconfig-out");
+    Ok(())
+}
+
+fn kubeconfig_works_on_a_master(t: &mut KubeconfigCluster) -> R {
+    let c = &t.c;
+    let r = mgmt(
+        &[
+            "put",
+            "-o",
+            "plain",
+            "-i",
+            s(&c.inv),
+            "--host",
+            &c.lab.node(1),
+            "--mode",
+            "600",
+            s(&t.kc),
+            "/root/osm-kubeconfig",
+        ],
+        &[],
+    );
+    r.ok();
+    let nodes = c.on(1, "kubectl --kubeconfig /root/osm-kubeconfig get nodes -o name 2>&1; echo exit=$?");
+    check(nodes.contains("node/master11") && nodes.contains("node/worker12") && nodes.contains("exit=0"), || {
+        format!("kubectl with our kubeconfig: {nodes}")
+    })?;
+    // The kit's kubectl really reads the file: another server in it is refused.
+    let bad = c.on(
+        1,
+        "sed 's#:6443#:6999#' /root/osm-kubeconfig > /root/bad-kubeconfig; kubectl --kubeconfig /root/bad-kubeconfig get nodes 2>&1; echo exit=$?",
+    );
+    check(bad.contains("refused") && !bad.contains("exit=0"), || format!("a wrong server was accepted: {bad}"))?;
+    // The token is the ServiceAccount token the cluster issued for the VIM.
+    let issued = c.on(1, "KUBECONFIG=/etc/kubernetes/admin.conf kubectl get secret -n kube-system mgmt-driver-admin-token -o jsonpath='{.data.token}' | base64 -d");
+    let text = std::fs::read_to_string(&t.kc).unwrap();
+    check(!issued.trim().is_empty() && text.contains(&format!("token: {}", issued.trim())), || {
+        format!("the kubeconfig's token is not the issued one ({} bytes issued)", issued.trim().len())
+    })
+}
+
+fn compat_with_key_logins(t: &mut KubeconfigCluster) -> R {
+    let c = &t.c;
+    let p = c.write("instantiate.json", &t.req);
+    let r = c.hook("instantiate-end", Some(&p), &["--tacker-compat"]);
+    r.ok();
+    let d = doc(&r);
+    let hi = &k8s_conn(&d)["extra"]["helm_info"];
+    check(hi["masternode_username"] == "root" && hi.get("masternode_password").is_none(), || {
+        format!("helm_info: {hi}")
+    })?;
+    check(!r.all().contains("unused-password"), || "the request's password was written, not the login used".into())?;
+    let warned = d["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|w| w.as_str().unwrap_or("").contains(&format!("master {} logs in with a key", c.lab.node(1))));
+    check(warned, || format!("no warning naming the master: {}", d["warnings"]))
+}
+
+fn compat_with_inventory_password(t: &mut KubeconfigCluster) -> R {
+    let c = &t.c;
+    let pw = c.lab.password();
+    c.write_inventory(&[1], &[2], false);
+    let inv = std::fs::read_to_string(&c.inv).unwrap();
+    let inv = inv.replacen("defaults:\n", &format!("defaults:\n  user: mduser\n  password: '{pw}'\n"), 1);
+    std::fs::write(&c.inv, inv).unwrap();
+    let p = c.write("instantiate.json", &t.req);
+    let r = c.hook("instantiate-end", Some(&p), &["--tacker-compat"]);
+    r.ok();
+    let d = doc(&r);
+    let hi = &k8s_conn(&d)["extra"]["helm_info"];
+    check(hi["masternode_username"] == "mduser" && hi["masternode_password"] == pw.as_str(), || {
+        format!("helm_info must hold the inventory's login: {}", hi["masternode_username"])
+    })?;
+    check(!r.all().contains("unused-password"), || "the request's password was written".into())?;
+    check(d["warnings"].as_array().unwrap().is_empty(), || format!("{}", d["warnings"]))
+}
+
 /// Every Tacker body we keep parses; every instantiate body plans (dry run, no node touched).
 fn tacker_bodies_parse_and_plan() -> R {
     let mut p = phase("write a package, inventories and a state dir", || Ok(Plans::new()))?;
@@ -808,6 +941,7 @@ fn main() {
             ("drain_that_cannot_evict_fails", drain_that_cannot_evict_fails),
             ("bad_inputs_change_nothing", bad_inputs_change_nothing),
             ("hostile_node_output_and_leftover_secrets", hostile_node_output_and_leftover_secrets),
+            ("kubeconfig_and_the_login_in_helm_info", kubeconfig_and_the_login_in_helm_info),
         ])
         .run()
 }

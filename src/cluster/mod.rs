@@ -9,6 +9,7 @@ pub mod heal;
 pub mod hook;
 pub mod install_output;
 pub mod instantiate;
+pub mod kubeconfig;
 pub mod node_cmd;
 pub mod params;
 pub mod prepare;

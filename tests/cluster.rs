@@ -803,6 +803,7 @@ fn tacker_bodies_parse_and_plan() -> R {
         &mut p,
         &[
             ("every instantiate body plans, without secrets", instantiate_bodies_plan),
+            ("--kubeconfig-out plans without writing; a bad destination is refused first", kubeconfig_out_plans),
             ("v2 heal and scale bodies plan on their own parameters", v2_bodies_plan_on_their_own),
             ("v1 scale and heal bodies are refused without a recorded instantiate", v1_bodies_need_a_record),
             ("record an instantiate, a new worker VM and a VnfInstance", record_an_instantiate),
@@ -829,6 +830,43 @@ fn instantiate_bodies_plan(p: &mut Plans) -> R {
         })?;
     }
     Ok(())
+}
+
+/// A plan reports where the kubeconfig would go and writes nothing; a destination whose
+/// directory is missing is bad input before anything runs.
+fn kubeconfig_out_plans(p: &mut Plans) -> R {
+    let f = "v1/k8s-cluster-helm/complex_kubernetes_param_file.json";
+    let kc = p._dir.path().join("kubeconfig");
+    let req = p.data.join(f);
+    let r = mgmt(
+        &[
+            "instantiate-end",
+            "--dry-run",
+            "-o",
+            "json",
+            "--request",
+            s(&req),
+            "-i",
+            s(&p.inv3),
+            "--package-dir",
+            s(&p.pkg),
+            "--vnf-instance-id",
+            "i1",
+            "--state-dir",
+            s(&p.st),
+            "--kubeconfig-out",
+            s(&kc),
+        ],
+        &[],
+    );
+    r.ok();
+    let d = doc(&r);
+    check(d["result"]["kubeconfig"] == s(&kc) && d["dryRun"] == true, || format!("{}", d["result"]))?;
+    check(!kc.exists(), || "a dry run wrote the kubeconfig".into())?;
+    let missing = p._dir.path().join("no/such/dir/kubeconfig");
+    let r = p.plan("instantiate-end", f, &["--kubeconfig-out", s(&missing)]);
+    r.fails(2, "--kubeconfig-out");
+    check(r.stderr.contains("its directory does not exist") && !r.stdout.contains("== main master"), || r.all())
 }
 
 /// v2 heal/scale bodies repeat the params; v1 bodies rely on the recorded ones.

@@ -694,6 +694,10 @@ fn kubeconfig_and_the_login_in_helm_info() -> R {
                 "--tacker-compat with an inventory password: that password, not the request's",
                 compat_with_inventory_password,
             ),
+            (
+                "with a floating IP the real Helm client verifies TLS against the cluster IP",
+                floating_ip_kubeconfig_with_real_helm,
+            ),
         ],
     )
 }
@@ -794,6 +798,144 @@ fn compat_with_inventory_password(t: &mut KubeconfigCluster) -> R {
     })?;
     check(!r.all().contains("unused-password"), || "the request's password was written".into())?;
     check(d["warnings"].as_array().unwrap().is_empty(), || format!("{}", d["warnings"]))
+}
+
+/// The lab kit has no TLS, so a floating IP's kubeconfig is tried with the real Helm 3 client
+/// (client-go, as OSM's and ONAP's Helm is) against a small HTTPS API server on the host: it
+/// stands at the "floating IP" 127.0.0.73:6443 with a certificate from the kit cluster's own
+/// CA that names the cluster IP only (as kubeadm's does), and accepts only the issued token.
+const FIP: &str = "127.0.0.73";
+
+const API_SERVER: &str = r#"
+import http.server, json, os, ssl, sys
+token = os.environ["API_TOKEN"]
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        ok = self.headers.get("Authorization") == "Bearer " + token
+        if not ok:
+            body = {"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "Unauthorized", "code": 401}
+        elif self.path.startswith("/version"):
+            body = {"major": "1", "minor": "31", "gitVersion": "v1.31.2"}
+        else:
+            body = {"kind": "SecretList", "apiVersion": "v1", "metadata": {"resourceVersion": "1"}, "items": []}
+        sys.stdout.write("%s %s\n" % (self.path, "ok" if ok else "401"))
+        sys.stdout.flush()
+        b = json.dumps(body).encode()
+        self.send_response(200 if ok else 401)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(b)))
+        self.end_headers()
+        self.wfile.write(b)
+    def log_message(self, *a):
+        pass
+s = http.server.HTTPServer((sys.argv[1], 6443), H)
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+ctx.load_cert_chain(sys.argv[2], sys.argv[3])
+s.socket = ctx.wrap_socket(s.socket, server_side=True)
+print("ready", flush=True)
+s.serve_forever()
+"#;
+
+/// Kills the API server stand-in when the phase ends, however it ends.
+struct Killed(std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn floating_ip_kubeconfig_with_real_helm(t: &mut KubeconfigCluster) -> R {
+    use std::io::BufRead;
+    use std::process::{Command, Stdio};
+    let c = &t.c;
+    let d = c.dir.path();
+    // The params name a floating IP for the cluster; the inventory gives its address.
+    let inv = std::fs::read_to_string(&c.inv).unwrap();
+    std::fs::write(&c.inv, format!("{inv}  fip_CP: {FIP}\n")).unwrap();
+    let mut req = t.req.clone();
+    req["additionalParams"]["k8s_cluster_installation_param"]["master_node"]["cluster_fip_name"] = "fip_CP".into();
+    let p = c.write("instantiate.json", &req);
+    let kc = d.join("out/fip-kubeconfig");
+    let r = c.hook("instantiate-end", Some(&p), &["--kubeconfig-out", s(&kc)]);
+    r.ok();
+    let text = std::fs::read_to_string(&kc).unwrap();
+    let master = c.lab.ip(1);
+    check(
+        text.contains(&format!("server: https://{FIP}:6443")) && text.contains(&format!("tls-server-name: {master}")),
+        || format!("the kubeconfig must name the FIP and check TLS against {master}:\n{text}"),
+    )?;
+    // A server certificate from the cluster's CA that names the cluster IP, not the FIP.
+    let cluster = &c.kit()["cluster"];
+    let (ca_crt, ca_key) = (d.join("ca.crt"), d.join("ca.key"));
+    std::fs::write(&ca_crt, cluster["ca_crt"].as_str().unwrap()).unwrap();
+    std::fs::write(&ca_key, cluster["ca_key"].as_str().unwrap()).unwrap();
+    let (crt, key, ext) = (d.join("apiserver.crt"), d.join("apiserver.key"), d.join("san.ext"));
+    std::fs::write(&ext, format!("subjectAltName=IP:{master},DNS:kubernetes\n")).unwrap();
+    let sh = format!(
+        "openssl req -newkey rsa:2048 -nodes -keyout {k} -out {k}.csr -subj /CN=kube-apiserver && \
+         openssl x509 -req -in {k}.csr -CA {ca} -CAkey {cak} -CAcreateserial -out {crt} -days 1 -extfile {ext}",
+        k = s(&key),
+        ca = s(&ca_crt),
+        cak = s(&ca_key),
+        crt = s(&crt),
+        ext = s(&ext)
+    );
+    let o = Command::new("sh").args(["-c", &sh]).output().unwrap();
+    check(o.status.success(), || format!("openssl: {}", String::from_utf8_lossy(&o.stderr)))?;
+    let issued = c.on(1, "KUBECONFIG=/etc/kubernetes/admin.conf kubectl get secret -n kube-system mgmt-driver-admin-token -o jsonpath='{.data.token}' | base64 -d");
+    let script = d.join("apiserver.py");
+    std::fs::write(&script, API_SERVER).unwrap();
+    let mut child = Command::new("python3")
+        .args([s(&script), FIP, s(&crt), s(&key)])
+        .env("API_TOKEN", issued.trim())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let _server = Killed(child);
+    let mut next = || lines.next().and_then(|l| l.ok()).unwrap_or_default();
+    check(next() == "ready", || "the API server stand-in did not start".into())?;
+    let helm_bin = helm3();
+    let helm = |kubeconfig: &Path| {
+        let o = Command::new(&helm_bin)
+            .args(["list", "-n", "default", "--kubeconfig", s(kubeconfig)])
+            .env("HOME", d)
+            .output()
+            .unwrap();
+        (o.status.success(), format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr)))
+    };
+    let (ok, out) = helm(&kc);
+    check(ok && out.starts_with("NAME"), || format!("helm list with our kubeconfig: {out}"))?;
+    let seen = [next(), next()];
+    check(
+        seen[0] == "/version ok"
+            && seen[1].starts_with("/api/v1/namespaces/default/secrets")
+            && seen[1].ends_with(" ok"),
+        || format!("the API server saw: {seen:?}"),
+    )?;
+    // The same file without tls-server-name fails the certificate check: that line makes TLS work.
+    let bare = d.join("out/no-tls-server-name");
+    std::fs::write(&bare, text.lines().filter(|l| !l.contains("tls-server-name")).collect::<Vec<_>>().join("\n"))
+        .unwrap();
+    let (ok, out) = helm(&bare);
+    check(!ok && out.contains("x509") && out.contains(&format!("not {FIP}")), || {
+        format!("without tls-server-name: {out}")
+    })
+}
+
+/// The real Helm 3 binary (tests/labkit/fetch-helm.sh: once per machine, verified each run).
+fn helm3() -> PathBuf {
+    let d = repo().join("target/helm");
+    let o = std::process::Command::new("bash").arg(repo().join("tests/labkit/fetch-helm.sh")).arg(&d).output().unwrap();
+    assert!(
+        o.status.success(),
+        "fetch-helm.sh: {}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    d.join("helm3/helm")
 }
 
 /// Every Tacker body we keep parses; every instantiate body plans (dry run, no node touched).

@@ -1005,6 +1005,9 @@ fn kubeconfig_out_plans(p: &mut Plans) -> R {
     let d = doc(&r);
     check(d["result"]["kubeconfig"] == s(&kc) && d["dryRun"] == true, || format!("{}", d["result"]))?;
     check(!kc.exists(), || "a dry run wrote the kubeconfig".into())?;
+    let r = p.plan("instantiate-end", f, &["--kubeconfig-out", s(&kc)]);
+    r.ok();
+    check(r.stderr.contains(&format!("kubeconfig: would write {}", s(&kc))) && !kc.exists(), || r.all())?;
     let missing = p._dir.path().join("no/such/dir/kubeconfig");
     let r = p.plan("instantiate-end", f, &["--kubeconfig-out", s(&missing)]);
     r.fails(2, "--kubeconfig-out");

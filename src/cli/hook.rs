@@ -132,6 +132,10 @@ pub async fn run(op: Op, a: HookArgs, ctx: &Ctx) -> i32 {
             if !matches!(ctx.output, Output::Json | Output::Yaml) {
                 let note = if ctx.run.dry_run { " (dry run: nothing was run)" } else { "" };
                 eprintln!("{}: ok{note}", op.name());
+                if let Some(k) = env.result.get("kubeconfig").and_then(|k| k.as_str()) {
+                    let verb = if ctx.run.dry_run { "would write" } else { "wrote" };
+                    eprintln!("kubeconfig: {verb} {k} (mode 0600: it holds the cluster-admin token)");
+                }
             }
             exit::OK
         }

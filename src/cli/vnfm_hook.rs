@@ -11,6 +11,7 @@ use clap::Args;
 use serde_json::{json, Map, Value};
 
 use crate::cli::common::{parse_duration, Ctx, Defaults};
+use crate::cluster::kubeconfig;
 use crate::cluster::params::ClusterParams;
 use crate::cluster::prepare::{self, Op};
 use crate::cluster::state::{self as cluster_state, InstanceState};
@@ -90,6 +91,8 @@ struct Done {
     /// Nodes joined / removed, for `user_script_err_handling_data.mgmt_driver`.
     joined: Vec<String>,
     removed_nodes: Vec<String>,
+    /// Where the kubeconfig was written (or, in a plan, would be).
+    kubeconfig: Option<PathBuf>,
     result: Value,
     warnings: Vec<String>,
     context_error: Option<Error>,
@@ -337,11 +340,28 @@ async fn cluster(
     };
     let defaults = Defaults { retry_for: Duration::from_secs(300), parallel: 64 };
     let timeouts = Timeouts { install: c.install_timeout, drain: c.drain_timeout, ..Default::default() };
+    let writes_kubeconfig = matches!(op, Op::InstantiateEnd | Op::HealEnd);
+    let kubeconfig_out = c.opts.kubeconfig_out.as_ref().filter(|_| writes_kubeconfig);
+    if let Some(out) = kubeconfig_out {
+        kubeconfig::check_destination(out)?;
+    }
     let rt = ctx.runner(events, &defaults, timeouts, false)?;
     let p = prepare::prepare(op, &inputs, store, rt)?;
     let mut warnings = p.hook.params.warnings.clone();
-    let outcome = crate::cluster::run(op, &p, c.opts.reset_nodes.unwrap_or(false)).await;
+    let mut outcome = crate::cluster::run(op, &p, c.opts.reset_nodes.unwrap_or(false)).await;
     warnings.extend(outcome.warnings);
+    // The kubeconfig comes from the state just recorded, while the instance lock is held.
+    let mut kubeconfig = None;
+    if let (Some(out), None) = (kubeconfig_out, &outcome.error) {
+        if ctx.run.dry_run {
+            kubeconfig = Some(out.clone());
+        } else {
+            match kubeconfig::write_for_instance(&p.hook.store, &p.hook.instance_id, out) {
+                Ok(path) => kubeconfig = Some(path),
+                Err(e) => outcome.error = Some(e),
+            }
+        }
+    }
     let st = p.hook.state.lock().expect("state").clone();
     let installed = |n: &&String| st.installed(n);
     let (joined, removed_nodes) = match op {
@@ -356,6 +376,7 @@ async fn cluster(
         removed: op == Op::TerminateEnd,
         joined,
         removed_nodes,
+        kubeconfig,
         result: outcome.result,
         warnings,
         context_error: outcome.error,
@@ -395,6 +416,7 @@ async fn run_cnf(
 fn respond(c: &Call, resp: &mut HookResponse, d: Done) -> i32 {
     resp.result = d.result;
     resp.warnings = d.warnings;
+    resp.kubeconfig = d.kubeconfig;
     let ok = d.context_error.is_none();
     if let Some((st, vim_name)) = &d.cluster {
         // A failed operation returns no instance: Tacker applies it before it looks at the

@@ -156,6 +156,16 @@ pub fn cases() -> Vec<Case> {
                 .file("in.json", format!("{{\"x\": \"{}\"}}", "a".repeat(17 << 20))),
         ),
         accepted("instantiate_v2_instance", &doc(), &["kubernetes_kvim", "ETSINFV.KUBERNETES.V_1", "\"endpoint\":\"https://192.0.2.11:6443\""]),
+        accepted(
+            "kubeconfig_out_planned",
+            &set(doc(), "/options", json!({"kubeconfig_out": "{dir}/kc.yaml"})),
+            &["\"kubeconfig\":\"", "/kc.yaml\""],
+        ),
+        rejected(
+            "kubeconfig_out_no_directory",
+            &set(doc(), "/options", json!({"kubeconfig_out": "{dir}/missing/kc.yaml"})),
+            "kubeconfig",
+        ),
         accepted("instantiate_metadata_address", &meta_addr("192.0.2.21"), &["192.0.2.21"]),
         accepted("scale_in_from_grant", &scale_in(), &["\"removed\":[\"res-3\"]"]),
         accepted(

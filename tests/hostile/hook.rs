@@ -174,6 +174,25 @@ pub fn cases() -> Vec<Case> {
             &["\"removed\":[\"res-2\"]"],
         ),
         accepted(
+            "scale_rollback_takes_out_what_scale_end_joined",
+            &set(
+                set(scale_in(), "/operation", json!("scale_rollback_start")),
+                "/user_script_err_handling_data",
+                json!({"mgmt_driver": {"operation": "scale_end", "finished": false, "joined": ["res-3"], "removed": []}}),
+            ),
+            &["\"removed\":[\"res-3\"]", "drain"],
+        ),
+        accepted(
+            "scale_rollback_nothing_joined",
+            &set(scale_in(), "/operation", json!("scale_rollback_start")),
+            &["the scale-out joined no worker"],
+        ),
+        accepted(
+            "instantiate_rollback_unrecorded",
+            &set(doc(), "/operation", json!("instantiate_rollback_start")),
+            &["no cluster was recorded; nothing to forget"],
+        ),
+        accepted(
             "modify_information_nothing_to_do",
             &set(doc(), "/operation", json!("modify_information_end")),
             &["nothing to do for this operation"],

@@ -741,8 +741,10 @@ class Lab(unittest.TestCase):
                           "vdu1-samplecnf -n cnf -o jsonpath='{.spec.replicas}'").strip()
 
     def cnf_on(self, cluster_inst):
-        """Flavour cnf: instantiate_end deploys the package's chart on the cluster, terminate_end
-        removes it. The CNF instance's VIM is the cluster's entry, as Tacker v2 holds it."""
+        """Flavour cnf: instantiate_end deploys the package's chart on the cluster, a scale sets
+        its replicas, terminate_end removes it. The CNF instance's VIM is the cluster's entry as
+        Tacker v2 holds it; mgmt-driver finds the recorded cluster from it (no option needed).
+        helm_chart_path and helm_value_names are for Tacker's own checks of a Helm VIM."""
         entry = k8s_entry(cluster_inst).to_dict()
         params = {"helm_chart_path": "Files/kubernetes/samplecnf-0.1.0.tgz",
                   "helm_value_names": {"VDU1": {"replica": "replicaCount"}},
@@ -752,8 +754,7 @@ class Lab(unittest.TestCase):
                       "helmchartfile_path": "Files/kubernetes/samplecnf-0.1.0.tgz"}],
                   "helm_replica_values": {"vdu1_aspect": "replicaCount"},
                   "vdu_mapping": {"VDU1": {"kind": "Deployment", "name": "vdu1-samplecnf",
-                                           "helmreleasename": "vdu1", "aspect_id": "vdu1_aspect"}},
-                  "mgmt_driver": {"cluster_instance": cluster_inst.id}}
+                                           "helmreleasename": "vdu1", "aspect_id": "vdu1_aspect"}}}
         req = objects.InstantiateVnfRequest.from_dict({
             "flavourId": "cnf", "vimConnectionInfo": {"kubernetes_vim": entry},
             "additionalParams": params})

@@ -460,7 +460,7 @@ class DryRun(unittest.TestCase):
         # A dry run plans from the recorded cluster; with none recorded (a dry-run instantiate
         # records nothing) the operations that act on the cluster's nodes fail before
         # connecting, and Tacker reports mgmt-driver's reason.
-        needs_cluster = {"scale_start", "scale_end", "heal_end"}
+        needs_cluster = {"scale_end", "heal_end"}
         for op, req, lcm_op, res in cases:
             with self.subTest(op=op), self.env():
                 before = inst.to_dict()
@@ -469,7 +469,7 @@ class DryRun(unittest.TestCase):
                     with self.assertRaises(sol_ex.MgmtDriverExecutionFailed) as cm:
                         self.tacker.call("dry: %s (no cluster recorded)" % op, op, "simple", req,
                                          inst, grant_req, grant)
-                    self.assertIn("no installed master", str(cm.exception.detail))
+                    self.assertIn("the cluster was never instantiated", str(cm.exception.detail))
                 else:
                     self.tacker.call("dry: " + op, op, "simple", req, inst, grant_req, grant)
                 # Whatever came back, Tacker could apply it and the instance is still ours.
@@ -502,6 +502,12 @@ class DryRun(unittest.TestCase):
         with env, self.assertRaises(sol_ex.MgmtDriverExecutionFailed) as cm:
             self.tacker.call("dry: missing binary", "instantiate_start", "simple", req, inst)
         self.assertIn("no-such-mgmt-driver is not an executable file", str(cm.exception.detail))
+        # A bare name is looked up on PATH; not found there, the message says how to fix it.
+        env = self.env()
+        env.vars["MGMT_DRIVER_BIN"] = "no-such-mgmt-driver"
+        with env, self.assertRaises(sol_ex.MgmtDriverExecutionFailed) as cm:
+            self.tacker.call("dry: binary not on PATH", "instantiate_start", "simple", req, inst)
+        self.assertIn("mgmt-driver not found: set MGMT_DRIVER_BIN", str(cm.exception.detail))
 
 
 def lab_sh(*args, check=True):

@@ -66,7 +66,10 @@ def request_document(script_dict):
 
 
 def command():
-    binary = os.environ.get("MGMT_DRIVER_BIN") or shutil.which("mgmt-driver")
+    binary = os.environ.get("MGMT_DRIVER_BIN") or "mgmt-driver"
+    if os.sep not in binary:
+        # A bare name is looked up on PATH, as the shell would.
+        binary = shutil.which(binary) or ""
     if not binary:
         raise HookError("mgmt-driver not found: set MGMT_DRIVER_BIN or put mgmt-driver on the "
                         "conductor's PATH")

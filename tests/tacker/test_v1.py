@@ -1,0 +1,455 @@
+"""The Tacker v1 MgmtDriver (integrations/tacker-v1) called with Tacker's own v1 objects.
+
+Run with the Tacker venv's python (tests/tacker/run-v1.sh installs the driver into it):
+
+    target/tacker-venv/bin/python -m unittest tests/tacker/test_v1.py -v
+
+- DryRun (no root): every hook with MGMT_DRIVER_HOOK_ARGS=--dry-run; the driver is
+  loaded through Tacker's own stevedore manager and VnfLcmDriver._load_vnf_interface
+  (hash check against the package's copy), as the v1 conductor does.
+- Lab (root): a kit lab (scripts/lab.sh up 3 --kit --name tkv1 --net 72) where
+  instantiate_end builds a (kit) cluster from the VnfInstance's addresses,
+  scale_end/scale_start join and drain a worker, a bad password fails with Tacker's
+  MgmtDriverOtherError and no secret, and terminate_end forgets the cluster.
+  Without root it is skipped loudly; under CI=true a missing root fails.
+
+Each Tacker-side call's wall time is printed at the end.
+"""
+
+import copy
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+from unittest import mock
+import warnings
+
+warnings.simplefilter('ignore')
+
+from oslo_config import cfg  # noqa: E402
+
+from tacker.common import driver_manager  # noqa: E402
+from tacker.common import exceptions  # noqa: E402
+from tacker import context as t_context  # noqa: E402
+from tacker import objects  # noqa: E402
+from tacker.objects import fields  # noqa: E402
+
+objects.register_all()
+
+from tacker.tests.unit.vnflcm import fakes  # noqa: E402
+from tacker.vnflcm import vnflcm_driver  # noqa: E402
+
+import mgmt_driver_tacker_v1 as v1  # noqa: E402
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
+LAB, NET = 'tkv1', 72
+DRIVER = 'mgmt-driver'
+PACKAGE_ID = 'b1bb0ce7-ebca-4fa7-95ed-4840d70a1177'
+OPENSTACK_CONN = 'f8c35bd0-4d67-4436-9f11-14b8a84c92aa'
+TIMINGS = []
+
+
+def is_root():
+    return os.geteuid() == 0
+
+
+def binary():
+    b = os.environ.get('MGMT_DRIVER_BIN') or os.path.join(REPO, 'target', 'debug', 'mgmt-driver')
+    if not os.access(b, os.X_OK):
+        raise unittest.SkipTest('no mgmt-driver binary at %s (cargo build first)' % b)
+    return b
+
+
+def make_package(root):
+    """A v1 package dir as the conductor keeps it: our scripts, the lab kit's offline
+    artifacts, and the driver's own file (Tacker hash-checks it against the installed one)."""
+    pkg = os.path.join(root, PACKAGE_ID)
+    os.makedirs(os.path.join(pkg, 'Scripts'))
+    for f in ('install_k8s_cluster.sh', 'install_helm.sh'):
+        shutil.copy(os.path.join(REPO, 'scripts', f), os.path.join(pkg, 'Scripts', f))
+    shutil.copy(v1.__file__, os.path.join(pkg, 'Scripts', 'mgmt_driver_tacker_v1.py'))
+    subprocess.run(['bash', os.path.join(REPO, 'tests/labkit/make-offline-dir.sh'),
+                    os.path.join(pkg, 'Files', 'offline')],
+                   check=True, stdout=subprocess.DEVNULL)
+    return pkg
+
+
+def vnfd_dict():
+    """The part of a VNFD Tacker v1 reads to pick the MgmtDriver (see README.md)."""
+    hooks = ['instantiate_start', 'instantiate_end', 'scale_start', 'scale_end',
+             'heal_start', 'heal_end', 'terminate_start', 'terminate_end']
+    return {'topology_template': {'node_templates': {'VNF': {
+        'type': 'company.provider.VNF',
+        'interfaces': {'Vnflcm': {h: {'implementation': DRIVER} for h in hooks}},
+        'artifacts': {DRIVER: {
+            'description': 'mgmt-driver hook', 'type': 'tosca.artifacts.Implementation.Python',
+            'file': 'Scripts/mgmt_driver_tacker_v1.py'}}}}}}
+
+
+def vnfc(id_, vdu, cp, ip, stack_id):
+    """A VnfcResourceInfo as Tacker v1's OpenStack infra driver records it, with the
+    VNFC's address under vnfcCpInfo[].cpProtocolInfo[].ipOverEthernet.ipAddresses[]."""
+    addr = objects.IpAddress(type='IPV4', addresses=[ip], is_dynamic=False)
+    proto = objects.CpProtocolInfo(
+        layer_protocol='IP_OVER_ETHERNET',
+        ip_over_ethernet=objects.IpOverEthernetAddressInfo(ip_addresses=[addr]))
+    return objects.VnfcResourceInfo(
+        id=id_, vdu_id=vdu,
+        compute_resource=objects.ResourceHandle(
+            vim_connection_id=OPENSTACK_CONN, resource_id='server-' + id_,
+            vim_level_resource_type='OS::Nova::Server'),
+        storage_resource_ids=[],
+        vnfc_cp_info=[objects.VnfcCpInfo(id='cp-' + id_, cpd_id=cp, cp_protocol_info=[proto])],
+        metadata={'stack_id': stack_id})
+
+
+def params(user, password, helm=False):
+    p = {
+        'script_path': 'Scripts/install_k8s_cluster.sh',
+        'vim_name': 'kubernetes_vim',
+        'master_node': {'aspect_id': 'master_instance', 'ssh_cp_name': 'masterNode_CP1',
+                        'nic_cp_name': 'masterNode_CP1', 'username': user, 'password': password,
+                        'pod_cidr': '192.168.0.0/16', 'cluster_cidr': '10.199.187.0/24',
+                        'cluster_cp_name': 'masterNode_CP1'},
+        'worker_node': {'aspect_id': 'worker_instance', 'ssh_cp_name': 'workerNode_CP2',
+                        'nic_cp_name': 'workerNode_CP2', 'username': user, 'password': password},
+        'offline_artifacts_path': 'Files/offline',
+        'script_environment': {'K8S_ALLOW_ANY_OS': '1'},
+    }
+    if helm:
+        p['helm_installation_script_path'] = 'Scripts/install_helm.sh'
+    return {'k8s_cluster_installation_param': p}
+
+
+def openstack_conn():
+    return objects.VimConnectionInfo(
+        id=OPENSTACK_CONN, vim_id='05ef7ca5-7e32-4a6b-a03d-52f811f04496',
+        vim_type='openstack', interface_info={}, access_info={}, extra={})
+
+
+def instance(ips, add_params):
+    """Tacker's fake INSTANTIATED VnfInstance, with our VNFCs: ips[0] master, the rest workers."""
+    inst = fakes.return_vnf_instance(fields.VnfInstanceState.INSTANTIATED)
+    info = inst.instantiated_vnf_info
+    info.vnfc_resource_info = [vnfc('vnfc-m1', 'master_instance', 'masterNode_CP1', ips[0], 'stack-m1')]
+    for n, ip in enumerate(ips[1:], start=1):
+        info.vnfc_resource_info.append(
+            vnfc('vnfc-w%d' % n, 'worker_instance', 'workerNode_CP2', ip, 'stack-w%d' % n))
+    info.additional_params = copy.deepcopy(add_params)
+    inst.vim_connection_info = [openstack_conn()]
+    return inst
+
+
+def instantiate_request(add_params):
+    return objects.InstantiateVnfRequest(
+        flavour_id='simple', instantiation_level_id='instantiation_level_1',
+        vim_connection_info=[openstack_conn()], additional_params=copy.deepcopy(add_params))
+
+
+class TackerV1(object):
+    """Tacker v1's own way to a MgmtDriver: stevedore by entry point, the VNFD's Vnflcm
+    interface and hash check (VnfLcmDriver._load_vnf_interface), then DriverManager.invoke."""
+
+    def __init__(self, csar_root):
+        cfg.CONF.set_override('vnflcm_mgmt_driver', [DRIVER], 'tacker')
+        cfg.CONF.set_override('vnf_package_csar_path', csar_root, 'vnf_package')
+        self.lcm = vnflcm_driver.VnfLcmDriver.__new__(vnflcm_driver.VnfLcmDriver)
+        self.lcm._mgmt_manager = driver_manager.DriverManager(
+            'tacker.tacker.mgmt.drivers', cfg.CONF.tacker.vnflcm_mgmt_driver)
+        self.lcm._mgmt_driver_hash = self.lcm._init_mgmt_driver_hash()
+        self.context = t_context.get_admin_context()
+        # The one database read on this path: vnfd id -> package id (the package dir's name).
+        self._pkg = mock.patch.object(
+            objects.VnfPackageVnfd, 'get_by_id',
+            return_value=objects.VnfPackageVnfd(package_uuid=PACKAGE_ID))
+
+    def call(self, method, vnf_instance, **kwargs):
+        with self._pkg:
+            name = self.lcm._load_vnf_interface(self.context, method, vnf_instance, vnfd_dict())
+            started = time.monotonic()
+            try:
+                return self.lcm._mgmt_manager.invoke(
+                    name, method, context=self.context, vnf_instance=vnf_instance, **kwargs)
+            finally:
+                TIMINGS.append((method, time.monotonic() - started))
+
+
+def k8s_entry(vnf_instance):
+    found = [c for c in vnf_instance.vim_connection_info if c.vim_type != 'openstack']
+    return found[0] if found else None
+
+
+class Conversion(unittest.TestCase):
+    """Tacker's v1 objects as SOL003 camelCase JSON: where mgmt-driver looks for nodes."""
+
+    def test_instance_becomes_sol003_with_addresses_where_the_protocol_reads_them(self):
+        add = params('mduser', 'Pw-Conv-1')
+        doc = v1.to_sol(instance(['192.0.2.11', '192.0.2.12'], add))
+        self.assertEqual(doc['metadata'], {'key': 'value'})  # vnf_metadata -> metadata
+        self.assertNotIn('vnfMetadata', doc)
+        info = doc['instantiatedVnfInfo']
+        cp = info['vnfcResourceInfo'][1]['vnfcCpInfo'][0]
+        self.assertEqual(cp['cpdId'], 'workerNode_CP2')
+        self.assertEqual(cp['cpProtocolInfo'][0]['ipOverEthernet']['ipAddresses'][0]['addresses'],
+                         ['192.0.2.12'])
+        self.assertEqual(info['vnfcResourceInfo'][1]['computeResource']['resourceId'], 'server-vnfc-w1')
+        # Data keys stay as the VNFM wrote them.
+        self.assertIn('k8s_cluster_installation_param', info['additionalParams'])
+        self.assertEqual(info['additionalParams']['k8s_cluster_installation_param']['master_node']
+                         ['ssh_cp_name'], 'masterNode_CP1')
+        self.assertEqual(doc['vimConnectionInfo'][0]['vimType'], 'openstack')
+        json.dumps(doc)  # all of it is JSON
+
+    def test_requests_and_datetimes(self):
+        req = v1.to_sol(objects.HealVnfRequest(vnfc_instance_id=['vnfc-w1'], cause='c'))
+        self.assertEqual(req['vnfcInstanceId'], ['vnfc-w1'])
+        req = v1.to_sol(fakes.scale_request('SCALE_IN', 'worker_instance', 1, 'False'))
+        self.assertEqual((req['type'], req['aspectId'], req['numberOfSteps']),
+                         ('SCALE_IN', 'worker_instance', 1))
+        inst = fakes.return_vnf_instance_delete()
+        self.assertIsInstance(inst.created_at, object)
+        self.assertNotIn('createdAt', v1.to_sol(inst))
+
+    def test_scale_in_grant_request_from_tackers_stack_ids(self):
+        inst = instance(['192.0.2.11', '192.0.2.12', '192.0.2.13'], params('u', 'p'))
+        g = v1.scale_in_grant_request(inst, ['stack-w2'])
+        self.assertEqual([r['resource']['resourceId'] for r in g['removeResources']], ['server-vnfc-w2'])
+        self.assertEqual(g['removeResources'][0]['type'], 'COMPUTE')
+        self.assertIsNone(v1.scale_in_grant_request(inst, ['stack-unknown']))
+        self.assertIsNone(v1.scale_in_grant_request(inst, []))
+
+    def test_error_text_prefers_the_response_errors(self):
+        self.assertEqual(v1.error_text({'errors': [{'message': 'a'}, {'message': 'b'}]}, 1, 'x'), 'a; b')
+        self.assertIn('exited 3', v1.error_text(None, 3, 'first\nlast line\n'))
+        self.assertIn('last line', v1.error_text(None, 3, 'first\nlast line\n'))
+
+
+class DryRun(unittest.TestCase):
+    """Every hook through Tacker's own loader, with `--dry-run`: nothing connects."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.bin = binary()
+        cls.tmp = tempfile.mkdtemp(prefix='tkv1-dry-')
+        cls.pkg = make_package(cls.tmp)
+        cls.env = mock.patch.dict(os.environ, {
+            'MGMT_DRIVER_BIN': cls.bin,
+            'MGMT_DRIVER_HOOK_ARGS': '--dry-run --state-dir %s' % os.path.join(cls.tmp, 'state'),
+            'MGMT_DRIVER_STATE_KEY_FILE': os.path.join(cls.tmp, 'state.key'),
+            'MGMT_DRIVER_SSH_CONFIG': 'none'})
+        cls.env.start()
+        cls.tacker = TackerV1(cls.tmp)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.env.stop()
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def setUp(self):
+        self.add = params('mduser', 'Dry-Pw-42', helm=True)
+        self.inst = instance(['192.0.2.11', '192.0.2.12', '192.0.2.13'], self.add)
+
+    def test_tacker_loads_our_driver_by_entry_point_and_hash(self):
+        drv = self.tacker.lcm._mgmt_manager[DRIVER]
+        self.assertIsInstance(drv, v1.MgmtDriverHook)
+        with self.tacker._pkg:
+            self.assertEqual(self.tacker.lcm._load_vnf_interface(
+                self.tacker.context, 'instantiate_end', self.inst, vnfd_dict()), DRIVER)
+            # A package whose copy differs is refused by Tacker, before any hook runs.
+            copy_path = os.path.join(self.pkg, 'Scripts', 'mgmt_driver_tacker_v1.py')
+            with open(copy_path) as f:
+                saved = f.read()
+            try:
+                with open(copy_path, 'a') as f:
+                    f.write('# changed\n')
+                with self.assertRaises(exceptions.MgmtDriverHashMatchFailure):
+                    self.tacker.lcm._load_vnf_interface(
+                        self.tacker.context, 'instantiate_end', self.inst, vnfd_dict())
+            finally:
+                with open(copy_path, 'w') as f:
+                    f.write(saved)
+
+    def test_instantiate_end_appends_the_kubernetes_entry_as_tackers_object(self):
+        resp = self.tacker.call('instantiate_end', self.inst,
+                                instantiate_vnf_request=instantiate_request(self.add),
+                                grant=None, grant_request=None, vnf={})
+        self.assertTrue(resp['dryRun'])
+        conns = self.inst.vim_connection_info
+        self.assertEqual(len(conns), 2, conns)
+        self.assertIsInstance(conns[1], objects.VimConnectionInfo)
+        self.assertEqual((conns[0].id, conns[0].vim_type), (OPENSTACK_CONN, 'openstack'))
+        k8s = conns[1]
+        self.assertEqual(k8s.vim_type, 'kubernetes')
+        self.assertEqual(k8s.extra['vim_name'], 'kubernetes_vim')
+        self.assertTrue(k8s.access_info['authUrl'].startswith('https://192.0.2.11:'), k8s.access_info)
+        self.assertEqual(k8s.extra['helm_info']['masternode_ip'], ['192.0.2.11'])
+        self.assertNotIn('Dry-Pw-42', json.dumps(resp.get('result')))
+        # Tacker can store it: its own primitive round trip.
+        back = objects.VimConnectionInfo.obj_from_primitive(k8s.obj_to_primitive(), None)
+        self.assertEqual(back.extra['vim_name'], 'kubernetes_vim')
+
+    def test_scale_heal_terminate_hooks(self):
+        k8s = objects.VimConnectionInfo(
+            id='k8s-conn', vim_id='k8s-vim', vim_type='kubernetes', interface_info={},
+            access_info={'authUrl': 'https://192.0.2.11:6443'},
+            extra={'vim_name': 'kubernetes_vim'})
+        self.inst.vim_connection_info.append(k8s)
+        out = fakes.scale_request('SCALE_OUT', 'worker_instance', 1, 'False')
+        self.tacker.call('scale_end', self.inst, scale_vnf_request=out, grant=None,
+                         grant_request=None, scale_out_id_list=['stack-w2'], vnf={})
+        sin = fakes.scale_request('SCALE_IN', 'worker_instance', 1, 'False')
+        resp = self.tacker.call('scale_start', self.inst, scale_vnf_request=sin, grant=None,
+                                grant_request=None, scale_out_id_list=['stack-w2'],
+                                scale_name_list=['w2'], vnf={})
+        self.assertTrue(resp['ok'])
+        heal = objects.HealVnfRequest(vnfc_instance_id=['vnfc-w1'], cause='dry run')
+        self.tacker.call('heal_end', self.inst, heal_vnf_request=heal, grant=None,
+                         grant_request=None, vnf={})
+        self.assertEqual([c.vim_type for c in self.inst.vim_connection_info], ['openstack', 'kubernetes'])
+        term = objects.TerminateVnfRequest(termination_type='GRACEFUL')
+        self.tacker.call('terminate_end', self.inst, terminate_vnf_request=term, grant=None,
+                         grant_request=None)
+        self.assertEqual([c.vim_type for c in self.inst.vim_connection_info], ['openstack'])
+
+    def test_bad_input_is_tackers_error_naming_the_field_without_the_password(self):
+        del self.add['k8s_cluster_installation_param']['master_node']['username']
+        with self.assertRaises(exceptions.MgmtDriverOtherError) as cm:
+            self.tacker.call('instantiate_end', self.inst,
+                             instantiate_vnf_request=instantiate_request(self.add),
+                             grant=None, grant_request=None, vnf={})
+        msg = str(cm.exception)
+        self.assertIn('master_node.username', msg)
+        self.assertNotIn('Dry-Pw-42', msg)
+        self.assertEqual(len(self.inst.vim_connection_info), 1)
+
+    def test_a_missing_binary_is_a_clear_error(self):
+        with mock.patch.dict(os.environ, {'MGMT_DRIVER_BIN': os.path.join(self.tmp, 'nope')}):
+            with self.assertRaises(exceptions.MgmtDriverOtherError) as cm:
+                self.tacker.call('instantiate_start', self.inst,
+                                 instantiate_vnf_request=instantiate_request(self.add),
+                                 grant=None, grant_request=None)
+        self.assertIn('cannot run', str(cm.exception))
+
+
+class Lab(unittest.TestCase):
+    """A kit lab: the cluster is built and changed by Tacker's calls of our driver."""
+
+    @classmethod
+    def setUpClass(cls):
+        if not is_root():
+            if os.environ.get('CI') == 'true':
+                raise AssertionError('CI=true: the Tacker v1 lab test needs root')
+            sys.stderr.write('\n*** Tacker v1 lab test SKIPPED: needs root ***\n')
+            raise unittest.SkipTest('needs root')
+        cls.bin = binary()
+        cls.tmp = tempfile.mkdtemp(prefix='tkv1-lab-')
+        cls.pkg = make_package(cls.tmp)
+        started = time.monotonic()
+        subprocess.run(['bash', os.path.join(REPO, 'scripts/lab.sh'), 'up', '3', '--kit',
+                        '--name', LAB, '--net', str(NET)], check=True, stdout=subprocess.DEVNULL)
+        TIMINGS.append(('lab up 3 --kit', time.monotonic() - started))
+        labdir = os.path.join(REPO, 'target', 'lab', LAB)
+        with open(os.path.join(labdir, 'password')) as f:
+            cls.password = f.read()
+        cls.labdir = labdir
+        cls.state = os.path.join(cls.tmp, 'state')
+        cls.env = mock.patch.dict(os.environ, {
+            'MGMT_DRIVER_BIN': cls.bin,
+            'MGMT_DRIVER_HOOK_ARGS': '--state-dir %s --retry-for 20' % cls.state,
+            'MGMT_DRIVER_STATE_KEY_FILE': os.path.join(cls.tmp, 'state.key'),
+            'MGMT_DRIVER_SSH_CONFIG': 'none'})
+        cls.env.start()
+        os.environ.pop('SSH_AUTH_SOCK', None)
+        os.environ.pop('MGMT_DRIVER_INVENTORY', None)
+        cls.tacker = TackerV1(cls.tmp)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.env.stop()
+        subprocess.run(['bash', os.path.join(REPO, 'scripts/lab.sh'), 'down', '--name', LAB],
+                       check=False, stdout=subprocess.DEVNULL)
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def ip(self, i):
+        return '198.18.%d.%d' % (NET, 10 + i)
+
+    def k8s_nodes(self):
+        out = subprocess.run(
+            ['bash', os.path.join(REPO, 'scripts/lab.sh'), 'exec', '1', '--name', LAB, '--',
+             'sh', '-c', 'KUBECONFIG=/etc/kubernetes/admin.conf kubectl get nodes -o name'],
+            check=True, stdout=subprocess.PIPE).stdout.decode()
+        return sorted(ln.split('/', 1)[1] for ln in out.split())
+
+    def test_cluster_lifecycle_through_tackers_calls(self):
+        add = params('mduser', self.password, helm=True)
+        add['mgmt_driver'] = {'tacker_compat': True}  # Tacker v1's Helm client needs the password
+        inst = instance([self.ip(1), self.ip(2)], add)
+
+        # A wrong password: Tacker's error, naming the node, never the password.
+        bad = params('mduser', 'Wrong-Pw-77', helm=True)
+        with self.assertRaises(exceptions.MgmtDriverOtherError) as cm:
+            self.tacker.call('instantiate_end', instance([self.ip(1), self.ip(2)], bad),
+                             instantiate_vnf_request=instantiate_request(bad),
+                             grant=None, grant_request=None, vnf={})
+        self.assertNotIn('Wrong-Pw-77', str(cm.exception))
+        self.assertNotIn(self.password, str(cm.exception))
+        self.assertRegex(str(cm.exception), r'vnfc-m1|%s' % self.ip(1).replace('.', r'\.'))
+
+        self.tacker.call('instantiate_end', inst,
+                         instantiate_vnf_request=instantiate_request(add),
+                         grant=None, grant_request=None, vnf={})
+        k8s = k8s_entry(inst)
+        self.assertIsNotNone(k8s, inst.vim_connection_info)
+        self.assertEqual(inst.vim_connection_info[0].id, OPENSTACK_CONN)
+        self.assertEqual(k8s.vim_type, 'kubernetes')
+        self.assertEqual(k8s.access_info['authUrl'], 'https://%s:6443' % self.ip(1))
+        helm = k8s.extra['helm_info']
+        self.assertEqual(helm['masternode_ip'], [self.ip(1)])
+        self.assertEqual(helm['masternode_username'], 'mduser')
+        self.assertEqual(helm['masternode_password'], self.password)  # the credential used
+        self.assertEqual(self.k8s_nodes(), ['%s-1' % LAB, '%s-2' % LAB])
+
+        # SCALE_OUT: Tacker's infra driver has added the VNFC; scale_end joins it.
+        inst.instantiated_vnf_info.vnfc_resource_info.append(
+            vnfc('vnfc-w2', 'worker_instance', 'workerNode_CP2', self.ip(3), 'stack-w2'))
+        self.tacker.call('scale_end', inst,
+                         scale_vnf_request=fakes.scale_request('SCALE_OUT', 'worker_instance', 1, 'False'),
+                         grant=None, grant_request=None, scale_out_id_list=['stack-w2'], vnf={})
+        self.assertEqual(self.k8s_nodes(), ['%s-%d' % (LAB, i) for i in (1, 2, 3)])
+
+        # SCALE_IN: Tacker names the Heat stack it deletes; that worker (not the last
+        # joined by name order) is drained and deleted.
+        self.tacker.call('scale_start', inst,
+                         scale_vnf_request=fakes.scale_request('SCALE_IN', 'worker_instance', 1, 'False'),
+                         grant=None, grant_request=None, scale_out_id_list=['stack-w1'],
+                         scale_name_list=['w1'], vnf={})
+        self.assertEqual(self.k8s_nodes(), ['%s-1' % LAB, '%s-3' % LAB])
+        inst.instantiated_vnf_info.vnfc_resource_info = [
+            v for v in inst.instantiated_vnf_info.vnfc_resource_info if v.id != 'vnfc-w1']
+        self.assertIsNotNone(k8s_entry(inst))
+
+        # terminate_end, called as Tacker v1 calls it: after it has emptied
+        # vim_connection_info and reinitialised the instantiated info.
+        inst.instantiated_vnf_info.reinitialize()
+        inst.vim_connection_info = []
+        self.tacker.call('terminate_end', inst,
+                         terminate_vnf_request=objects.TerminateVnfRequest(termination_type='GRACEFUL'),
+                         grant=None, grant_request=None)
+        self.assertIsNone(k8s_entry(inst))
+        self.assertFalse(os.path.exists(os.path.join(self.state, inst.id + '.json')),
+                         os.listdir(self.state))
+
+
+def tearDownModule():
+    if TIMINGS:
+        sys.stderr.write('\nTacker v1 calls (wall time):\n')
+        for name, secs in TIMINGS:
+            sys.stderr.write('  %-22s %6.2f s\n' % (name, secs))
+
+
+if __name__ == '__main__':
+    unittest.main()

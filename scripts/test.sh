@@ -16,6 +16,7 @@ cargo fmt --check
 cargo clippy --locked --all-targets -- -D warnings
 bash scripts/lint-shell.sh
 cargo test --locked "$@"
+bash tests/tacker/run-v1.sh  # Tacker v1 MgmtDriver class, called by Tacker 16's own loader (lab part: root)
 if [ "$(id -u)" = 0 ]; then
     bash tests/labkit/selftest.sh
     bash tests/labkit/helm-selftest.sh

@@ -31,3 +31,4 @@ pub mod secret;
 pub mod ssh;
 pub mod transport;
 pub mod url_mask;
+pub(crate) mod vnfm;

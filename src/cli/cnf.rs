@@ -54,7 +54,7 @@ impl CnfArgs {
     fn inputs(&self, ctx: &Ctx) -> Inputs {
         Inputs {
             vnf_instance_id: self.vnf_instance_id.clone(),
-            request: self.request.clone(),
+            request: self.request.clone().map(crate::lifecycle::request::Doc::File),
             package_dir: self.package_dir.clone(),
             vim_connection_info: self.vim_connection_info.clone(),
             cluster_instance: self.cluster_instance.clone(),

@@ -11,6 +11,7 @@ use crate::cli::common::{parse_duration, Ctx, Defaults};
 use crate::cli::envelope::Envelope;
 use crate::cluster::prepare::{self, Inputs, Op};
 use crate::error::{exit, Result};
+use crate::lifecycle::request::Doc;
 use crate::lifecycle::Timeouts;
 use crate::render::Output;
 
@@ -34,6 +35,9 @@ pub struct HookArgs {
     /// Where instance state is kept (default: ~/.local/state/mgmt-driver).
     #[arg(long, env = "MGMT_DRIVER_STATE_DIR")]
     pub state_dir: Option<PathBuf>,
+    /// The SOL003 GrantRequest (JSON): SCALE_IN and heal take the nodes from its removeResources.
+    #[arg(long)]
+    pub grant_request: Option<PathBuf>,
     /// Inventory host names to scale or heal (default: from the request).
     #[arg(long)]
     pub node: Vec<String>,
@@ -57,11 +61,12 @@ pub struct HookArgs {
 impl HookArgs {
     fn inputs(&self, ctx: &Ctx) -> Inputs {
         Inputs {
-            request: self.request.clone(),
+            request: self.request.clone().map(Doc::File),
             inventory: self.inventory.clone(),
             inventory_opts: ctx.inventory_opts(),
             package_dir: self.package_dir.clone(),
-            vnf_instance: self.vnf_instance.clone(),
+            vnf_instance: self.vnf_instance.clone().map(Doc::File),
+            grant_request: self.grant_request.clone().map(Doc::File),
             vnf_instance_id: self.vnf_instance_id.clone(),
             node: self.node.clone(),
             tacker_compat: self.tacker_compat,

@@ -11,6 +11,7 @@ pub mod fanout;
 pub mod hook;
 pub mod interrupt;
 pub mod meta;
+pub mod vnfm_hook;
 
 use clap::{Parser, Subcommand};
 
@@ -62,6 +63,8 @@ pub enum Command {
     ScaleEnd(hook::HookArgs),
     /// VNFM hook: remove the VIM record and the instance state (`--reset-nodes`: kubeadm reset).
     TerminateEnd(hook::HookArgs),
+    /// VNFM hook protocol: one JSON document in (stdin or --input), one out (docs/hook-protocol.md).
+    Hook(vnfm_hook::VnfmHookArgs),
     /// Helm CNF operations on the cluster's masters (install, scale, upgrade, rollback, ...).
     Cnf {
         #[command(subcommand)]
@@ -92,6 +95,7 @@ impl Command {
             Command::ScaleStart(_) => "scale_start",
             Command::ScaleEnd(_) => "scale_end",
             Command::TerminateEnd(_) => "terminate_end",
+            Command::Hook(_) => "hook",
             Command::Cnf { op, .. } => op.name(),
             Command::Version => "version",
             Command::Completion { .. } => "completion",
@@ -167,6 +171,7 @@ async fn run(command: Command, ctx: &Ctx) -> Result<i32> {
         Command::ScaleStart(a) => hook::run(Op::ScaleStart, a, ctx).await,
         Command::ScaleEnd(a) => hook::run(Op::ScaleEnd, a, ctx).await,
         Command::TerminateEnd(a) => hook::run(Op::TerminateEnd, a, ctx).await,
+        Command::Hook(a) => vnfm_hook::run(a, ctx).await,
         Command::Cnf { op, args } => cnf::run(op, args, ctx).await,
         Command::Version => meta::version(ctx),
         Command::Completion { shell } => meta::completion(shell),

@@ -17,7 +17,8 @@ use crate::error::{Error, Result};
 use crate::inventory::{HostKeyCheck, Inventory, LoadOptions};
 use crate::lifecycle::package::Package;
 use crate::lifecycle::request::{
-    self, HealRequest, InstantiateRequest, ScaleRequest, ScaleType, TerminateRequest, VimConnections, VnfInstance,
+    Doc, GrantRequest, HealRequest, InstantiateRequest, ScaleRequest, ScaleType, TerminateRequest, VimConnections,
+    VnfInstance, VnfcResourceInfo,
 };
 use crate::lifecycle::state::{check_instance_id, Lock, Store};
 use crate::lifecycle::Runner;
@@ -49,12 +50,14 @@ impl Op {
 #[derive(Clone, Debug, Default)]
 pub struct Inputs {
     /// The operation's request body (SOL002/SOL003 JSON).
-    pub request: Option<PathBuf>,
+    pub request: Option<Doc>,
     pub inventory: Option<PathBuf>,
     pub inventory_opts: LoadOptions,
     pub package_dir: Option<PathBuf>,
     /// The VnfInstance (SOL003 JSON): its id, vimConnectionInfo and vnfcResourceInfo.
-    pub vnf_instance: Option<PathBuf>,
+    pub vnf_instance: Option<Doc>,
+    /// The SOL003 GrantRequest: a SCALE_IN's or heal's `removeResources` name the VMs.
+    pub grant_request: Option<Doc>,
     pub vnf_instance_id: Option<String>,
     /// Inventory host names to scale or heal (default: from the request).
     pub node: Vec<String>,
@@ -65,7 +68,7 @@ pub struct Inputs {
     pub dry_run: bool,
 }
 
-fn need<'a>(p: &'a Option<PathBuf>, flag: &str, op: Op) -> Result<&'a PathBuf> {
+fn need<'a, T>(p: &'a Option<T>, flag: &str, op: Op) -> Result<&'a T> {
     p.as_ref()
         .ok_or_else(|| Error::input("arguments", flag, format!("is required for {}", op.name().replace('_', "-"))))
 }
@@ -101,7 +104,7 @@ pub struct Prepared {
 /// instance's recorded state, the params, the nodes, the package paths, the target nodes.
 pub fn prepare(op: Op, a: &Inputs, store: Store, rt: Runner) -> Result<Prepared> {
     let (req, req_file) = load_request(op, a)?;
-    let inst: Option<VnfInstance> = a.vnf_instance.as_ref().map(|p| request::load(p)).transpose()?;
+    let inst: Option<VnfInstance> = a.vnf_instance.as_ref().map(Doc::load).transpose()?;
     let id = instance_id(a, inst.as_ref())?;
     check_instance_id(&id)?;
     let lock = store.lock(&id, state::KIND)?;
@@ -159,12 +162,12 @@ fn load_request(op: Op, a: &Inputs) -> Result<(Req, String)> {
         Op::TerminateEnd => a.request.as_ref(),
         _ => Some(need(&a.request, "--request", op)?),
     };
-    let req_file = req_path.map(|p| p.display().to_string()).unwrap_or_else(|| "(no request)".into());
+    let req_file = req_path.map(Doc::name).unwrap_or_else(|| "(no request)".into());
     let req = match (op, req_path) {
-        (Op::InstantiateEnd, Some(p)) => Req::Instantiate(request::load(p)?),
-        (Op::HealStart | Op::HealEnd, Some(p)) => Req::Heal(request::load(p)?),
-        (Op::ScaleStart | Op::ScaleEnd, Some(p)) => Req::Scale(request::load(p)?),
-        (_, Some(p)) => Req::Terminate(request::load(p)?),
+        (Op::InstantiateEnd, Some(p)) => Req::Instantiate(p.load()?),
+        (Op::HealStart | Op::HealEnd, Some(p)) => Req::Heal(p.load()?),
+        (Op::ScaleStart | Op::ScaleEnd, Some(p)) => Req::Scale(p.load()?),
+        (_, Some(p)) => Req::Terminate(p.load()?),
         (_, None) => Req::Terminate(TerminateRequest::default()),
     };
     Ok((req, req_file))
@@ -219,7 +222,7 @@ fn cluster_params(src: &ParamSources, state: &InstanceState) -> Result<(ClusterP
             .and_then(|i| i.additional_params.get(PARAM_KEY).cloned());
         match stored
             .map(|v| (v, store.doc_path(&id, state::KIND).display().to_string()))
-            .or(from_inst.map(|v| (v, a.vnf_instance.as_ref().map(|p| p.display().to_string()).unwrap_or_default())))
+            .or(from_inst.map(|v| (v, a.vnf_instance.as_ref().map(Doc::name).unwrap_or_default())))
         {
             Some((v, f)) => {
                 ap.insert(PARAM_KEY.into(), v);
@@ -281,7 +284,7 @@ fn topology(
                 known_hosts: a.known_hosts.clone().unwrap_or_else(|| store.dir().join("known_hosts")),
                 host_key_check: HostKeyCheck::AcceptNew,
             };
-            topology::from_vnf_instance(i, params, &a.vnf_instance.as_ref().expect("set").display().to_string(), &d)?
+            topology::from_vnf_instance(i, params, &a.vnf_instance.as_ref().map(Doc::name).unwrap_or_default(), &d)?
         }
         (None, None) => {
             return Err(Error::input(
@@ -293,7 +296,9 @@ fn topology(
     })
 }
 
-/// Which nodes a heal or scale is about, as inventory host names.
+/// Which nodes a heal or scale is about, as the topology's node names: `--node`, else the
+/// request's VNFC ids (SOL002 heal, through `vnfcInfo`), else the grant's `removeResources`
+/// (SCALE_IN, Tacker v2 heal), else, for SCALE_OUT, the workers not in the cluster yet.
 fn targets(op: Op, h: &Hook, req: &Req, a: &Inputs, inst: Option<&VnfInstance>) -> Result<Vec<String>> {
     for n in &a.node {
         if h.topo.find(n).is_none() {
@@ -303,6 +308,25 @@ fn targets(op: Op, h: &Hook, req: &Req, a: &Inputs, inst: Option<&VnfInstance>) 
     if !a.node.is_empty() {
         return Ok(a.node.clone());
     }
+    let removed = || -> Result<Vec<String>> {
+        let Some(g) = &a.grant_request else { return Ok(vec![]) };
+        let grant: GrantRequest = g.load()?;
+        grant
+            .remove_resources
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| r.kind == "COMPUTE")
+            .map(|(i, r)| {
+                let rid = r.resource.as_ref().and_then(|x| x.resource_id.as_deref()).unwrap_or(&r.id);
+                let v = inst.and_then(|inst| inst.vnfc_by_resource(rid));
+                v.and_then(|v| node_of(h, inst, v)).ok_or_else(|| {
+                    let msg =
+                        format!("'{}' names no VNFC of the VNF instance that is a node of the cluster", excerpt(rid));
+                    Error::input(g.name(), format!("removeResources[{i}].resource.resourceId"), msg)
+                })
+            })
+            .collect()
+    };
     match (op, req) {
         (Op::HealStart | Op::HealEnd, Req::Heal(r)) if !r.whole_vnf() => r
             .vnfc_instance_id
@@ -311,31 +335,46 @@ fn targets(op: Op, h: &Hook, req: &Req, a: &Inputs, inst: Option<&VnfInstance>) 
                 if h.topo.find(id).is_some() {
                     return Ok(id.clone());
                 }
-                let addr = inst
-                    .and_then(|i| i.instantiated_vnf_info.as_ref())
-                    .and_then(|i| i.vnfc_resource_info.iter().find(|v| &v.id == id))
-                    .and_then(|v| v.vnfc_cp_info.iter().find_map(|c| c.first_address()));
-                let node = addr.and_then(|ip| h.topo.all().find(|n| n.nic_ip == ip || n.host.addr == ip));
-                node.map(|n| n.name().to_string()).ok_or_else(|| {
+                let v = inst.and_then(|i| i.vnfc_resource_for(id));
+                v.and_then(|v| node_of(h, inst, v)).ok_or_else(|| {
                     let msg = format!(
-                        "'{}' names no inventory host and no vnfcResourceInfo of --vnf-instance with a known address",
+                        "'{}' names no inventory host and no vnfcInfo/vnfcResourceInfo of the VNF instance with a known address",
                         excerpt(id)
                     );
                     Error::input(&h.req_file, "vnfcInstanceId", msg)
                 })
             })
             .collect(),
+        (Op::HealStart | Op::HealEnd, Req::Heal(r)) if r.additional_params.get("all").is_none() => removed(),
         (Op::ScaleEnd, Req::Scale(r)) if r.kind == ScaleType::Out => {
             Ok(h.topo.workers.iter().filter(|w| !h.installed(w)).map(|w| w.name().to_string()).collect())
         }
-        (Op::ScaleStart, Req::Scale(r)) if r.kind == ScaleType::In => Err(Error::input(
-            "arguments",
-            "--node",
-            format!(
-                "SCALE_IN of {} step(s): name the workers to remove with --node (they still exist at scale-start)",
-                r.number_of_steps
-            ),
-        )),
+        (Op::ScaleStart, Req::Scale(r)) if r.kind == ScaleType::In => {
+            let nodes = removed()?;
+            if nodes.is_empty() {
+                return Err(Error::input(
+                    "arguments",
+                    "--node",
+                    format!(
+                        "SCALE_IN of {} step(s): name the workers to remove with --node, or give the grant request \
+                         (its removeResources name them)",
+                        r.number_of_steps
+                    ),
+                ));
+            }
+            Ok(nodes)
+        }
         _ => Ok(vec![]),
     }
+}
+
+/// The cluster node a VNFC is: the node named after it (nodes from the VnfInstance), else the
+/// node with one of its addresses (nodes from an inventory).
+fn node_of(h: &Hook, inst: Option<&VnfInstance>, v: &VnfcResourceInfo) -> Option<String> {
+    if h.topo.find(&v.id).is_some() {
+        return Some(v.id.clone());
+    }
+    let inst = inst?;
+    let addrs: Vec<String> = v.vnfc_cp_info.iter().filter_map(|c| inst.address_of(v, &c.cpd_id)).collect();
+    h.topo.all().find(|n| addrs.iter().any(|a| *a == n.nic_ip || *a == n.host.addr)).map(|n| n.name().to_string())
 }

@@ -114,7 +114,7 @@ impl Fixture {
     /// The real `prepare` with a runner on the fake transport.
     pub fn prepare(&self, op: Op, body: Value, nodes: &[&str]) -> crate::error::Result<Prepared> {
         let inputs = Inputs {
-            request: Some(self.request(body)),
+            request: Some(self.request(body).into()),
             inventory: Some(self.path("inv.yaml")),
             package_dir: Some(self.path("pkg")),
             vnf_instance_id: Some("vnf1".into()),

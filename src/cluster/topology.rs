@@ -184,11 +184,12 @@ pub fn from_vnf_instance(inst: &VnfInstance, p: &ClusterParams, file: &str, d: &
             if !id_ok {
                 return Err(Error::input(file, format!("{at}.id"), "a VNFC id is letters, digits, '-', '_', '.'"));
             }
-            let ssh = v.address_of(&r.ssh_cp_name).ok_or_else(|| {
+            let ssh = inst.address_of(v, &r.ssh_cp_name).ok_or_else(|| {
                 Error::input(file, &at, format!("no address for {param}.ssh_cp_name '{}'", r.ssh_cp_name))
             })?;
             ip(&ssh, file, &format!("{at}.{}", r.ssh_cp_name), "the VNFC's address")?;
-            let nic = v.address_of(&r.nic_cp_name).unwrap_or_else(|| ssh.clone());
+            let nic = inst.address_of(v, &r.nic_cp_name).unwrap_or_else(|| ssh.clone());
+            ip(&nic, file, &format!("{at}.{}", r.nic_cp_name), "the VNFC's address")?;
             let host = Host {
                 name: v.id.clone(),
                 addr: ssh,
@@ -218,10 +219,10 @@ pub fn from_vnf_instance(inst: &VnfInstance, p: &ClusterParams, file: &str, d: &
     let workers = role_nodes(&p.worker, Role::Worker, "worker_node")?;
     // The cluster CP is a master's own port (single master) or a VIP the VNFM must list in
     // the first master's vnfcCpInfo.
-    let cluster_ip = vnfcs.iter().find_map(|v| v.address_of(&p.cluster_cp_name)).ok_or_else(|| {
+    let cluster_ip = inst.any_address_of(&p.cluster_cp_name).ok_or_else(|| {
         Error::input(file, "master_node.cluster_cp_name", format!("no address for '{}'", p.cluster_cp_name))
     })?;
-    let cluster_fip = p.cluster_fip_name.as_ref().and_then(|n| vnfcs.iter().find_map(|v| v.address_of(n)));
+    let cluster_fip = p.cluster_fip_name.as_ref().and_then(|n| inst.any_address_of(n));
     check(Topology { masters, workers, cluster_ip, cluster_fip }, file)
 }
 

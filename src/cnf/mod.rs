@@ -115,7 +115,7 @@ pub struct Inputs {
     /// The VNF instance (CNF) id: names the chart directory and the state document.
     pub vnf_instance_id: Option<String>,
     /// The operation's request (instantiate, scale, heal).
-    pub request: Option<PathBuf>,
+    pub request: Option<crate::lifecycle::request::Doc>,
     pub package_dir: Option<PathBuf>,
     /// A vimConnectionInfo file (list, map or one entry) holding extra.helm_info.
     pub vim_connection_info: Option<PathBuf>,

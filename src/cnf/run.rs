@@ -17,7 +17,7 @@ use crate::cnf::session::Session;
 use crate::cnf::{Inputs, Op};
 use crate::error::{Error, Result};
 use crate::lifecycle::package::Package;
-use crate::lifecycle::request::{self, HealRequest, InstantiateRequest, ScaleRequest, ScaleType};
+use crate::lifecycle::request::{Doc, HealRequest, InstantiateRequest, ScaleRequest, ScaleType};
 use crate::lifecycle::state::{check_instance_id, Lock, Store};
 use crate::lifecycle::Runner;
 
@@ -50,7 +50,7 @@ pub struct Outcome {
     pub warnings: Vec<String>,
 }
 
-fn need_request<'a>(a: &'a Inputs, op: &str) -> Result<&'a std::path::PathBuf> {
+fn need_request<'a>(a: &'a Inputs, op: &str) -> Result<&'a Doc> {
     a.request.as_ref().ok_or_else(|| Error::input("arguments", "--request", format!("is required for {op}")))
 }
 
@@ -67,21 +67,21 @@ pub fn prepare(op: &Op, a: &Inputs, store: Store) -> Result<Prepared> {
     };
     let lock = store.lock(&id, KIND)?;
     let saved: Option<CnfState> = store.load_doc(&id, KIND)?;
-    let req_file = a.request.as_ref().map(|p| p.display().to_string()).unwrap_or_else(|| "(recorded request)".into());
+    let req_file = a.request.as_ref().map(Doc::name).unwrap_or_else(|| "(recorded request)".into());
     // The request (or the recorded one) gives the CNF params.
     let (mut scale, mut heal, mut req_vims) = (None, None, None);
     let ap = match op {
         Op::Instantiate => {
-            let r: InstantiateRequest = request::load(need_request(a, "instantiate")?)?;
+            let r: InstantiateRequest = need_request(a, "instantiate")?.load()?;
             req_vims = Some(r.vim_connection_info);
             r.additional_params
         }
         Op::Scale => {
-            scale = Some(request::load(need_request(a, "scale")?)?);
+            scale = Some(need_request(a, "scale")?.load()?);
             saved_params(&saved)?
         }
         Op::Heal => {
-            let h: HealRequest = request::load(need_request(a, "heal")?)?;
+            let h: HealRequest = need_request(a, "heal")?.load()?;
             for (i, pod) in h.vnfc_instance_id.iter().enumerate() {
                 if !names::dns_subdomain(pod) {
                     let field = format!("vnfcInstanceId[{i}]");
@@ -502,7 +502,7 @@ mod tests {
         fn inputs(&self) -> Inputs {
             Inputs {
                 vnf_instance_id: Some("cnf1".into()),
-                request: Some(self.dir.path().join("req.json")),
+                request: Some(self.dir.path().join("req.json").into()),
                 vim_connection_info: Some(self.dir.path().join("vci.json")),
                 timeout: Duration::from_secs(300),
                 status_interval: Duration::from_secs(60),
@@ -630,7 +630,7 @@ mod tests {
         let request = req.map(|r| {
             let p = f.dir.path().join(format!("req-{id}.json"));
             std::fs::write(&p, r.to_string()).unwrap();
-            p
+            p.into()
         });
         let inputs = Inputs { vnf_instance_id: Some(id.into()), request, ..f.inputs() };
         let mut p = None;

@@ -2,7 +2,7 @@
 //! cluster hooks use are typed; everything else is kept (`rest`) so nothing a VNFM sends is lost
 //! or refused. Type errors name the JSON path and the file.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -15,6 +15,47 @@ use crate::error::{Error, Result};
 pub fn load<T: DeserializeOwned>(path: &Path) -> Result<T> {
     let text = crate::input_limit::read_capped(path, crate::input_limit::REQUEST_MAX_BYTES, "request")?;
     parse(&text, &path.display().to_string())
+}
+
+/// Where a document comes from: a file the operator named, or a part of a larger document
+/// already in memory (the `hook` command's input), named for error messages as
+/// `<input>: <key>`.
+#[derive(Clone, Debug)]
+pub enum Doc {
+    File(PathBuf),
+    Inline { name: String, value: Value },
+}
+
+impl Doc {
+    /// The name errors give as the document's location.
+    pub fn name(&self) -> String {
+        match self {
+            Doc::File(p) => p.display().to_string(),
+            Doc::Inline { name, .. } => name.clone(),
+        }
+    }
+
+    pub fn load<T: DeserializeOwned>(&self) -> Result<T> {
+        match self {
+            Doc::File(p) => load(p),
+            Doc::Inline { name, value } => from_value(value, name),
+        }
+    }
+}
+
+impl From<PathBuf> for Doc {
+    fn from(p: PathBuf) -> Self {
+        Doc::File(p)
+    }
+}
+
+/// Deserialize a value already parsed (and size-checked) elsewhere; errors name the path.
+pub fn from_value<T: DeserializeOwned>(v: &Value, name: &str) -> Result<T> {
+    serde_path_to_error::deserialize(v).map_err(|e| {
+        let path = e.path().to_string();
+        let field = if path == "." { "(document)".to_string() } else { path };
+        Error::input(name, field, e.into_inner().to_string())
+    })
 }
 
 /// serde_json's own nesting limit: deeper documents are refused by the parser, not by a stack
@@ -113,13 +154,17 @@ crate::secret::impl_debug_masked!(VimConnection);
 
 impl VimConnection {
     pub fn is_kubernetes(&self) -> bool {
+        // Tacker v2 names a cluster with Helm `ETSINFV.HELM.V_3`: still a Kubernetes cluster.
         let t = self.vim_type.to_ascii_lowercase();
-        t == "kubernetes" || t.starts_with("etsinfv.kubernetes")
+        t == "kubernetes" || t.starts_with("etsinfv.kubernetes") || t.starts_with("etsinfv.helm")
     }
 
+    /// The API server: v1's `accessInfo.authUrl`, or SOL003's `interfaceInfo.endpoint` (v2).
     pub fn auth_url(&self) -> Option<&str> {
-        let a = self.access_info.as_ref()?;
-        a.get("authUrl").or_else(|| a.get("auth_url")).and_then(Value::as_str)
+        let a = self.access_info.as_ref();
+        a.and_then(|a| a.get("authUrl").or_else(|| a.get("auth_url")))
+            .or_else(|| self.interface_info.as_ref()?.get("endpoint"))
+            .and_then(Value::as_str)
     }
 
     pub fn vim_name(&self) -> Option<&str> {
@@ -234,6 +279,36 @@ pub struct TerminateRequest {
 
 crate::secret::impl_debug_masked!(TerminateRequest);
 
+/// The parts of a SOL003 GrantRequest the hooks read: which VMs a SCALE_IN or heal removes.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GrantRequest {
+    #[serde(default)]
+    pub remove_resources: Vec<ResourceDefinition>,
+    #[serde(default)]
+    pub add_resources: Vec<ResourceDefinition>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResourceDefinition {
+    #[serde(default)]
+    pub id: String,
+    #[serde(rename = "type")]
+    pub kind: String,
+    #[serde(default)]
+    pub vdu_id: Option<String>,
+    #[serde(default)]
+    pub resource: Option<ResourceHandle>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResourceHandle {
+    #[serde(default)]
+    pub resource_id: Option<String>,
+}
+
 /// The parts of a SOL003 VnfInstance the hooks read.
 #[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -243,6 +318,9 @@ pub struct VnfInstance {
     pub vim_connection_info: VimConnections,
     #[serde(default)]
     pub instantiated_vnf_info: Option<InstantiatedVnfInfo>,
+    /// SOL003 `metadata`; `mgmt_driver_addresses` may give VNFC addresses (docs/hook-protocol.md).
+    #[serde(default)]
+    pub metadata: Map<String, Value>,
     #[serde(flatten)]
     pub rest: Map<String, Value>,
 }
@@ -252,10 +330,38 @@ pub struct VnfInstance {
 pub struct InstantiatedVnfInfo {
     #[serde(default)]
     pub vnfc_resource_info: Vec<VnfcResourceInfo>,
+    /// SOL003 VnfcInfo: the ids a SOL002 heal names (`vnfcInstanceId`) and their resource.
+    #[serde(default)]
+    pub vnfc_info: Vec<VnfcInfo>,
+    /// External CPs: where Tacker v2 keeps a VNFC port's fixed addresses.
+    #[serde(default)]
+    pub ext_cp_info: Vec<ExtCpInfo>,
     #[serde(default)]
     pub additional_params: Map<String, Value>,
     #[serde(flatten)]
     pub rest: Map<String, Value>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct VnfcInfo {
+    pub id: String,
+    #[serde(default)]
+    pub vdu_id: Option<String>,
+    #[serde(default)]
+    pub vnfc_resource_info_id: Option<String>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExtCpInfo {
+    pub id: String,
+    #[serde(default)]
+    pub cpd_id: Option<String>,
+    #[serde(default)]
+    pub associated_vnfc_cp_id: Option<String>,
+    #[serde(default)]
+    pub cp_protocol_info: Vec<Value>,
 }
 
 #[derive(Clone, Debug, Default, Deserialize, Serialize)]
@@ -278,24 +384,94 @@ pub struct VnfcCpInfo {
     pub id: Option<String>,
     pub cpd_id: String,
     #[serde(default)]
+    pub vnf_ext_cp_id: Option<String>,
+    #[serde(default)]
     pub cp_protocol_info: Vec<Value>,
 }
 
+/// The first IP address in `cpProtocolInfo[].ipOverEthernet.ipAddresses[].addresses[]`.
+fn first_address(cp_protocol_info: &[Value]) -> Option<String> {
+    cp_protocol_info.iter().find_map(|p| {
+        p.pointer("/ipOverEthernet/ipAddresses")?
+            .as_array()?
+            .iter()
+            .find_map(|a| a.get("addresses")?.as_array()?.iter().find_map(|x| x.as_str().map(str::to_string)))
+    })
+}
+
 impl VnfcCpInfo {
-    /// The first IP address in `cpProtocolInfo[].ipOverEthernet.ipAddresses[].addresses[]`.
     pub fn first_address(&self) -> Option<String> {
-        self.cp_protocol_info.iter().find_map(|p| {
-            p.pointer("/ipOverEthernet/ipAddresses")?
-                .as_array()?
+        first_address(&self.cp_protocol_info)
+    }
+}
+
+impl VnfInstance {
+    fn vnf_info(&self) -> Option<&InstantiatedVnfInfo> {
+        self.instantiated_vnf_info.as_ref()
+    }
+
+    /// A VNFC's address on CP `cpd_id`: its own `cpProtocolInfo`, else the external CP it is
+    /// linked to (Tacker v2 keeps fixed addresses there), else
+    /// `metadata.mgmt_driver_addresses[<vnfc id or compute resourceId>][cpd_id]`.
+    pub fn address_of(&self, v: &VnfcResourceInfo, cpd_id: &str) -> Option<String> {
+        let cp = v.vnfc_cp_info.iter().find(|c| c.cpd_id == cpd_id);
+        let own = cp.and_then(VnfcCpInfo::first_address);
+        let ext = || {
+            let cp = cp?;
+            let ext = self.vnf_info()?.ext_cp_info.iter().find(|e| {
+                cp.vnf_ext_cp_id.as_deref() == Some(e.id.as_str())
+                    || (cp.id.is_some() && e.associated_vnfc_cp_id == cp.id)
+            })?;
+            first_address(&ext.cp_protocol_info)
+        };
+        let meta = || {
+            let m = self.metadata.get("mgmt_driver_addresses")?;
+            let by = m.get(&v.id).or_else(|| m.get(v.resource_id()?))?;
+            by.get(cpd_id)?.as_str().map(str::to_string)
+        };
+        own.or_else(ext).or_else(meta)
+    }
+
+    /// An address for CP `cpd_id` anywhere in the instance: a VNFC's (as [`address_of`]), else
+    /// an external CP of that cpdId (a VIP port is one that no VNFC owns).
+    ///
+    /// [`address_of`]: VnfInstance::address_of
+    pub fn any_address_of(&self, cpd_id: &str) -> Option<String> {
+        let info = self.vnf_info()?;
+        info.vnfc_resource_info.iter().find_map(|v| self.address_of(v, cpd_id)).or_else(|| {
+            info.ext_cp_info
                 .iter()
-                .find_map(|a| a.get("addresses")?.as_array()?.iter().find_map(|x| x.as_str().map(str::to_string)))
+                .filter(|e| e.cpd_id.as_deref() == Some(cpd_id))
+                .find_map(|e| first_address(&e.cp_protocol_info))
         })
+    }
+
+    /// The vnfcResourceInfo a SOL002 VNFC id names: through `vnfcInfo`, or directly.
+    pub fn vnfc_resource_for(&self, vnfc_id: &str) -> Option<&VnfcResourceInfo> {
+        let info = self.vnf_info()?;
+        let rid = info
+            .vnfc_info
+            .iter()
+            .find(|c| c.id == vnfc_id)
+            .and_then(|c| c.vnfc_resource_info_id.as_deref())
+            .unwrap_or(vnfc_id);
+        info.vnfc_resource_info.iter().find(|v| v.id == rid)
+    }
+
+    /// The vnfcResourceInfo whose `computeResource.resourceId` (or id) is `resource_id`.
+    pub fn vnfc_by_resource(&self, resource_id: &str) -> Option<&VnfcResourceInfo> {
+        let info = self.vnf_info()?;
+        info.vnfc_resource_info
+            .iter()
+            .find(|v| v.resource_id() == Some(resource_id))
+            .or_else(|| info.vnfc_resource_info.iter().find(|v| v.id == resource_id))
     }
 }
 
 impl VnfcResourceInfo {
-    pub fn address_of(&self, cpd_id: &str) -> Option<String> {
-        self.vnfc_cp_info.iter().find(|c| c.cpd_id == cpd_id).and_then(VnfcCpInfo::first_address)
+    /// `computeResource.resourceId`: the VIM's id of the VM (what a grant's removeResources name).
+    pub fn resource_id(&self) -> Option<&str> {
+        self.compute_resource.as_ref()?.get("resourceId")?.as_str()
     }
 }
 
@@ -359,14 +535,45 @@ mod tests {
     }
 
     #[test]
-    fn vnfc_addresses_come_from_cp_protocol_info() {
-        let v: VnfcResourceInfo = parse(
-            r#"{"id":"c1","vduId":"masterNode","vnfcCpInfo":[{"cpdId":"masterNode_CP1","cpProtocolInfo":[
-                {"layerProtocol":"IP_OVER_ETHERNET","ipOverEthernet":{"ipAddresses":[{"type":"IPV4","addresses":["10.0.0.5"]}]}}]}]}"#,
-            "t",
-        )
-        .unwrap();
-        assert_eq!(v.address_of("masterNode_CP1").as_deref(), Some("10.0.0.5"));
-        assert_eq!(v.address_of("other"), None);
+    fn vnfc_addresses_come_from_cp_protocol_info_ext_cps_or_metadata() {
+        let proto = |ip: &str| {
+            format!(
+                r#"[{{"layerProtocol":"IP_OVER_ETHERNET","ipOverEthernet":{{"ipAddresses":[{{"type":"IPV4","addresses":["{ip}"]}}]}}}}]"#
+            )
+        };
+        // c1: its own cpProtocolInfo (SOL003); c2: linked to an external CP (Tacker v2);
+        // c3: only in the instance's metadata; the VIP is an external CP no VNFC owns.
+        let text = format!(
+            r#"{{"id":"i","metadata":{{"mgmt_driver_addresses":{{"vm-3":{{"w_CP":"10.0.0.7"}}}}}},
+               "instantiatedVnfInfo":{{
+                 "vnfcResourceInfo":[
+                   {{"id":"c1","vduId":"m","vnfcCpInfo":[{{"cpdId":"m_CP","cpProtocolInfo":{}}}]}},
+                   {{"id":"c2","vduId":"w","computeResource":{{"resourceId":"vm-2"}},"vnfcCpInfo":[{{"id":"cp2","cpdId":"w_CP","vnfExtCpId":"e2"}}]}},
+                   {{"id":"c3","vduId":"w","computeResource":{{"resourceId":"vm-3"}},"vnfcCpInfo":[{{"cpdId":"w_CP"}}]}}],
+                 "extCpInfo":[{{"id":"e2","cpdId":"w_CP","cpProtocolInfo":{}}},
+                              {{"id":"e9","cpdId":"vip_CP","cpProtocolInfo":{}}}],
+                 "vnfcInfo":[{{"id":"vnfc-2","vnfcResourceInfoId":"c2"}}]}}}}"#,
+            proto("10.0.0.5"),
+            proto("10.0.0.6"),
+            proto("10.0.0.100")
+        );
+        let i: VnfInstance = parse(&text, "t").unwrap();
+        let v = &i.instantiated_vnf_info.as_ref().unwrap().vnfc_resource_info;
+        assert_eq!(i.address_of(&v[0], "m_CP").as_deref(), Some("10.0.0.5"));
+        assert_eq!(i.address_of(&v[1], "w_CP").as_deref(), Some("10.0.0.6"));
+        assert_eq!(i.address_of(&v[2], "w_CP").as_deref(), Some("10.0.0.7"));
+        assert_eq!(i.address_of(&v[0], "other"), None);
+        assert_eq!(i.any_address_of("vip_CP").as_deref(), Some("10.0.0.100"));
+        assert_eq!(i.vnfc_resource_for("vnfc-2").map(|v| v.id.as_str()), Some("c2"));
+        assert_eq!(i.vnfc_resource_for("c3").map(|v| v.id.as_str()), Some("c3"));
+        assert_eq!(i.vnfc_by_resource("vm-3").map(|v| v.id.as_str()), Some("c3"));
+        assert!(i.vnfc_by_resource("vm-404").is_none());
+    }
+
+    #[test]
+    fn an_inline_document_names_its_key_in_errors() {
+        let d = Doc::Inline { name: "in.json: request".into(), value: serde_json::json!({"type": "SCALE_UP"}) };
+        let e = d.load::<ScaleRequest>().unwrap_err().to_string();
+        assert!(e.starts_with("in.json: request: type: unknown variant"), "{e}");
     }
 }

@@ -293,27 +293,46 @@ class DryRun(unittest.TestCase):
         self.assertEqual(back.extra['vim_name'], 'kubernetes_vim')
 
     def test_scale_heal_terminate_hooks(self):
+        """A dry run records nothing, so these hooks find no cluster for the instance: each
+        says so (a warning naming the instance, exit 0) and leaves Tacker's objects as they
+        were. What they do to a recorded cluster is the Lab test's."""
         k8s = objects.VimConnectionInfo(
             id='k8s-conn', vim_id='k8s-vim', vim_type='kubernetes', interface_info={},
             access_info={'authUrl': 'https://192.0.2.11:6443'},
             extra={'vim_name': 'kubernetes_vim'})
         self.inst.vim_connection_info.append(k8s)
-        out = fakes.scale_request('SCALE_OUT', 'worker_instance', 1, 'False')
-        self.tacker.call('scale_end', self.inst, scale_vnf_request=out, grant=None,
-                         grant_request=None, scale_out_id_list=['stack-w2'], vnf={})
+        before = [c.obj_to_primitive() for c in self.inst.vim_connection_info]
+        calls = [
+            ('scale_end', dict(scale_vnf_request=fakes.scale_request('SCALE_OUT', 'worker_instance', 1, 'False'),
+                               scale_out_id_list=['stack-w2'])),
+            ('scale_start', dict(scale_vnf_request=fakes.scale_request('SCALE_IN', 'worker_instance', 1, 'False'),
+                                 scale_out_id_list=['stack-w2'], scale_name_list=['w2'])),
+            ('heal_start', dict(heal_vnf_request=objects.HealVnfRequest(vnfc_instance_id=['vnfc-w1'], cause='x'))),
+            ('heal_end', dict(heal_vnf_request=objects.HealVnfRequest(vnfc_instance_id=['vnfc-w1'], cause='x'))),
+            ('terminate_end', dict(terminate_vnf_request=objects.TerminateVnfRequest(termination_type='GRACEFUL'))),
+        ]
+        for method, kw in calls:
+            resp = self.tacker.call(method, self.inst, grant=None, grant_request=None, vnf={}, **kw)
+            self.assertTrue(resp['ok'] and resp['dryRun'], resp)
+            self.assertEqual(resp['operation'], method)
+            self.assertIn('nothing is recorded for VNF instance %s' % self.inst.id,
+                          json.dumps(resp['warnings']), resp)
+            self.assertEqual([c.obj_to_primitive() for c in self.inst.vim_connection_info], before)
+
+    def test_scale_in_sends_the_vnfcs_tacker_deletes(self):
         sin = fakes.scale_request('SCALE_IN', 'worker_instance', 1, 'False')
-        resp = self.tacker.call('scale_start', self.inst, scale_vnf_request=sin, grant=None,
-                                grant_request=None, scale_out_id_list=['stack-w2'],
-                                scale_name_list=['w2'], vnf={})
-        self.assertTrue(resp['ok'])
-        heal = objects.HealVnfRequest(vnfc_instance_id=['vnfc-w1'], cause='dry run')
-        self.tacker.call('heal_end', self.inst, heal_vnf_request=heal, grant=None,
-                         grant_request=None, vnf={})
-        self.assertEqual([c.vim_type for c in self.inst.vim_connection_info], ['openstack', 'kubernetes'])
-        term = objects.TerminateVnfRequest(termination_type='GRACEFUL')
-        self.tacker.call('terminate_end', self.inst, terminate_vnf_request=term, grant=None,
-                         grant_request=None)
-        self.assertEqual([c.vim_type for c in self.inst.vim_connection_info], ['openstack'])
+        drv = self.tacker.lcm._mgmt_manager[DRIVER]
+        with mock.patch.object(v1, 'run_hook', return_value={'ok': True}) as run:
+            with self.tacker._pkg:
+                drv.scale_start(self.tacker.context, self.inst, sin, None, None,
+                                scale_out_id_list=['stack-w1'], scale_name_list=['w1'])
+        doc = run.call_args[0][0]
+        self.assertEqual(doc['operation'], 'scale_start')
+        self.assertEqual(doc['vnfm'], 'tacker-v1')
+        self.assertEqual(doc['tmp_csar_dir'], self.pkg)
+        self.assertEqual(doc['request']['type'], 'SCALE_IN')
+        self.assertEqual([r['resource']['resourceId'] for r in doc['grant_request']['removeResources']],
+                         ['server-vnfc-w1'])
 
     def test_bad_input_is_tackers_error_naming_the_field_without_the_password(self):
         del self.add['k8s_cluster_installation_param']['master_node']['username']
@@ -377,17 +396,20 @@ class Lab(unittest.TestCase):
     def ip(self, i):
         return '198.18.%d.%d' % (NET, 10 + i)
 
+    def on(self, node, cmd):
+        """A shell command inside lab node `node`, out of band (nsenter, not SSH)."""
+        return subprocess.run(
+            ['bash', os.path.join(REPO, 'scripts/lab.sh'), 'exec', str(node), '--name', LAB, '--',
+             'sh', '-c', cmd], check=False, stdout=subprocess.PIPE).stdout.decode()
+
     def k8s_nodes(self):
-        out = subprocess.run(
-            ['bash', os.path.join(REPO, 'scripts/lab.sh'), 'exec', '1', '--name', LAB, '--',
-             'sh', '-c', 'KUBECONFIG=/etc/kubernetes/admin.conf kubectl get nodes -o name'],
-            check=True, stdout=subprocess.PIPE).stdout.decode()
+        out = self.on(1, 'KUBECONFIG=/etc/kubernetes/admin.conf kubectl get nodes -o name')
         return sorted(ln.split('/', 1)[1] for ln in out.split())
 
-    def test_cluster_lifecycle_through_tackers_calls(self):
+    def test_1_cluster_lifecycle_through_tackers_calls(self):
         add = params('mduser', self.password, helm=True)
         add['mgmt_driver'] = {'tacker_compat': True}  # Tacker v1's Helm client needs the password
-        inst = instance([self.ip(1), self.ip(2)], add)
+        inst = Lab.inst = instance([self.ip(1), self.ip(2)], add)
 
         # A wrong password: Tacker's error, naming the node, never the password.
         bad = params('mduser', 'Wrong-Pw-77', helm=True)
@@ -395,6 +417,7 @@ class Lab(unittest.TestCase):
             self.tacker.call('instantiate_end', instance([self.ip(1), self.ip(2)], bad),
                              instantiate_vnf_request=instantiate_request(bad),
                              grant=None, grant_request=None, vnf={})
+        sys.stderr.write('\nwrong password -> %s\n' % cm.exception)
         self.assertNotIn('Wrong-Pw-77', str(cm.exception))
         self.assertNotIn(self.password, str(cm.exception))
         self.assertRegex(str(cm.exception), r'vnfc-m1|%s' % self.ip(1).replace('.', r'\.'))
@@ -411,7 +434,8 @@ class Lab(unittest.TestCase):
         self.assertEqual(helm['masternode_ip'], [self.ip(1)])
         self.assertEqual(helm['masternode_username'], 'mduser')
         self.assertEqual(helm['masternode_password'], self.password)  # the credential used
-        self.assertEqual(self.k8s_nodes(), ['%s-1' % LAB, '%s-2' % LAB])
+        # Kubernetes node names are Tacker's (role + last octet), set by the install script.
+        self.assertEqual(self.k8s_nodes(), ['master11', 'worker12'])
 
         # SCALE_OUT: Tacker's infra driver has added the VNFC; scale_end joins it.
         inst.instantiated_vnf_info.vnfc_resource_info.append(
@@ -419,7 +443,7 @@ class Lab(unittest.TestCase):
         self.tacker.call('scale_end', inst,
                          scale_vnf_request=fakes.scale_request('SCALE_OUT', 'worker_instance', 1, 'False'),
                          grant=None, grant_request=None, scale_out_id_list=['stack-w2'], vnf={})
-        self.assertEqual(self.k8s_nodes(), ['%s-%d' % (LAB, i) for i in (1, 2, 3)])
+        self.assertEqual(self.k8s_nodes(), ['master11', 'worker12', 'worker13'])
 
         # SCALE_IN: Tacker names the Heat stack it deletes; that worker (not the last
         # joined by name order) is drained and deleted.
@@ -427,11 +451,29 @@ class Lab(unittest.TestCase):
                          scale_vnf_request=fakes.scale_request('SCALE_IN', 'worker_instance', 1, 'False'),
                          grant=None, grant_request=None, scale_out_id_list=['stack-w1'],
                          scale_name_list=['w1'], vnf={})
-        self.assertEqual(self.k8s_nodes(), ['%s-1' % LAB, '%s-3' % LAB])
+        self.assertEqual(self.k8s_nodes(), ['master11', 'worker13'])
         inst.instantiated_vnf_info.vnfc_resource_info = [
             v for v in inst.instantiated_vnf_info.vnfc_resource_info if v.id != 'vnfc-w1']
         self.assertIsNotNone(k8s_entry(inst))
 
+        # Heal of a worker: heal_start takes it out of the cluster, Tacker rebuilds the VM
+        # (a fresh disk here), heal_end joins it again. v1's vnfcInstanceId names the VNFC.
+        heal = objects.HealVnfRequest(vnfc_instance_id=['vnfc-w2'], cause='lab')
+        self.tacker.call('heal_start', inst, heal_vnf_request=heal, grant=None, grant_request=None)
+        self.assertEqual(self.k8s_nodes(), ['master11'])
+        self.on(3, 'kubeadm reset -f >/dev/null 2>&1; rm -rf /etc/kubernetes /var/lib/mgmt-driver '
+                   '/tmp/installed /root/.kube /var/tacker')
+        self.tacker.call('heal_end', inst, heal_vnf_request=heal, grant=None, grant_request=None, vnf={})
+        self.assertEqual(self.k8s_nodes(), ['master11', 'worker13'])
+        self.assertEqual(self.on(3, 'test -s /etc/kubernetes/kubelet.conf && echo joined').strip(), 'joined')
+        self.assertIsNotNone(k8s_entry(inst))
+
+    def test_2_terminate_end_as_tacker_calls_it(self):
+        inst = getattr(Lab, 'inst', None)
+        self.assertIsNotNone(inst, 'needs the cluster of test_1')
+        self.assertIsNotNone(k8s_entry(inst))
+        state_file = os.path.join(self.state, inst.id + '.json')
+        self.assertTrue(os.path.exists(state_file), os.listdir(self.state))
         # terminate_end, called as Tacker v1 calls it: after it has emptied
         # vim_connection_info and reinitialised the instantiated info.
         inst.instantiated_vnf_info.reinitialize()
@@ -440,8 +482,7 @@ class Lab(unittest.TestCase):
                          terminate_vnf_request=objects.TerminateVnfRequest(termination_type='GRACEFUL'),
                          grant=None, grant_request=None)
         self.assertIsNone(k8s_entry(inst))
-        self.assertFalse(os.path.exists(os.path.join(self.state, inst.id + '.json')),
-                         os.listdir(self.state))
+        self.assertFalse(os.path.exists(state_file), os.listdir(self.state))
 
 
 def tearDownModule():

@@ -253,7 +253,27 @@ class MgmtDriverHook(vnflcm_abstract_driver.VnflcmMgmtAbstractDriver):
         if isinstance(returned, dict) and 'vimConnectionInfo' in returned:
             vnf_instance.vim_connection_info = vim_connections(
                 returned['vimConnectionInfo'])
+        vim = (response.get('result') or {}).get('vim')
+        if isinstance(vim, dict):
+            log_vim_record(vnf_instance.id, vim)
         return response
+
+
+def log_vim_record(instance_id, vim):
+    """The cluster's VIM record (`result.vim`), for the operator who registers the VIM.
+
+    Tacker v1 keeps nothing of a driver's answer but the instance, so the conductor
+    log is where the operator finds it. The hook masks its secrets already; the
+    token and any password are dropped here as well, whatever the hook sent.
+    """
+    shown = json.loads(json.dumps(vim))
+    for parent, key in ((shown.get('auth_cred'), 'bearer_token'),
+                        ((shown.get('extra') or {}).get('helm_info'), 'masternode_password')):
+        if isinstance(parent, dict):
+            parent.pop(key, None)
+    LOG.info('mgmt-driver: VIM record of VNF instance %s (register it with '
+             '`openstack vim register`, see the driver README): %s',
+             instance_id, json.dumps(shown, sort_keys=True))
 
 
 def hook_command():

@@ -171,11 +171,14 @@ class TackerV1(object):
         with self._pkg:
             name = self.lcm._load_vnf_interface(self.context, method, vnf_instance, vnfd_dict())
             started = time.monotonic()
+            label = method + ' (raised)'
             try:
-                return self.lcm._mgmt_manager.invoke(
+                out = self.lcm._mgmt_manager.invoke(
                     name, method, context=self.context, vnf_instance=vnf_instance, **kwargs)
+                label = method
+                return out
             finally:
-                TIMINGS.append((method, time.monotonic() - started))
+                TIMINGS.append((label, time.monotonic() - started))
 
 
 def k8s_entry(vnf_instance):
@@ -288,6 +291,13 @@ class DryRun(unittest.TestCase):
         self.assertTrue(k8s.access_info['authUrl'].startswith('https://192.0.2.11:'), k8s.access_info)
         self.assertEqual(k8s.extra['helm_info']['masternode_ip'], ['192.0.2.11'])
         self.assertNotIn('Dry-Pw-42', json.dumps(resp.get('result')))
+        with self.assertLogs('mgmt_driver_tacker_v1', 'INFO') as logs:
+            v1.log_vim_record(self.inst.id, {'name': 'kubernetes_vim', 'auth_url': 'https://a:6443',
+                                             'auth_cred': {'bearer_token': 'Tok-9', 'ssl_ca_cert': 'PEM'},
+                                             'extra': {'helm_info': {'masternode_password': 'Pw-8'}}})
+        self.assertIn('"auth_url": "https://a:6443"', logs.output[0])
+        self.assertNotIn('Tok-9', logs.output[0])
+        self.assertNotIn('Pw-8', logs.output[0])
         # Tacker can store it: its own primitive round trip.
         back = objects.VimConnectionInfo.obj_from_primitive(k8s.obj_to_primitive(), None)
         self.assertEqual(back.extra['vim_name'], 'kubernetes_vim')
@@ -406,6 +416,27 @@ class Lab(unittest.TestCase):
         out = self.on(1, 'KUBECONFIG=/etc/kubernetes/admin.conf kubectl get nodes -o name')
         return sorted(ln.split('/', 1)[1] for ln in out.split())
 
+    def register_vim_as_the_readme_says(self, vim):
+        """README, "The Kubernetes VIM": result.vim plus the token read on a master make the
+        config file of `openstack vim register`, parsed here by tackerclient's own code."""
+        from tackerclient.tacker.v1_0.nfvo import vim_utils
+        get = ('kubectl --kubeconfig /etc/kubernetes/admin.conf -n kube-system get secret '
+               'mgmt-driver-admin-token -o \'jsonpath={.data.%s}\' | base64 -d')
+        token = self.on(1, get % 'token')
+        ca = self.on(1, get % 'ca\\.crt')
+        self.assertTrue(token and ca.startswith('-----BEGIN CERTIFICATE-----'), (token[:10], ca[:40]))
+        self.assertEqual(ca.strip(), vim['auth_cred']['ssl_ca_cert'].strip())
+        config = {'auth_url': vim['auth_url'], 'project_name': 'default', 'type': 'kubernetes',
+                  'bearer_token': token, 'ssl_ca_cert': vim['auth_cred']['ssl_ca_cert'],
+                  'extra': {'helm_info': str(vim['extra']['helm_info'])}}
+        body = {}
+        vim_utils.args2body_vim(dict(config), body)
+        vim_utils.validate_auth_url(config['auth_url'])
+        self.assertEqual(body['type'], 'kubernetes')
+        self.assertEqual(body['auth_cred']['bearer_token'], token)
+        self.assertEqual(body['auth_cred']['ssl_ca_cert'], vim['auth_cred']['ssl_ca_cert'])
+        self.assertEqual(config['auth_url'], 'https://%s:6443' % self.ip(1))
+
     def test_1_cluster_lifecycle_through_tackers_calls(self):
         add = params('mduser', self.password, helm=True)
         add['mgmt_driver'] = {'tacker_compat': True}  # Tacker v1's Helm client needs the password
@@ -422,9 +453,9 @@ class Lab(unittest.TestCase):
         self.assertNotIn(self.password, str(cm.exception))
         self.assertRegex(str(cm.exception), r'vnfc-m1|%s' % self.ip(1).replace('.', r'\.'))
 
-        self.tacker.call('instantiate_end', inst,
-                         instantiate_vnf_request=instantiate_request(add),
-                         grant=None, grant_request=None, vnf={})
+        resp = self.tacker.call('instantiate_end', inst,
+                                instantiate_vnf_request=instantiate_request(add),
+                                grant=None, grant_request=None, vnf={})
         k8s = k8s_entry(inst)
         self.assertIsNotNone(k8s, inst.vim_connection_info)
         self.assertEqual(inst.vim_connection_info[0].id, OPENSTACK_CONN)
@@ -436,6 +467,8 @@ class Lab(unittest.TestCase):
         self.assertEqual(helm['masternode_password'], self.password)  # the credential used
         # Kubernetes node names are Tacker's (role + last octet), set by the install script.
         self.assertEqual(self.k8s_nodes(), ['master11', 'worker12'])
+        Lab.vim = resp['result']['vim']
+        self.register_vim_as_the_readme_says(resp['result']['vim'])
 
         # SCALE_OUT: Tacker's infra driver has added the VNFC; scale_end joins it.
         inst.instantiated_vnf_info.vnfc_resource_info.append(
@@ -485,11 +518,21 @@ class Lab(unittest.TestCase):
         self.assertFalse(os.path.exists(state_file), os.listdir(self.state))
 
 
+    def test_3_result_masks_the_token_and_password_with_tacker_compat(self):
+        """docs/hook-protocol.md: the bearer token is masked in `result`; secrets never
+        appear in results. Tacker v1 needs `tacker_compat` (its Helm client logs in with
+        helm_info's password), so the hook's result must stay masked with it too."""
+        vim = getattr(Lab, 'vim', None)
+        self.assertIsNotNone(vim, 'needs the instantiate_end of test_1')
+        self.assertEqual(vim['auth_cred']['bearer_token'], '********')
+        self.assertNotIn(self.password, json.dumps(vim))
+
+
 def tearDownModule():
     if TIMINGS:
         sys.stderr.write('\nTacker v1 calls (wall time):\n')
         for name, secs in TIMINGS:
-            sys.stderr.write('  %-22s %6.2f s\n' % (name, secs))
+            sys.stderr.write('  %-30s %6.2f s\n' % (name, secs))
 
 
 if __name__ == '__main__':

@@ -81,7 +81,8 @@ def make_package(root):
 def vnfd_dict():
     """The part of a VNFD Tacker v1 reads to pick the MgmtDriver (see README.md)."""
     hooks = ['instantiate_start', 'instantiate_end', 'scale_start', 'scale_end',
-             'heal_start', 'heal_end', 'terminate_start', 'terminate_end']
+             'heal_start', 'heal_end', 'terminate_start', 'terminate_end',
+             'modify_information_start', 'modify_information_end']
     return {'topology_template': {'node_templates': {'VNF': {
         'type': 'company.provider.VNF',
         'interfaces': {'Vnflcm': {h: {'implementation': DRIVER} for h in hooks}},
@@ -155,7 +156,8 @@ class TackerV1(object):
     interface and hash check (VnfLcmDriver._load_vnf_interface), then DriverManager.invoke."""
 
     def __init__(self, csar_root):
-        cfg.CONF.set_override('vnflcm_mgmt_driver', [DRIVER], 'tacker')
+        # As README.md's tacker.conf: Tacker's default driver stays for packages naming none.
+        cfg.CONF.set_override('vnflcm_mgmt_driver', ['vnflcm_noop', DRIVER], 'tacker')
         cfg.CONF.set_override('vnf_package_csar_path', csar_root, 'vnf_package')
         self.lcm = vnflcm_driver.VnfLcmDriver.__new__(vnflcm_driver.VnfLcmDriver)
         self.lcm._mgmt_manager = driver_manager.DriverManager(
@@ -353,6 +355,27 @@ class DryRun(unittest.TestCase):
         msg = str(cm.exception)
         self.assertIn('master_node.username', msg)
         self.assertNotIn('Dry-Pw-42', msg)
+        self.assertEqual(len(self.inst.vim_connection_info), 1)
+
+    def test_instantiate_start_checks_the_package_before_the_vms_exist(self):
+        resp = self.tacker.call('instantiate_start', self.inst,
+                                instantiate_vnf_request=instantiate_request(self.add),
+                                grant=None, grant_request=None)
+        self.assertTrue(resp['ok'], resp)
+        self.add['k8s_cluster_installation_param']['script_path'] = 'Scripts/missing.sh'
+        with self.assertRaises(exceptions.MgmtDriverOtherError) as cm:
+            self.tacker.call('instantiate_start', self.inst,
+                             instantiate_vnf_request=instantiate_request(self.add),
+                             grant=None, grant_request=None)
+        self.assertIn('script_path', str(cm.exception))
+        self.assertNotIn('Dry-Pw-42', str(cm.exception))
+
+    def test_hooks_with_nothing_to_do_say_so(self):
+        # As Tacker v1's modify_vnf calls them: no grant arguments, modify_vnf_request=None.
+        for method in ('modify_information_start', 'modify_information_end'):
+            resp = self.tacker.call(method, self.inst, modify_vnf_request=None)
+            self.assertTrue(resp['ok'], resp)
+            self.assertIn(method, json.dumps(resp['warnings']))
         self.assertEqual(len(self.inst.vim_connection_info), 1)
 
     def test_a_missing_binary_is_a_clear_error(self):

@@ -17,6 +17,7 @@ Each Tacker-side call's wall time is printed at the end.
 """
 
 import copy
+import datetime
 import json
 import os
 import shutil
@@ -215,9 +216,22 @@ class Conversion(unittest.TestCase):
         req = v1.to_sol(fakes.scale_request('SCALE_IN', 'worker_instance', 1, 'False'))
         self.assertEqual((req['type'], req['aspectId'], req['numberOfSteps']),
                          ('SCALE_IN', 'worker_instance', 1))
+        when = datetime.datetime(2020, 1, 1, 1, 1, 1, tzinfo=datetime.timezone.utc)
+        self.assertEqual(v1.to_sol({'at': when, 'ids': ('a', 'b')}),
+                         {'at': '2020-01-01T01:01:01+00:00', 'ids': ['a', 'b']})
+        # Tacker's database bookkeeping is not SOL003: left out.
         inst = fakes.return_vnf_instance_delete()
-        self.assertIsInstance(inst.created_at, object)
+        self.assertTrue(inst.obj_attr_is_set('created_at'))
         self.assertNotIn('createdAt', v1.to_sol(inst))
+
+    def test_grant_as_sol003(self):
+        g = objects.Grant(id='g1', vnf_instance_id='i1', vnf_lcm_op_occ_id='o1',
+                          vim_connections=[openstack_conn()],
+                          add_resources=[objects.GrantInfo(resource_definition_id='vnfc-w2', zone_id='z1')])
+        doc = v1.to_sol(g)
+        self.assertEqual(doc['vnfLcmOpOccId'], 'o1')
+        self.assertEqual(doc['addResources'], [{'resourceDefinitionId': 'vnfc-w2', 'zoneId': 'z1'}])
+        self.assertEqual(doc['vimConnections'][0]['vimType'], 'openstack')
 
     def test_scale_in_grant_request_from_tackers_stack_ids(self):
         inst = instance(['192.0.2.11', '192.0.2.12', '192.0.2.13'], params('u', 'p'))

@@ -919,10 +919,18 @@ launch_node() {
     local name=${N_NAME[$k]}
     local st=$NODES_DIR/$name
     rm -f "$st/sshd.pid" "$st/init.pid"
-    setsid nsenter --net="/run/netns/${N_NS[$k]}" -- \
-        unshare --mount --uts --ipc --pid --fork --propagation private -- \
-        /bin/bash -c "$NODE_INIT" mdlab-init "$name" "$st" "$FS_DIR/$name" "$TMPL_DIR" \
-        </dev/null >"$st/init.log" 2>&1 9>&- &
+    (
+        # The caller's descriptors must not live on in the node's daemons: under
+        # `flock LOCK scripts/lab.sh up`, the lock would stay held until the lab went down.
+        for fd in /proc/"$BASHPID"/fd/*; do
+            fd=${fd##*/}
+            if [ "$fd" -gt 2 ]; then eval "exec $fd>&-"; fi
+        done
+        exec setsid nsenter --net="/run/netns/${N_NS[$k]}" -- \
+            unshare --mount --uts --ipc --pid --fork --propagation private -- \
+            /bin/bash -c "$NODE_INIT" mdlab-init "$name" "$st" "$FS_DIR/$name" "$TMPL_DIR" \
+            </dev/null >"$st/init.log" 2>&1
+    ) &
     printf '%s\n' "$!" >"$st/launch.pid"
 }
 

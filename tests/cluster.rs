@@ -663,6 +663,281 @@ impl Plans {
     }
 }
 
+/// What the phases of [`kubeconfig_and_the_login_in_helm_info`] share.
+struct KubeconfigCluster {
+    c: Cluster,
+    req: Value,
+    /// Where `--kubeconfig-out` writes.
+    kc: PathBuf,
+}
+
+/// OSM/ONAP access and `--tacker-compat`'s credential: the kubeconfig works with kubectl on a
+/// master; helm_info carries the login the masters really use (a key: no password and a
+/// warning; an inventory password that is not the request's: that one).
+fn kubeconfig_and_the_login_in_helm_info() -> R {
+    let mut t = phase("bring up 1 master + 1 worker, root key logins", || {
+        let c = Cluster::new("kcfg", 73, 2, &[1], &[2], true);
+        let mut req = c.request();
+        req["additionalParams"]["k8s_cluster_installation_param"]["helm_installation_script_path"] =
+            "Scripts/install_helm.sh".into();
+        let kc = c.dir.path().join("out/kubeconfig");
+        std::fs::create_dir_all(kc.parent().unwrap()).unwrap();
+        Ok(KubeconfigCluster { c, req, kc })
+    })?;
+    phases(
+        &mut t,
+        &[
+            ("--kubeconfig-out writes a 0600 kubeconfig and no token to the output", kubeconfig_written),
+            ("kubectl --kubeconfig on a master lists the nodes with the VIM's token", kubeconfig_works_on_a_master),
+            ("--tacker-compat with key logins: no password, a warning naming the master", compat_with_key_logins),
+            (
+                "--tacker-compat with an inventory password: that password, not the request's",
+                compat_with_inventory_password,
+            ),
+            (
+                "with a floating IP the real Helm client verifies TLS against the cluster IP",
+                floating_ip_kubeconfig_with_real_helm,
+            ),
+        ],
+    )
+}
+
+fn kubeconfig_written(t: &mut KubeconfigCluster) -> R {
+    let c = &t.c;
+    let p = c.write("instantiate.json", &t.req);
+    let r = c.hook("instantiate-end", Some(&p), &["--kubeconfig-out", s(&t.kc)]);
+    r.ok();
+    let d = doc(&r);
+    check(d["result"]["kubeconfig"] == s(&t.kc), || format!("result.kubeconfig: {}", d["result"]))?;
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&t.kc).unwrap().permissions().mode() & 0o777;
+    check(mode == 0o600, || format!("kubeconfig mode {mode:o}"))?;
+    let text = std::fs::read_to_string(&t.kc).unwrap();
+    let token = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("token: "))
+        .ok_or_else(|| format!("no token in the kubeconfig:\n{text}"))?
+        .to_string();
+    check(token.len() > 20 && !r.all().contains(&token), || "the bearer token reached the output".into())?;
+    check(text.contains(&format!("server: https://{}:6443", c.lab.ip(1))), || text.clone())?;
+    // Not instantiate-end: refused before anything runs.
+    c.hook("heal-end", Some(&p), &["--kubeconfig-out", s(&t.kc)]).fails(2, "--kubeconfig-out");
+    Ok(())
+}
+
+fn kubeconfig_works_on_a_master(t: &mut KubeconfigCluster) -> R {
+    let c = &t.c;
+    let r = mgmt(
+        &[
+            "put",
+            "-o",
+            "plain",
+            "-i",
+            s(&c.inv),
+            "--host",
+            &c.lab.node(1),
+            "--mode",
+            "600",
+            s(&t.kc),
+            "/root/osm-kubeconfig",
+        ],
+        &[],
+    );
+    r.ok();
+    let nodes = c.on(1, "kubectl --kubeconfig /root/osm-kubeconfig get nodes -o name 2>&1; echo exit=$?");
+    check(nodes.contains("node/master11") && nodes.contains("node/worker12") && nodes.contains("exit=0"), || {
+        format!("kubectl with our kubeconfig: {nodes}")
+    })?;
+    // The kit's kubectl really reads the file: another server in it is refused.
+    let bad = c.on(
+        1,
+        "sed 's#:6443#:6999#' /root/osm-kubeconfig > /root/bad-kubeconfig; kubectl --kubeconfig /root/bad-kubeconfig get nodes 2>&1; echo exit=$?",
+    );
+    check(bad.contains("refused") && !bad.contains("exit=0"), || format!("a wrong server was accepted: {bad}"))?;
+    // The token is the ServiceAccount token the cluster issued for the VIM.
+    let issued = c.on(1, "KUBECONFIG=/etc/kubernetes/admin.conf kubectl get secret -n kube-system mgmt-driver-admin-token -o jsonpath='{.data.token}' | base64 -d");
+    let text = std::fs::read_to_string(&t.kc).unwrap();
+    check(!issued.trim().is_empty() && text.contains(&format!("token: {}", issued.trim())), || {
+        format!("the kubeconfig's token is not the issued one ({} bytes issued)", issued.trim().len())
+    })
+}
+
+fn compat_with_key_logins(t: &mut KubeconfigCluster) -> R {
+    let c = &t.c;
+    let p = c.write("instantiate.json", &t.req);
+    let r = c.hook("instantiate-end", Some(&p), &["--tacker-compat"]);
+    r.ok();
+    let d = doc(&r);
+    let hi = &k8s_conn(&d)["extra"]["helm_info"];
+    check(hi["masternode_username"] == "root" && hi.get("masternode_password").is_none(), || {
+        format!("helm_info: {hi}")
+    })?;
+    check(!r.all().contains("unused-password"), || "the request's password was written, not the login used".into())?;
+    let warned = d["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|w| w.as_str().unwrap_or("").contains(&format!("master {} logs in with a key", c.lab.node(1))));
+    check(warned, || format!("no warning naming the master: {}", d["warnings"]))
+}
+
+fn compat_with_inventory_password(t: &mut KubeconfigCluster) -> R {
+    let c = &t.c;
+    let pw = c.lab.password();
+    c.write_inventory(&[1], &[2], false);
+    let inv = std::fs::read_to_string(&c.inv).unwrap();
+    let inv = inv.replacen("defaults:\n", &format!("defaults:\n  user: mduser\n  password: '{pw}'\n"), 1);
+    std::fs::write(&c.inv, inv).unwrap();
+    let p = c.write("instantiate.json", &t.req);
+    let r = c.hook("instantiate-end", Some(&p), &["--tacker-compat"]);
+    r.ok();
+    let d = doc(&r);
+    let hi = &k8s_conn(&d)["extra"]["helm_info"];
+    check(hi["masternode_username"] == "mduser" && hi["masternode_password"] == pw.as_str(), || {
+        format!("helm_info must hold the inventory's login: {}", hi["masternode_username"])
+    })?;
+    check(!r.all().contains("unused-password"), || "the request's password was written".into())?;
+    check(d["warnings"].as_array().unwrap().is_empty(), || format!("{}", d["warnings"]))
+}
+
+/// The lab kit has no TLS, so a floating IP's kubeconfig is tried with the real Helm 3 client
+/// (client-go, as OSM's and ONAP's Helm is) against a small HTTPS API server on the host: it
+/// stands at the "floating IP" 127.0.0.73:6443 with a certificate from the kit cluster's own
+/// CA that names the cluster IP only (as kubeadm's does), and accepts only the issued token.
+const FIP: &str = "127.0.0.73";
+
+const API_SERVER: &str = r#"
+import http.server, json, os, ssl, sys
+token = os.environ["API_TOKEN"]
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        ok = self.headers.get("Authorization") == "Bearer " + token
+        if not ok:
+            body = {"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "Unauthorized", "code": 401}
+        elif self.path.startswith("/version"):
+            body = {"major": "1", "minor": "31", "gitVersion": "v1.31.2"}
+        else:
+            body = {"kind": "SecretList", "apiVersion": "v1", "metadata": {"resourceVersion": "1"}, "items": []}
+        sys.stdout.write("%s %s\n" % (self.path, "ok" if ok else "401"))
+        sys.stdout.flush()
+        b = json.dumps(body).encode()
+        self.send_response(200 if ok else 401)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(b)))
+        self.end_headers()
+        self.wfile.write(b)
+    def log_message(self, *a):
+        pass
+s = http.server.HTTPServer((sys.argv[1], 6443), H)
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+ctx.load_cert_chain(sys.argv[2], sys.argv[3])
+s.socket = ctx.wrap_socket(s.socket, server_side=True)
+print("ready", flush=True)
+s.serve_forever()
+"#;
+
+/// Kills the API server stand-in when the phase ends, however it ends.
+struct Killed(std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn floating_ip_kubeconfig_with_real_helm(t: &mut KubeconfigCluster) -> R {
+    use std::io::BufRead;
+    use std::process::{Command, Stdio};
+    let c = &t.c;
+    let d = c.dir.path();
+    // The params name a floating IP for the cluster; the inventory gives its address.
+    let inv = std::fs::read_to_string(&c.inv).unwrap();
+    std::fs::write(&c.inv, format!("{inv}  fip_CP: {FIP}\n")).unwrap();
+    let mut req = t.req.clone();
+    req["additionalParams"]["k8s_cluster_installation_param"]["master_node"]["cluster_fip_name"] = "fip_CP".into();
+    let p = c.write("instantiate.json", &req);
+    let kc = d.join("out/fip-kubeconfig");
+    let r = c.hook("instantiate-end", Some(&p), &["--kubeconfig-out", s(&kc)]);
+    r.ok();
+    let text = std::fs::read_to_string(&kc).unwrap();
+    let master = c.lab.ip(1);
+    check(
+        text.contains(&format!("server: https://{FIP}:6443")) && text.contains(&format!("tls-server-name: {master}")),
+        || format!("the kubeconfig must name the FIP and check TLS against {master}:\n{text}"),
+    )?;
+    // A server certificate from the cluster's CA that names the cluster IP, not the FIP.
+    let cluster = &c.kit()["cluster"];
+    let (ca_crt, ca_key) = (d.join("ca.crt"), d.join("ca.key"));
+    std::fs::write(&ca_crt, cluster["ca_crt"].as_str().unwrap()).unwrap();
+    std::fs::write(&ca_key, cluster["ca_key"].as_str().unwrap()).unwrap();
+    let (crt, key, ext) = (d.join("apiserver.crt"), d.join("apiserver.key"), d.join("san.ext"));
+    std::fs::write(&ext, format!("subjectAltName=IP:{master},DNS:kubernetes\n")).unwrap();
+    let sh = format!(
+        "openssl req -newkey rsa:2048 -nodes -keyout {k} -out {k}.csr -subj /CN=kube-apiserver && \
+         openssl x509 -req -in {k}.csr -CA {ca} -CAkey {cak} -CAcreateserial -out {crt} -days 1 -extfile {ext}",
+        k = s(&key),
+        ca = s(&ca_crt),
+        cak = s(&ca_key),
+        crt = s(&crt),
+        ext = s(&ext)
+    );
+    let o = Command::new("sh").args(["-c", &sh]).output().unwrap();
+    check(o.status.success(), || format!("openssl: {}", String::from_utf8_lossy(&o.stderr)))?;
+    let issued = c.on(1, "KUBECONFIG=/etc/kubernetes/admin.conf kubectl get secret -n kube-system mgmt-driver-admin-token -o jsonpath='{.data.token}' | base64 -d");
+    let script = d.join("apiserver.py");
+    std::fs::write(&script, API_SERVER).unwrap();
+    let mut child = Command::new("python3")
+        .args([s(&script), FIP, s(&crt), s(&key)])
+        .env("API_TOKEN", issued.trim())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let _server = Killed(child);
+    let mut next = || lines.next().and_then(|l| l.ok()).unwrap_or_default();
+    check(next() == "ready", || "the API server stand-in did not start".into())?;
+    let helm_bin = helm3();
+    let helm = |kubeconfig: &Path| {
+        let o = Command::new(&helm_bin)
+            .args(["list", "-n", "default", "--kubeconfig", s(kubeconfig)])
+            .env("HOME", d)
+            .output()
+            .unwrap();
+        (o.status.success(), format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr)))
+    };
+    let (ok, out) = helm(&kc);
+    check(ok && out.starts_with("NAME"), || format!("helm list with our kubeconfig: {out}"))?;
+    let seen = [next(), next()];
+    check(
+        seen[0] == "/version ok"
+            && seen[1].starts_with("/api/v1/namespaces/default/secrets")
+            && seen[1].ends_with(" ok"),
+        || format!("the API server saw: {seen:?}"),
+    )?;
+    // The same file without tls-server-name fails the certificate check: that line makes TLS work.
+    let bare = d.join("out/no-tls-server-name");
+    std::fs::write(&bare, text.lines().filter(|l| !l.contains("tls-server-name")).collect::<Vec<_>>().join("\n"))
+        .unwrap();
+    let (ok, out) = helm(&bare);
+    check(!ok && out.contains("x509") && out.contains(&format!("not {FIP}")), || {
+        format!("without tls-server-name: {out}")
+    })
+}
+
+/// The real Helm 3 binary (tests/labkit/fetch-helm.sh: once per machine, verified each run).
+fn helm3() -> PathBuf {
+    let d = repo().join("target/helm");
+    let o = std::process::Command::new("bash").arg(repo().join("tests/labkit/fetch-helm.sh")).arg(&d).output().unwrap();
+    assert!(
+        o.status.success(),
+        "fetch-helm.sh: {}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    d.join("helm3/helm")
+}
+
 /// Every Tacker body we keep parses; every instantiate body plans (dry run, no node touched).
 fn tacker_bodies_parse_and_plan() -> R {
     let mut p = phase("write a package, inventories and a state dir", || Ok(Plans::new()))?;
@@ -670,6 +945,7 @@ fn tacker_bodies_parse_and_plan() -> R {
         &mut p,
         &[
             ("every instantiate body plans, without secrets", instantiate_bodies_plan),
+            ("--kubeconfig-out plans without writing; a bad destination is refused first", kubeconfig_out_plans),
             ("v2 heal and scale bodies plan on their own parameters", v2_bodies_plan_on_their_own),
             ("v1 scale and heal bodies are refused without a recorded instantiate", v1_bodies_need_a_record),
             ("record an instantiate, a new worker VM and a VnfInstance", record_an_instantiate),
@@ -696,6 +972,46 @@ fn instantiate_bodies_plan(p: &mut Plans) -> R {
         })?;
     }
     Ok(())
+}
+
+/// A plan reports where the kubeconfig would go and writes nothing; a destination whose
+/// directory is missing is bad input before anything runs.
+fn kubeconfig_out_plans(p: &mut Plans) -> R {
+    let f = "v1/k8s-cluster-helm/complex_kubernetes_param_file.json";
+    let kc = p._dir.path().join("kubeconfig");
+    let req = p.data.join(f);
+    let r = mgmt(
+        &[
+            "instantiate-end",
+            "--dry-run",
+            "-o",
+            "json",
+            "--request",
+            s(&req),
+            "-i",
+            s(&p.inv3),
+            "--package-dir",
+            s(&p.pkg),
+            "--vnf-instance-id",
+            "i1",
+            "--state-dir",
+            s(&p.st),
+            "--kubeconfig-out",
+            s(&kc),
+        ],
+        &[],
+    );
+    r.ok();
+    let d = doc(&r);
+    check(d["result"]["kubeconfig"] == s(&kc) && d["dryRun"] == true, || format!("{}", d["result"]))?;
+    check(!kc.exists(), || "a dry run wrote the kubeconfig".into())?;
+    let r = p.plan("instantiate-end", f, &["--kubeconfig-out", s(&kc)]);
+    r.ok();
+    check(r.stderr.contains(&format!("kubeconfig: would write {}", s(&kc))) && !kc.exists(), || r.all())?;
+    let missing = p._dir.path().join("no/such/dir/kubeconfig");
+    let r = p.plan("instantiate-end", f, &["--kubeconfig-out", s(&missing)]);
+    r.fails(2, "--kubeconfig-out");
+    check(r.stderr.contains("its directory does not exist") && !r.stdout.contains("== main master"), || r.all())
 }
 
 /// v2 heal/scale bodies repeat the params; v1 bodies rely on the recorded ones.
@@ -808,6 +1124,7 @@ fn main() {
             ("drain_that_cannot_evict_fails", drain_that_cannot_evict_fails),
             ("bad_inputs_change_nothing", bad_inputs_change_nothing),
             ("hostile_node_output_and_leftover_secrets", hostile_node_output_and_leftover_secrets),
+            ("kubeconfig_and_the_login_in_helm_info", kubeconfig_and_the_login_in_helm_info),
         ])
         .run()
 }

@@ -9,8 +9,9 @@ use clap::Args;
 
 use crate::cli::common::{parse_duration, Ctx, Defaults};
 use crate::cli::envelope::Envelope;
+use crate::cluster::kubeconfig;
 use crate::cluster::prepare::{self, Inputs, Op};
-use crate::error::{exit, Result};
+use crate::error::{exit, Error, Result};
 use crate::lifecycle::request::Doc;
 use crate::lifecycle::Timeouts;
 use crate::render::Output;
@@ -56,6 +57,10 @@ pub struct HookArgs {
     /// known_hosts for nodes taken from --vnf-instance (accept-new).
     #[arg(long)]
     pub known_hosts: Option<PathBuf>,
+    /// instantiate-end: write a kubeconfig for the new cluster here (mode 0600; it holds the
+    /// cluster-admin token): what OSM's `k8scluster-add --creds` and ONAP take.
+    #[arg(long, value_name = "FILE")]
+    pub kubeconfig_out: Option<PathBuf>,
 }
 
 impl HookArgs {
@@ -82,6 +87,12 @@ pub async fn run(op: Op, a: HookArgs, ctx: &Ctx) -> i32 {
     let defaults = Defaults { retry_for: Duration::from_secs(300), parallel: 64 };
     let timeouts = Timeouts { install: a.install_timeout, drain: a.drain_timeout, ..Default::default() };
     let prepared: Result<prepare::Prepared> = (|| {
+        if let Some(out) = &a.kubeconfig_out {
+            if op != Op::InstantiateEnd {
+                return Err(Error::input("arguments", "--kubeconfig-out", "is for instantiate-end only"));
+            }
+            kubeconfig::check_destination(out)?;
+        }
         let store = ctx.store(&a.state_dir)?;
         let rt = ctx.runner(events, &defaults, timeouts, false)?;
         prepare::prepare(op, &a.inputs(ctx), store, rt)
@@ -99,7 +110,23 @@ pub async fn run(op: Op, a: HookArgs, ctx: &Ctx) -> i32 {
     for w in &p.hook.params.warnings {
         eprintln!("warning: {w}");
     }
-    let outcome = crate::cluster::run(op, &p, a.reset_nodes).await;
+    let mut outcome = crate::cluster::run(op, &p, a.reset_nodes).await;
+    for w in outcome.warnings.iter().skip(p.hook.params.warnings.len()) {
+        eprintln!("warning: {w}");
+    }
+    if let (Some(out), None) = (&a.kubeconfig_out, &outcome.error) {
+        // Written under the instance lock, from the state just recorded; a plan writes nothing
+        // and reports where the file would go.
+        let written = if ctx.run.dry_run {
+            Ok(std::path::absolute(out).unwrap_or_else(|_| out.clone()))
+        } else {
+            kubeconfig::write_for_instance(&p.hook.store, &p.hook.instance_id, out)
+        };
+        match written {
+            Ok(path) => outcome.result["kubeconfig"] = path.display().to_string().into(),
+            Err(e) => outcome.error = Some(e),
+        }
+    }
     drop(p);
     let _ = renderer.await;
     env.context = outcome.context;
@@ -110,6 +137,10 @@ pub async fn run(op: Op, a: HookArgs, ctx: &Ctx) -> i32 {
             if !matches!(ctx.output, Output::Json | Output::Yaml) {
                 let note = if ctx.run.dry_run { " (dry run: nothing was run)" } else { "" };
                 eprintln!("{}: ok{note}", op.name());
+                if let Some(k) = env.result.get("kubeconfig").and_then(|k| k.as_str()) {
+                    let verb = if ctx.run.dry_run { "would write" } else { "wrote" };
+                    eprintln!("kubeconfig: {verb} {k} (mode 0600: it holds the cluster-admin token)");
+                }
             }
             exit::OK
         }

@@ -11,6 +11,7 @@ use clap::Args;
 use serde_json::{json, Map, Value};
 
 use crate::cli::common::{parse_duration, Ctx, Defaults};
+use crate::cluster::kubeconfig;
 use crate::cluster::params::ClusterParams;
 use crate::cluster::prepare::{self, Op};
 use crate::cluster::state::{self as cluster_state, InstanceState};
@@ -90,6 +91,8 @@ struct Done {
     /// Nodes joined / removed, for `user_script_err_handling_data.mgmt_driver`.
     joined: Vec<String>,
     removed_nodes: Vec<String>,
+    /// Where the kubeconfig was written (or, in a plan, would be).
+    kubeconfig: Option<PathBuf>,
     result: Value,
     warnings: Vec<String>,
     context_error: Option<Error>,
@@ -123,6 +126,7 @@ pub async fn run(a: VnfmHookArgs, ctx: &Ctx) -> i32 {
         Ok(d) => respond(&call, &mut resp, d),
         Err(e) => {
             resp.fail(&e);
+            err_data(&call, &mut resp, false, vec![], vec![]);
             e.exit_code()
         }
     };
@@ -161,14 +165,11 @@ fn read(a: &VnfmHookArgs, name: &str) -> Result<Call> {
     };
     let doc = HookRequest::parse(&text, name)?;
     let csar = doc.tmp_csar_dir.clone();
-    let in_package = |o: Options| Options {
-        inventory: o.inventory.map(|p| match &csar {
-            Some(dir) if p.is_relative() => dir.join(p),
-            _ => p,
-        }),
-        ..o
-    };
-    let opts = a.options().or(in_package(doc.options.clone())).or(in_package(doc.params_options(name)?));
+    let mut doc_opts = doc.options.clone();
+    if let (Some(dir), Some(inv)) = (&csar, &doc_opts.inventory) {
+        doc_opts.inventory = Some(dir.join(inv));
+    }
+    let opts = a.options().or(doc_opts).or(params_options(&doc, name)?);
     let install_timeout = match (&a.install_timeout, &opts.install_timeout) {
         (Some(d), _) => *d,
         (None, Some(v)) => v.get("options.install_timeout")?,
@@ -182,6 +183,38 @@ fn read(a: &VnfmHookArgs, name: &str) -> Result<Call> {
     Ok(Call { doc, name: name.to_string(), opts, install_timeout, drain_timeout })
 }
 
+/// Options from `request.additionalParams.mgmt_driver`. The request comes from the VNFM's API
+/// user, not the operator: it may not choose where state, host keys or a kubeconfig go, and
+/// its inventory must be a file of the package (a path elsewhere could make an error message
+/// quote a file of the conductor).
+fn params_options(doc: &HookRequest, name: &str) -> Result<Options> {
+    let mut o = doc.params_options(name)?;
+    let file = format!("{name}: request");
+    for (key, set) in [
+        ("state_dir", o.state_dir.is_some()),
+        ("known_hosts", o.known_hosts.is_some()),
+        ("kubeconfig_out", o.kubeconfig_out.is_some()),
+    ] {
+        if set {
+            return Err(Error::input(
+                &file,
+                format!("additionalParams.mgmt_driver.{key}"),
+                "is the operator's setting: give it as a flag or in the document's options, not in the request",
+            ));
+        }
+    }
+    if let Some(inv) = &o.inventory {
+        let field = "additionalParams.mgmt_driver.inventory";
+        let dir = doc
+            .tmp_csar_dir
+            .as_ref()
+            .ok_or_else(|| Error::input(&file, field, "names a file of the package, and there is no tmp_csar_dir"))?;
+        let rel = inv.to_str().ok_or_else(|| Error::input(&file, field, "is not UTF-8"))?;
+        o.inventory = Some(Package::open(dir)?.resolve(rel, &file, field, false)?);
+    }
+    Ok(o)
+}
+
 async fn execute(c: &Call, ctx: &Ctx, events: crate::event::Events) -> Result<Done> {
     let (lcm, phase) = parse_operation(&c.doc.operation)?;
     let id = c.doc.instance_id();
@@ -189,7 +222,13 @@ async fn execute(c: &Call, ctx: &Ctx, events: crate::event::Events) -> Result<Do
     let store = ctx.store(&c.opts.state_dir)?;
     let cluster_recorded = store.doc_path(&id, cluster_state::KIND).exists();
     let cnf_recorded = store.doc_path(&id, cnf::run::KIND).exists();
-    let ap = c.doc.additional_params();
+    // The request's params, else the ones the VNFM kept with the instance (Tacker v1).
+    let mut ap = c.doc.additional_params();
+    if let Some(Value::Object(kept)) = c.doc.vnf_instance.pointer("/instantiatedVnfInfo/additionalParams") {
+        for (k, v) in kept {
+            ap.entry(k.clone()).or_insert_with(|| v.clone());
+        }
+    }
     let Some(kind) = dispatch::kind(&ap, cluster_recorded, cnf_recorded) else {
         if lcm == Lcm::Instantiate {
             return Err(Error::input(
@@ -301,11 +340,28 @@ async fn cluster(
     };
     let defaults = Defaults { retry_for: Duration::from_secs(300), parallel: 64 };
     let timeouts = Timeouts { install: c.install_timeout, drain: c.drain_timeout, ..Default::default() };
+    let writes_kubeconfig = matches!(op, Op::InstantiateEnd | Op::HealEnd);
+    let kubeconfig_out = c.opts.kubeconfig_out.as_ref().filter(|_| writes_kubeconfig);
+    if let Some(out) = kubeconfig_out {
+        kubeconfig::check_destination(out)?;
+    }
     let rt = ctx.runner(events, &defaults, timeouts, false)?;
     let p = prepare::prepare(op, &inputs, store, rt)?;
     let mut warnings = p.hook.params.warnings.clone();
-    let outcome = crate::cluster::run(op, &p, c.opts.reset_nodes.unwrap_or(false)).await;
+    let mut outcome = crate::cluster::run(op, &p, c.opts.reset_nodes.unwrap_or(false)).await;
     warnings.extend(outcome.warnings);
+    // The kubeconfig comes from the state just recorded, while the instance lock is held.
+    let mut kubeconfig = None;
+    if let (Some(out), None) = (kubeconfig_out, &outcome.error) {
+        if ctx.run.dry_run {
+            kubeconfig = Some(out.clone());
+        } else {
+            match kubeconfig::write_for_instance(&p.hook.store, &p.hook.instance_id, out) {
+                Ok(path) => kubeconfig = Some(path),
+                Err(e) => outcome.error = Some(e),
+            }
+        }
+    }
     let st = p.hook.state.lock().expect("state").clone();
     let installed = |n: &&String| st.installed(n);
     let (joined, removed_nodes) = match op {
@@ -320,6 +376,7 @@ async fn cluster(
         removed: op == Op::TerminateEnd,
         joined,
         removed_nodes,
+        kubeconfig,
         result: outcome.result,
         warnings,
         context_error: outcome.error,
@@ -359,6 +416,7 @@ async fn run_cnf(
 fn respond(c: &Call, resp: &mut HookResponse, d: Done) -> i32 {
     resp.result = d.result;
     resp.warnings = d.warnings;
+    resp.kubeconfig = d.kubeconfig;
     let ok = d.context_error.is_none();
     if let Some((st, vim_name)) = &d.cluster {
         // A failed operation returns no instance: Tacker applies it before it looks at the
@@ -371,15 +429,7 @@ fn respond(c: &Call, resp: &mut HookResponse, d: Done) -> i32 {
             resp.vnf_instance = Some(inst);
         }
     }
-    resp.user_script_err_handling_data.insert(
-        "mgmt_driver".into(),
-        json!({
-            "operation": c.doc.operation,
-            "finished": ok,
-            "joined": d.joined,
-            "removed": d.removed_nodes,
-        }),
-    );
+    err_data(c, resp, ok, d.joined, d.removed_nodes);
     match d.context_error {
         None => exit::OK,
         Some(e) => {
@@ -387,4 +437,11 @@ fn respond(c: &Call, resp: &mut HookResponse, d: Done) -> i32 {
             e.exit_code()
         }
     }
+}
+
+/// `user_script_err_handling_data.mgmt_driver`: what a rollback or a retry of this operation
+/// needs to know.
+fn err_data(c: &Call, resp: &mut HookResponse, finished: bool, joined: Vec<String>, removed: Vec<String>) {
+    let v = json!({"operation": c.doc.operation, "finished": finished, "joined": joined, "removed": removed});
+    resp.user_script_err_handling_data.insert("mgmt_driver".into(), v);
 }

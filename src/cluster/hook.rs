@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 use crate::cluster::install_output::{self, MasterOutput};
 use crate::cluster::node_cmd::{self as cmd, InstallMode};
 use crate::cluster::params::{Cidr, ClusterParams};
-use crate::cluster::record::{self, HelmInfo, Record};
+use crate::cluster::record::{self, HelmInfo, HelmPassword, Record};
 use crate::cluster::state::{self, ClusterFacts, InstanceState};
 use crate::cluster::topology::{ClusterNode, Topology};
 use crate::error::{Error, Result};
@@ -366,10 +366,16 @@ impl Hook {
             .ok_or_else(|| Error::input("state", "facts", "no cluster facts recorded"))?;
         let helm = self.params.helm_script_path.is_some().then(|| {
             let masters: Vec<String> = self.topo.masters.iter().map(|m| m.host.addr.clone()).collect();
+            // The login the first master really uses (the inventory's, else the request's).
+            let login = &self.topo.masters[0].host;
             HelmInfo {
                 master_ips: masters,
-                username: &self.topo.masters[0].host.user,
-                password: if self.tacker_compat { Some(self.params.master.password.expose()) } else { None },
+                username: &login.user,
+                password: match (self.tacker_compat, &login.auth.password) {
+                    (false, _) => HelmPassword::Reference,
+                    (true, Some(p)) => HelmPassword::Reveal(p.expose()),
+                    (true, None) => HelmPassword::None,
+                },
                 vnf_instance_id: &self.instance_id,
             }
             .to_json()
@@ -395,6 +401,26 @@ impl Hook {
         });
         self.save()?;
         Ok(rec.vim(self.tacker_compat))
+    }
+
+    /// Warnings about the record: with `--tacker-compat` and Helm, `helm_info` carries the first
+    /// master's login for Tacker v1's Helm client, which logs in to every master with a
+    /// password. Each master that login does not fit is named (see [`record::helm_login_warnings`]).
+    pub fn record_warnings(&self) -> Vec<String> {
+        if !self.tacker_compat || self.params.helm_script_path.is_none() {
+            return Vec::new();
+        }
+        let logins: Vec<record::Login> = self
+            .topo
+            .masters
+            .iter()
+            .map(|m| record::Login {
+                node: m.name(),
+                user: &m.host.user,
+                password: m.host.auth.password.as_ref().map(|p| p.expose()),
+            })
+            .collect();
+        record::helm_login_warnings(&logins)
     }
 
     /// Where the hook ran, for the result document's context.

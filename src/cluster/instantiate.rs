@@ -168,6 +168,42 @@ mod tests {
         assert!(st["vim"]["auth_cred"]["bearer_token"] == "bearer-token");
     }
 
+    /// `--tacker-compat` puts the first master's own login into helm_info, not the request's.
+    async fn compat_helm_info(f: &Fixture, inventory_defaults: &str) -> (serde_json::Value, Vec<String>) {
+        let inv = std::fs::read_to_string(f.path("inv.yaml")).unwrap();
+        let inv = inv.replacen("defaults:\n", &format!("defaults:\n{inventory_defaults}"), 1);
+        std::fs::write(f.path("inv.yaml"), inv).unwrap();
+        let p =
+            f.prepare_with(Op::InstantiateEnd, Fixture::instantiate_body(), &[], |i| i.tacker_compat = true).unwrap();
+        let o = crate::cluster::run(Op::InstantiateEnd, &p, false).await;
+        assert!(o.error.is_none(), "{:?}", o.error);
+        let conn = &o.result["vimConnectionInfo"];
+        let k8s = conn.as_array().unwrap().iter().find(|c| c["vimType"] == "kubernetes").unwrap();
+        assert_eq!(k8s["extra"]["helm_info"], o.result["vim"]["extra"]["helm_info"]);
+        (k8s["extra"]["helm_info"].clone(), o.warnings)
+    }
+
+    #[tokio::test]
+    async fn tacker_compat_writes_the_password_the_masters_log_in_with() {
+        let f = Fixture::new(2, 1);
+        let (hi, warnings) = compat_helm_info(&f, "  user: ops\n  password: Inv3ntory-Pw\n").await;
+        assert_eq!(hi["masternode_username"], "ops", "{hi}");
+        assert_eq!(hi["masternode_password"], "Inv3ntory-Pw", "not the request's 'pw': {hi}");
+        assert!(warnings.is_empty(), "{warnings:?}");
+    }
+
+    #[tokio::test]
+    async fn tacker_compat_with_key_logins_leaves_the_password_out_and_warns_naming_the_master() {
+        let f = Fixture::new(1, 1);
+        let key = f.path("id_ed25519");
+        std::fs::write(&key, "not read by the fake transport\n").unwrap();
+        let (hi, warnings) = compat_helm_info(&f, &format!("  user: root\n  identity_file: {}\n", key.display())).await;
+        assert_eq!(hi["masternode_username"], "root", "{hi}");
+        assert!(hi.get("masternode_password").is_none() && hi.get("masternode_credential_ref").is_none(), "{hi}");
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(warnings[0].contains("master m1 logs in with a key"), "{warnings:?}");
+    }
+
     #[tokio::test]
     async fn a_rerun_skips_finished_nodes_and_a_failed_worker_is_named() {
         let f = Fixture::new(1, 2);

@@ -9,6 +9,7 @@ pub mod heal;
 pub mod hook;
 pub mod install_output;
 pub mod instantiate;
+pub mod kubeconfig;
 pub mod node_cmd;
 pub mod params;
 pub mod prepare;
@@ -49,6 +50,11 @@ pub async fn run(op: Op, p: &Prepared, reset_nodes: bool) -> Outcome {
         _ => Ok(None),
     };
     h.rt.close().await;
+    let mut warnings = h.params.warnings.clone();
+    if matches!(&result, Ok(Some(v)) if !v.is_null()) {
+        // A record was written now: say what in it a VNFM cannot use.
+        warnings.extend(h.record_warnings());
+    }
     let vim = match &result {
         Ok(Some(v)) if !v.is_null() => Some(v.clone()),
         _ => h.recorded_vim(),
@@ -56,7 +62,7 @@ pub async fn run(op: Op, p: &Prepared, reset_nodes: bool) -> Outcome {
     Outcome {
         context: h.context(),
         result: h.result(if op == Op::TerminateEnd { None } else { vim }),
-        warnings: h.params.warnings.clone(),
+        warnings,
         error: result.err(),
     }
 }

@@ -122,7 +122,7 @@ pub fn prepare(op: Op, a: &Inputs, store: Store, rt: Runner) -> Result<Prepared>
     if op == Op::InstantiateEnd || state.params.is_null() {
         state.params = param_json;
     }
-    let topo = topology(a, inst.as_ref(), &params, &params_file, &store)?;
+    let topo = topology(a, inst.as_ref(), &params, &params_file, &store, &state)?;
     let pkg = a.package_dir.as_ref().map(|d| Package::open(d)).transpose()?;
     if pkg.is_none() && matches!(op, Op::InstantiateEnd | Op::HealEnd | Op::ScaleEnd) {
         need(&a.package_dir, "--package-dir", op)?;
@@ -272,6 +272,7 @@ fn topology(
     params: &ClusterParams,
     params_file: &str,
     store: &Store,
+    state: &InstanceState,
 ) -> Result<Topology> {
     let inv_opts = LoadOptions { credentials_from_request: true, ..a.inventory_opts.clone() };
     Ok(match (&a.inventory, inst) {
@@ -284,6 +285,16 @@ fn topology(
                 known_hosts: a.known_hosts.clone().unwrap_or_else(|| store.dir().join("known_hosts")),
                 host_key_check: HostKeyCheck::AcceptNew,
             };
+            let listed = i.instantiated_vnf_info.as_ref().is_some_and(|v| !v.vnfc_resource_info.is_empty());
+            if !listed && !state.nodes.is_empty() {
+                // Tacker v1's terminate_end: the instance no longer lists its VMs.
+                return topology::from_state(
+                    state,
+                    params,
+                    &store.doc_path(&state.vnf_instance_id, state::KIND).display().to_string(),
+                    &d,
+                );
+            }
             topology::from_vnf_instance(i, params, &a.vnf_instance.as_ref().map(Doc::name).unwrap_or_default(), &d)?
         }
         (None, None) => {

@@ -26,11 +26,20 @@ pub fn auth_url(server: &str, fip: Option<&str>) -> String {
     format!("https://{host}:{port}")
 }
 
+/// What stands for the masters' password in `helm_info`.
+pub enum HelmPassword<'a> {
+    /// Without `--tacker-compat`: a reference to the state store, which keeps the login.
+    Reference,
+    /// `--tacker-compat`: the password the first master logs in with.
+    Reveal(&'a str),
+    /// `--tacker-compat`, but the first master logs in with a key: there is no password to give.
+    None,
+}
+
 pub struct HelmInfo<'a> {
     pub master_ips: Vec<String>,
     pub username: &'a str,
-    /// Only with `--tacker-compat`.
-    pub password: Option<&'a str>,
+    pub password: HelmPassword<'a>,
     pub vnf_instance_id: &'a str,
 }
 
@@ -41,11 +50,48 @@ impl HelmInfo<'_> {
             "masternode_username": self.username,
         });
         match self.password {
-            Some(p) => v["masternode_password"] = json!(p),
-            None => v["masternode_credential_ref"] = json!(format!("mgmt-driver-state:{}", self.vnf_instance_id)),
+            HelmPassword::Reveal(p) => v["masternode_password"] = json!(p),
+            HelmPassword::Reference => {
+                v["masternode_credential_ref"] = json!(format!("mgmt-driver-state:{}", self.vnf_instance_id))
+            }
+            HelmPassword::None => {}
         }
         v
     }
+}
+
+/// How one master logs in (its resolved inventory host), for [`helm_login_warnings`].
+pub struct Login<'a> {
+    pub node: &'a str,
+    pub user: &'a str,
+    pub password: Option<&'a str>,
+}
+
+/// `helm_info` holds one username and password, the first master's, and Tacker v1's Helm client
+/// logs in with them to every master it lists. A master that logs in with a key (the password is
+/// then left out) or with another login cannot be reached that way: each gets a warning naming
+/// it. The messages never hold a password.
+pub fn helm_login_warnings(masters: &[Login]) -> Vec<String> {
+    let Some(first) = masters.first() else { return Vec::new() };
+    let mut out = Vec::new();
+    if first.password.is_none() {
+        out.push(format!(
+            "--tacker-compat: master {} logs in with a key, so helm_info has no masternode_password; \
+             Tacker v1's Helm client logs in with a password and cannot use this VIM's helm_info \
+             (give the masters a password login, or let the VNFM run Helm with the kubeconfig)",
+            first.node
+        ));
+    }
+    for m in &masters[1..] {
+        if m.user != first.user || m.password != first.password {
+            out.push(format!(
+                "--tacker-compat: master {} does not log in as {} with the password helm_info holds \
+                 (that is {}'s login); Tacker v1's Helm client cannot log in to it",
+                m.node, first.user, first.node
+            ));
+        }
+    }
+    out
 }
 
 pub struct Record<'a> {
@@ -110,14 +156,39 @@ mod tests {
 
     #[test]
     fn helm_info_is_json_and_holds_a_password_only_when_asked() {
-        let h =
-            HelmInfo { master_ips: vec!["10.0.0.1".into()], username: "ubuntu", password: None, vnf_instance_id: "i1" };
+        let h = HelmInfo {
+            master_ips: vec!["10.0.0.1".into()],
+            username: "ubuntu",
+            password: HelmPassword::Reference,
+            vnf_instance_id: "i1",
+        };
         let v = h.to_json();
         assert_eq!(v["masternode_ip"][0], "10.0.0.1");
         assert!(v.get("masternode_password").is_none());
         assert_eq!(v["masternode_credential_ref"], "mgmt-driver-state:i1");
-        let h = HelmInfo { password: Some("pw"), ..h };
+        let h = HelmInfo { password: HelmPassword::Reveal("pw"), ..h };
         assert_eq!(h.to_json()["masternode_password"], "pw");
+        let v = HelmInfo { password: HelmPassword::None, ..h }.to_json();
+        assert!(v.get("masternode_password").is_none() && v.get("masternode_credential_ref").is_none(), "{v}");
+        assert_eq!(v["masternode_username"], "ubuntu");
+    }
+
+    #[test]
+    fn a_master_without_a_password_or_with_another_login_is_named_without_the_password() {
+        let l = |node, user, password| Login { node, user, password };
+        assert!(helm_login_warnings(&[l("m1", "u", Some("pw")), l("m2", "u", Some("pw"))]).is_empty());
+        assert!(helm_login_warnings(&[]).is_empty());
+        let w = helm_login_warnings(&[l("m1", "root", None)]);
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(w[0].contains("master m1 logs in with a key") && w[0].contains("no masternode_password"), "{w:?}");
+        let w = helm_login_warnings(&[
+            l("m1", "u", Some("S3cret-A")),
+            l("m2", "u", Some("S3cret-B")),
+            l("m3", "v", Some("S3cret-A")),
+        ]);
+        assert_eq!(w.len(), 2, "{w:?}");
+        assert!(w[0].contains("master m2") && w[1].contains("master m3"), "{w:?}");
+        assert!(w.iter().all(|x| !x.contains("S3cret")), "{w:?}");
     }
 
     #[test]

@@ -17,6 +17,11 @@ use crate::lifecycle::Role;
 
 /// Installed masters, in cluster order.
 pub fn installed_masters(h: &Hook) -> Vec<&ClusterNode> {
+    // No node recorded at all happens only in a plan (a real scale or heal needs the recorded
+    // instantiate): the plan shows the masters the real run would use.
+    if h.with_state(|s| s.nodes.is_empty()) {
+        return h.topo.masters.iter().collect();
+    }
     h.topo.masters.iter().filter(|m| h.installed(m)).collect()
 }
 

@@ -113,7 +113,18 @@ impl Fixture {
 
     /// The real `prepare` with a runner on the fake transport.
     pub fn prepare(&self, op: Op, body: Value, nodes: &[&str]) -> crate::error::Result<Prepared> {
-        let inputs = Inputs {
+        self.prepare_with(op, body, nodes, |_| {})
+    }
+
+    /// [`Fixture::prepare`] with the inputs changed by `edit` (a flag such as `--tacker-compat`).
+    pub fn prepare_with(
+        &self,
+        op: Op,
+        body: Value,
+        nodes: &[&str],
+        edit: impl FnOnce(&mut Inputs),
+    ) -> crate::error::Result<Prepared> {
+        let mut inputs = Inputs {
             request: Some(self.request(body).into()),
             inventory: Some(self.path("inv.yaml")),
             package_dir: Some(self.path("pkg")),
@@ -121,6 +132,7 @@ impl Fixture {
             node: nodes.iter().map(|s| s.to_string()).collect(),
             ..Default::default()
         };
+        edit(&mut inputs);
         // Other tests in this process spawn children; a child shares our lock file's open file
         // description from fork until its exec closes it, so a lock just released can look
         // held for a moment. One CLI run is one operation, so this only happens in tests.

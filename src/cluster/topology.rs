@@ -7,6 +7,7 @@ use std::collections::BTreeSet;
 use std::path::PathBuf;
 
 use crate::cluster::params::{ClusterParams, RoleParams};
+use crate::cluster::state::InstanceState;
 use crate::error::{Error, Result};
 use crate::inventory::{Auth, Host, HostKeyCheck, Inventory};
 use crate::lifecycle::request::VnfInstance;
@@ -226,6 +227,47 @@ pub fn from_vnf_instance(inst: &VnfInstance, p: &ClusterParams, file: &str, d: &
     check(Topology { masters, workers, cluster_ip, cluster_fip }, file)
 }
 
+/// The nodes `instantiate_end` recorded, for a VNFM that no longer lists them: Tacker v1 calls
+/// `terminate_end` with the instance's resources already emptied. Logins are the params'.
+pub fn from_state(st: &InstanceState, p: &ClusterParams, file: &str, d: &NodeDefaults) -> Result<Topology> {
+    let facts = st.facts.as_ref();
+    let main = facts.map(|f| f.main_master.as_str()).unwrap_or_default();
+    let mut masters = Vec::new();
+    let mut workers = Vec::new();
+    for (name, n) in &st.nodes {
+        let (r, role) = match n.role {
+            Some(Role::Master) => (&p.master, Role::Master),
+            Some(Role::Worker) => (&p.worker, Role::Worker),
+            _ => continue,
+        };
+        let at = format!("nodes.{}", crate::error::excerpt(name));
+        ip(&n.ssh_addr, file, &format!("{at}.ssh_addr"), "the recorded address")?;
+        ip(&n.nic_ip, file, &format!("{at}.nic_ip"), "the recorded address")?;
+        let host = Host {
+            name: name.clone(),
+            addr: n.ssh_addr.clone(),
+            port: 22,
+            nic_ip: Some(n.nic_ip.clone()),
+            user: r.username.clone(),
+            auth: Auth { password: Some(r.password.clone()), ..Auth::default() },
+            known_hosts: d.known_hosts.clone(),
+            host_key_check: d.host_key_check,
+            jump: vec![],
+            become_password: (r.username != "root").then(|| r.password.clone()),
+            groups: vec![],
+        };
+        let k8s = if n.k8s_name.is_empty() { k8s_name(role, &n.nic_ip) } else { n.k8s_name.clone() };
+        let node = ClusterNode { k8s_name: k8s, nic_ip: n.nic_ip.clone(), role, host };
+        match role {
+            Role::Master if name == main => masters.insert(0, node),
+            Role::Master => masters.push(node),
+            _ => workers.push(node),
+        }
+    }
+    let cluster_ip = facts.map(|f| f.cluster_ip.clone()).unwrap_or_default();
+    check(Topology { masters, workers, cluster_ip, cluster_fip: None }, file)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -345,6 +387,34 @@ cps: {vip_CP: 10.0.0.100}
             let e = from_vnf_instance(&inst, &p, "inst.json", &d).unwrap_err().to_string();
             assert!(e.contains(needle), "{e}");
         }
+    }
+
+    #[test]
+    fn recorded_nodes_stand_in_for_an_emptied_instance() {
+        use crate::cluster::state::{ClusterFacts, NodeState};
+        let mut st = InstanceState::new("i");
+        let node = |role, ip: &str, k8s: &str| NodeState {
+            role: Some(role),
+            ssh_addr: ip.into(),
+            nic_ip: ip.into(),
+            k8s_name: k8s.into(),
+            installed: true,
+            helm_installed: false,
+        };
+        st.nodes.insert("a-master".into(), node(Role::Master, "10.0.0.2", "master2"));
+        st.nodes.insert("b-main".into(), node(Role::Master, "10.0.0.1", "master1"));
+        st.nodes.insert("w".into(), node(Role::Worker, "10.0.0.3", "worker3"));
+        st.facts =
+            Some(ClusterFacts { cluster_ip: "10.0.0.100".into(), main_master: "b-main".into(), ..Default::default() });
+        let d = NodeDefaults { known_hosts: "/dev/null".into(), host_key_check: HostKeyCheck::AcceptNew };
+        let t = from_state(&st, &params("vip_CP"), "state.json", &d).unwrap();
+        let names: Vec<&str> = t.masters.iter().map(|m| m.name()).collect();
+        assert_eq!(names, ["b-main", "a-master"], "the main master comes first");
+        assert_eq!((t.workers[0].k8s_name.as_str(), t.workers[0].host.user.as_str()), ("worker3", "ubuntu"));
+        assert_eq!(t.cluster_ip, "10.0.0.100");
+        st.nodes.get_mut("w").unwrap().ssh_addr = "10.0.0.3; reboot".into();
+        let e = from_state(&st, &params("vip_CP"), "state.json", &d).unwrap_err().to_string();
+        assert!(e.starts_with("state.json: nodes.w.ssh_addr"), "{e}");
     }
 
     #[test]

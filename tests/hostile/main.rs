@@ -16,12 +16,14 @@ mod case;
 mod cluster;
 mod cnf;
 mod fanout;
+mod hook;
 mod inventory;
 
 fn main() {
     let mut cases = Vec::new();
     cases.extend(fanout::cases());
     cases.extend(inventory::cases());
+    cases.extend(hook::cases());
     cases.extend(cluster::cases());
     cases.extend(cnf::cases());
     case::run(cases);

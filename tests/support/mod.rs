@@ -238,10 +238,37 @@ fn finish(args: &[&str], o: Output, start: Instant) -> Run {
         stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
         elapsed: start.elapsed(),
     };
-    if run.code >= 0 && args.windows(2).any(|w| w == ["-o", "json"] || w == ["--output", "json"]) {
+    if run.code >= 0 && args.contains(&"hook") {
+        check_hook_response(args, &run);
+    } else if run.code >= 0 && args.windows(2).any(|w| w == ["-o", "json"] || w == ["--output", "json"]) {
         check_result_document(args, &run);
     }
     run
+}
+
+/// The hook protocol's schema (docs/hook.schema.json), compiled once per test binary.
+fn hook_schema() -> &'static jsonschema::Validator {
+    static V: std::sync::OnceLock<jsonschema::Validator> = std::sync::OnceLock::new();
+    V.get_or_init(|| {
+        let text = std::fs::read_to_string(repo().join("docs/hook.schema.json")).expect("docs/hook.schema.json");
+        jsonschema::validator_for(&serde_json::from_str(&text).expect("schema is JSON")).expect("a valid schema")
+    })
+}
+
+/// `mgmt-driver hook` prints one response document on stdout, whatever `-o` says.
+#[track_caller]
+fn check_hook_response(args: &[&str], run: &Run) {
+    let doc: serde_json::Value = serde_json::from_str(run.stdout.trim()).unwrap_or_else(|e| {
+        panic!(
+            "mgmt-driver {args:?}: stdout is not one JSON document ({e}):\n{}\n--- stderr\n{}",
+            run.stdout, run.stderr
+        )
+    });
+    let errors: Vec<String> =
+        hook_schema().iter_errors(&doc).map(|e| format!("{} at {}", e, e.instance_path())).collect();
+    assert!(errors.is_empty(), "mgmt-driver {args:?}: the response breaks docs/hook.schema.json: {errors:#?}\n{doc:#}");
+    assert_eq!(doc["kind"], "HookResponse", "mgmt-driver {args:?}: {doc}");
+    assert_eq!(doc["ok"] == true, run.code == 0, "mgmt-driver {args:?}: ok disagrees with exit {}: {doc}", run.code);
 }
 
 /// The result document's schema, compiled once per test binary.

@@ -16,7 +16,8 @@ module: copy it unchanged into the package (see README.md).
 Configuration comes from the conductor's environment, not from tacker.conf:
 `MGMT_DRIVER_BIN` (default `mgmt-driver` on PATH), `MGMT_DRIVER_HOOK_ARGS`
 (extra arguments, shell-split, e.g. `--dry-run` or `--state-dir /var/lib/x`),
-and whatever mgmt-driver itself reads (`MGMT_DRIVER_STATE_DIR`, ...).
+`MGMT_DRIVER_KUBECONFIG_DIR` (a kubeconfig per cluster there), and whatever
+mgmt-driver itself reads (`MGMT_DRIVER_STATE_DIR`, ...).
 """
 
 import datetime
@@ -238,7 +239,7 @@ class MgmtDriverHook(vnflcm_abstract_driver.VnflcmMgmtAbstractDriver):
             'grant_request': to_sol(grant_request),
             'grant_response': to_sol(grant),
             'tmp_csar_dir': self.package_dir(context, vnf_instance),
-            'options': {},
+            'options': options(operation, vnf_instance.id),
         }
 
     def _hook(self, operation, context, vnf_instance, request, grant,
@@ -274,6 +275,18 @@ def log_vim_record(instance_id, vim):
     LOG.info('mgmt-driver: VIM record of VNF instance %s (register it with '
              '`openstack vim register`, see the driver README): %s',
              instance_id, json.dumps(shown, sort_keys=True))
+
+
+def options(operation, instance_id):
+    """The operator's per-VNF options: with `$MGMT_DRIVER_KUBECONFIG_DIR`, a kubeconfig for
+    each cluster at `<dir>/<vnf instance id>.kubeconfig` (0600), written by instantiate_end
+    and heal_end. (A `--kubeconfig-out` flag in `$MGMT_DRIVER_HOOK_ARGS` would be one file
+    for every VNF; the request body may not choose the path at all.)"""
+    out = {}
+    kube_dir = os.environ.get('MGMT_DRIVER_KUBECONFIG_DIR')
+    if kube_dir and operation in ('instantiate_end', 'heal_end'):
+        out['kubeconfig_out'] = os.path.join(kube_dir, '%s.kubeconfig' % instance_id)
+    return out
 
 
 def hook_command():

@@ -319,46 +319,61 @@ class DryRun(unittest.TestCase):
         self.assertEqual(back.extra['vim_name'], 'kubernetes_vim')
 
     def test_scale_heal_terminate_hooks(self):
-        """A dry run records nothing, so these hooks find no cluster for the instance: each
-        says so (a warning naming the instance, exit 0) and leaves Tacker's objects as they
-        were. What they do to a recorded cluster is the Lab test's."""
+        """The hooks after instantiate, on an instance whose additionalParams Tacker kept.
+        A dry run records no cluster, so the plans name the nodes but find none in it."""
         k8s = objects.VimConnectionInfo(
             id='k8s-conn', vim_id='k8s-vim', vim_type='kubernetes', interface_info={},
             access_info={'authUrl': 'https://192.0.2.11:6443'},
             extra={'vim_name': 'kubernetes_vim'})
         self.inst.vim_connection_info.append(k8s)
-        before = [c.obj_to_primitive() for c in self.inst.vim_connection_info]
-        calls = [
-            ('scale_end', dict(scale_vnf_request=fakes.scale_request('SCALE_OUT', 'worker_instance', 1, 'False'),
-                               scale_out_id_list=['stack-w2'])),
-            ('scale_start', dict(scale_vnf_request=fakes.scale_request('SCALE_IN', 'worker_instance', 1, 'False'),
-                                 scale_out_id_list=['stack-w2'], scale_name_list=['w2'])),
-            ('heal_start', dict(heal_vnf_request=objects.HealVnfRequest(vnfc_instance_id=['vnfc-w1'], cause='x'))),
-            ('heal_end', dict(heal_vnf_request=objects.HealVnfRequest(vnfc_instance_id=['vnfc-w1'], cause='x'))),
-            ('terminate_end', dict(terminate_vnf_request=objects.TerminateVnfRequest(termination_type='GRACEFUL'))),
-        ]
-        for method, kw in calls:
-            resp = self.tacker.call(method, self.inst, grant=None, grant_request=None, vnf={}, **kw)
-            self.assertTrue(resp['ok'] and resp['dryRun'], resp)
-            self.assertEqual(resp['operation'], method)
-            self.assertIn('nothing is recorded for VNF instance %s' % self.inst.id,
-                          json.dumps(resp['warnings']), resp)
-            self.assertEqual([c.obj_to_primitive() for c in self.inst.vim_connection_info], before)
 
-    def test_scale_in_sends_the_vnfcs_tacker_deletes(self):
-        sin = fakes.scale_request('SCALE_IN', 'worker_instance', 1, 'False')
-        drv = self.tacker.lcm._mgmt_manager[DRIVER]
-        with mock.patch.object(v1, 'run_hook', return_value={'ok': True}) as run:
-            with self.tacker._pkg:
-                drv.scale_start(self.tacker.context, self.inst, sin, None, None,
-                                scale_out_id_list=['stack-w1'], scale_name_list=['w1'])
-        doc = run.call_args[0][0]
-        self.assertEqual(doc['operation'], 'scale_start')
-        self.assertEqual(doc['vnfm'], 'tacker-v1')
-        self.assertEqual(doc['tmp_csar_dir'], self.pkg)
-        self.assertEqual(doc['request']['type'], 'SCALE_IN')
-        self.assertEqual([r['resource']['resourceId'] for r in doc['grant_request']['removeResources']],
-                         ['server-vnfc-w1'])
+        # SCALE_IN: the Heat stack Tacker deletes names the node the plan drains.
+        resp = self.tacker.call(
+            'scale_start', self.inst, grant=None, grant_request=None, vnf={},
+            scale_vnf_request=fakes.scale_request('SCALE_IN', 'worker_instance', 1, 'False'),
+            scale_out_id_list=['stack-w2'], scale_name_list=['w2'])
+        self.assertTrue(resp['ok'] and resp['dryRun'], resp)
+        self.assertEqual([n['node'] for n in resp['result']['nodes']], ['vnfc-w2'])
+        # Heal: v1's vnfcInstanceId is the vnfcResourceInfo id.
+        resp = self.tacker.call(
+            'heal_start', self.inst, grant=None, grant_request=None, vnf={},
+            heal_vnf_request=objects.HealVnfRequest(vnfc_instance_id=['vnfc-w1'], cause='x'))
+        self.assertEqual([n['node'] for n in resp['result']['nodes']], ['vnfc-w1'])
+        self.assertEqual([c.vim_type for c in self.inst.vim_connection_info], ['openstack', 'kubernetes'])
+
+        # scale_end / heal_end join nodes, which needs a cluster's facts: whatever the hook
+        # answers, a failure is Tacker's error without the password and the objects stay.
+        for method, kw in (
+                ('scale_end', dict(scale_vnf_request=fakes.scale_request('SCALE_OUT', 'worker_instance', 1, 'False'),
+                                   scale_out_id_list=['stack-w2'])),
+                ('heal_end', dict(heal_vnf_request=objects.HealVnfRequest(vnfc_instance_id=['vnfc-w1'])))):
+            before = [c.obj_to_primitive() for c in self.inst.vim_connection_info]
+            try:
+                resp = self.tacker.call(method, self.inst, grant=None, grant_request=None, vnf={}, **kw)
+                self.assertTrue(resp['ok'], resp)
+            except exceptions.MgmtDriverOtherError as e:
+                self.assertNotIn('Dry-Pw-42', str(e))
+                self.assertEqual([c.obj_to_primitive() for c in self.inst.vim_connection_info], before)
+
+        # terminate_end takes the cluster's entry out of Tacker's list; the VNF's own VIM stays.
+        resp = self.tacker.call(
+            'terminate_end', self.inst, grant=None, grant_request=None,
+            terminate_vnf_request=objects.TerminateVnfRequest(termination_type='GRACEFUL'))
+        self.assertTrue(resp['ok'], resp)
+        self.assertEqual([(c.id, c.vim_type) for c in self.inst.vim_connection_info],
+                         [(OPENSTACK_CONN, 'openstack')])
+
+    def test_hooks_for_an_instance_nothing_was_recorded_for(self):
+        """No cluster params anywhere and nothing recorded: each hook says so and does nothing."""
+        inst = instance(['192.0.2.11', '192.0.2.12'], {})
+        for method, kw in (
+                ('scale_end', dict(scale_vnf_request=fakes.scale_request('SCALE_OUT', 'worker_instance', 1, 'False'))),
+                ('heal_end', dict(heal_vnf_request=objects.HealVnfRequest(vnfc_instance_id=['vnfc-w1']))),
+                ('terminate_end', dict(terminate_vnf_request=objects.TerminateVnfRequest(termination_type='GRACEFUL')))):
+            resp = self.tacker.call(method, inst, grant=None, grant_request=None, vnf={}, **kw)
+            self.assertTrue(resp['ok'], resp)
+            self.assertIn('nothing is recorded for VNF instance %s' % inst.id, json.dumps(resp['warnings']))
+            self.assertEqual([c.vim_type for c in inst.vim_connection_info], ['openstack'])
 
     def test_bad_input_is_tackers_error_naming_the_field_without_the_password(self):
         del self.add['k8s_cluster_installation_param']['master_node']['username']
@@ -426,6 +441,7 @@ class Lab(unittest.TestCase):
         cls.env = mock.patch.dict(os.environ, {
             'MGMT_DRIVER_BIN': cls.bin,
             'MGMT_DRIVER_HOOK_ARGS': '--state-dir %s --retry-for 20' % cls.state,
+            'MGMT_DRIVER_KUBECONFIG_DIR': cls.tmp,
             'MGMT_DRIVER_STATE_KEY_FILE': os.path.join(cls.tmp, 'state.key'),
             'MGMT_DRIVER_SSH_CONFIG': 'none'})
         cls.env.start()
@@ -463,6 +479,13 @@ class Lab(unittest.TestCase):
         ca = self.on(1, get % 'ca\\.crt')
         self.assertTrue(token and ca.startswith('-----BEGIN CERTIFICATE-----'), (token[:10], ca[:40]))
         self.assertEqual(ca.strip(), vim['auth_cred']['ssl_ca_cert'].strip())
+        # MGMT_DRIVER_KUBECONFIG_DIR: the same token and server in a 0600 kubeconfig.
+        kc = os.path.join(self.tmp, Lab.inst.id + '.kubeconfig')
+        self.assertEqual(os.stat(kc).st_mode & 0o777, 0o600)
+        with open(kc) as f:
+            text = f.read()
+        self.assertIn('token: %s' % token, text)
+        self.assertIn('server: %s' % vim['auth_url'], text)
         config = {'auth_url': vim['auth_url'], 'project_name': 'default', 'type': 'kubernetes',
                   'bearer_token': token, 'ssl_ca_cert': vim['auth_cred']['ssl_ca_cert'],
                   'extra': {'helm_info': str(vim['extra']['helm_info'])}}

@@ -7,10 +7,13 @@ Run with the Tacker venv's python (tests/tacker/run-v1.sh installs the driver in
 - DryRun (no root): every hook with MGMT_DRIVER_HOOK_ARGS=--dry-run; the driver is
   loaded through Tacker's own stevedore manager and VnfLcmDriver._load_vnf_interface
   (hash check against the package's copy), as the v1 conductor does.
-- Lab (root): a kit lab (scripts/lab.sh up 3 --kit --name tkv1 --net 72) where
-  instantiate_end builds a (kit) cluster from the VnfInstance's addresses,
-  scale_end/scale_start join and drain a worker, a bad password fails with Tacker's
-  MgmtDriverOtherError and no secret, and terminate_end forgets the cluster.
+- Lab (root): a kit lab (scripts/lab.sh up 3 --kit --name tkv1 --net 72) where a wrong
+  password fails with Tacker's MgmtDriverOtherError and no secret, instantiate_end builds a
+  (kit) cluster from the VnfInstance's addresses (the kubernetes entry lands in
+  vnf_instance.vim_connection_info; the README's VIM registration is checked with
+  tackerclient's parser; a 0600 kubeconfig per cluster), scale_end/scale_start join and
+  drain the workers Tacker names, heal_start/heal_end rebuild a worker, and terminate_end,
+  called after Tacker has emptied the instance, forgets the cluster.
   Without root it is skipped loudly; under CI=true a missing root fails.
 
 Each Tacker-side call's wall time is printed at the end.
@@ -477,14 +480,16 @@ class Lab(unittest.TestCase):
                'mgmt-driver-admin-token -o \'jsonpath={.data.%s}\' | base64 -d')
         token = self.on(1, get % 'token')
         ca = self.on(1, get % 'ca\\.crt')
-        self.assertTrue(token and ca.startswith('-----BEGIN CERTIFICATE-----'), (token[:10], ca[:40]))
+        # Failure messages never show a token.
+        self.assertTrue(token, 'no token in the cluster\'s mgmt-driver-admin-token secret')
+        self.assertTrue(ca.startswith('-----BEGIN CERTIFICATE-----'), ca[:40])
         self.assertEqual(ca.strip(), vim['auth_cred']['ssl_ca_cert'].strip())
         # MGMT_DRIVER_KUBECONFIG_DIR: the same token and server in a 0600 kubeconfig.
         kc = os.path.join(self.tmp, Lab.inst.id + '.kubeconfig')
         self.assertEqual(os.stat(kc).st_mode & 0o777, 0o600)
         with open(kc) as f:
             text = f.read()
-        self.assertIn('token: %s' % token, text)
+        self.assertTrue('token: %s' % token in text, 'the kubeconfig has not the cluster\'s token')
         self.assertIn('server: %s' % vim['auth_url'], text)
         config = {'auth_url': vim['auth_url'], 'project_name': 'default', 'type': 'kubernetes',
                   'bearer_token': token, 'ssl_ca_cert': vim['auth_cred']['ssl_ca_cert'],
@@ -493,7 +498,7 @@ class Lab(unittest.TestCase):
         vim_utils.args2body_vim(dict(config), body)
         vim_utils.validate_auth_url(config['auth_url'])
         self.assertEqual(body['type'], 'kubernetes')
-        self.assertEqual(body['auth_cred']['bearer_token'], token)
+        self.assertTrue(body['auth_cred']['bearer_token'] == token, 'tackerclient lost the token')
         self.assertEqual(body['auth_cred']['ssl_ca_cert'], vim['auth_cred']['ssl_ca_cert'])
         self.assertEqual(config['auth_url'], 'https://%s:6443' % self.ip(1))
 
@@ -510,7 +515,7 @@ class Lab(unittest.TestCase):
                              grant=None, grant_request=None, vnf={})
         sys.stderr.write('\nwrong password -> %s\n' % cm.exception)
         self.assertNotIn('Wrong-Pw-77', str(cm.exception))
-        self.assertNotIn(self.password, str(cm.exception))
+        self.assertTrue(self.password not in str(cm.exception), 'the login password is in the error')
         self.assertRegex(str(cm.exception), r'vnfc-m1|%s' % self.ip(1).replace('.', r'\.'))
 
         resp = self.tacker.call('instantiate_end', inst,
@@ -524,7 +529,7 @@ class Lab(unittest.TestCase):
         helm = k8s.extra['helm_info']
         self.assertEqual(helm['masternode_ip'], [self.ip(1)])
         self.assertEqual(helm['masternode_username'], 'mduser')
-        self.assertEqual(helm['masternode_password'], self.password)  # the credential used
+        self.assertTrue(helm['masternode_password'] == self.password, 'helm_info has not the login used')
         # Kubernetes node names are Tacker's (role + last octet), set by the install script.
         self.assertEqual(self.k8s_nodes(), ['master11', 'worker12'])
         Lab.vim = resp['result']['vim']
@@ -584,8 +589,10 @@ class Lab(unittest.TestCase):
         helm_info's password), so the hook's result must stay masked with it too."""
         vim = getattr(Lab, 'vim', None)
         self.assertIsNotNone(vim, 'needs the instantiate_end of test_1')
-        self.assertEqual(vim['auth_cred']['bearer_token'], '********')
-        self.assertNotIn(self.password, json.dumps(vim))
+        # Failure messages never show the secret itself.
+        self.assertTrue(vim['auth_cred']['bearer_token'] == '********',
+                        'result.vim.auth_cred.bearer_token is not masked')
+        self.assertTrue(self.password not in json.dumps(vim), 'the login password is in result.vim')
 
 
 def tearDownModule():

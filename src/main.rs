@@ -1,7 +1,7 @@
 use std::time::Duration;
 
 use clap::Parser;
-use mgmt_driver::cli::{interrupt, main as cli_main, parse_error, Cli};
+use mgmt_driver::cli::{interrupt, main as cli_main, parse_error, vnfm_hook, Cli};
 use mgmt_driver::error::exit;
 use tokio::signal::unix::{signal, Signal, SignalKind};
 
@@ -33,7 +33,12 @@ fn main() {
                     let _ = first_signal(signals).await;
                     std::process::exit(code);
                 });
-                interrupt::report(name, &operation, dry_run).print(output);
+                let report = interrupt::report(name, &operation, dry_run);
+                if operation == "hook" {
+                    vnfm_hook::print_interrupted(report);
+                } else {
+                    report.print(output);
+                }
                 code
             }
         }

@@ -272,6 +272,16 @@ impl Hooks {
         spawn(&args, &[])
     }
 
+    /// The same instantiate through the VNFM protocol (`mgmt-driver hook`), nodes from the
+    /// inventory named in the document's options.
+    fn start_hook(&self) -> support::Running {
+        let doc = serde_json::json!({"operation": "instantiate_end", "request": self.c.request(),
+            "vnf_instance": {"id": self.c.id}, "tmp_csar_dir": self.c.pkg,
+            "options": {"inventory": self.c.inv, "state_dir": self.c.state}});
+        let input = self.c.write("hook.json", &doc);
+        spawn(&["hook", "--retry-for", "5", "--input", s(&input)], &[])
+    }
+
     /// Start a hook and wait until `kubeadm` runs on node `i` (the install is under way).
     fn start_until_kubeadm(&self, i: usize) -> Result<support::Running, Failed> {
         let run = self.start();
@@ -330,6 +340,23 @@ fn hooks_interrupted_killed_and_refused() -> R {
         h.interrupted("TERM")
     })?;
     phase("SIGKILL in the middle of kubeadm init: nothing left running, state loads", || h.interrupted("KILL"))?;
+    phase("SIGTERM in the middle of `mgmt-driver hook`: exit 143 and still a response for the VNFM", || {
+        let run = h.start_hook();
+        if !until(Duration::from_secs(30), || !on_node(&h.c.lab, 1, "kubeadm (init|join)").is_empty()) {
+            run.signal("KILL");
+            return Err(format!("kubeadm never ran: {}", run.wait(Duration::from_secs(5)).all()).into());
+        }
+        run.signal("TERM");
+        // The response document is checked against docs/hook.schema.json by wait().
+        let r = run.wait(Duration::from_secs(10));
+        check(r.code == 143, || format!("exit {}: {}", r.code, r.all()))?;
+        let d: serde_json::Value = serde_json::from_str(r.stdout.trim())?;
+        check(d["operation"] == "instantiate_end" && d["ok"] == false, || d.to_string())?;
+        check(d["user_script_err_handling_data"]["mgmt_driver"]["finished"] == false, || d.to_string())?;
+        check(d["result"]["interrupted"]["signal"] == "SIGTERM", || d.to_string())?;
+        none_left(&h.c.lab, &[1, 2, 3], "kubeadm (init|join)")?;
+        h.state_loads()
+    })?;
     phase("sshd of worker 3 killed in the middle of its install: the error names node and step", || {
         h.c.kit_ctl(&["set-delay", "2"]);
         let r = h.start().wait(Duration::from_secs(90));

@@ -110,6 +110,7 @@ pub async fn run(a: VnfmHookArgs, ctx: &Ctx) -> i32 {
             return e.exit_code();
         }
     };
+    let _ = CURRENT.set((call.doc.operation.clone(), call.doc.user_script_err_handling_data.clone()));
     let mut ctx = ctx.clone();
     ctx.run.dry_run |= call.opts.dry_run.unwrap_or(false);
     let ctx = &ctx;
@@ -138,6 +139,24 @@ pub async fn run(a: VnfmHookArgs, ctx: &Ctx) -> i32 {
     }
     print(&resp);
     code
+}
+
+/// The operation and error-handling data of the document being run, for [`print_interrupted`].
+static CURRENT: std::sync::OnceLock<(String, Map<String, Value>)> = std::sync::OnceLock::new();
+
+/// A SIGINT/SIGTERM'd `hook` still answers with a response document (main.rs calls this with
+/// the interruption report), so the VNFM gets the error-handling data for a retry or rollback.
+pub fn print_interrupted(report: crate::cli::envelope::Envelope) {
+    let (operation, data) = CURRENT.get().cloned().unwrap_or_else(|| ("hook".into(), Map::new()));
+    let mut resp = HookResponse::new(&operation, report.dry_run, data);
+    resp.ok = false;
+    resp.errors = report.errors;
+    resp.result = report.result;
+    if operation != "hook" {
+        let v = json!({"operation": operation, "finished": false, "joined": [], "removed": []});
+        resp.user_script_err_handling_data.insert("mgmt_driver".into(), v);
+    }
+    print(&resp);
 }
 
 fn print(resp: &HookResponse) {

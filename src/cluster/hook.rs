@@ -394,8 +394,10 @@ impl Hook {
             vc.remove_kubernetes(rec.auth_url.as_str().into(), &self.params.vim_name);
             vc.push(&format!("kubernetes_{}", self.params.vim_name), conn.clone());
         }
+        let login_password = self.topo.masters[0].host.auth.password.as_ref().map(|p| p.expose().to_string());
         self.with_state(|s| {
             s.bearer_token = Some(bearer.expose().to_string());
+            s.master_login_password = login_password;
             s.vim = Some(rec.vim(true));
             s.vim_connection_info = Some(serde_json::to_value(&conn).expect("serializes"));
         });

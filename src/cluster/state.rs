@@ -54,6 +54,10 @@ pub struct InstanceState {
     pub facts: Option<ClusterFacts>,
     #[serde(default)]
     pub bearer_token: Option<String>,
+    /// The password the first master really logs in with (the inventory's, else the request's),
+    /// for CNF operations whose helm_info refers to this record. Sealed at rest like the rest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub master_login_password: Option<String>,
     /// The VIM registration record (with the bearer token) and the vimConnectionInfo entry.
     #[serde(default)]
     pub vim: Option<Value>,

@@ -187,7 +187,10 @@ fn stored_credential(store: &Store, cid: &str, h: &HelmInfo) -> Result<Option<Se
             ),
         ));
     }
-    Ok(st.pointer("/params/master_node/password").and_then(Value::as_str).map(Secret::new))
+    // The password the masters really log in with, recorded since; older records have only
+    // the request's.
+    let login = st.get("master_login_password").and_then(Value::as_str);
+    Ok(login.or_else(|| st.pointer("/params/master_node/password").and_then(Value::as_str)).map(Secret::new))
 }
 
 /// A cluster recorded by `instantiate-end` under `id`, read as the stored document (the cluster
@@ -246,6 +249,17 @@ mod tests {
             assert!(text.contains("masternode_credential_ref") && text.contains("192.0.2.12"), "{text}");
             assert!(text.contains(&format!("{user}@")) && !text.contains(PW), "{text}");
         }
+    }
+
+    #[test]
+    fn the_recorded_login_password_beats_the_requests() {
+        let (_d, st) = store();
+        let mut doc: Value = st.load_doc("c1", "").unwrap().unwrap();
+        doc["master_login_password"] = json!("the-inventory-password");
+        st.save_doc("c1", "", &doc).unwrap();
+        let a = Inputs::default();
+        let (h, _, _) = find_helm_info(&a, Some(&request_vims(&["192.0.2.11"], "root")), &st, None).unwrap();
+        assert_eq!(passwords(&masters(&h, &a, &st).unwrap()), vec![Some("the-inventory-password".to_string())]);
     }
 
     #[test]

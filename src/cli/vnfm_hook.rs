@@ -433,7 +433,9 @@ async fn run_cnf(
 
 /// Fill the response from what the action left; returns the exit code.
 fn respond(c: &Call, resp: &mut HookResponse, d: Done) -> i32 {
-    resp.result = d.result;
+    // The result is for logs and people: masked whatever the options. What the VNFM must
+    // store (the v2 entry's token, a compat password) is in `vnf_instance` only.
+    resp.result = crate::secret::masked(&d.result);
     resp.warnings = d.warnings;
     resp.kubeconfig = d.kubeconfig;
     let ok = d.context_error.is_none();

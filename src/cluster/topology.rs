@@ -171,6 +171,26 @@ pub struct NodeDefaults {
     pub host_key_check: HostKeyCheck,
 }
 
+impl NodeDefaults {
+    /// A VM without an inventory entry: Tacker's way, the params' username and password (also
+    /// for sudo when not root), port 22, these host-key settings.
+    fn request_login(&self, name: &str, addr: &str, nic: &str, r: &RoleParams, groups: Vec<String>) -> Host {
+        Host {
+            name: name.to_string(),
+            addr: addr.to_string(),
+            port: 22,
+            nic_ip: Some(nic.to_string()),
+            user: r.username.clone(),
+            auth: Auth { password: Some(r.password.clone()), ..Auth::default() },
+            known_hosts: self.known_hosts.clone(),
+            host_key_check: self.host_key_check,
+            jump: vec![],
+            become_password: (r.username != "root").then(|| r.password.clone()),
+            groups,
+        }
+    }
+}
+
 pub fn from_vnf_instance(inst: &VnfInstance, p: &ClusterParams, file: &str, d: &NodeDefaults) -> Result<Topology> {
     let vnfcs = inst.instantiated_vnf_info.as_ref().map(|i| i.vnfc_resource_info.as_slice()).unwrap_or_default();
     let role_nodes = |r: &RoleParams, role: Role, param: &str| -> Result<Vec<ClusterNode>> {
@@ -191,19 +211,7 @@ pub fn from_vnf_instance(inst: &VnfInstance, p: &ClusterParams, file: &str, d: &
             ip(&ssh, file, &format!("{at}.{}", r.ssh_cp_name), "the VNFC's address")?;
             let nic = inst.address_of(v, &r.nic_cp_name).unwrap_or_else(|| ssh.clone());
             ip(&nic, file, &format!("{at}.{}", r.nic_cp_name), "the VNFC's address")?;
-            let host = Host {
-                name: v.id.clone(),
-                addr: ssh,
-                port: 22,
-                nic_ip: Some(nic.clone()),
-                user: r.username.clone(),
-                auth: Auth { password: Some(r.password.clone()), ..Auth::default() },
-                known_hosts: d.known_hosts.clone(),
-                host_key_check: d.host_key_check,
-                jump: vec![],
-                become_password: (r.username != "root").then(|| r.password.clone()),
-                groups: vec![group.to_string()],
-            };
+            let host = d.request_login(&v.id, &ssh, &nic, r, vec![group.to_string()]);
             out.push(ClusterNode { k8s_name: k8s_name(role, &nic), nic_ip: nic, role, host });
         }
         Ok(out)
@@ -243,19 +251,7 @@ pub fn from_state(st: &InstanceState, p: &ClusterParams, file: &str, d: &NodeDef
         let at = format!("nodes.{}", crate::error::excerpt(name));
         ip(&n.ssh_addr, file, &format!("{at}.ssh_addr"), "the recorded address")?;
         ip(&n.nic_ip, file, &format!("{at}.nic_ip"), "the recorded address")?;
-        let host = Host {
-            name: name.clone(),
-            addr: n.ssh_addr.clone(),
-            port: 22,
-            nic_ip: Some(n.nic_ip.clone()),
-            user: r.username.clone(),
-            auth: Auth { password: Some(r.password.clone()), ..Auth::default() },
-            known_hosts: d.known_hosts.clone(),
-            host_key_check: d.host_key_check,
-            jump: vec![],
-            become_password: (r.username != "root").then(|| r.password.clone()),
-            groups: vec![],
-        };
+        let host = d.request_login(name, &n.ssh_addr, &n.nic_ip, r, vec![]);
         let k8s = if n.k8s_name.is_empty() { k8s_name(role, &n.nic_ip) } else { n.k8s_name.clone() };
         let node = ClusterNode { k8s_name: k8s, nic_ip: n.nic_ip.clone(), role, host };
         match role {

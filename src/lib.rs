@@ -31,4 +31,5 @@ pub mod secret;
 pub mod ssh;
 pub mod transport;
 pub mod url_mask;
+pub(crate) mod sites;
 pub(crate) mod vnfm;

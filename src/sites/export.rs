@@ -1,0 +1,620 @@
+//! `sites export k8s-job`: the same per-site runs as a Kubernetes Indexed Job (docs/fleet.md).
+//!
+//! Pure: the selected sites' rendered files and the options in, manifest text out. Nothing here
+//! reads a file or talks to an API server; `cli/sites.rs` reads the rendered directory and
+//! prints what this returns. The manifest is a ConfigMap holding exactly the selected sites'
+//! rendered files (or a reference to one the operator made) and a `batch/v1` Job with
+//! `completionMode: Indexed`, one completion per site: pod i runs
+//! `mgmt-driver sites apply OP --rendered /config/rendered --index i --state-dir /state`, and
+//! because the ConfigMap holds only the selected sites, in the order `load_rendered` sorts them
+//! (catalogue index, then name), index i is the i-th site listed in the Job's annotation.
+//!
+//! Secrets stay references: the rendered files carry `@env:VAR` / `@file:PATH` markers, never
+//! values. Each `@env:VAR` becomes an `env` entry whose value comes from a key `VAR` of the
+//! Secret named by `--secret`; the same Secret is mounted read-only at `/secrets`, so a
+//! `@file:/secrets/KEY` marker (or an inventory's key file there) resolves in the pod. A file
+//! marker anywhere else cannot resolve in a pod and is refused here, before anything is applied.
+
+use serde_json::{json, Map, Value};
+
+use crate::error::{Error, Result};
+
+/// Where the pod finds the rendered sites (the ConfigMap's mount).
+pub const CONFIG_MOUNT: &str = "/config";
+/// Where the pod keeps the state store (the PVC's mount).
+pub const STATE_MOUNT: &str = "/state";
+/// Where the Secret named by `--secret` is mounted (files) in the pod.
+pub const SECRET_MOUNT: &str = "/secrets";
+/// Where the state key Secret is mounted; outside the state volume, as the store requires.
+pub const KEY_MOUNT: &str = "/etc/mgmt-driver";
+/// The annotation the Job controller sets on pod i (and the env var we fill from it).
+pub const INDEX_ANNOTATION: &str = "batch.kubernetes.io/job-completion-index";
+/// Kubernetes refuses a ConfigMap whose data is over 1 MiB.
+pub const CONFIG_MAP_MAX: usize = 1 << 20;
+
+/// One selected site's rendered files (`OUT/<site>/...`), paths relative to the site's folder.
+#[derive(Debug, Clone)]
+pub struct SiteFiles {
+    pub name: String,
+    pub files: Vec<(String, String)>,
+}
+
+/// What the ConfigMap is: made here from the sites' files, or one the operator keeps.
+#[derive(Debug, Clone)]
+pub enum ConfigSource {
+    /// Emit a ConfigMap with this name holding the selected sites' rendered files.
+    Embed(String),
+    /// Reference an existing ConfigMap whose keys already lay out `rendered/<site>/...` (a
+    /// ConfigMap cannot hold folders: its keys are mapped to paths by the volume's `items`,
+    /// which we can write only when we know the files).
+    Existing(String),
+}
+
+/// Everything the manifest depends on besides the sites.
+#[derive(Debug, Clone)]
+pub struct JobOptions {
+    /// The Job's name (also the prefix of the pods' names): a DNS label.
+    pub name: String,
+    pub namespace: Option<String>,
+    /// The operation and its arguments, as `sites apply` takes them (`instantiate`,
+    /// `run-script check.sh`, ...).
+    pub op: Vec<String>,
+    pub image: String,
+    pub parallelism: u32,
+    pub backoff_limit_per_index: u32,
+    pub max_failed_indexes: Option<u32>,
+    pub config: ConfigSource,
+    /// The Secret that env markers and `/secrets` files come from.
+    pub secret: Option<String>,
+    /// The Secret holding the state key (key `state.key`): every pod must seal and unseal with
+    /// the same key, or a later terminate could not read what instantiate recorded.
+    pub state_key_secret: String,
+    /// The PersistentVolumeClaim mounted at `/state` (ReadWriteMany when pods run on several
+    /// nodes).
+    pub state_claim: String,
+    /// Where the VNF package (scripts, offline artifacts) is inside the image; written into each
+    /// embedded `site.json` whose site has a package.
+    pub package_dir: String,
+    pub cpu_request: String,
+    pub memory_request: String,
+    pub memory_limit: String,
+}
+
+/// The manifest: the ConfigMap (when embedded) and the Job, as one multi-document YAML text.
+pub fn k8s_job(sites: &[SiteFiles], o: &JobOptions) -> Result<String> {
+    check(sites, o)?;
+    let env_refs = env_markers(sites, o)?;
+    let mut docs = Vec::new();
+    let mut items = Vec::new();
+    if let ConfigSource::Embed(cm) = &o.config {
+        let (doc, it) = config_map(cm, sites, o)?;
+        docs.push(doc);
+        items = it;
+    }
+    docs.push(job(sites, o, &env_refs, items));
+    let mut out = String::new();
+    for d in docs {
+        out.push_str("---\n");
+        out.push_str(&yaml_serde::to_string(&d).expect("a manifest serializes"));
+    }
+    Ok(out)
+}
+
+fn bad(field: &str, message: impl Into<String>) -> Error {
+    Error::input("sites export k8s-job", field, message)
+}
+
+/// A DNS-1123 label (Job, ConfigMap, Secret, PVC and container names): `[a-z0-9-]`, at most 63.
+fn check_label(field: &str, v: &str) -> Result<()> {
+    let ok = !v.is_empty()
+        && v.len() <= 63
+        && v.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !v.starts_with('-')
+        && !v.ends_with('-');
+    if ok {
+        Ok(())
+    } else {
+        Err(bad(field, format!("'{}' is not a Kubernetes name ([a-z0-9-], at most 63)", v.escape_debug())))
+    }
+}
+
+fn check(sites: &[SiteFiles], o: &JobOptions) -> Result<()> {
+    if sites.is_empty() {
+        return Err(bad("sites", "no site is selected: a Job of zero completions does nothing"));
+    }
+    // The Job's pods are named <job>-<index>-<random>; keep room for it under 63.
+    if o.name.len() > 50 {
+        return Err(bad("--name", format!("'{}' is longer than 50 characters (pod names add the index)", o.name)));
+    }
+    check_label("--name", &o.name)?;
+    if let Some(ns) = &o.namespace {
+        check_label("--namespace", ns)?;
+    }
+    match &o.config {
+        ConfigSource::Embed(n) | ConfigSource::Existing(n) => check_label("--config-map", n)?,
+    }
+    if let Some(s) = &o.secret {
+        check_label("--secret", s)?;
+    }
+    check_label("--state-key-secret", &o.state_key_secret)?;
+    check_label("--state-claim", &o.state_claim)?;
+    if o.parallelism == 0 {
+        return Err(bad("--parallelism", "must be at least 1"));
+    }
+    if o.op.is_empty() {
+        return Err(bad("--op", "is required (instantiate, terminate, run-script SCRIPT, ...)"));
+    }
+    if o.image.trim().is_empty() || o.image.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(bad("--image", format!("'{}' is not an image reference", o.image.escape_debug())));
+    }
+    if !o.package_dir.starts_with('/') {
+        return Err(bad("--package-dir", format!("'{}' must be an absolute path in the image", o.package_dir)));
+    }
+    for s in sites {
+        check_label("site", &s.name)?;
+        if !s.files.iter().any(|(p, _)| p == "site.json") {
+            return Err(bad(&format!("{}/site.json", s.name), "is missing: export what `sites render` wrote"));
+        }
+    }
+    Ok(())
+}
+
+/// The env var names every selected site's files reference (`@env:VAR`), sorted and distinct;
+/// a `@file:` marker outside `/secrets` is refused (it cannot resolve in a pod).
+fn env_markers(sites: &[SiteFiles], o: &JobOptions) -> Result<Vec<String>> {
+    let mut vars = std::collections::BTreeSet::new();
+    for s in sites {
+        for (path, text) in &s.files {
+            for (kind, value) in markers(text) {
+                let at = || format!("{}/{path}", s.name);
+                match kind {
+                    "env" => {
+                        if o.secret.is_none() {
+                            return Err(bad(
+                                &at(),
+                                format!("references @env:{value}: name the Secret that holds it with --secret"),
+                            ));
+                        }
+                        vars.insert(value);
+                    }
+                    _ => {
+                        let inside = value.starts_with(&format!("{SECRET_MOUNT}/")) && !value.contains("/../");
+                        if !inside || o.secret.is_none() {
+                            return Err(bad(
+                                &at(),
+                                format!(
+                                    "references @file:{value}, which a pod cannot read: use an env reference, or a \
+                                     file under {SECRET_MOUNT}/ (the --secret Secret's keys are mounted there)"
+                                ),
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    Ok(vars.into_iter().collect())
+}
+
+/// `@env:NAME` and `@file:PATH` markers in a text (NAME: `[A-Za-z_][A-Za-z0-9_]*`; PATH up to
+/// a quote, whitespace or a comma, as the templates write it inside a JSON or YAML string).
+fn markers(text: &str) -> Vec<(&'static str, String)> {
+    let mut out = Vec::new();
+    for (kind, tag) in [("env", "@env:"), ("file", "@file:")] {
+        let mut rest = text;
+        while let Some(i) = rest.find(tag) {
+            rest = &rest[i + tag.len()..];
+            let end = rest
+                .find(|c: char| c == '"' || c == '\'' || c == ',' || c.is_whitespace() || c == '}' || c == ']')
+                .unwrap_or(rest.len());
+            let v = &rest[..end];
+            let name_ok = kind == "file"
+                || (!v.is_empty()
+                    && !v.starts_with(|c: char| c.is_ascii_digit())
+                    && v.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'));
+            if !v.is_empty() && name_ok {
+                out.push((kind, v.to_string()));
+            }
+        }
+    }
+    out
+}
+
+/// A ConfigMap key for the n-th file: `[-._a-zA-Z0-9]`, unique by its number, readable by its
+/// site and base name (keys cannot hold `/`; the volume's `items` put each back at its path).
+fn key_for(n: usize, site: &str, path: &str) -> String {
+    let base: String = path
+        .rsplit('/')
+        .next()
+        .unwrap_or(path)
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || "-._".contains(c) { c } else { '_' })
+        .collect();
+    let mut k = format!("{n:04}.{site}.{base}");
+    k.truncate(253);
+    k
+}
+
+/// A relative path with no `..`, no empty or `.` part: what a volume item may be.
+fn check_rel(site: &str, path: &str) -> Result<()> {
+    let ok =
+        !path.is_empty() && !path.starts_with('/') && path.split('/').all(|p| !p.is_empty() && p != "." && p != "..");
+    if ok {
+        Ok(())
+    } else {
+        Err(bad(&format!("{site}/{path}"), "is not a plain relative path inside the site's folder"))
+    }
+}
+
+/// `site.json` as the pod must see it: the package is where the image has it.
+fn pod_site_json(site: &str, text: &str, package_dir: &str) -> Result<String> {
+    let mut v: Value = serde_json::from_str(text)
+        .map_err(|e| bad(&format!("{site}/site.json"), format!("is not the JSON `sites render` writes: {e}")))?;
+    if let Some(p) = v.get_mut("package") {
+        if !p.is_null() {
+            *p = Value::String(package_dir.to_string());
+        }
+    }
+    Ok(serde_json::to_string_pretty(&v).expect("json serializes") + "\n")
+}
+
+fn labels(o: &JobOptions) -> Value {
+    json!({
+        "app.kubernetes.io/name": "mgmt-driver",
+        "app.kubernetes.io/component": "sites",
+        "app.kubernetes.io/instance": o.name,
+    })
+}
+
+fn metadata(name: &str, o: &JobOptions) -> Value {
+    let mut m = json!({"name": name, "labels": labels(o)});
+    if let Some(ns) = &o.namespace {
+        m["namespace"] = json!(ns);
+    }
+    m
+}
+
+fn config_map(name: &str, sites: &[SiteFiles], o: &JobOptions) -> Result<(Value, Vec<Value>)> {
+    let mut data = Map::new();
+    let mut items = Vec::new();
+    let mut size = 0;
+    let mut n = 0;
+    for s in sites {
+        let mut files: Vec<&(String, String)> = s.files.iter().collect();
+        files.sort_by(|a, b| a.0.cmp(&b.0));
+        for (path, text) in files {
+            check_rel(&s.name, path)?;
+            let text = if path == "site.json" { pod_site_json(&s.name, text, &o.package_dir)? } else { text.clone() };
+            let key = key_for(n, &s.name, path);
+            n += 1;
+            size += key.len() + text.len();
+            items.push(json!({"key": key, "path": format!("rendered/{}/{path}", s.name)}));
+            data.insert(key, Value::String(text));
+        }
+    }
+    if size > CONFIG_MAP_MAX {
+        return Err(bad(
+            "--config-map",
+            format!(
+                "the {} sites' rendered files are {size} bytes, over a ConfigMap's 1 MiB: export fewer sites per \
+                 Job (--only / --selector), or keep them in a ConfigMap of your own and pass --existing-config-map",
+                sites.len()
+            ),
+        ));
+    }
+    let doc = json!({
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": metadata(name, o),
+        "data": data,
+    });
+    Ok((doc, items))
+}
+
+fn job(sites: &[SiteFiles], o: &JobOptions, env_refs: &[String], items: Vec<Value>) -> Value {
+    let n = sites.len() as u32;
+    let mut args: Vec<String> = vec!["sites".into(), "apply".into()];
+    args.extend(o.op.iter().cloned());
+    args.extend(
+        [
+            "--rendered",
+            &format!("{CONFIG_MOUNT}/rendered"),
+            "--index",
+            "$(JOB_COMPLETION_INDEX)",
+            "--state-dir",
+            STATE_MOUNT,
+            "--max-sites",
+            "1",
+        ]
+        .map(String::from),
+    );
+    let mut env = vec![
+        // Kubernetes sets it too; naming it here keeps `$(JOB_COMPLETION_INDEX)` in args
+        // defined whatever the cluster's version, and says where it comes from.
+        json!({"name": "JOB_COMPLETION_INDEX", "valueFrom": {"fieldRef": {"fieldPath": format!("metadata.annotations['{INDEX_ANNOTATION}']")}}}),
+        json!({"name": "MGMT_DRIVER_STATE_KEY_FILE", "value": format!("{KEY_MOUNT}/state.key")}),
+        json!({"name": "HOME", "value": "/tmp"}),
+    ];
+    if let Some(secret) = &o.secret {
+        for v in env_refs {
+            env.push(json!({"name": v, "valueFrom": {"secretKeyRef": {"name": secret, "key": v}}}));
+        }
+    }
+    let mut config_volume = json!({"name": "config", "configMap": {"name": match &o.config {
+        ConfigSource::Embed(n) | ConfigSource::Existing(n) => n,
+    }}});
+    if !items.is_empty() {
+        config_volume["configMap"]["items"] = Value::Array(items);
+    }
+    let mut volumes = vec![
+        config_volume,
+        json!({"name": "state", "persistentVolumeClaim": {"claimName": o.state_claim}}),
+        json!({"name": "state-key", "secret": {"secretName": o.state_key_secret, "defaultMode": 0o440,
+            "items": [{"key": "state.key", "path": "state.key"}]}}),
+        json!({"name": "tmp", "emptyDir": {}}),
+    ];
+    let mut mounts = vec![
+        json!({"name": "config", "mountPath": CONFIG_MOUNT, "readOnly": true}),
+        json!({"name": "state", "mountPath": STATE_MOUNT}),
+        json!({"name": "state-key", "mountPath": KEY_MOUNT, "readOnly": true}),
+        json!({"name": "tmp", "mountPath": "/tmp"}),
+    ];
+    if let Some(secret) = &o.secret {
+        volumes.push(json!({"name": "secrets", "secret": {"secretName": secret, "defaultMode": 0o440}}));
+        mounts.push(json!({"name": "secrets", "mountPath": SECRET_MOUNT, "readOnly": true}));
+    }
+    let mut spec = json!({
+        "completionMode": "Indexed",
+        "completions": n,
+        "parallelism": o.parallelism.min(n),
+        "backoffLimitPerIndex": o.backoff_limit_per_index,
+        "podFailurePolicy": {"rules": [
+            // Exit 2 is bad input: nothing ran, and running it again cannot help.
+            {"action": "FailIndex", "onExitCodes": {"containerName": "sites", "operator": "In", "values": [2]}},
+            // An evicted or preempted pod is not the site's failure: run it again, uncounted.
+            {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]},
+        ]},
+        "template": {
+            "metadata": {"labels": labels(o)},
+            "spec": {
+                // Required by backoffLimitPerIndex; a retry is a new pod, which resumes the site.
+                "restartPolicy": "Never",
+                "automountServiceAccountToken": false,
+                "securityContext": {
+                    "runAsNonRoot": true,
+                    "runAsUser": 65532,
+                    "runAsGroup": 65532,
+                    "fsGroup": 65532,
+                    "seccompProfile": {"type": "RuntimeDefault"},
+                },
+                "containers": [{
+                    "name": "sites",
+                    "image": o.image,
+                    "command": ["mgmt-driver"],
+                    "args": args,
+                    "env": env,
+                    "resources": {
+                        "requests": {"cpu": o.cpu_request, "memory": o.memory_request},
+                        "limits": {"memory": o.memory_limit},
+                    },
+                    "securityContext": {
+                        "allowPrivilegeEscalation": false,
+                        "readOnlyRootFilesystem": true,
+                        "capabilities": {"drop": ["ALL"]},
+                    },
+                    "volumeMounts": mounts,
+                }],
+                "volumes": volumes,
+            },
+        },
+    });
+    if let Some(m) = o.max_failed_indexes {
+        spec["maxFailedIndexes"] = json!(m);
+    }
+    let mut meta = metadata(&o.name, o);
+    let names: Vec<&str> = sites.iter().map(|s| s.name.as_str()).collect();
+    meta["annotations"] = json!({
+        "mgmt-driver/op": o.op.join(" "),
+        // Index i of the Job is the i-th name here.
+        "mgmt-driver/sites": names.join(","),
+    });
+    json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": meta, "spec": spec})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn site(name: &str, index: usize, inv: &str) -> SiteFiles {
+        SiteFiles {
+            name: name.into(),
+            files: vec![
+                (
+                    "site.json".into(),
+                    format!(r#"{{"name":"{name}","index":{index},"labels":{{}},"package":"/home/op/pkg"}}"#),
+                ),
+                ("inventory.yaml".into(), inv.into()),
+                ("cluster/instantiate.json".into(), r#"{"additionalParams":{}}"#.into()),
+            ],
+        }
+    }
+
+    fn opts() -> JobOptions {
+        JobOptions {
+            name: "edge-rollout".into(),
+            namespace: Some("fleet".into()),
+            op: vec!["instantiate".into()],
+            image: "registry.example/mgmt-driver:0.11".into(),
+            parallelism: 8,
+            backoff_limit_per_index: 2,
+            max_failed_indexes: Some(5),
+            config: ConfigSource::Embed("edge-sites".into()),
+            secret: Some("edge-secrets".into()),
+            state_key_secret: "mgmt-driver-state-key".into(),
+            state_claim: "mgmt-driver-state".into(),
+            package_dir: "/opt/mgmt-driver/package".into(),
+            cpu_request: "50m".into(),
+            memory_request: "64Mi".into(),
+            memory_limit: "256Mi".into(),
+        }
+    }
+
+    fn docs(text: &str) -> Vec<Value> {
+        text.split("---\n").filter(|d| !d.trim().is_empty()).map(|d| yaml_serde::from_str(d).unwrap()).collect()
+    }
+
+    fn sample() -> Vec<SiteFiles> {
+        vec![
+            site("par1", 0, "all:\n  password: \"@env:EDGE_NODE_PASSWORD\"\n"),
+            site("ber2", 1, "all:\n  password: \"@env:EDGE_NODE_PASSWORD\"\n  key_file: '@file:/secrets/id_ed25519'\n"),
+            site("mad3", 2, "all: {}\n"),
+        ]
+    }
+
+    #[test]
+    fn an_indexed_job_of_one_completion_per_site_each_pod_running_its_index() {
+        let d = docs(&k8s_job(&sample(), &opts()).unwrap());
+        assert_eq!(d.len(), 2);
+        let job = &d[1];
+        assert_eq!(job["apiVersion"], "batch/v1");
+        assert_eq!(job["kind"], "Job");
+        let spec = &job["spec"];
+        assert_eq!(spec["completionMode"], "Indexed");
+        assert_eq!(spec["completions"], 3);
+        assert_eq!(spec["parallelism"], 3, "never more pods than sites");
+        assert_eq!(spec["backoffLimitPerIndex"], 2);
+        assert_eq!(spec["maxFailedIndexes"], 5);
+        assert_eq!(spec["template"]["spec"]["restartPolicy"], "Never");
+        let c = &spec["template"]["spec"]["containers"][0];
+        let args: Vec<&str> = c["args"].as_array().unwrap().iter().map(|a| a.as_str().unwrap()).collect();
+        assert_eq!(
+            args,
+            [
+                "sites",
+                "apply",
+                "instantiate",
+                "--rendered",
+                "/config/rendered",
+                "--index",
+                "$(JOB_COMPLETION_INDEX)",
+                "--state-dir",
+                "/state",
+                "--max-sites",
+                "1"
+            ]
+        );
+        let idx = c["env"].as_array().unwrap().iter().find(|e| e["name"] == "JOB_COMPLETION_INDEX").unwrap();
+        assert_eq!(
+            idx["valueFrom"]["fieldRef"]["fieldPath"],
+            "metadata.annotations['batch.kubernetes.io/job-completion-index']"
+        );
+        assert_eq!(job["metadata"]["annotations"]["mgmt-driver/sites"], "par1,ber2,mad3");
+        assert_eq!(job["metadata"]["namespace"], "fleet");
+    }
+
+    #[test]
+    fn the_config_map_puts_each_file_back_at_its_site_path_and_the_package_where_the_image_has_it() {
+        let d = docs(&k8s_job(&sample(), &opts()).unwrap());
+        let cm = &d[0];
+        assert_eq!(cm["kind"], "ConfigMap");
+        assert_eq!(cm["metadata"]["name"], "edge-sites");
+        let vol = &d[1]["spec"]["template"]["spec"]["volumes"][0];
+        assert_eq!(vol["configMap"]["name"], "edge-sites");
+        let items = vol["configMap"]["items"].as_array().unwrap();
+        assert_eq!(items.len(), 9);
+        let by_path = |p: &str| {
+            let it = items.iter().find(|i| i["path"] == p).unwrap_or_else(|| panic!("no item for {p}"));
+            cm["data"][it["key"].as_str().unwrap()].as_str().unwrap().to_string()
+        };
+        assert_eq!(by_path("rendered/ber2/cluster/instantiate.json"), r#"{"additionalParams":{}}"#);
+        let sj: Value = serde_json::from_str(&by_path("rendered/mad3/site.json")).unwrap();
+        assert_eq!(sj["package"], "/opt/mgmt-driver/package");
+        assert_eq!(sj["index"], 2);
+        for it in items {
+            let k = it["key"].as_str().unwrap();
+            assert!(k.chars().all(|c| c.is_ascii_alphanumeric() || "-._".contains(c)), "{k}");
+        }
+    }
+
+    #[test]
+    fn secrets_are_references_to_the_named_secret_never_values() {
+        let text = k8s_job(&sample(), &opts()).unwrap();
+        let d = docs(&text);
+        let c = &d[1]["spec"]["template"]["spec"]["containers"][0];
+        let envs: Vec<&Value> =
+            c["env"].as_array().unwrap().iter().filter(|e| e["valueFrom"]["secretKeyRef"].is_object()).collect();
+        assert_eq!(envs.len(), 1, "one entry per distinct variable: {envs:?}");
+        assert_eq!(envs[0]["name"], "EDGE_NODE_PASSWORD");
+        assert_eq!(envs[0]["valueFrom"]["secretKeyRef"], json!({"name": "edge-secrets", "key": "EDGE_NODE_PASSWORD"}));
+        let mounts = c["volumeMounts"].as_array().unwrap();
+        assert!(mounts.iter().any(|m| m["mountPath"] == "/secrets" && m["readOnly"] == true));
+        assert!(mounts.iter().any(|m| m["mountPath"] == "/etc/mgmt-driver" && m["readOnly"] == true));
+        assert!(!text.contains("kind: Secret\n"), "the export never writes a Secret");
+    }
+
+    #[test]
+    fn a_reference_a_pod_cannot_resolve_is_refused_naming_the_site_and_file() {
+        let mut s = sample();
+        s[2].files[1].1 = "all:\n  password: '@file:/home/op/pw'\n".into();
+        let e = k8s_job(&s, &opts()).unwrap_err().to_string();
+        assert!(e.contains("mad3/inventory.yaml") && e.contains("@file:/home/op/pw"), "{e}");
+        let mut o = opts();
+        o.secret = None;
+        let e = k8s_job(&sample(), &o).unwrap_err().to_string();
+        assert!(e.contains("par1/inventory.yaml") && e.contains("--secret"), "{e}");
+        s[2].files[1].1 = "all:\n  password: '@file:/secrets/../etc/shadow'\n".into();
+        assert!(k8s_job(&s, &opts()).is_err());
+    }
+
+    #[test]
+    fn an_existing_config_map_is_referenced_not_emitted() {
+        let mut o = opts();
+        o.config = ConfigSource::Existing("kept".into());
+        let d = docs(&k8s_job(&sample(), &o).unwrap());
+        assert_eq!(d.len(), 1);
+        let vol = &d[0]["spec"]["template"]["spec"]["volumes"][0];
+        assert_eq!(vol["configMap"], json!({"name": "kept"}));
+    }
+
+    #[test]
+    fn bad_options_and_inputs_are_input_errors_naming_the_flag() {
+        let cases: Vec<(Box<dyn Fn(&mut JobOptions)>, &str)> = vec![
+            (Box::new(|o| o.parallelism = 0), "--parallelism"),
+            (Box::new(|o| o.name = "Edge_Rollout".into()), "--name"),
+            (Box::new(|o| o.name = "a".repeat(51)), "--name"),
+            (Box::new(|o| o.state_claim = "".into()), "--state-claim"),
+            (Box::new(|o| o.image = "img with space".into()), "--image"),
+            (Box::new(|o| o.op = vec![]), "--op"),
+            (Box::new(|o| o.package_dir = "pkg".into()), "--package-dir"),
+            (Box::new(|o| o.config = ConfigSource::Existing("x/y".into())), "--config-map"),
+        ];
+        for (f, flag) in cases {
+            let mut o = opts();
+            f(&mut o);
+            let e = k8s_job(&sample(), &o).unwrap_err();
+            assert_eq!(e.exit_code(), 2);
+            assert!(e.to_string().contains(flag), "{flag}: {e}");
+        }
+        assert!(k8s_job(&[], &opts()).unwrap_err().to_string().contains("no site"));
+        let mut s = sample();
+        s[0].files[1].0 = "../escape.yaml".into();
+        assert!(k8s_job(&s, &opts()).unwrap_err().to_string().contains("par1/../escape.yaml"));
+        s = sample();
+        s[1].files.remove(0);
+        assert!(k8s_job(&s, &opts()).unwrap_err().to_string().contains("ber2/site.json"));
+    }
+
+    #[test]
+    fn too_many_sites_for_one_config_map_say_what_to_do() {
+        let big = "x".repeat(400 * 1024);
+        let s: Vec<SiteFiles> = (0..3).map(|i| site(&format!("s{i}"), i, &big)).collect();
+        let e = k8s_job(&s, &opts()).unwrap_err().to_string();
+        assert!(e.contains("1 MiB") && e.contains("--only"), "{e}");
+    }
+
+    #[test]
+    fn markers_are_found_where_the_templates_put_them() {
+        let m = markers(r#"{"a": "@env:A_1", "b": ['@file:/secrets/k'], c: @env:9bad, d: @env:B}"#);
+        assert_eq!(m, [("env", "A_1".to_string()), ("env", "B".to_string()), ("file", "/secrets/k".to_string())]);
+    }
+}

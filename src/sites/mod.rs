@@ -1,4 +1,8 @@
 //! Templated per-site runs (docs/fleet.md): one catalogue of sites, one set of templates, every
 //! site's files rendered and checked before anything connects, then one operation run on many
 //! sites at once, resumable, or as a Kubernetes Indexed Job.
+
+pub mod catalogue;
 pub mod export;
+pub mod render;
+pub mod template;

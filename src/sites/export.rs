@@ -80,6 +80,31 @@ pub struct JobOptions {
     pub memory_limit: String,
 }
 
+/// The one effectful helper here: read a rendered site's folder (`OUT/<site>/`, what `sites
+/// render` wrote) into [`SiteFiles`], every regular file below it, each capped like a request.
+pub fn read_site_files(dir: &std::path::Path, name: &str) -> Result<SiteFiles> {
+    fn walk(root: &std::path::Path, dir: &std::path::Path, out: &mut Vec<(String, String)>) -> Result<()> {
+        let at = dir.display().to_string();
+        let rd = std::fs::read_dir(dir).map_err(|e| Error::input(&at, "rendered", format!("cannot read: {e}")))?;
+        for entry in rd {
+            let entry = entry.map_err(|e| Error::input(&at, "rendered", format!("cannot read: {e}")))?;
+            let p = entry.path();
+            let ft = entry.file_type().map_err(|e| Error::input(&at, "rendered", e.to_string()))?;
+            if ft.is_dir() {
+                walk(root, &p, out)?;
+            } else if ft.is_file() {
+                let rel = p.strip_prefix(root).expect("below its root").to_string_lossy().to_string();
+                out.push((rel, crate::input_limit::read_capped(&p, CONFIG_MAP_MAX as u64, "rendered")?));
+            }
+        }
+        Ok(())
+    }
+    let mut files = Vec::new();
+    walk(dir, dir, &mut files)?;
+    files.sort();
+    Ok(SiteFiles { name: name.to_string(), files })
+}
+
 /// The manifest: the ConfigMap (when embedded) and the Job, as one multi-document YAML text.
 pub fn k8s_job(sites: &[SiteFiles], o: &JobOptions) -> Result<String> {
     check(sites, o)?;

@@ -5,7 +5,7 @@
 //! prints what this returns. The manifest is a ConfigMap holding exactly the selected sites'
 //! rendered files (or a reference to one the operator made) and a `batch/v1` Job with
 //! `completionMode: Indexed`, one completion per site: pod i runs
-//! `mgmt-driver sites apply OP --rendered /config/rendered --index i --state-dir /state`, and
+//! `mgmt-driver sites apply --rendered /config/rendered --index i --state-dir /state OP`, and
 //! because the ConfigMap holds only the selected sites, in the order `load_rendered` sorts them
 //! (catalogue index, then name), index i is the i-th site listed in the Job's annotation.
 //!
@@ -338,8 +338,8 @@ fn config_map(name: &str, sites: &[SiteFiles], o: &JobOptions) -> Result<(Value,
 
 fn job(sites: &[SiteFiles], o: &JobOptions, env_refs: &[String], items: Vec<Value>) -> Value {
     let n = sites.len() as u32;
+    // The flags before the operation: `run-script SCRIPT ARGS...` takes every word after it.
     let mut args: Vec<String> = vec!["sites".into(), "apply".into()];
-    args.extend(o.op.iter().cloned());
     args.extend(
         [
             "--rendered",
@@ -353,6 +353,7 @@ fn job(sites: &[SiteFiles], o: &JobOptions, env_refs: &[String], items: Vec<Valu
         ]
         .map(String::from),
     );
+    args.extend(o.op.iter().cloned());
     let mut env = vec![
         // Kubernetes sets it too; naming it here keeps `$(JOB_COMPLETION_INDEX)` in args
         // defined whatever the cluster's version, and says where it comes from.
@@ -517,7 +518,6 @@ mod tests {
             [
                 "sites",
                 "apply",
-                "instantiate",
                 "--rendered",
                 "/config/rendered",
                 "--index",
@@ -525,7 +525,8 @@ mod tests {
                 "--state-dir",
                 "/state",
                 "--max-sites",
-                "1"
+                "1",
+                "instantiate"
             ]
         );
         let idx = c["env"].as_array().unwrap().iter().find(|e| e["name"] == "JOB_COMPLETION_INDEX").unwrap();

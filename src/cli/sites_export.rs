@@ -1,0 +1,151 @@
+//! `mgmt-driver sites export k8s-job`: read the rendered sites, select them as `sites apply`
+//! would, and print the Indexed Job (`sites/export.rs` builds it; docs/fleet.md explains it).
+//! Text output is the manifest itself, ready for `kubectl apply -f -`; `-o json|yaml` wraps it
+//! in the result document.
+
+use std::path::PathBuf;
+
+use clap::{Args, Subcommand};
+use serde_json::json;
+
+use crate::cli::common::Ctx;
+use crate::cli::envelope::Envelope;
+use crate::error::{Error, Result};
+use crate::render::Output;
+use crate::sites::export::{self, ConfigSource, JobOptions};
+use crate::sites::render::load_rendered;
+
+#[derive(Subcommand, Debug)]
+pub enum ExportCmd {
+    /// A Kubernetes Indexed Job (batch/v1) whose pod i runs `sites apply OP --index i`, and the
+    /// ConfigMap of the selected sites' rendered files.
+    K8sJob(K8sJobArgs),
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct K8sJobArgs {
+    /// The rendered sites (`sites render --out DIR`).
+    #[arg(long, value_name = "DIR")]
+    pub rendered: PathBuf,
+    /// Only these sites (comma-separated, repeatable).
+    #[arg(long, value_delimiter = ',')]
+    pub only: Vec<String>,
+    /// Only sites with this label (KEY=VALUE, repeatable: all must match).
+    #[arg(long, value_name = "KEY=VALUE")]
+    pub selector: Vec<String>,
+    /// The operation each pod runs and its arguments, as `sites apply` takes them
+    /// (`instantiate`, `run-script check.sh --fast`); last on the line.
+    #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true, value_name = "OP")]
+    pub op: Vec<String>,
+    /// The image with mgmt-driver on PATH (and the package at --package-dir).
+    #[arg(long)]
+    pub image: String,
+    /// How many pods (sites) run at once.
+    #[arg(long, default_value = "16")]
+    pub parallelism: u32,
+    /// The Job's backoffLimitPerIndex: new pods a failed site gets.
+    #[arg(long, default_value = "2")]
+    pub retries: u32,
+    /// The Job's maxFailedIndexes: past it the whole Job stops.
+    #[arg(long)]
+    pub max_failed_sites: Option<u32>,
+    /// The Job's name.
+    #[arg(long, default_value = "mgmt-driver-sites")]
+    pub name: String,
+    #[arg(long)]
+    pub namespace: Option<String>,
+    /// The ConfigMap to emit with the selected sites' rendered files.
+    #[arg(long, default_value = "mgmt-driver-sites", conflicts_with = "existing_config_map")]
+    pub config_map: String,
+    /// Reference this ConfigMap (laid out as rendered/<site>/...) instead of emitting one.
+    #[arg(long, value_name = "NAME")]
+    pub existing_config_map: Option<String>,
+    /// The Secret the sites' @env: references (and /secrets files) come from.
+    #[arg(long, value_name = "NAME")]
+    pub secret: Option<String>,
+    /// The Secret holding the state key (key `state.key`), the same for every pod.
+    #[arg(long, value_name = "NAME", default_value = "mgmt-driver-state-key")]
+    pub state_key_secret: String,
+    /// The PersistentVolumeClaim mounted at /state (ReadWriteMany across nodes).
+    #[arg(long, value_name = "PVC")]
+    pub state_claim: String,
+    /// Where the image has the VNF package.
+    #[arg(long, value_name = "PATH", default_value = "/opt/mgmt-driver/package")]
+    pub package_dir: String,
+    #[arg(long, default_value = "50m")]
+    pub cpu_request: String,
+    #[arg(long, default_value = "64Mi")]
+    pub memory_request: String,
+    #[arg(long, default_value = "256Mi")]
+    pub memory_limit: String,
+}
+
+pub fn run(cmd: ExportCmd, ctx: &Ctx) -> i32 {
+    let ExportCmd::K8sJob(args) = cmd;
+    let name = "sites export k8s-job";
+    match manifest(&args) {
+        Ok((text, sites)) => {
+            if matches!(ctx.output, Output::Json | Output::Yaml) {
+                let mut env = Envelope::new(name, false);
+                env.context = json!({"rendered": args.rendered, "selected": sites.len()});
+                env.result = json!({"sites": sites, "manifest": text});
+                env.print(ctx.output);
+            } else {
+                print!("{text}");
+            }
+            0
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            Envelope::new(name, false).error(&e).print(ctx.output);
+            e.exit_code()
+        }
+    }
+}
+
+fn manifest(a: &K8sJobArgs) -> Result<(String, Vec<String>)> {
+    let mut selector = Vec::new();
+    for s in &a.selector {
+        let (k, v) = s
+            .split_once('=')
+            .ok_or_else(|| Error::input("arguments", "--selector", format!("'{s}' is not KEY=VALUE")))?;
+        selector.push((k.to_string(), v.to_string()));
+    }
+    let all = load_rendered(&a.rendered)?;
+    for n in &a.only {
+        if !all.iter().any(|s| &s.name == n) {
+            return Err(Error::input("arguments", "--only", format!("no rendered site is named '{n}'")));
+        }
+    }
+    // The same selection and order as `sites apply` (catalogue index, then name): the Job's
+    // index i must be the pod's index i.
+    let mut chosen: Vec<_> = all
+        .into_iter()
+        .filter(|s| a.only.is_empty() || a.only.contains(&s.name))
+        .filter(|s| selector.iter().all(|(k, v)| s.labels.get(k) == Some(v)))
+        .collect();
+    chosen.sort_by(|x, y| (x.index, &x.name).cmp(&(y.index, &y.name)));
+    let files = chosen.iter().map(|s| export::read_site_files(&s.dir, &s.name)).collect::<Result<Vec<_>>>()?;
+    let o = JobOptions {
+        name: a.name.clone(),
+        namespace: a.namespace.clone(),
+        op: a.op.clone(),
+        image: a.image.clone(),
+        parallelism: a.parallelism,
+        backoff_limit_per_index: a.retries,
+        max_failed_indexes: a.max_failed_sites,
+        config: match &a.existing_config_map {
+            Some(n) => ConfigSource::Existing(n.clone()),
+            None => ConfigSource::Embed(a.config_map.clone()),
+        },
+        secret: a.secret.clone(),
+        state_key_secret: a.state_key_secret.clone(),
+        state_claim: a.state_claim.clone(),
+        package_dir: a.package_dir.clone(),
+        cpu_request: a.cpu_request.clone(),
+        memory_request: a.memory_request.clone(),
+        memory_limit: a.memory_limit.clone(),
+    };
+    let text = export::k8s_job(&files, &o)?;
+    Ok((text, chosen.into_iter().map(|s| s.name).collect()))
+}

@@ -1,3 +1,7 @@
 //! Templated per-site runs (docs/fleet.md): one catalogue of sites, one set of templates, every
 //! site's files rendered and checked before anything connects, then one operation run on many
 //! sites at once, resumable, or as a Kubernetes Indexed Job.
+
+pub mod apply;
+pub mod plan;
+pub mod status;

@@ -1,0 +1,362 @@
+//! What one site's run needs, read and checked before anything connects: the rendered site's
+//! files go through the very `prepare` functions the hooks and `cnf` commands use, so a plan
+//! refuses exactly what the run would refuse. `sites plan` does this with the plan connector
+//! and a read-only store (nothing connects, nothing is written); `sites apply` does it for every
+//! selected site first, so a bad request on one site stops the whole run before any connection.
+//!
+//! The rendered-site contract (docs/fleet.md): `OUT/<site>/site.json`, `inventory.yaml`,
+//! `cluster/<op>.json`, `cnf/<name>.json`.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::cluster::prepare as cluster_prepare;
+use crate::cnf;
+use crate::error::{Error, Result};
+use crate::fanout::ScriptJob;
+use crate::inventory::{Host, Inventory, LoadOptions};
+use crate::lifecycle::request::Doc;
+use crate::lifecycle::state::Store;
+use crate::lifecycle::Runner;
+
+/// One rendered site as `site.json` describes it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SiteDir {
+    pub name: String,
+    pub index: usize,
+    pub labels: BTreeMap<String, String>,
+    /// `OUT/<site>`.
+    pub dir: PathBuf,
+    /// The VNF package directory scripts are taken from.
+    pub package: Option<PathBuf>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SiteJson {
+    name: String,
+    index: usize,
+    #[serde(default)]
+    labels: BTreeMap<String, String>,
+    #[serde(default)]
+    package: Option<PathBuf>,
+}
+
+/// Every `<out>/<site>/site.json`, in index order. A directory without `site.json` is not a
+/// site (an operator's notes beside them); a `site.json` naming another directory is refused.
+pub fn load_rendered(out: &Path) -> Result<Vec<SiteDir>> {
+    let bad = |p: &Path, m: String| Error::input(p.display().to_string(), "site.json", m);
+    let rd = std::fs::read_dir(out).map_err(|e| bad(out, format!("cannot read the rendered directory: {e}")))?;
+    let mut sites = Vec::new();
+    for entry in rd {
+        let entry = entry.map_err(|e| bad(out, e.to_string()))?;
+        let dir = entry.path();
+        let f = dir.join("site.json");
+        if !f.is_file() {
+            continue;
+        }
+        let text = crate::input_limit::read_capped(&f, 1 << 20, "site.json")?;
+        let s: SiteJson = serde_json::from_str(&text).map_err(|e| bad(&f, format!("not a rendered site: {e}")))?;
+        if dir.file_name().and_then(|n| n.to_str()) != Some(s.name.as_str()) {
+            return Err(bad(&f, format!("names site '{}' but is in directory {}", s.name, dir.display())));
+        }
+        check_site_name(&s.name).map_err(|m| bad(&f, m))?;
+        sites.push(SiteDir { name: s.name, index: s.index, labels: s.labels, dir, package: s.package });
+    }
+    if sites.is_empty() {
+        return Err(bad(out, "no rendered site here (no <site>/site.json); run `sites render` first".into()));
+    }
+    sites.sort_by(|a, b| (a.index, &a.name).cmp(&(b.index, &b.name)));
+    Ok(sites)
+}
+
+/// A site name is a DNS label: it names directories, state ids and log prefixes.
+fn check_site_name(n: &str) -> std::result::Result<(), String> {
+    let ok = !n.is_empty()
+        && n.len() <= 63
+        && n.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !n.starts_with('-')
+        && !n.ends_with('-');
+    if ok {
+        Ok(())
+    } else {
+        Err(format!("site name '{}' is not a DNS label ([a-z0-9-], at most 63)", n.escape_debug()))
+    }
+}
+
+/// The selected sites: `--only` names, every `--selector k=v` label, then `--index I` (the
+/// I-th of that selection: a Job's pod). An unknown `--only` name or an index past the end is
+/// bad input, so a typo never runs nothing quietly.
+pub fn select(
+    sites: Vec<SiteDir>,
+    only: &[String],
+    selector: &[(String, String)],
+    index: Option<usize>,
+) -> Result<Vec<SiteDir>> {
+    for n in only {
+        if !sites.iter().any(|s| &s.name == n) {
+            return Err(Error::input("arguments", "--only", format!("no rendered site is named '{n}'")));
+        }
+    }
+    let mut chosen: Vec<SiteDir> = sites
+        .into_iter()
+        .filter(|s| only.is_empty() || only.contains(&s.name))
+        .filter(|s| selector.iter().all(|(k, v)| s.labels.get(k) == Some(v)))
+        .collect();
+    if let Some(i) = index {
+        if i >= chosen.len() {
+            return Err(Error::input(
+                "arguments",
+                "--index",
+                format!("{i} is past the last of the {} selected sites", chosen.len()),
+            ));
+        }
+        chosen = vec![chosen.swap_remove(i)];
+    }
+    Ok(chosen)
+}
+
+/// `k=v` as `--selector` takes it.
+pub fn parse_selector(s: &str) -> std::result::Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((k, v)) if !k.is_empty() => Ok((k.to_string(), v.to_string())),
+        _ => Err(format!("'{s}' is not a label selector: use KEY=VALUE")),
+    }
+}
+
+/// The operations a fleet run offers.
+#[derive(clap::Subcommand, Debug, Clone, PartialEq)]
+pub enum Op {
+    /// Cluster instantiate-end with `cluster/instantiate.json`.
+    Instantiate,
+    /// Cluster terminate-end (`cluster/terminate.json` when there is one).
+    Terminate,
+    /// Cluster scale-end SCALE_OUT with `cluster/scale-out.json`.
+    ScaleOut,
+    /// Every `cnf/*.json`: Helm CNF instantiate on the site's cluster.
+    CnfInstantiate,
+    /// Every `cnf/*.json`'s CNF: uninstall.
+    CnfTerminate,
+    /// Upload SCRIPT and run it with ARGS on every inventory host of the site.
+    RunScript {
+        script: PathBuf,
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+}
+
+impl Op {
+    /// What the status documents record and a re-run compares.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Op::Instantiate => "instantiate",
+            Op::Terminate => "terminate",
+            Op::ScaleOut => "scale-out",
+            Op::CnfInstantiate => "cnf-instantiate",
+            Op::CnfTerminate => "cnf-terminate",
+            Op::RunScript { .. } => "run-script",
+        }
+    }
+}
+
+/// The site's cluster instance id.
+pub fn cluster_id(site: &str) -> String {
+    format!("site-{site}")
+}
+
+/// What every site's preparation shares.
+pub struct Env<'a> {
+    pub state_dir: &'a Path,
+    /// Opens the instance store (read-only for a plan).
+    pub store: &'a dyn Fn() -> Result<Store>,
+    pub inventory_opts: LoadOptions,
+    pub dry_run: bool,
+    pub helm_timeout: Duration,
+}
+
+/// A site ready to run: what was checked, holding its instance locks until dropped.
+pub enum Work {
+    Cluster(cluster_prepare::Op, Box<cluster_prepare::Prepared>),
+    Cnf(Vec<CnfWork>),
+    Script { job: ScriptJob, hosts: Vec<Host>, rt: Runner },
+}
+
+pub struct CnfWork {
+    pub id: String,
+    pub op: cnf::Op,
+    pub inputs: cnf::Inputs,
+    pub prepared: cnf::run::Prepared,
+}
+
+impl Work {
+    /// One line for the plan's summary.
+    pub fn describe(&self) -> String {
+        match self {
+            Work::Cluster(op, p) => format!("{} ({})", op.name(), p.hook.instance_id),
+            Work::Cnf(c) => {
+                let ids: Vec<&str> = c.iter().map(|w| w.id.as_str()).collect();
+                format!("{} CNF(s): {}", c.len(), ids.join(", "))
+            }
+            Work::Script { hosts, .. } => format!("run-script on {} hosts", hosts.len()),
+        }
+    }
+}
+
+/// Prefix an input error with its site and show its file relative to the rendered root, so
+/// `site par1: par1/cluster/instantiate.json: additionalParams...` says where to look.
+pub fn in_site(site: &SiteDir, e: Error) -> Error {
+    let root = site.dir.parent().unwrap_or(Path::new(""));
+    let rel =
+        |s: &str| Path::new(s).strip_prefix(root).map(|p| p.display().to_string()).unwrap_or_else(|_| s.to_string());
+    match e {
+        Error::Input { location, field, message } => {
+            Error::Input { location: format!("site {}: {}", site.name, rel(&location)), field, message }
+        }
+        other => other,
+    }
+}
+
+/// Read and check one site for `op` through the hooks' own preparation. `rt` is the site's
+/// runner (its connector decides whether anything will connect).
+pub async fn prepare_site(site: &SiteDir, op: &Op, env: &Env<'_>, rt: Runner) -> Result<Work> {
+    prepare_inner(site, op, env, rt).await.map_err(|e| in_site(site, e))
+}
+
+async fn prepare_inner(site: &SiteDir, op: &Op, env: &Env<'_>, rt: Runner) -> Result<Work> {
+    let inventory = site.dir.join("inventory.yaml");
+    match op {
+        Op::Instantiate => cluster(site, env, cluster_prepare::Op::InstantiateEnd, "instantiate.json", true, rt),
+        Op::Terminate => cluster(site, env, cluster_prepare::Op::TerminateEnd, "terminate.json", false, rt),
+        Op::ScaleOut => cluster(site, env, cluster_prepare::Op::ScaleEnd, "scale-out.json", true, rt),
+        Op::CnfInstantiate | Op::CnfTerminate => {
+            let dir = site.dir.join("cnf");
+            let mut files: Vec<PathBuf> = match std::fs::read_dir(&dir) {
+                Ok(rd) => rd
+                    .filter_map(|e| e.ok().map(|e| e.path()))
+                    .filter(|p| p.extension().is_some_and(|x| x == "json"))
+                    .collect(),
+                Err(e) => return Err(Error::input(dir.display().to_string(), "cnf", format!("no CNF requests: {e}"))),
+            };
+            files.sort();
+            if files.is_empty() {
+                return Err(Error::input(dir.display().to_string(), "cnf", "no CNF request (*.json) here"));
+            }
+            let mut works = Vec::new();
+            for f in files {
+                let stem = f.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+                let id = format!("site-{}-cnf-{stem}", site.name);
+                let cop = if *op == Op::CnfInstantiate { cnf::Op::Instantiate } else { cnf::Op::Terminate };
+                let inputs = cnf::Inputs {
+                    vnf_instance_id: Some(id.clone()),
+                    request: matches!(cop, cnf::Op::Instantiate).then(|| Doc::File(f.clone())),
+                    package_dir: site.package.clone(),
+                    cluster_instance: Some(cluster_id(&site.name)),
+                    inventory: Some(inventory.clone()),
+                    inventory_opts: env.inventory_opts.clone(),
+                    timeout: env.helm_timeout,
+                    status_interval: Duration::from_secs(5),
+                    ..Default::default()
+                };
+                let prepared = cnf::run::prepare(&cop, &inputs, (env.store)()?)?;
+                works.push(CnfWork { id, op: cop, inputs, prepared });
+            }
+            Ok(Work::Cnf(works))
+        }
+        Op::RunScript { script, args } => {
+            let inv = Inventory::load(&inventory, &env.inventory_opts)?;
+            let job = ScriptJob::new(script, args).await?;
+            Ok(Work::Script { job, hosts: inv.hosts, rt })
+        }
+    }
+}
+
+/// A cluster hook on the site: its request from `cluster/<file>`, its nodes from the rendered
+/// inventory, its instance id `site-<name>`.
+fn cluster(
+    site: &SiteDir,
+    env: &Env<'_>,
+    cop: cluster_prepare::Op,
+    file: &str,
+    required: bool,
+    rt: Runner,
+) -> Result<Work> {
+    let req = site.dir.join("cluster").join(file);
+    if required && !req.is_file() {
+        return Err(Error::input(
+            req.display().to_string(),
+            "file",
+            "is missing: the templates render no such request",
+        ));
+    }
+    let inputs = cluster_prepare::Inputs {
+        request: req.is_file().then(|| Doc::File(req.clone())),
+        inventory: Some(site.dir.join("inventory.yaml")),
+        inventory_opts: env.inventory_opts.clone(),
+        package_dir: site.package.clone(),
+        vnf_instance_id: Some(cluster_id(&site.name)),
+        dry_run: env.dry_run,
+        ..Default::default()
+    };
+    let p = cluster_prepare::prepare(cop, &inputs, (env.store)()?, rt)?;
+    Ok(Work::Cluster(cop, Box::new(p)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn site(root: &Path, name: &str, index: usize, labels: &str) -> SiteDir {
+        let dir = root.join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        let labels: BTreeMap<String, String> =
+            labels.split(';').filter(|l| !l.is_empty()).map(|l| parse_selector(l).unwrap()).collect();
+        let j = serde_json::json!({"name": name, "index": index, "labels": labels, "package": null});
+        std::fs::write(dir.join("site.json"), j.to_string()).unwrap();
+        SiteDir { name: name.into(), index, labels, dir, package: None }
+    }
+
+    #[test]
+    fn rendered_sites_load_in_index_order_and_select_by_name_label_and_index() {
+        let d = tempfile::tempdir().unwrap();
+        let b = site(d.path(), "ber2", 1, "region=eu;tier=small");
+        let a = site(d.path(), "par1", 0, "region=eu;tier=big");
+        let n = site(d.path(), "nyc1", 2, "region=us");
+        std::fs::create_dir(d.path().join("notes")).unwrap();
+        let all = load_rendered(d.path()).unwrap();
+        assert_eq!(all, vec![a.clone(), b.clone(), n.clone()]);
+        let eu = vec![("region".to_string(), "eu".to_string())];
+        assert_eq!(select(all.clone(), &[], &eu, None).unwrap(), vec![a.clone(), b.clone()]);
+        assert_eq!(select(all.clone(), &[], &eu, Some(1)).unwrap(), vec![b.clone()]);
+        assert_eq!(select(all.clone(), &["nyc1".into()], &[], None).unwrap(), vec![n]);
+        let e = select(all.clone(), &[], &eu, Some(2)).unwrap_err().to_string();
+        assert!(e.contains("--index") && e.contains("2 selected"), "{e}");
+        assert!(select(all, &["lon9".into()], &[], None).unwrap_err().to_string().contains("lon9"));
+        assert!(parse_selector("region").is_err() && parse_selector("=x").is_err());
+    }
+
+    #[test]
+    fn a_site_json_in_the_wrong_directory_or_with_a_bad_name_is_refused() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir(d.path().join("par1")).unwrap();
+        std::fs::write(d.path().join("par1/site.json"), r#"{"name":"ber2","index":0}"#).unwrap();
+        let e = load_rendered(d.path()).unwrap_err().to_string();
+        assert!(e.contains("par1/site.json") && e.contains("names site 'ber2'"), "{e}");
+        std::fs::write(d.path().join("par1/site.json"), r#"{"name":"par1","index":0,"extra":1}"#).unwrap();
+        assert!(load_rendered(d.path()).unwrap_err().to_string().contains("unknown field"));
+        let e = tempfile::tempdir().unwrap();
+        assert!(load_rendered(e.path()).unwrap_err().to_string().contains("sites render"));
+        assert!(check_site_name("Par1").is_err() && check_site_name("-a").is_err() && check_site_name("a-1").is_ok());
+    }
+
+    #[test]
+    fn input_errors_name_the_site_and_the_file_under_the_rendered_root() {
+        let d = tempfile::tempdir().unwrap();
+        let s = site(d.path(), "par1", 0, "");
+        let f = s.dir.join("cluster/instantiate.json");
+        let e = in_site(&s, Error::input(f.display().to_string(), "additionalParams.x", "bad"));
+        assert_eq!(e.to_string(), "site par1: par1/cluster/instantiate.json: additionalParams.x: bad");
+    }
+}

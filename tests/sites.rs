@@ -1,0 +1,226 @@
+//! Per-site runs on the lab kit: twelve sites of one master and one worker each, on one
+//! 24-node kit lab, every site its own simulated cluster (each pair of nodes bind-mounts its
+//! own kit state directory, out of band). Drives the real `mgmt-driver sites` commands.
+//!
+//! Needs root (namespaces), as every lab main (tests/support/harness.rs).
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use serde_json::{json, Value};
+use support::harness::Suite;
+use support::kit::{check, doc, package, request, s, R};
+use support::phase::phase;
+use support::{mgmt, Lab, Run};
+
+const SITES: usize = 12;
+
+/// The fleet: the lab, the package, the rendered sites, the state directory.
+struct Fleet {
+    lab: Lab,
+    dir: tempfile::TempDir,
+    out: PathBuf,
+    state: PathBuf,
+}
+
+fn site_name(j: usize) -> String {
+    format!("s{:02}", j + 1)
+}
+
+impl Fleet {
+    /// Lab node numbers of site `j`: (master, worker).
+    fn nodes(j: usize) -> (usize, usize) {
+        (2 * j + 1, 2 * j + 2)
+    }
+
+    /// Give node `i` the simulated cluster of site `j` (the kit keeps one per lab otherwise):
+    /// `/var/lib/labkit` inside the node becomes DIR/kit/<site>. Done again after a restart.
+    fn isolate(&self, i: usize, j: usize) {
+        let n = site_name(j);
+        let cmd = format!(
+            "mkdir -p /var/lib/labkit/{n} && chmod 0777 /var/lib/labkit/{n} && mount --bind /var/lib/labkit/{n} /var/lib/labkit"
+        );
+        let o = self.lab.node_exec(&i.to_string(), &["sh", "-c", &cmd]);
+        assert!(o.status.success(), "isolate node {i}: {}", String::from_utf8_lossy(&o.stderr));
+    }
+
+    /// The rendered-site contract, written by hand: site.json, inventory.yaml,
+    /// cluster/instantiate.json.
+    fn render(&self, out: &Path, pkg: &Path) {
+        for j in 0..SITES {
+            let name = site_name(j);
+            let d = out.join(&name);
+            std::fs::create_dir_all(d.join("cluster")).unwrap();
+            let region = if j % 2 == 0 { "eu" } else { "us" };
+            let site = json!({"name": name, "index": j, "labels": {"region": region}, "package": pkg});
+            std::fs::write(d.join("site.json"), site.to_string()).unwrap();
+            let (m, w) = Fleet::nodes(j);
+            let lab = &self.lab;
+            let inv = format!(
+                "defaults:\n  known_hosts: {}\n  host_key_check: strict\n  user: root\n  identity_file: {}\n\
+                 groups:\n  master_instance:\n    - {{name: {}, ssh_ip: {}}}\n  worker_instance:\n    - {{name: {}, ssh_ip: {}}}\n",
+                lab.file("known_hosts").display(),
+                lab.file("id_ed25519").display(),
+                lab.node(m),
+                lab.ip(m),
+                lab.node(w),
+                lab.ip(w),
+            );
+            std::fs::write(d.join("inventory.yaml"), inv).unwrap();
+            let req = request("master_instance", "worker_instance", "ubuntu", "unused-password", "masterNode_CP1");
+            std::fs::write(d.join("cluster/instantiate.json"), serde_json::to_string_pretty(&req).unwrap()).unwrap();
+        }
+    }
+
+    fn sites(&self, args: &[&str], out: &Path) -> Run {
+        let mut a = vec!["sites"];
+        a.extend_from_slice(args);
+        a.extend([
+            "-o",
+            "json",
+            "--rendered",
+            s(out),
+            "--state-dir",
+            s(&self.state),
+            "--retry-for",
+            "2",
+            "--connect-timeout",
+            "2",
+        ]);
+        mgmt(&a, &[])
+    }
+
+    /// Kubernetes node names site `j`'s master sees (its own simulated cluster).
+    fn k8s_nodes(&self, j: usize) -> Vec<String> {
+        let (m, _) = Fleet::nodes(j);
+        let o = self.lab.node_exec(
+            &m.to_string(),
+            &["sh", "-c", "KUBECONFIG=/etc/kubernetes/admin.conf kubectl get nodes -o name"],
+        );
+        String::from_utf8_lossy(&o.stdout).lines().map(|l| l.trim_start_matches("node/").to_string()).collect()
+    }
+
+    /// Every kit event recorded on any site (empty: no stand-in ever ran).
+    fn kit_events(&self) -> usize {
+        (0..SITES)
+            .map(|j| match std::fs::read_to_string(self.lab.file("kit").join(site_name(j)).join("state.json")) {
+                Ok(t) => serde_json::from_str::<Value>(&t).unwrap()["events"].as_array().map_or(0, Vec::len),
+                Err(_) => 0,
+            })
+            .sum()
+    }
+}
+
+fn by_site(d: &Value) -> std::collections::BTreeMap<String, Value> {
+    d["result"]["sites"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| (s["site"].as_str().unwrap().to_string(), s.clone()))
+        .collect()
+}
+
+fn timed<T>(name: &str, f: impl FnOnce() -> Result<T, libtest_mimic::Failed>) -> Result<T, libtest_mimic::Failed> {
+    let t = Instant::now();
+    let r = phase(name, f);
+    eprintln!("sites: phase '{name}': {:.1}s", t.elapsed().as_secs_f64());
+    r
+}
+
+/// 12 sites at once; a bad request stops everything first; a stopped node fails its site only;
+/// a re-run resumes only that site.
+fn twelve_sites_at_once_with_one_down_and_a_resume() -> R {
+    let f = timed("bring up 24 kit nodes, isolate 12 clusters, render 12 sites", || {
+        let lab = Lab::up("st1", 81, 2 * SITES, &["--kit"]);
+        let dir = tempfile::tempdir().unwrap();
+        let f = Fleet { out: dir.path().join("out"), state: dir.path().join("state"), lab, dir };
+        for j in 0..SITES {
+            let (m, w) = Fleet::nodes(j);
+            f.isolate(m, j);
+            f.isolate(w, j);
+        }
+        let pkg = package(f.dir.path());
+        f.render(&f.out, &pkg);
+        Ok(f)
+    })?;
+    timed("plan: every site checked, nothing connects", || {
+        let r = f.sites(&["plan", "instantiate"], &f.out);
+        r.ok();
+        let d = doc(&r);
+        check(d["dryRun"] == true && by_site(&d).len() == SITES, || format!("{d}"))?;
+        check(f.kit_events() == 0 && !f.state.join("sites").exists(), || "a plan ran or wrote something".into())
+    })?;
+    timed("a bad rendered request stops every site before any connection", || {
+        let bad = f.dir.path().join("bad");
+        std::fs::create_dir_all(&bad).unwrap();
+        let pkg = f.dir.path().join("pkg");
+        f.render(&bad, &pkg);
+        let req_file = bad.join("s07/cluster/instantiate.json");
+        let mut req: Value = serde_json::from_str(&std::fs::read_to_string(&req_file).unwrap()).unwrap();
+        req["additionalParams"]["k8s_cluster_installation_param"]["master_node"]["pod_cidr"] = "10.0.0.0/99".into();
+        std::fs::write(&req_file, req.to_string()).unwrap();
+        let started = Instant::now();
+        let r = f.sites(&["apply", "instantiate"], &bad);
+        r.fails(2, "site s07: s07/cluster/instantiate.json");
+        check(r.stderr.contains("pod_cidr") && r.stderr.contains("nothing was run on any site"), || r.stderr.clone())?;
+        check(doc(&r)["errors"].as_array().unwrap().len() == 1, || r.stdout.clone())?;
+        check(f.kit_events() == 0, || "a stand-in ran: something connected".into())?;
+        check(!f.state.join("sites").join("s01.json").exists(), || "a site's status was written".into())?;
+        check(started.elapsed().as_secs() < 10, || format!("refusing took {:?}", started.elapsed()))
+    })?;
+    let down = 5; // site s06
+    let (_, down_node) = Fleet::nodes(down);
+    timed("apply: 11 sites instantiate at once, the one with a stopped node fails naming it", || {
+        f.lab.stop(&down_node.to_string());
+        let r = f.sites(&["apply", "instantiate", "--max-sites", "12", "--max-sessions", "16"], &f.out);
+        r.fails(1, "");
+        let d = doc(&r);
+        let sites = by_site(&d);
+        for j in 0..SITES {
+            let n = site_name(j);
+            let st = &sites[&n];
+            if j == down {
+                let e = st["error"].as_str().unwrap_or("");
+                check(st["status"] == "failed" && e.contains(&f.lab.node(down_node)), || format!("{st}"))?;
+            } else {
+                check(st["status"] == "done", || format!("{n}: {st}"))?;
+                let nodes = f.k8s_nodes(j);
+                check(nodes.len() == 2, || format!("{n}: kubectl get nodes on its master: {nodes:?}"))?;
+            }
+        }
+        check(d["result"]["doneCount"] == SITES - 1 && d["result"]["failedCount"] == 1, || format!("{}", d["result"]))?;
+        // The measure the refusal phases rely on sees a run: kit events exist now.
+        check(f.kit_events() > 0, || "no kit event after an apply".into())
+    })?;
+    timed("restart the node; a re-run runs only the failed site", || {
+        f.lab.start(&down_node.to_string());
+        f.isolate(down_node, down);
+        let r = f.sites(&["apply", "instantiate"], &f.out);
+        r.ok();
+        let d = doc(&r);
+        let sites = by_site(&d);
+        for (n, st) in &sites {
+            let want = if *n == site_name(down) { "done" } else { "skipped" };
+            check(st["status"] == want, || format!("{n}: {st}"))?;
+        }
+        check(f.k8s_nodes(down).len() == 2, || format!("{:?}", f.k8s_nodes(down)))?;
+        let st = mgmt(&["sites", "status", "-o", "json", "--state-dir", s(&f.state)], &[]);
+        st.ok();
+        let all = doc(&st)["result"]["sites"].as_array().unwrap().clone();
+        check(all.len() == SITES && all.iter().all(|x| x["status"] == "done" && x["op"] == "instantiate"), || {
+            format!("{all:?}")
+        })
+    })?;
+    Ok(())
+}
+
+fn main() {
+    Suite::new(file!())
+        .needing_root(&[(
+            "twelve_sites_at_once_with_one_down_and_a_resume",
+            twelve_sites_at_once_with_one_down_and_a_resume,
+        )])
+        .run()
+}

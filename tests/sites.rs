@@ -213,11 +213,107 @@ fn twelve_sites_at_once_with_one_down_and_a_resume() -> R {
             format!("{all:?}")
         })
     })?;
+    timed("run-script on every host of two sites, arguments quoted", || {
+        let script = f.dir.path().join("mark.sh");
+        std::fs::write(&script, "#!/bin/sh\nprintf '%s\\n' \"$1\" > /tmp/site-mark\n").unwrap();
+        let r = mgmt(
+            &[
+                "sites",
+                "apply",
+                "-o",
+                "json",
+                "--rendered",
+                s(&f.out),
+                "--state-dir",
+                s(&f.state),
+                "--only",
+                "s01,s12",
+                "run-script",
+                s(&script),
+                "a b;$(id)",
+            ],
+            &[],
+        );
+        r.ok();
+        check(by_site(&doc(&r)).len() == 2, || r.stdout.clone())?;
+        for i in [1, 2, 23, 24] {
+            let o = f.lab.node_exec(&i.to_string(), &["cat", "/tmp/site-mark"]);
+            let got = String::from_utf8_lossy(&o.stdout).into_owned();
+            check(got == "a b;$(id)\n", || format!("node {i}: {got:?}"))?;
+        }
+        let o = f.lab.node_exec("3", &["sh", "-c", "test -e /tmp/site-mark && echo present || echo absent"]);
+        check(String::from_utf8_lossy(&o.stdout).trim() == "absent", || "a site outside --only ran".into())
+    })?;
+    Ok(())
+}
+
+/// Sites whose nodes are nowhere (TEST-NET-1 addresses, nothing answers): a plan still
+/// passes at once (it connects to nothing), and a bad request on one site refuses the whole
+/// apply at once, naming site and file, with no status written.
+fn plan_and_refusal_connect_to_nothing() -> R {
+    let dir = tempfile::tempdir().unwrap();
+    let pkg = package(dir.path());
+    let out = dir.path().join("out");
+    let state = dir.path().join("state");
+    std::fs::write(dir.path().join("kh"), "").unwrap();
+    for j in 0..3 {
+        let name = site_name(j);
+        let d = out.join(&name);
+        std::fs::create_dir_all(d.join("cluster")).unwrap();
+        let site =
+            json!({"name": name, "index": j, "labels": {"region": if j == 1 { "us" } else { "eu" }}, "package": pkg});
+        std::fs::write(d.join("site.json"), site.to_string()).unwrap();
+        let inv = format!(
+            "defaults: {{known_hosts: {}}}\ngroups:\n  master_instance:\n    - {{name: m1, ssh_ip: 192.0.2.{}}}\n  worker_instance:\n    - {{name: w1, ssh_ip: 192.0.2.{}}}\n",
+            dir.path().join("kh").display(),
+            10 + 2 * j,
+            11 + 2 * j
+        );
+        std::fs::write(d.join("inventory.yaml"), inv).unwrap();
+        let req = request("master_instance", "worker_instance", "ubuntu", "@env:SITES_TEST_NODE_PW", "masterNode_CP1");
+        std::fs::write(d.join("cluster/instantiate.json"), req.to_string()).unwrap();
+    }
+    let run = |args: &[&str]| {
+        let mut a = vec!["sites"];
+        a.extend_from_slice(args);
+        a.extend(["-o", "json", "--rendered", s(&out), "--state-dir", s(&state)]);
+        let t = Instant::now();
+        let r = mgmt(&a, &[("SITES_TEST_NODE_PW", "pw-sites-never-shown")]);
+        (r, t.elapsed())
+    };
+    let (r, took) = run(&["plan", "instantiate", "--selector", "region=eu"]);
+    r.ok();
+    let d = doc(&r);
+    let planned: Vec<String> = by_site(&d).into_keys().collect();
+    check(planned == ["s01", "s03"], || format!("selector: {planned:?}"))?;
+    check(r.stderr.contains(r#""host":"s01/m1""#) && r.stderr.contains(r#""event":"plan""#), || r.stderr.clone())?;
+    check(took.as_secs() < 10, || format!("a plan took {took:?}: did it try to connect?"))?;
+    check(!r.all().contains("pw-sites-never-shown"), || "the referenced password was shown".into())?;
+    check(!state.exists(), || "a plan created the state directory".into())?;
+    // The referenced password unset: every site refused, naming the field.
+    let (r, _) = {
+        let mut a = vec!["sites", "plan", "instantiate", "-o", "json", "--rendered", s(&out), "--state-dir", s(&state)];
+        a.extend(["--only", "s02"]);
+        (mgmt(&a, &[]), ())
+    };
+    r.fails(
+        2,
+        "site s02: s02/cluster/instantiate.json: additionalParams.k8s_cluster_installation_param.master_node.password",
+    );
+    // A bad request on one site: the whole apply refused before any connection.
+    std::fs::write(out.join("s02/cluster/instantiate.json"), "{\"additionalParams\": 1}").unwrap();
+    let (r, took) = run(&["apply", "instantiate"]);
+    r.fails(2, "site s02: s02/cluster/instantiate.json");
+    check(took.as_secs() < 10, || format!("refusing took {took:?}"))?;
+    check(!state.join("sites").join("s01.json").exists(), || "a status was written for a refused run".into())?;
+    let (r, _) = run(&["apply", "instantiate", "--index", "3"]);
+    r.fails(2, "--index");
     Ok(())
 }
 
 fn main() {
     Suite::new(file!())
+        .without_root(&[("plan_and_refusal_connect_to_nothing", plan_and_refusal_connect_to_nothing)])
         .needing_root(&[(
             "twelve_sites_at_once_with_one_down_and_a_resume",
             twelve_sites_at_once_with_one_down_and_a_resume,

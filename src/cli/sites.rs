@@ -15,7 +15,7 @@ use crate::error::{exit, Error, Result};
 use crate::lifecycle::plan::PlanConnector;
 use crate::lifecycle::state::Store;
 use crate::lifecycle::state_key::StateKey;
-use crate::lifecycle::{FanOut, Runner, Timeouts};
+use crate::lifecycle::Timeouts;
 use crate::render::Output;
 use crate::sites::apply::{self, Applied, Bounded, Bounds, SiteResult};
 use crate::sites::plan::{self, parse_selector, Env, Op, SiteDir};
@@ -166,7 +166,8 @@ async fn plan_or_apply(op: &Op, args: &SitesArgs, ctx: &Ctx, dry: bool) -> Resul
     }
 }
 
-/// Every site through its preparation with the plan connector and a read-only store.
+/// Every site through its preparation, then its operation, with the plan connector and a
+/// read-only store: the plan events show each site's steps, in order, and nothing connects.
 async fn plan(
     op: &Op,
     sites: &[SiteDir],
@@ -177,16 +178,27 @@ async fn plan(
     context: Value,
 ) -> i32 {
     let (events, renderer) = ctx.renderer(None);
+    let connector: Arc<dyn crate::transport::Connector> = Arc::new(PlanConnector::new());
+    let bounds = Bounds { max_sites: 1, parallel: 1, fail_fast: false, force: true, timeouts };
     let mut errs = Vec::new();
     let mut lines = Vec::new();
     for s in sites {
         let (ev, fwd) = apply::site_events(&events, &s.name);
-        let fan_out = FanOut { parallel: 1, fail_fast: false, report_each: false };
-        let rt = Runner::new(Arc::new(PlanConnector::new()), ev, fan_out, timeouts.clone());
-        match plan::prepare_site(s, op, env, rt).await {
-            Ok(w) => lines.push(json!({"site": s.name, "plan": w.describe()})),
-            Err(e) => errs.push(e),
+        let rt = apply::runner(&connector, &ev, &bounds);
+        let r = match plan::prepare_site(s, op, env, rt).await {
+            Ok(w) => {
+                let line = w.describe();
+                apply::run_work(w, &connector, &ev, &bounds).await.map(|_| line)
+            }
+            Err(e) => Err(e),
+        };
+        match r {
+            Ok(line) => lines.push(json!({"site": s.name, "plan": line})),
+            // A plan that cannot go on is the plan's finding for this site (nothing ran).
+            Err(e @ Error::Input { .. }) => errs.push(plan::in_site(s, e)),
+            Err(e) => errs.push(Error::input(format!("site {}", s.name), "plan", e.to_string())),
         }
+        drop(ev);
         let _ = fwd.await;
     }
     drop(events);
@@ -205,7 +217,7 @@ async fn plan(
             for l in &lines {
                 println!("{}: {}", l["site"].as_str().unwrap_or(""), l["plan"].as_str().unwrap_or(""));
             }
-            eprintln!("{name}: {} sites ok (plan: nothing connected)", lines.len());
+            eprintln!("{name}: {} sites ok (plan: nothing connected, nothing written)", lines.len());
         }
     }
     exit::OK

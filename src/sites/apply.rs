@@ -20,7 +20,7 @@ use tokio::task::JoinHandle;
 
 use crate::command::RemoteCommand;
 use crate::error::{Error, Result};
-use crate::event::{Events, HostEvents};
+use crate::event::{EventKind, Events, HostEvents};
 use crate::inventory::Host;
 use crate::lifecycle::job::CommandOpts;
 use crate::lifecycle::{FanOut, Runner, Timeouts};
@@ -91,7 +91,16 @@ pub fn site_events(all: &Events, site: &str) -> (Events, JoinHandle<()>) {
     let site = site.to_string();
     let task = tokio::spawn(async move {
         while let Some(ev) = rx.recv().await {
-            all.for_host(&format!("{site}/{}", ev.host)).emit(ev.kind);
+            let kind = match ev.kind {
+                // A phase is shown by its name and nodes, not its host: tag those.
+                EventKind::Phase { name, parallel, nodes } => EventKind::Phase {
+                    name: format!("{site}: {name}"),
+                    parallel,
+                    nodes: nodes.iter().map(|n| format!("{site}/{n}")).collect(),
+                },
+                k => k,
+            };
+            all.for_host(&format!("{site}/{}", ev.host)).emit(kind);
         }
     });
     (events, task)
@@ -222,13 +231,14 @@ pub async fn apply(
     Ok(Applied::Ran(results.into_iter().flatten().collect()))
 }
 
-fn runner(connector: &Arc<dyn Connector>, ev: &Events, b: &Bounds) -> Runner {
+pub fn runner(connector: &Arc<dyn Connector>, ev: &Events, b: &Bounds) -> Runner {
     let fan_out = FanOut { parallel: b.parallel, fail_fast: false, report_each: false };
     Runner::new(connector.clone(), ev.clone(), fan_out, b.timeouts.clone())
 }
 
-/// One site's operation, through the operations' own entry points.
-async fn run_work(work: Work, connector: &Arc<dyn Connector>, ev: &Events, b: &Bounds) -> Result<()> {
+/// One site's operation, through the operations' own entry points (with the plan connector,
+/// the plan of it).
+pub async fn run_work(work: Work, connector: &Arc<dyn Connector>, ev: &Events, b: &Bounds) -> Result<()> {
     match work {
         Work::Cluster(op, p) => {
             let outcome = crate::cluster::run(op, &p, false).await;
@@ -348,10 +358,18 @@ mod tests {
     async fn a_site_s_events_carry_the_site_in_the_host_name() {
         let (all, mut rx) = Events::channel();
         let (ev, fwd) = site_events(&all, "par1");
-        ev.for_host("par1-m1").emit(crate::event::EventKind::Start);
+        ev.for_host("par1-m1").emit(EventKind::Start);
+        let phase = EventKind::Phase { name: "workers: join".into(), parallel: true, nodes: vec!["w1".into()] };
+        ev.for_host("plan").emit(phase);
         drop(ev);
         fwd.await.unwrap();
         let e = rx.try_recv().unwrap();
         assert_eq!(&*e.host, "par1/par1-m1");
+        match rx.try_recv().unwrap().kind {
+            EventKind::Phase { name, nodes, .. } => {
+                assert_eq!((name.as_str(), nodes), ("par1: workers: join", vec!["par1/w1".to_string()]))
+            }
+            k => panic!("{k:?}"),
+        }
     }
 }

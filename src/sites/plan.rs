@@ -181,7 +181,7 @@ pub struct Env<'a> {
 pub enum Work {
     Cluster(cluster_prepare::Op, Box<cluster_prepare::Prepared>),
     Cnf(Vec<CnfWork>),
-    Script { job: ScriptJob, hosts: Vec<Host>, rt: Runner },
+    Script { job: ScriptJob, hosts: Vec<Host>, rt: Box<Runner> },
 }
 
 pub struct CnfWork {
@@ -211,7 +211,11 @@ pub fn in_site(site: &SiteDir, e: Error) -> Error {
     let root = site.dir.parent().unwrap_or(Path::new(""));
     let rel =
         |s: &str| Path::new(s).strip_prefix(root).map(|p| p.display().to_string()).unwrap_or_else(|_| s.to_string());
+    let tag = format!("site {}: ", site.name);
     match e {
+        Error::Input { location, field, message } if location.starts_with(&tag) => {
+            Error::Input { location, field, message }
+        }
         Error::Input { location, field, message } => {
             Error::Input { location: format!("site {}: {}", site.name, rel(&location)), field, message }
         }
@@ -268,7 +272,7 @@ async fn prepare_inner(site: &SiteDir, op: &Op, env: &Env<'_>, rt: Runner) -> Re
         Op::RunScript { script, args } => {
             let inv = Inventory::load(&inventory, &env.inventory_opts)?;
             let job = ScriptJob::new(script, args).await?;
-            Ok(Work::Script { job, hosts: inv.hosts, rt })
+            Ok(Work::Script { job, hosts: inv.hosts, rt: Box::new(rt) })
         }
     }
 }
@@ -358,5 +362,6 @@ mod tests {
         let f = s.dir.join("cluster/instantiate.json");
         let e = in_site(&s, Error::input(f.display().to_string(), "additionalParams.x", "bad"));
         assert_eq!(e.to_string(), "site par1: par1/cluster/instantiate.json: additionalParams.x: bad");
+        assert_eq!(in_site(&s, e).to_string(), "site par1: par1/cluster/instantiate.json: additionalParams.x: bad");
     }
 }

@@ -28,7 +28,7 @@ pub(crate) mod redact;
 mod remote;
 pub(crate) mod render;
 pub mod secret;
-pub(crate) mod sites;
+pub mod sites;
 pub mod ssh;
 pub mod transport;
 pub mod url_mask;

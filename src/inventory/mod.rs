@@ -380,7 +380,7 @@ mod resolve;
 mod ssh_config;
 #[cfg(test)]
 mod tests;
-mod yaml_limits;
+pub mod yaml_limits;
 
 use resolve::*;
 

@@ -3,5 +3,8 @@
 //! sites at once, resumable, or as a Kubernetes Indexed Job.
 
 pub mod apply;
+pub mod catalogue;
 pub mod plan;
+pub mod render;
 pub mod status;
+pub mod template;

@@ -7,11 +7,8 @@
 //! The rendered-site contract (docs/fleet.md): `OUT/<site>/site.json`, `inventory.yaml`,
 //! `cluster/<op>.json`, `cnf/<name>.json`.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-
-use serde::Deserialize;
 
 use crate::cluster::prepare as cluster_prepare;
 use crate::cnf;
@@ -21,71 +18,12 @@ use crate::inventory::{Host, Inventory, LoadOptions};
 use crate::lifecycle::request::Doc;
 use crate::lifecycle::state::Store;
 use crate::lifecycle::Runner;
+use crate::sites::render::RenderedSite;
 
-/// One rendered site as `site.json` describes it.
-#[derive(Clone, Debug, PartialEq)]
-pub struct SiteDir {
-    pub name: String,
-    pub index: usize,
-    pub labels: BTreeMap<String, String>,
-    /// `OUT/<site>`.
-    pub dir: PathBuf,
-    /// The VNF package directory scripts are taken from.
-    pub package: Option<PathBuf>,
-}
+/// One rendered site (the contract `sites render` writes: render.rs).
+pub type SiteDir = RenderedSite;
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct SiteJson {
-    name: String,
-    index: usize,
-    #[serde(default)]
-    labels: BTreeMap<String, String>,
-    #[serde(default)]
-    package: Option<PathBuf>,
-}
-
-/// Every `<out>/<site>/site.json`, in index order. A directory without `site.json` is not a
-/// site (an operator's notes beside them); a `site.json` naming another directory is refused.
-pub fn load_rendered(out: &Path) -> Result<Vec<SiteDir>> {
-    let bad = |p: &Path, m: String| Error::input(p.display().to_string(), "site.json", m);
-    let rd = std::fs::read_dir(out).map_err(|e| bad(out, format!("cannot read the rendered directory: {e}")))?;
-    let mut sites = Vec::new();
-    for entry in rd {
-        let entry = entry.map_err(|e| bad(out, e.to_string()))?;
-        let dir = entry.path();
-        let f = dir.join("site.json");
-        if !f.is_file() {
-            continue;
-        }
-        let text = crate::input_limit::read_capped(&f, 1 << 20, "site.json")?;
-        let s: SiteJson = serde_json::from_str(&text).map_err(|e| bad(&f, format!("not a rendered site: {e}")))?;
-        if dir.file_name().and_then(|n| n.to_str()) != Some(s.name.as_str()) {
-            return Err(bad(&f, format!("names site '{}' but is in directory {}", s.name, dir.display())));
-        }
-        check_site_name(&s.name).map_err(|m| bad(&f, m))?;
-        sites.push(SiteDir { name: s.name, index: s.index, labels: s.labels, dir, package: s.package });
-    }
-    if sites.is_empty() {
-        return Err(bad(out, "no rendered site here (no <site>/site.json); run `sites render` first".into()));
-    }
-    sites.sort_by(|a, b| (a.index, &a.name).cmp(&(b.index, &b.name)));
-    Ok(sites)
-}
-
-/// A site name is a DNS label: it names directories, state ids and log prefixes.
-fn check_site_name(n: &str) -> std::result::Result<(), String> {
-    let ok = !n.is_empty()
-        && n.len() <= 63
-        && n.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-        && !n.starts_with('-')
-        && !n.ends_with('-');
-    if ok {
-        Ok(())
-    } else {
-        Err(format!("site name '{}' is not a DNS label ([a-z0-9-], at most 63)", n.escape_debug()))
-    }
-}
+pub use crate::sites::render::load_rendered;
 
 /// The selected sites: `--only` names, every `--selector k=v` label, then `--index I` (the
 /// I-th of that selection: a Job's pod). An unknown `--only` name or an index past the end is
@@ -311,6 +249,7 @@ fn cluster(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeMap;
 
     fn site(root: &Path, name: &str, index: usize, labels: &str) -> SiteDir {
         let dir = root.join(name);
@@ -339,20 +278,6 @@ mod tests {
         assert!(e.contains("--index") && e.contains("2 selected"), "{e}");
         assert!(select(all, &["lon9".into()], &[], None).unwrap_err().to_string().contains("lon9"));
         assert!(parse_selector("region").is_err() && parse_selector("=x").is_err());
-    }
-
-    #[test]
-    fn a_site_json_in_the_wrong_directory_or_with_a_bad_name_is_refused() {
-        let d = tempfile::tempdir().unwrap();
-        std::fs::create_dir(d.path().join("par1")).unwrap();
-        std::fs::write(d.path().join("par1/site.json"), r#"{"name":"ber2","index":0}"#).unwrap();
-        let e = load_rendered(d.path()).unwrap_err().to_string();
-        assert!(e.contains("par1/site.json") && e.contains("names site 'ber2'"), "{e}");
-        std::fs::write(d.path().join("par1/site.json"), r#"{"name":"par1","index":0,"extra":1}"#).unwrap();
-        assert!(load_rendered(d.path()).unwrap_err().to_string().contains("unknown field"));
-        let e = tempfile::tempdir().unwrap();
-        assert!(load_rendered(e.path()).unwrap_err().to_string().contains("sites render"));
-        assert!(check_site_name("Par1").is_err() && check_site_name("-a").is_err() && check_site_name("a-1").is_ok());
     }
 
     #[test]

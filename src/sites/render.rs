@@ -1,0 +1,296 @@
+//! Render every selected site into `OUT/<site>/`: `site.json` (name, index, labels, package)
+//! and the templates' files. This is the contract `sites plan` / `sites apply` read (and what an
+//! operator diffs): each site's folder holds exactly what its operations will use.
+//!
+//! All or nothing: every site is rendered in memory first; one template error stops the render
+//! before anything is written. Then each site's folder is written beside the old one and swapped
+//! in, so a folder never mixes two renders, and a file a template no longer produces does not
+//! linger. Folders of sites no longer selected are removed too (only folders holding a
+//! `site.json`, i.e. written by render): `OUT` is the render of this selection, nothing else.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{excerpt, Error, Result};
+use crate::input_limit::{read_capped, REQUEST_MAX_BYTES};
+use crate::sites::catalogue::{check_site_name, Catalogue};
+use crate::sites::template::{context, Templates};
+
+/// The name of the description every rendered site folder holds.
+pub const SITE_FILE: &str = "site.json";
+
+/// One rendered site, as `site.json` describes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RenderedSite {
+    pub name: String,
+    pub index: usize,
+    pub labels: BTreeMap<String, String>,
+    /// The site's folder (`OUT/<name>`).
+    pub dir: PathBuf,
+    /// The VNF package folder, absolute, when the catalogue names one.
+    pub package: Option<PathBuf>,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SiteFile {
+    name: String,
+    index: usize,
+    labels: BTreeMap<String, String>,
+    package: Option<PathBuf>,
+}
+
+/// Render every selected site into OUT/<site>/ (site.json + the templates' files); nothing
+/// connects. Errors: a template error names site, template file and line; nothing is written for
+/// any site if one fails.
+pub fn render_all(
+    cat: &Catalogue,
+    out: &Path,
+    only: &[String],
+    selector: &[(String, String)],
+) -> Result<Vec<RenderedSite>> {
+    let selected = cat.select(only, selector)?;
+    let templates = Templates::load(&cat.templates)?;
+    let package = cat.package.as_deref().map(absolute);
+    let mut rendered = Vec::with_capacity(selected.len());
+    for (index, site) in &selected {
+        let files = templates.render(&site.name, &context(cat, site, *index))?;
+        rendered.push((*index, *site, files));
+    }
+    let werr =
+        |p: &Path, e: std::io::Error| Error::input(p.display().to_string(), "render", format!("cannot write: {e}"));
+    std::fs::create_dir_all(out).map_err(|e| werr(out, e))?;
+    // Refuse before writing anything if a site's folder exists and is not ours.
+    for (_, site, _) in &rendered {
+        let dir = out.join(&site.name);
+        if dir.exists() && !dir.join(SITE_FILE).is_file() {
+            return Err(Error::input(
+                dir.display().to_string(),
+                "render",
+                "exists and was not written by render (no site.json); move it away or choose another output folder",
+            ));
+        }
+    }
+    let mut result = Vec::with_capacity(rendered.len());
+    for (index, site, files) in rendered {
+        let dir = out.join(&site.name);
+        let tmp = out.join(format!(".{}.rendering", site.name));
+        if tmp.exists() {
+            std::fs::remove_dir_all(&tmp).map_err(|e| werr(&tmp, e))?;
+        }
+        for (rel, text) in &files {
+            let p = tmp.join(rel);
+            if let Some(parent) = p.parent() {
+                std::fs::create_dir_all(parent).map_err(|e| werr(parent, e))?;
+            }
+            std::fs::write(&p, text).map_err(|e| werr(&p, e))?;
+        }
+        let desc = SiteFile { name: site.name.clone(), index, labels: site.labels.clone(), package: package.clone() };
+        let mut json = serde_json::to_string_pretty(&desc).unwrap_or_default();
+        json.push('\n');
+        std::fs::create_dir_all(&tmp).map_err(|e| werr(&tmp, e))?;
+        std::fs::write(tmp.join(SITE_FILE), json).map_err(|e| werr(&tmp, e))?;
+        if dir.exists() {
+            std::fs::remove_dir_all(&dir).map_err(|e| werr(&dir, e))?;
+        }
+        std::fs::rename(&tmp, &dir).map_err(|e| werr(&dir, e))?;
+        result.push(RenderedSite {
+            name: site.name.clone(),
+            index,
+            labels: site.labels.clone(),
+            dir,
+            package: package.clone(),
+        });
+    }
+    // Sites rendered before but not selected now.
+    let keep: Vec<&str> = result.iter().map(|r| r.name.as_str()).collect();
+    for entry in std::fs::read_dir(out).map_err(|e| werr(out, e))?.flatten() {
+        let name = entry.file_name().to_string_lossy().to_string();
+        let p = entry.path();
+        if !keep.contains(&name.as_str()) && p.is_dir() && !p.is_symlink() && p.join(SITE_FILE).is_file() {
+            std::fs::remove_dir_all(&p).map_err(|e| werr(&p, e))?;
+        }
+    }
+    Ok(result)
+}
+
+/// Read back a rendered dir (site.json of each subdirectory), for `--rendered DIR`; sorted by
+/// index. Subfolders without a `site.json` are not sites and are skipped.
+pub fn load_rendered(dir: &Path) -> Result<Vec<RenderedSite>> {
+    let at = dir.display().to_string();
+    let rd = std::fs::read_dir(dir).map_err(|e| Error::input(&at, "rendered", format!("cannot read: {e}")))?;
+    let mut out = Vec::new();
+    for entry in rd {
+        let entry = entry.map_err(|e| Error::input(&at, "rendered", format!("cannot read: {e}")))?;
+        let p = entry.path();
+        let f = p.join(SITE_FILE);
+        if !p.is_dir() || !f.is_file() {
+            continue;
+        }
+        let shown = f.display().to_string();
+        let text = read_capped(&f, REQUEST_MAX_BYTES, "site")?;
+        let de = &mut serde_json::Deserializer::from_str(&text);
+        let s: SiteFile = serde_path_to_error::deserialize(de).map_err(|e| {
+            let path = e.path().to_string();
+            Error::input(&shown, if path == "." { "site".into() } else { path }, e.into_inner().to_string())
+        })?;
+        check_site_name(&s.name).map_err(|m| Error::input(&shown, "name", m))?;
+        let folder = entry.file_name().to_string_lossy().to_string();
+        if folder != s.name {
+            return Err(Error::input(
+                &shown,
+                "name",
+                format!("'{}' but the folder is '{}'; a site's folder is its name", s.name, excerpt(&folder)),
+            ));
+        }
+        out.push(RenderedSite { name: s.name, index: s.index, labels: s.labels, dir: p, package: s.package });
+    }
+    out.sort_by_key(|s| s.index);
+    for (i, s) in out.iter().enumerate() {
+        if s.index != i {
+            return Err(Error::input(
+                &at,
+                "rendered",
+                format!("site indices are not 0..{} (site {} has index {}); render again", out.len(), s.name, s.index),
+            ));
+        }
+    }
+    if out.is_empty() {
+        return Err(Error::input(&at, "rendered", "holds no rendered site (no */site.json); run sites render first"));
+    }
+    Ok(out)
+}
+
+fn absolute(p: &Path) -> PathBuf {
+    std::fs::canonicalize(p).unwrap_or_else(|_| {
+        if p.is_absolute() {
+            p.to_path_buf()
+        } else {
+            std::env::current_dir().map(|d| d.join(p)).unwrap_or_else(|_| p.to_path_buf())
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn setup(extra_tpl: &[(&str, &str)], sites: &str) -> (tempfile::TempDir, Catalogue) {
+        let d = tempfile::tempdir().unwrap();
+        let t = d.path().join("tpl");
+        std::fs::create_dir_all(t.join("cluster")).unwrap();
+        std::fs::write(
+            t.join("inventory.yaml.tera"),
+            "groups:\n  m:\n    - {name: {{ site.name }}-m1, ssh_ip: {{ nth_host(cidr=network, n=10) }}}\n",
+        )
+        .unwrap();
+        std::fs::write(
+            t.join("cluster/instantiate.json.tera"),
+            "{\"pw\": {{ secrets.pw | json }}, \"i\": {{ site.index }}}\n",
+        )
+        .unwrap();
+        for (n, text) in extra_tpl {
+            std::fs::write(t.join(n), text).unwrap();
+        }
+        std::fs::create_dir_all(d.path().join("pkg")).unwrap();
+        let f = d.path().join("sites.yaml");
+        std::fs::write(
+            &f,
+            format!("apiVersion: mgmt-driver/v1\nkind: SiteCatalogue\ntemplates: tpl\npackage: pkg\nsecrets: {{pw: {{env: EDGE_PW}}}}\n{sites}"),
+        )
+        .unwrap();
+        let c = Catalogue::load(&f).unwrap();
+        (d, c)
+    }
+
+    const SITES: &str = "sites:\n  - {name: par1, labels: {region: eu}, vars: {network: 10.20.1.0/24}}\n  - {name: nyc1, labels: {region: us}, vars: {network: 10.20.2.0/24}}\n  - {name: ber2, labels: {region: eu}, vars: {network: 10.20.3.0/24}}\n";
+
+    #[test]
+    fn renders_every_site_and_reads_them_back() {
+        let (d, c) = setup(&[], SITES);
+        let out = d.path().join("out");
+        let r = render_all(&c, &out, &[], &[("region".into(), "eu".into())]).unwrap();
+        assert_eq!(r.iter().map(|s| (s.name.as_str(), s.index)).collect::<Vec<_>>(), [("par1", 0), ("ber2", 1)]);
+        let inv = std::fs::read_to_string(out.join("ber2/inventory.yaml")).unwrap();
+        assert_eq!(inv, "groups:\n  m:\n    - {name: ber2-m1, ssh_ip: 10.20.3.10}\n");
+        let req = std::fs::read_to_string(out.join("ber2/cluster/instantiate.json")).unwrap();
+        assert_eq!(req, "{\"pw\": \"@env:EDGE_PW\", \"i\": 1}\n");
+        let pkg = std::fs::canonicalize(d.path().join("pkg")).unwrap();
+        let back = load_rendered(&out).unwrap();
+        assert_eq!(back, r);
+        assert_eq!(back[0].package.as_deref(), Some(pkg.as_path()));
+        let sj: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(out.join("par1/site.json")).unwrap()).unwrap();
+        assert_eq!(sj, serde_json::json!({"name": "par1", "index": 0, "labels": {"region": "eu"}, "package": pkg}));
+        assert!(!out.join("nyc1").exists());
+
+        // A later render of another selection replaces the folder: stale files and sites go.
+        std::fs::write(out.join("par1/stale.json"), "{}").unwrap();
+        let r = render_all(&c, &out, &["par1".into(), "nyc1".into()], &[]).unwrap();
+        assert_eq!(r.len(), 2);
+        assert!(!out.join("par1/stale.json").exists());
+        assert!(!out.join("ber2").exists());
+        assert_eq!(load_rendered(&out).unwrap().iter().map(|s| s.name.as_str()).collect::<Vec<_>>(), ["par1", "nyc1"]);
+    }
+
+    #[test]
+    fn one_failing_site_writes_nothing() {
+        let sites = "sites:\n  - {name: par1, vars: {network: 10.20.1.0/24}}\n  - {name: bad1, vars: {network: 10.20.2.0/29}}\n";
+        let (d, c) = setup(&[], sites);
+        let out = d.path().join("out");
+        let e = render_all(&c, &out, &[], &[]).unwrap_err().to_string();
+        let tpl = d.path().join("tpl/inventory.yaml.tera");
+        assert!(
+            e.starts_with(&format!("site bad1: {}:3: Function call 'nth_host' failed: n=10 is past", tpl.display())),
+            "{e}"
+        );
+        assert!(!out.exists() || std::fs::read_dir(&out).unwrap().next().is_none());
+    }
+
+    #[test]
+    fn foreign_folders_are_not_overwritten_and_bad_site_files_are_refused() {
+        let (d, c) = setup(&[], SITES);
+        let out = d.path().join("out");
+        std::fs::create_dir_all(out.join("par1")).unwrap();
+        std::fs::write(out.join("par1/mine.txt"), "x").unwrap();
+        let e = render_all(&c, &out, &[], &[]).unwrap_err().to_string();
+        assert!(e.contains("was not written by render"), "{e}");
+        assert!(out.join("par1/mine.txt").exists());
+        std::fs::remove_dir_all(out.join("par1")).unwrap();
+        render_all(&c, &out, &[], &[]).unwrap();
+        std::fs::write(
+            out.join("nyc1/site.json"),
+            "{\"name\": \"par1\", \"index\": 1, \"labels\": {}, \"package\": null}",
+        )
+        .unwrap();
+        let e = load_rendered(&out).unwrap_err().to_string();
+        assert!(e.contains("name: 'par1' but the folder is 'nyc1'"), "{e}");
+        std::fs::write(out.join("nyc1/site.json"), "{\"name\": \"nyc1\", \"index\": 1, \"x\": 1}").unwrap();
+        let e = load_rendered(&out).unwrap_err().to_string();
+        assert!(e.contains("unknown field `x`"), "{e}");
+        let e = load_rendered(&d.path().join("tpl")).unwrap_err().to_string();
+        assert!(e.contains("holds no rendered site"), "{e}");
+    }
+
+    #[test]
+    fn the_env_secret_value_is_never_rendered() {
+        std::env::set_var("EDGE_PW_RENDER_TEST", "v3ry-s3cret");
+        let (d, mut c) = setup(&[], SITES);
+        c.secrets.insert("pw".into(), crate::sites::catalogue::SecretRef::Env("EDGE_PW_RENDER_TEST".into()));
+        let out = d.path().join("out");
+        render_all(&c, &out, &[], &[]).unwrap();
+        let mut n = 0;
+        for s in ["par1", "nyc1", "ber2"] {
+            for f in ["inventory.yaml", "cluster/instantiate.json", "site.json"] {
+                let t = std::fs::read_to_string(out.join(s).join(f)).unwrap();
+                assert!(!t.contains("v3ry-s3cret"), "{s}/{f}");
+                n += 1;
+            }
+            let req = std::fs::read_to_string(out.join(s).join("cluster/instantiate.json")).unwrap();
+            assert!(req.contains("@env:EDGE_PW_RENDER_TEST"), "{req}");
+        }
+        assert_eq!(n, 9);
+    }
+}

@@ -311,9 +311,78 @@ fn plan_and_refusal_connect_to_nothing() -> R {
     Ok(())
 }
 
+/// From a catalogue: `--sites` renders first; a template error stops plan and apply before
+/// anything connects, naming site, template file and line; a good catalogue plans.
+fn catalogue_render_then_plan_and_template_errors() -> R {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let pkg = package(d);
+    std::fs::write(d.join("kh"), "").unwrap();
+    let tpl = d.join("tpl");
+    std::fs::create_dir_all(tpl.join("cluster")).unwrap();
+    std::fs::write(
+        tpl.join("inventory.yaml.tera"),
+        "defaults: {known_hosts: {{ known_hosts | json }}}\ngroups:\n  master_instance:\n    - {name: m1, ssh_ip: {{ m }}}\n  worker_instance:\n    - {name: w1, ssh_ip: {{ w }}}\n",
+    )
+    .unwrap();
+    let req = request("master_instance", "worker_instance", "ubuntu", "SECRET_REF", "masterNode_CP1");
+    let req = serde_json::to_string_pretty(&req).unwrap().replace("\"SECRET_REF\"", "{{ secrets.node_pw | json }}");
+    std::fs::write(tpl.join("cluster/instantiate.json.tera"), req).unwrap();
+    let cat = |extra_site: &str| {
+        format!(
+            "apiVersion: mgmt-driver/v1\nkind: SiteCatalogue\ntemplates: tpl\npackage: {}\ndefaults: {{known_hosts: {}}}\n\
+             secrets: {{node_pw: {{env: SITES_TEST_NODE_PW}}}}\nsites:\n  - name: par1\n    vars: {{m: 192.0.2.10, w: 192.0.2.11}}\n{extra_site}",
+            pkg.display(),
+            d.join("kh").display()
+        )
+    };
+    std::fs::write(d.join("sites.yaml"), cat("  - name: ber2\n    vars: {m: 192.0.2.12, w: 192.0.2.13}\n")).unwrap();
+    let out = d.join("out");
+    let env = [("SITES_TEST_NODE_PW", "pw-sites-never-shown")];
+    let sites = s(&d.join("sites.yaml")).to_string();
+    let r = mgmt(
+        &[
+            "sites",
+            "plan",
+            "instantiate",
+            "-o",
+            "json",
+            "--sites",
+            &sites,
+            "--out",
+            s(&out),
+            "--state-dir",
+            s(&d.join("st")),
+        ],
+        &env,
+    );
+    r.ok();
+    check(by_site(&doc(&r)).len() == 2, || r.stdout.clone())?;
+    let rendered = std::fs::read_to_string(out.join("ber2/cluster/instantiate.json")).unwrap();
+    check(rendered.contains("@env:SITES_TEST_NODE_PW") && !r.all().contains("pw-sites-never-shown"), || {
+        rendered.clone()
+    })?;
+    // ber2 uses a variable nobody set, on line 6 of the inventory template.
+    std::fs::write(d.join("sites.yaml"), cat("  - name: ber2\n    vars: {m: 192.0.2.12}\n")).unwrap();
+    for verb in ["plan", "apply"] {
+        let t = Instant::now();
+        let r = mgmt(
+            &["sites", verb, "instantiate", "-o", "json", "--sites", &sites, "--state-dir", s(&d.join("st"))],
+            &env,
+        );
+        r.fails(2, "site ber2: ");
+        check(r.stderr.contains("inventory.yaml.tera:6") && r.stderr.contains("`w`"), || r.stderr.clone())?;
+        check(t.elapsed().as_secs() < 10 && !d.join("st/sites").exists(), || format!("{verb}: ran or wrote a status"))?;
+    }
+    Ok(())
+}
+
 fn main() {
     Suite::new(file!())
-        .without_root(&[("plan_and_refusal_connect_to_nothing", plan_and_refusal_connect_to_nothing)])
+        .without_root(&[
+            ("plan_and_refusal_connect_to_nothing", plan_and_refusal_connect_to_nothing),
+            ("catalogue_render_then_plan_and_template_errors", catalogue_render_then_plan_and_template_errors),
+        ])
         .needing_root(&[(
             "twelve_sites_at_once_with_one_down_and_a_resume",
             twelve_sites_at_once_with_one_down_and_a_resume,

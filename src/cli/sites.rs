@@ -2,7 +2,7 @@
 //! (docs/fleet.md). Parses the arguments, picks the connector (SSH, or the plan connector for
 //! `plan` and `--dry-run`), and prints the per-site table or one result document.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -18,11 +18,25 @@ use crate::lifecycle::state_key::StateKey;
 use crate::lifecycle::Timeouts;
 use crate::render::Output;
 use crate::sites::apply::{self, Applied, Bounded, Bounds, SiteResult};
+use crate::sites::catalogue::Catalogue;
 use crate::sites::plan::{self, parse_selector, Env, Op, SiteDir};
+use crate::sites::render::render_all;
 use crate::sites::status::Statuses;
 
 #[derive(Subcommand, Debug)]
 pub enum SitesCmd {
+    /// Render every selected site of the catalogue into OUT/<site>/ (to read and to diff).
+    Render {
+        /// The site catalogue (sites.yaml).
+        #[arg(long, value_name = "FILE")]
+        sites: PathBuf,
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+        #[arg(long, value_delimiter = ',')]
+        only: Vec<String>,
+        #[arg(long, value_parser = parse_selector, value_name = "KEY=VALUE")]
+        selector: Vec<(String, String)>,
+    },
     /// Check every selected site's files through the hooks' own parsers; nothing connects.
     Plan {
         #[command(subcommand)]
@@ -46,6 +60,12 @@ pub enum SitesCmd {
 
 #[derive(Args, Debug, Clone)]
 pub struct SitesArgs {
+    /// The site catalogue: render it first (into --out, or a private temporary directory).
+    #[arg(long, global = true, value_name = "FILE", conflicts_with = "rendered")]
+    pub sites: Option<PathBuf>,
+    /// With --sites: keep the rendered sites here (the folders of sites not selected are removed).
+    #[arg(long, global = true, value_name = "DIR", requires = "sites")]
+    pub out: Option<PathBuf>,
     /// The rendered sites (`sites render --out DIR`): DIR/<site>/site.json, ...
     #[arg(long, global = true, value_name = "DIR")]
     pub rendered: Option<PathBuf>,
@@ -84,6 +104,7 @@ impl SitesCmd {
             SitesCmd::Plan { op, .. } => format!("sites plan {}", op.name()),
             SitesCmd::Apply { op, .. } => format!("sites apply {}", op.name()),
             SitesCmd::Status { .. } => "sites status".into(),
+            SitesCmd::Render { .. } => "sites render".into(),
         }
     }
 }
@@ -95,6 +116,7 @@ pub async fn run(cmd: SitesCmd, ctx: &Ctx) -> i32 {
         SitesCmd::Plan { op, args } => plan_or_apply(&op, &args, ctx, true).await,
         SitesCmd::Apply { op, args } => plan_or_apply(&op, &args, ctx, ctx.run.dry_run).await,
         SitesCmd::Status { state_dir } => status(state_dir, ctx),
+        SitesCmd::Render { sites, out, only, selector } => render(&sites, &out, &only, &selector, ctx),
     };
     match r {
         Ok(code) => code,
@@ -106,13 +128,55 @@ pub async fn run(cmd: SitesCmd, ctx: &Ctx) -> i32 {
     }
 }
 
-fn sites(args: &SitesArgs) -> Result<Vec<SiteDir>> {
-    let dir = args
-        .rendered
-        .as_ref()
-        .ok_or_else(|| Error::input("arguments", "--rendered", "is required (the output of `sites render`)"))?;
-    let all = plan::load_rendered(dir)?;
+/// The selected sites: rendered now from `--sites` (a template error stops here, before
+/// anything connects), or read from `--rendered`. `--index` counts in the selection, and the
+/// whole selection is rendered either way, so every Job pod sees the same indices.
+fn sites(args: &SitesArgs, scratch: &mut Option<tempfile::TempDir>) -> Result<Vec<SiteDir>> {
+    let all = match (&args.sites, &args.rendered) {
+        (Some(cat), _) => {
+            let cat = Catalogue::load(cat)?;
+            let out = match &args.out {
+                Some(o) => o.clone(),
+                None => {
+                    let t = tempfile::Builder::new()
+                        .prefix("mgmt-driver-sites-")
+                        .tempdir()
+                        .map_err(|e| Error::input("--out", "(temporary directory)", e.to_string()))?;
+                    let p = t.path().to_path_buf();
+                    *scratch = Some(t);
+                    p
+                }
+            };
+            let rendered = render_all(&cat, &out, &args.only, &args.selector)?;
+            return plan::select(rendered, &[], &[], args.index);
+        }
+        (None, Some(dir)) => plan::load_rendered(dir)?,
+        (None, None) => {
+            return Err(Error::input("arguments", "--sites", "give the catalogue (--sites FILE) or --rendered DIR"))
+        }
+    };
     plan::select(all, &args.only, &args.selector, args.index)
+}
+
+fn render(cat: &Path, out: &Path, only: &[String], selector: &[(String, String)], ctx: &Ctx) -> Result<i32> {
+    let c = Catalogue::load(cat)?;
+    let rendered = render_all(&c, out, only, selector)?;
+    match ctx.output {
+        Output::Json | Output::Yaml => {
+            let mut env = Envelope::new("sites render", false);
+            env.context = json!({"catalogue": cat, "out": out});
+            env.result =
+                json!({"sites": rendered.iter().map(|s| json!({"site": s.name, "dir": s.dir})).collect::<Vec<_>>()});
+            env.print(ctx.output);
+        }
+        _ => {
+            for s in &rendered {
+                println!("{}", s.dir.display());
+            }
+            eprintln!("sites render: {} sites in {}", rendered.len(), out.display());
+        }
+    }
+    Ok(exit::OK)
 }
 
 async fn plan_or_apply(op: &Op, args: &SitesArgs, ctx: &Ctx, dry: bool) -> Result<i32> {
@@ -121,7 +185,8 @@ async fn plan_or_apply(op: &Op, args: &SitesArgs, ctx: &Ctx, dry: bool) -> Resul
             return Err(Error::input("arguments", flag, "must be at least 1"));
         }
     }
-    let selected = sites(args)?;
+    let mut scratch = None;
+    let selected = sites(args, &mut scratch)?;
     let state_dir = args.state_dir.clone().unwrap_or_else(Store::default_dir);
     let key = || ctx.state_key.clone().map(StateKey::at).unwrap_or_else(StateKey::default_location);
     let store = || -> Result<Store> {
@@ -140,7 +205,9 @@ async fn plan_or_apply(op: &Op, args: &SitesArgs, ctx: &Ctx, dry: bool) -> Resul
     };
     let timeouts = Timeouts { install: args.install_timeout, helm: args.helm_timeout, ..Default::default() };
     let name = format!("sites {} {}", if dry { "plan" } else { "apply" }, op.name());
-    let context = json!({"rendered": args.rendered, "stateDir": state_dir, "selected": selected.len()});
+    let rendered = args.rendered.clone().or(args.out.clone());
+    let context =
+        json!({"catalogue": args.sites, "rendered": rendered, "stateDir": state_dir, "selected": selected.len()});
     let started = Instant::now();
     if dry {
         return Ok(plan(op, &selected, &env, ctx, timeouts, &name, context).await);

@@ -308,6 +308,23 @@ fn plan_and_refusal_connect_to_nothing() -> R {
     check(!state.join("sites").join("s01.json").exists(), || "a status was written for a refused run".into())?;
     let (r, _) = run(&["apply", "instantiate", "--index", "3"]);
     r.fails(2, "--index");
+    // Fixed, and run for real: nothing answers, the first site fails naming its node, and
+    // under --fail-fast (one site at a time) the others never start and keep no status.
+    let req = request("master_instance", "worker_instance", "ubuntu", "@env:SITES_TEST_NODE_PW", "masterNode_CP1");
+    std::fs::write(out.join("s02/cluster/instantiate.json"), req.to_string()).unwrap();
+    let (r, _) =
+        run(&["apply", "instantiate", "--fail-fast", "--max-sites", "1", "--retry-for", "1", "--connect-timeout", "1"]);
+    r.fails(1, "site s01: ");
+    let sites = by_site(&doc(&r));
+    check(
+        sites["s01"]["status"] == "failed" && sites["s01"]["error"].as_str().unwrap_or("").contains("192.0.2.1"),
+        || format!("{}", sites["s01"]),
+    )?;
+    check(sites["s02"]["status"] == "not-started" && sites["s03"]["status"] == "not-started", || r.stdout.clone())?;
+    let st = mgmt(&["sites", "status", "-o", "json", "--state-dir", s(&state)], &[]);
+    st.ok();
+    let all = doc(&st)["result"]["sites"].as_array().unwrap().clone();
+    check(all.len() == 1 && all[0]["site"] == "s01" && all[0]["status"] == "failed", || format!("{all:?}"))?;
     Ok(())
 }
 

@@ -1,6 +1,7 @@
-//! Per-site runs on the lab kit: twelve sites of one master and one worker each, on one
-//! 24-node kit lab, every site its own simulated cluster (each pair of nodes bind-mounts its
-//! own kit state directory, out of band). Drives the real `mgmt-driver sites` commands.
+//! Per-site runs on the lab kit: twelve sites of one master and one worker each, rendered from
+//! the shipped templates/edge, on one 24-node kit lab, every site its own simulated cluster
+//! (each pair of nodes bind-mounts its own kit state directory, out of band). Drives the real
+//! `mgmt-driver sites` commands.
 //!
 //! Needs root (namespaces), as every lab main (tests/support/harness.rs).
 
@@ -13,11 +14,11 @@ use serde_json::{json, Value};
 use support::harness::Suite;
 use support::kit::{check, doc, package, request, s, R};
 use support::phase::phase;
-use support::{mgmt, Lab, Run};
+use support::{mgmt, repo, Lab, Run};
 
 const SITES: usize = 12;
 
-/// The fleet: the lab, the package, the rendered sites, the state directory.
+/// The fleet: the lab, the package, the sites rendered from templates/edge, the state directory.
 struct Fleet {
     lab: Lab,
     dir: tempfile::TempDir,
@@ -46,32 +47,46 @@ impl Fleet {
         assert!(o.status.success(), "isolate node {i}: {}", String::from_utf8_lossy(&o.stderr));
     }
 
-    /// The rendered-site contract, written by hand: site.json, inventory.yaml,
-    /// cluster/instantiate.json.
-    fn render(&self, out: &Path, pkg: &Path) {
+    /// A catalogue of the 12 sites over the SHIPPED templates/edge, with the shipped sample's
+    /// defaults: every site on the lab's one network, its nodes from `first_node` on.
+    /// `broken`: a site whose `network` is missing (a template error).
+    fn catalogue(&self, pkg: &Path, name: &str, broken: Option<usize>) -> PathBuf {
+        let sample = std::fs::read_to_string(repo().join("samples/sites/sites.yaml")).unwrap();
+        let head = &sample[..sample.find("\nsecrets:").expect("the sample has secrets:")];
+        let head = head
+            .lines()
+            .map(|l| {
+                if l.starts_with("templates:") {
+                    format!("templates: {}", repo().join("templates/edge").display())
+                } else if l.starts_with("package:") {
+                    format!("package: {}", pkg.display())
+                } else {
+                    l.to_string()
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        let lab = &self.lab;
+        let mut y =
+            format!("{head}\nsecrets:\n  node_password: {{file: {}}}\nsites:\n", lab.file("password").display());
         for j in 0..SITES {
-            let name = site_name(j);
-            let d = out.join(&name);
-            std::fs::create_dir_all(d.join("cluster")).unwrap();
             let region = if j % 2 == 0 { "eu" } else { "us" };
-            let site = json!({"name": name, "index": j, "labels": {"region": region}, "package": pkg});
-            std::fs::write(d.join("site.json"), site.to_string()).unwrap();
-            let (m, w) = Fleet::nodes(j);
-            let lab = &self.lab;
-            let inv = format!(
-                "defaults:\n  known_hosts: {}\n  host_key_check: strict\n  user: root\n  identity_file: {}\n\
-                 groups:\n  master_instance:\n    - {{name: {}, ssh_ip: {}}}\n  worker_instance:\n    - {{name: {}, ssh_ip: {}}}\n",
-                lab.file("known_hosts").display(),
+            let network = if broken == Some(j) { String::new() } else { format!("network: 198.18.{}.0/24, ", lab.net) };
+            y.push_str(&format!(
+                "  - name: {}\n    labels: {{region: {region}}}\n    vars: {{{network}first_node: {}, helm: false, identity_file: {}, known_hosts: {}}}\n",
+                site_name(j),
+                10 + Fleet::nodes(j).0,
                 lab.file("id_ed25519").display(),
-                lab.node(m),
-                lab.ip(m),
-                lab.node(w),
-                lab.ip(w),
-            );
-            std::fs::write(d.join("inventory.yaml"), inv).unwrap();
-            let req = request("master_instance", "worker_instance", "ubuntu", "unused-password", "masterNode_CP1");
-            std::fs::write(d.join("cluster/instantiate.json"), serde_json::to_string_pretty(&req).unwrap()).unwrap();
+                lab.file("known_hosts").display(),
+            ));
         }
+        let p = self.dir.path().join(name);
+        std::fs::write(&p, y).unwrap();
+        p
+    }
+
+    fn render(&self, cat: &Path, out: &Path) {
+        mgmt(&["sites", "render", "-o", "json", "--sites", s(cat), "--out", s(out)], &[]).ok();
     }
 
     fn sites(&self, args: &[&str], out: &Path) -> Run {
@@ -142,7 +157,10 @@ fn twelve_sites_at_once_with_one_down_and_a_resume() -> R {
             f.isolate(w, j);
         }
         let pkg = package(f.dir.path());
-        f.render(&f.out, &pkg);
+        let cat = f.catalogue(&pkg, "sites.yaml", None);
+        f.render(&cat, &f.out);
+        let inv = std::fs::read_to_string(f.out.join("s12/inventory.yaml")).unwrap();
+        check(inv.contains("s12-worker1, ssh_ip: 198.18.81.34"), || inv.clone())?;
         Ok(f)
     })?;
     timed("plan: every site checked, nothing connects", || {
@@ -152,11 +170,18 @@ fn twelve_sites_at_once_with_one_down_and_a_resume() -> R {
         check(d["dryRun"] == true && by_site(&d).len() == SITES, || format!("{d}"))?;
         check(f.kit_events() == 0 && !f.state.join("sites").exists(), || "a plan ran or wrote something".into())
     })?;
+    timed("a template error stops every site before any connection", || {
+        let cat = f.catalogue(&f.dir.path().join("pkg"), "broken.yaml", Some(4));
+        let r =
+            mgmt(&["sites", "apply", "instantiate", "-o", "json", "--sites", s(&cat), "--state-dir", s(&f.state)], &[]);
+        r.fails(2, "site s05: ");
+        check(r.stderr.contains(".tera:") && r.stderr.contains("network"), || r.stderr.clone())?;
+        check(f.kit_events() == 0 && !f.state.join("sites").exists(), || "something ran".into())
+    })?;
     timed("a bad rendered request stops every site before any connection", || {
         let bad = f.dir.path().join("bad");
         std::fs::create_dir_all(&bad).unwrap();
-        let pkg = f.dir.path().join("pkg");
-        f.render(&bad, &pkg);
+        f.render(&f.dir.path().join("sites.yaml"), &bad);
         let req_file = bad.join("s07/cluster/instantiate.json");
         let mut req: Value = serde_json::from_str(&std::fs::read_to_string(&req_file).unwrap()).unwrap();
         req["additionalParams"]["k8s_cluster_installation_param"]["master_node"]["pod_cidr"] = "10.0.0.0/99".into();
@@ -183,7 +208,12 @@ fn twelve_sites_at_once_with_one_down_and_a_resume() -> R {
             let st = &sites[&n];
             if j == down {
                 let e = st["error"].as_str().unwrap_or("");
-                check(st["status"] == "failed" && e.contains(&f.lab.node(down_node)), || format!("{st}"))?;
+                check(
+                    st["status"] == "failed"
+                        && e.starts_with("s06-worker1: cannot connect to")
+                        && e.contains(&f.lab.ip(down_node)),
+                    || format!("{st}"),
+                )?;
             } else {
                 check(st["status"] == "done", || format!("{n}: {st}"))?;
                 let nodes = f.k8s_nodes(j);
@@ -197,7 +227,9 @@ fn twelve_sites_at_once_with_one_down_and_a_resume() -> R {
     timed("restart the node; a re-run runs only the failed site", || {
         f.lab.start(&down_node.to_string());
         f.isolate(down_node, down);
-        let r = f.sites(&["apply", "instantiate"], &f.out);
+        let cat = f.dir.path().join("sites.yaml");
+        let r =
+            mgmt(&["sites", "apply", "instantiate", "-o", "json", "--sites", s(&cat), "--state-dir", s(&f.state)], &[]);
         r.ok();
         let d = doc(&r);
         let sites = by_site(&d);

@@ -276,6 +276,20 @@ fn twelve_sites_at_once_with_one_down_and_a_resume() -> R {
         let o = f.lab.node_exec("3", &["sh", "-c", "test -e /tmp/site-mark && echo present || echo absent"]);
         check(String::from_utf8_lossy(&o.stdout).trim() == "absent", || "a site outside --only ran".into())
     })?;
+    timed("plan a scale-in of one site's worker; terminate two sites", || {
+        let r = f.sites(&["plan", "scale-in", "--node", "s01-worker1", "--only", "s01"], &f.out);
+        r.ok();
+        check(r.stderr.contains(r#""host":"s01/s01-master1""#) && r.stderr.contains("drain"), || r.stderr.clone())?;
+        let r = f.sites(&["apply", "terminate", "--only", "s01,s02"], &f.out);
+        r.ok();
+        check(!f.state.join("site-s01.json").exists() && f.state.join("site-s03.json").exists(), || {
+            "terminate must remove the terminated sites' state only".into()
+        })?;
+        let st = doc(&mgmt(&["sites", "status", "-o", "json", "--state-dir", s(&f.state)], &[]));
+        let ops: Vec<String> =
+            st["result"]["sites"].as_array().unwrap().iter().map(|x| x["op"].as_str().unwrap().to_string()).collect();
+        check(ops[0] == "terminate" && ops[1] == "terminate" && ops[2] == "instantiate", || format!("{ops:?}"))
+    })?;
     Ok(())
 }
 

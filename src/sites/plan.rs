@@ -74,6 +74,12 @@ pub enum Op {
     Terminate,
     /// Cluster scale-end SCALE_OUT with `cluster/scale-out.json`.
     ScaleOut,
+    /// Cluster scale-start SCALE_IN with `cluster/scale-in.json`: drain and delete the workers
+    /// named by `--node` (inventory names; default: from the request).
+    ScaleIn {
+        #[arg(long)]
+        node: Vec<String>,
+    },
     /// Every `cnf/*.json`: Helm CNF instantiate on the site's cluster.
     CnfInstantiate,
     /// Every `cnf/*.json`'s CNF: uninstall.
@@ -93,6 +99,7 @@ impl Op {
             Op::Instantiate => "instantiate",
             Op::Terminate => "terminate",
             Op::ScaleOut => "scale-out",
+            Op::ScaleIn { .. } => "scale-in",
             Op::CnfInstantiate => "cnf-instantiate",
             Op::CnfTerminate => "cnf-terminate",
             Op::RunScript { .. } => "run-script",
@@ -170,9 +177,10 @@ pub async fn prepare_site(site: &SiteDir, op: &Op, env: &Env<'_>, rt: Runner) ->
 async fn prepare_inner(site: &SiteDir, op: &Op, env: &Env<'_>, rt: Runner) -> Result<Work> {
     let inventory = site.dir.join("inventory.yaml");
     match op {
-        Op::Instantiate => cluster(site, env, cluster_prepare::Op::InstantiateEnd, "instantiate.json", true, rt),
-        Op::Terminate => cluster(site, env, cluster_prepare::Op::TerminateEnd, "terminate.json", false, rt),
-        Op::ScaleOut => cluster(site, env, cluster_prepare::Op::ScaleEnd, "scale-out.json", true, rt),
+        Op::Instantiate => cluster(site, env, cluster_prepare::Op::InstantiateEnd, "instantiate.json", &[], rt),
+        Op::Terminate => cluster(site, env, cluster_prepare::Op::TerminateEnd, "terminate.json", &[], rt),
+        Op::ScaleOut => cluster(site, env, cluster_prepare::Op::ScaleEnd, "scale-out.json", &[], rt),
+        Op::ScaleIn { node } => cluster(site, env, cluster_prepare::Op::ScaleStart, "scale-in.json", node, rt),
         Op::CnfInstantiate | Op::CnfTerminate => {
             let dir = site.dir.join("cnf");
             let mut files: Vec<PathBuf> = match std::fs::read_dir(&dir) {
@@ -222,11 +230,12 @@ fn cluster(
     env: &Env<'_>,
     cop: cluster_prepare::Op,
     file: &str,
-    required: bool,
+    node: &[String],
     rt: Runner,
 ) -> Result<Work> {
     let req = site.dir.join("cluster").join(file);
-    if required && !req.is_file() {
+    // Terminate may go without a request (as terminate-end); every other op needs its own.
+    if cop != cluster_prepare::Op::TerminateEnd && !req.is_file() {
         return Err(Error::input(
             req.display().to_string(),
             "file",
@@ -239,6 +248,7 @@ fn cluster(
         inventory_opts: env.inventory_opts.clone(),
         package_dir: site.package.clone(),
         vnf_instance_id: Some(cluster_id(&site.name)),
+        node: node.to_vec(),
         dry_run: env.dry_run,
         ..Default::default()
     };

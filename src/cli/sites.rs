@@ -199,6 +199,7 @@ async fn plan_or_apply(op: &Op, args: &SitesArgs, ctx: &Ctx, dry: bool) -> Resul
     let env = Env {
         state_dir: &state_dir,
         store: &store,
+        key: &key,
         inventory_opts: ctx.inventory_opts(),
         dry_run: dry,
         helm_timeout: args.helm_timeout,

@@ -147,7 +147,7 @@ pub async fn apply(
     events: &Events,
     bounds: &Bounds,
 ) -> Result<Applied> {
-    let statuses = Statuses::open(env.state_dir)?;
+    let statuses = Statuses::open(env.state_dir, (env.key)())?;
     let mut results: Vec<Option<SiteResult>> = vec![None; sites.len()];
     let mut ready = Vec::new();
     let mut refused = Vec::new();

@@ -117,6 +117,8 @@ pub struct Env<'a> {
     pub state_dir: &'a Path,
     /// Opens the instance store (read-only for a plan).
     pub store: &'a dyn Fn() -> Result<Store>,
+    /// The operator's state key (`--state-key`).
+    pub key: &'a dyn Fn() -> crate::lifecycle::state_key::StateKey,
     pub inventory_opts: LoadOptions,
     pub dry_run: bool,
     pub helm_timeout: Duration,

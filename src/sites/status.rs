@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::Result;
 use crate::lifecycle::state::{now_rfc3339, Store};
+use crate::lifecycle::state_key::StateKey;
 
 /// Where a site's run stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -75,9 +76,11 @@ pub struct Statuses {
 }
 
 impl Statuses {
-    /// Writable (created on first write, 0600 files, atomic replace).
-    pub fn open(state_dir: &Path) -> Result<Statuses> {
-        Ok(Statuses { store: Store::open(&state_dir.join("sites"))? })
+    /// Writable (0700 directory, 0600 files, atomic replace), with the operator's state key
+    /// (never used: a status holds no secret; but opening a store checks and creates its key,
+    /// and that must be the operator's, not a default one).
+    pub fn open(state_dir: &Path, key: StateKey) -> Result<Statuses> {
+        Ok(Statuses { store: Store::open_with_key(&state_dir.join("sites"), key)? })
     }
 
     /// Read only: plans and `sites status` write nothing and create nothing.
@@ -101,7 +104,8 @@ mod tests {
     #[test]
     fn a_site_is_skipped_only_when_the_same_op_is_done() {
         let d = tempfile::tempdir().unwrap();
-        let st = Statuses::open(d.path()).unwrap();
+        let k = tempfile::tempdir().unwrap();
+        let st = Statuses::open(d.path(), StateKey::at(k.path().join("key"))).unwrap();
         assert_eq!(st.load("par1").unwrap(), None);
         let mut s = SiteStatus::running("instantiate");
         st.save("par1", &s).unwrap();

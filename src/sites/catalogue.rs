@@ -21,7 +21,7 @@ pub const API_VERSION: &str = "mgmt-driver/v1";
 pub const KIND: &str = "SiteCatalogue";
 
 /// Variable names the templates' context already uses for something else.
-const RESERVED: [&str; 2] = ["site", "secrets"];
+const RESERVED: [&str; 3] = ["site", "secrets", "catalogue"];
 
 /// Where a secret comes from when a hook needs it. Never the value itself.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -359,8 +359,8 @@ fn secret_ref(v: &Value, base: &Path) -> std::result::Result<SecretRef, String> 
                 return Err("file: is empty or not a path".into());
             }
             let p = base.join(p);
-            let abs = if p.is_absolute() { p } else { std::env::current_dir().map(|d| d.join(&p)).unwrap_or(p) };
-            Ok(SecretRef::File(abs))
+            let abs = std::env::current_dir().map(|d| d.join(&p)).unwrap_or(p);
+            Ok(SecretRef::File(crate::sites::template::clean(&abs)))
         }
         Some((k, _)) => Err(format!("'{}': expected env: VAR or file: PATH (a string)", excerpt(k))),
         None => Err("must have exactly one of env: or file:".into()),
@@ -373,6 +373,8 @@ fn secret_ref(v: &Value, base: &Path) -> std::result::Result<SecretRef, String> 
 /// `masters == 3` reads the same from a CSV as from YAML; `1.31` stays the string "1.31".
 fn parse_csv(text: &str, file: &Path) -> Result<Vec<Site>> {
     let at = file.display().to_string();
+    // A spreadsheet's "CSV UTF-8" starts with a byte-order mark.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let mut rd = csv::ReaderBuilder::new().has_headers(true).trim(csv::Trim::All).from_reader(text.as_bytes());
     let header: Vec<String> =
         rd.headers().map_err(|e| Error::input(&at, "header", e.to_string()))?.iter().map(str::to_string).collect();
@@ -383,15 +385,22 @@ fn parse_csv(text: &str, file: &Path) -> Result<Vec<Site>> {
         if h == "labels" {
             continue;
         }
-        check_ident(h).map_err(|m| Error::input(&at, format!("header column {}", i + 1), m))?;
-        if RESERVED.contains(&h.as_str()) || h == "name" || header.iter().filter(|x| *x == h).count() > 1 {
+        for part in h.split('.') {
+            check_ident(part).map_err(|m| Error::input(&at, format!("header column {}", i + 1), m))?;
+        }
+        let root = h.split('.').next().unwrap_or_default();
+        let clash = header
+            .iter()
+            .enumerate()
+            .any(|(j, x)| j != i && (x == h || x.starts_with(&format!("{h}.")) || h.starts_with(&format!("{x}."))));
+        if RESERVED.contains(&root) || root == "name" || clash {
             return Err(Error::input(
                 &at,
                 format!("header column {}", i + 1),
                 format!("'{h}' is reserved or repeated"),
             ));
         }
-        if is_secret_name(h) {
+        if h.split('.').any(is_secret_name) {
             return Err(Error::input(
                 &at,
                 format!("header column {}", i + 1),
@@ -420,9 +429,7 @@ fn parse_csv(text: &str, file: &Path) -> Result<Vec<Site>> {
                     }
                 }
                 _ if cell.is_empty() => {}
-                _ => {
-                    site.vars.insert(col.clone(), csv_value(cell));
-                }
+                _ => insert_path(&mut site.vars, col, csv_value(cell)),
             }
         }
         check_site(&site.name, &site.labels, &site.vars)
@@ -430,6 +437,25 @@ fn parse_csv(text: &str, file: &Path) -> Result<Vec<Site>> {
         sites.push(site);
     }
     Ok(sites)
+}
+
+/// `a.b.c` = v as nested maps (a dotted column sets one key deep inside a variable; the rest of
+/// the variable comes from the defaults, deep-merged).
+fn insert_path(vars: &mut Map<String, Value>, dotted: &str, v: Value) {
+    match dotted.split_once('.') {
+        None => {
+            vars.insert(dotted.to_string(), v);
+        }
+        Some((head, rest)) => {
+            let child = vars.entry(head.to_string()).or_insert_with(|| Value::Object(Map::new()));
+            if !child.is_object() {
+                *child = Value::Object(Map::new());
+            }
+            if let Value::Object(m) = child {
+                insert_path(m, rest, v);
+            }
+        }
+    }
 }
 
 fn csv_value(cell: &str) -> Value {
@@ -559,21 +585,34 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(
             dir.path().join("s.csv"),
-            "name,labels,network,masters,k8s_version\npar1,region=eu;tier=small,10.20.1.0/24,3,1.31\nber2,,10.20.2.0/24,,007\n",
+            "name,labels,network,masters,k8s_version,app.values.replicaCount\npar1,region=eu;tier=small,10.20.1.0/24,3,1.31,2\nber2,,10.20.2.0/24,,007,\n",
         )
         .unwrap();
         let f = dir.path().join("sites.yaml");
-        std::fs::write(&f, format!("{HEAD}defaults: {{masters: 1}}\nsites_csv: s.csv\n")).unwrap();
+        std::fs::write(
+            &f,
+            format!("{HEAD}defaults: {{masters: 1, app: {{values: {{replicaCount: 1, x: y}}}}}}\nsites_csv: s.csv\n"),
+        )
+        .unwrap();
         let c = Catalogue::load(&f).unwrap();
         assert_eq!(c.sites.len(), 2);
+        let with_bom = format!("\u{feff}{}", std::fs::read_to_string(dir.path().join("s.csv")).unwrap());
+        std::fs::write(dir.path().join("bom.csv"), with_bom).unwrap();
+        let g = dir.path().join("bom.yaml");
+        std::fs::write(
+            &g,
+            format!("{HEAD}defaults: {{masters: 1, app: {{values: {{replicaCount: 1, x: y}}}}}}\nsites_csv: bom.csv\n"),
+        )
+        .unwrap();
+        assert_eq!(Catalogue::load(&g).unwrap().sites, c.sites);
         assert_eq!(c.sites[0].labels.get("tier").map(String::as_str), Some("small"));
         assert_eq!(
             Value::Object(c.vars_of(&c.sites[0])),
-            json!({"masters": 3, "network": "10.20.1.0/24", "k8s_version": "1.31"})
+            json!({"masters": 3, "app": {"values": {"replicaCount": 2, "x": "y"}}, "network": "10.20.1.0/24", "k8s_version": "1.31"})
         );
         assert_eq!(
             Value::Object(c.vars_of(&c.sites[1])),
-            json!({"masters": 1, "network": "10.20.2.0/24", "k8s_version": "007"})
+            json!({"masters": 1, "app": {"values": {"replicaCount": 1, "x": "y"}}, "network": "10.20.2.0/24", "k8s_version": "007"})
         );
         let bad = [
             ("site,x\na,1\n", "header: the first column must be 'name'"),
@@ -582,6 +621,9 @@ mod tests {
             ("name,labels\na,region\n", "line 2.labels: expected k=v;k=v"),
             ("name,db_password\na,x\n", "header column 2: 'db_password' looks like a secret"),
             ("name,x,x\na,1,2\n", "header column 2: 'x' is reserved or repeated"),
+            ("name,a,a.b\nz,1,2\n", "header column 2: 'a' is reserved or repeated"),
+            ("name,app.db.token\nz,1\n", "header column 2: 'app.db.token' looks like a secret"),
+            ("name,a..b\nz,1\n", "header column 2: '': names are"),
             ("name,x\na,1,2\n", "line 2: "),
             ("name,x\na,http://u:pw@h/\n", "line 2.vars.x: looks like a secret"),
         ];

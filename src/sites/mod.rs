@@ -2,7 +2,10 @@
 //! site's files rendered and checked before anything connects, then one operation run on many
 //! sites at once, resumable, or as a Kubernetes Indexed Job.
 
+pub mod apply;
 pub mod catalogue;
 pub mod export;
+pub mod plan;
 pub mod render;
+pub mod status;
 pub mod template;

@@ -165,11 +165,7 @@ pub fn load_rendered(dir: &Path) -> Result<Vec<RenderedSite>> {
 
 fn absolute(p: &Path) -> PathBuf {
     std::fs::canonicalize(p).unwrap_or_else(|_| {
-        if p.is_absolute() {
-            p.to_path_buf()
-        } else {
-            std::env::current_dir().map(|d| d.join(p)).unwrap_or_else(|_| p.to_path_buf())
-        }
+        crate::sites::template::clean(&std::env::current_dir().map(|d| d.join(p)).unwrap_or_else(|_| p.to_path_buf()))
     })
 }
 
@@ -292,5 +288,237 @@ mod tests {
             assert!(req.contains("@env:EDGE_PW_RENDER_TEST"), "{req}");
         }
         assert_eq!(n, 9);
+    }
+
+    /// Every file under `dir`, relative path → text.
+    fn files(dir: &Path) -> BTreeMap<String, String> {
+        fn walk(root: &Path, d: &Path, out: &mut BTreeMap<String, String>) {
+            for e in std::fs::read_dir(d).unwrap() {
+                let p = e.unwrap().path();
+                if p.is_dir() {
+                    walk(root, &p, out);
+                } else {
+                    out.insert(
+                        p.strip_prefix(root).unwrap().display().to_string(),
+                        std::fs::read_to_string(&p).unwrap(),
+                    );
+                }
+            }
+        }
+        let mut out = BTreeMap::new();
+        walk(dir, dir, &mut out);
+        out
+    }
+
+    fn shipped() -> (tempfile::TempDir, Catalogue) {
+        let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+        (tempfile::tempdir().unwrap(), Catalogue::load(&repo.join("samples/sites/sites.yaml")).unwrap())
+    }
+
+    fn inventory(dir: &Path) -> crate::inventory::Inventory {
+        let opts =
+            crate::inventory::LoadOptions { ssh_config: crate::inventory::SshConfigSource::None, ..Default::default() };
+        let f = dir.join("inventory.yaml");
+        let text = std::fs::read_to_string(&f).unwrap();
+        crate::inventory::Inventory::parse(&text, &f.display().to_string(), dir, &|_| None, &opts).unwrap()
+    }
+
+    /// The shipped example (samples/sites + templates/edge): every site's files go through the
+    /// parsers the operations use, the CSV catalogue renders the same bytes, and each file
+    /// says what the site's variables say.
+    #[test]
+    fn the_shipped_example_renders_what_the_operations_accept() {
+        use crate::lifecycle::request::{self, InstantiateRequest, ScaleRequest, TerminateRequest};
+        let (d, cat) = shipped();
+        let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let r = render_all(&cat, &d.path().join("yaml"), &[], &[]).unwrap();
+        assert_eq!(r.iter().map(|s| s.name.as_str()).collect::<Vec<_>>(), ["par1", "ber2", "nyc1", "sfo1"]);
+        assert_eq!(r[0].package.as_deref(), Some(repo.join("target/edge-package").as_path()));
+        let csv = Catalogue::load(&repo.join("samples/sites/sites-from-csv.yaml")).unwrap();
+        render_all(&csv, &d.path().join("csv"), &[], &[]).unwrap();
+        let (a, b) = (files(&d.path().join("yaml")), files(&d.path().join("csv")));
+        assert_eq!(a.keys().collect::<Vec<_>>(), b.keys().collect::<Vec<_>>());
+        for (k, v) in &a {
+            assert_eq!(v, &b[k], "{k} differs between sites.yaml and sites-from-csv.yaml");
+        }
+        let want_files = [
+            "cluster/instantiate.json",
+            "cluster/scale-in.json",
+            "cluster/scale-out.json",
+            "cluster/terminate.json",
+            "cnf/app.json",
+            "inventory.yaml",
+            "site.json",
+            "values/app.yaml",
+        ];
+        assert_eq!(files(&r[0].dir).keys().collect::<Vec<_>>(), want_files);
+        let key = repo.join("target/lab/edge1/id_ed25519");
+        assert!(a["par1/inventory.yaml"].contains(&format!("  identity_file: \"{}\"\n", key.display())));
+        // The inventory loader wants the key file to exist: the same render with a key of ours.
+        let mut cat = cat;
+        let key = d.path().join("id_test");
+        std::fs::write(&key, "not a real key").unwrap();
+        for site in &mut cat.sites {
+            site.vars.insert("identity_file".into(), key.display().to_string().into());
+        }
+        // The cluster params resolve a `@file:` password when they parse it: a file of ours too.
+        let pw = d.path().join("node-password");
+        std::fs::write(&pw, "not-a-real-password\n").unwrap();
+        cat.secrets.insert("node_password".into(), crate::sites::catalogue::SecretRef::File(pw.clone()));
+        let r = render_all(&cat, &d.path().join("parsed"), &[], &[]).unwrap();
+        for (i, s) in r.iter().enumerate() {
+            let inv = inventory(&s.dir);
+            let names: Vec<_> = inv.hosts.iter().map(|h| (h.name.as_str(), h.addr.as_str(), h.user.as_str())).collect();
+            let (m, w) = (format!("198.18.{}.11", 60 + i), format!("198.18.{}.12", 60 + i));
+            let (mn, wn) = (format!("{}-master1", s.name), format!("{}-worker1", s.name));
+            assert_eq!(names, [(mn.as_str(), m.as_str(), "root"), (wn.as_str(), w.as_str(), "root")]);
+            assert_eq!(inv.hosts[0].groups, ["master_instance"]);
+            assert_eq!(inv.hosts[1].groups, ["worker_instance"]);
+            assert_eq!(inv.hosts[0].auth.identity_file.as_deref(), Some(key.as_path()));
+            assert!(inv.cps.is_empty());
+
+            let file = s.dir.join("cluster/instantiate.json");
+            let req: InstantiateRequest = request::load(&file).unwrap();
+            let p = crate::cluster::params::ClusterParams::from_additional_params(
+                &req.additional_params,
+                &file.display().to_string(),
+                &format!("site-{}", s.name),
+            )
+            .unwrap();
+            let k = &req.additional_params["k8s_cluster_installation_param"];
+            assert_eq!(k["vim_name"], format!("edge-{}", s.name));
+            assert_eq!(k["master_node"]["cluster_cp_name"], "masterNode_CP1");
+            assert_eq!(k["master_node"]["password"], format!("@file:{}", pw.display()));
+            assert_eq!(p.master.password.expose(), "not-a-real-password");
+            assert_eq!(k["offline_artifacts_path"], "Files/offline");
+            assert_eq!(k["helm_installation_script_path"], "Scripts/install_helm.sh");
+            let env = if s.name == "sfo1" {
+                serde_json::json!({"K8S_MINOR": "v1.31", "K8S_ALLOW_ANY_OS": "1"})
+            } else {
+                serde_json::json!({"K8S_ALLOW_ANY_OS": "1"})
+            };
+            assert_eq!(k["script_environment"], env);
+            assert_eq!(p.script_environment.len(), env.as_object().unwrap().len());
+
+            let t: TerminateRequest = request::load(&s.dir.join("cluster/terminate.json")).unwrap();
+            assert_eq!(t.termination_type.as_deref(), Some("GRACEFUL"));
+            for f in ["scale-out", "scale-in"] {
+                let _: ScaleRequest = request::load(&s.dir.join(format!("cluster/{f}.json"))).unwrap();
+            }
+            let file = s.dir.join("cnf/app.json");
+            let req: InstantiateRequest = request::load(&file).unwrap();
+            let c = crate::cnf::params::CnfParams::from_additional_params(
+                &req.additional_params,
+                &file.display().to_string(),
+            )
+            .unwrap();
+            assert_eq!(c.namespace, "edge");
+            assert_eq!(c.releases.len(), 1);
+            let values: serde_json::Value =
+                yaml_serde::from_str(&std::fs::read_to_string(s.dir.join("values/app.yaml")).unwrap()).unwrap();
+            assert_eq!(Some(&values), c.releases[0].values.as_ref());
+            let replicas = if s.name == "ber2" { 2 } else { 1 };
+            assert_eq!(values["replicaCount"], replicas, "{}", s.name);
+            assert_eq!(req.additional_params["vdu_mapping"]["VDU1"]["name"], "app-samplecnf");
+        }
+    }
+
+    /// 3 masters behind a VIP, 2 workers, and the lab's mduser with a password from a file: the
+    /// inventory takes the password by reference (read when loaded), and no rendered file holds it.
+    #[test]
+    fn the_shipped_templates_for_three_masters_and_a_password_login() {
+        let (d, mut cat) = shipped();
+        let pw = d.path().join("password");
+        std::fs::write(&pw, "Edge-Node-Pw-9").unwrap();
+        cat.secrets.insert("node_password".into(), crate::sites::catalogue::SecretRef::File(pw.clone()));
+        for (k, v) in [
+            ("masters", serde_json::json!(3)),
+            ("workers", serde_json::json!(2)),
+            ("node_user", serde_json::json!("mduser")),
+            ("helm", serde_json::json!(false)),
+            ("offline_artifacts_path", serde_json::Value::Null),
+            ("script_environment", serde_json::json!({})),
+        ] {
+            cat.defaults.insert(k.into(), v);
+        }
+        for site in &mut cat.sites {
+            site.vars.remove("identity_file");
+        }
+        let out = d.path().join("out");
+        let r = render_all(&cat, &out, &["nyc1".into()], &[]).unwrap();
+        let inv = inventory(&r[0].dir);
+        let hosts: Vec<_> =
+            inv.hosts.iter().map(|h| (h.name.as_str(), h.addr.as_str(), h.groups[0].as_str())).collect();
+        assert_eq!(
+            hosts,
+            [
+                ("nyc1-master1", "198.18.62.11", "master_instance"),
+                ("nyc1-master2", "198.18.62.12", "master_instance"),
+                ("nyc1-master3", "198.18.62.13", "master_instance"),
+                ("nyc1-worker1", "198.18.62.14", "worker_instance"),
+                ("nyc1-worker2", "198.18.62.15", "worker_instance"),
+            ]
+        );
+        assert_eq!(inv.cps.get("vip_CP").map(String::as_str), Some("198.18.62.100"));
+        assert_eq!(inv.hosts[0].user, "mduser");
+        assert_eq!(inv.hosts[0].auth.password.as_ref().map(|p| p.expose()), Some("Edge-Node-Pw-9"));
+        let text = files(&out);
+        assert!(text["nyc1/inventory.yaml"].contains(&format!("password_file: \"{}\"", pw.display())));
+        for (f, t) in &text {
+            assert!(!t.contains("Edge-Node-Pw-9"), "{f} holds the password");
+        }
+        let req: serde_json::Value = serde_json::from_str(&text["nyc1/cluster/instantiate.json"]).unwrap();
+        let k = &req["additionalParams"]["k8s_cluster_installation_param"];
+        assert_eq!(k["master_node"]["cluster_cp_name"], "vip_CP");
+        assert!(k.get("helm_installation_script_path").is_none() && k.get("offline_artifacts_path").is_none());
+        assert_eq!(k["script_environment"], serde_json::json!({}));
+        crate::cluster::params::ClusterParams::from_additional_params(
+            req["additionalParams"].as_object().unwrap(),
+            "instantiate.json",
+            "site-nyc1",
+        )
+        .unwrap();
+
+        // No workers: an empty group, still an inventory.
+        cat.defaults.insert("workers".into(), serde_json::json!(0));
+        let r = render_all(&cat, &out, &["nyc1".into()], &[]).unwrap();
+        assert_eq!(inventory(&r[0].dir).hosts.len(), 3);
+    }
+
+    /// The shipped templates' own checks and strictness name the site, the template and the line.
+    #[test]
+    fn the_shipped_templates_refuse_bad_sites_by_name_file_and_line() {
+        let (d, mut cat) = shipped();
+        let out = d.path().join("out");
+        let tpl = Path::new(env!("CARGO_MANIFEST_DIR")).join("templates/edge");
+        let at = |f: &str| format!("{}", tpl.join(f).display());
+        cat.sites[1].vars.insert("masters".into(), serde_json::json!(2));
+        let e = render_all(&cat, &out, &[], &[]).unwrap_err().to_string();
+        assert!(e.starts_with(&format!("site ber2: {}:", at("_checks.tera"))), "{e}");
+        assert!(e.contains("masters must be 1 or 3"), "{e}");
+        cat.sites[1].vars.remove("masters");
+        cat.sites[0].vars.remove("network");
+        let e = render_all(&cat, &out, &[], &[]).unwrap_err().to_string();
+        let line = std::fs::read_to_string(tpl.join("cluster/instantiate.json.tera")).unwrap();
+        let _ = line;
+        assert!(e.starts_with("site par1: "), "{e}");
+        assert!(e.contains("Variable `network` not found"), "{e}");
+        let inv = std::fs::read_to_string(tpl.join("inventory.yaml.tera")).unwrap();
+        let n = inv.lines().position(|l| l.contains("cidr=network")).unwrap() + 1;
+        assert!(e.contains(&format!("{}:{n}: ", at("inventory.yaml.tera"))), "{e}");
+        cat.sites[0].vars.insert("network".into(), serde_json::json!("198.18.60.0/29"));
+        let e = render_all(&cat, &out, &[], &[]).unwrap_err().to_string();
+        assert!(
+            e.starts_with(&format!(
+                "site par1: {}:{n}: Function call 'nth_host' failed: n=11 is past",
+                at("inventory.yaml.tera")
+            )),
+            "{e}"
+        );
+        cat.sites[0].vars.insert("network".into(), serde_json::json!("198.18.60.0/24"));
+        cat.secrets.clear();
+        let e = render_all(&cat, &out, &[], &[]).unwrap_err().to_string();
+        assert!(e.contains("Variable `secrets.node_password` not found"), "{e}");
+        assert!(!out.exists(), "nothing is written when a site fails");
     }
 }

@@ -127,13 +127,28 @@ impl Templates {
                 .or_else(|| between(m, "Filter call '", "'"))
                 .or_else(|| between(m, "Test call '", "'"))
         });
-        let line = needle.and_then(|n| {
-            // A path such as `vars.a.b` or `x[0]`: look for its whole text first, then its root.
-            let root = n.split(['.', '[']).next().unwrap_or(n);
-            let src = self.sources.get(&tname)?;
-            line_of(src, n).or_else(|| line_of(src, root))
-        });
-        (tname, line)
+        let Some(n) = needle else { return (tname, None) };
+        // A path such as `vars.a.b` or `x[0]`: look for its whole text first, then its root; in
+        // the template, then in the templates it includes (tera names only the outer one).
+        let root = n.split(['.', '[']).next().unwrap_or(n);
+        let mut candidates = vec![tname.clone()];
+        let mut i = 0;
+        while i < candidates.len() && candidates.len() < 64 {
+            if let Some(src) = self.sources.get(&candidates[i]) {
+                for inc in includes(src) {
+                    if self.sources.contains_key(&inc) && !candidates.contains(&inc) {
+                        candidates.push(inc);
+                    }
+                }
+            }
+            i += 1;
+        }
+        for c in &candidates {
+            if let Some(line) = self.sources.get(c).and_then(|src| line_of(src, n).or_else(|| line_of(src, root))) {
+                return (c.clone(), Some(line));
+            }
+        }
+        (tname, None)
     }
 }
 
@@ -152,6 +167,13 @@ fn line_of(src: &str, word: &str) -> Option<usize> {
             continue;
         } else if in_tag && (src[i..].starts_with("}}") || src[i..].starts_with("%}")) {
             in_tag = false;
+        } else if in_tag && matches!(bytes[i], b'"' | b'\'' | b'`') {
+            // A string literal in a tag is text, not a use of a name.
+            let q = bytes[i];
+            let end = src[i + 1..].find(q as char).map_or(src.len(), |e| i + 1 + e);
+            line += src[i..end].matches('\n').count();
+            i = end + 1;
+            continue;
         } else if in_tag && src[i..].starts_with(word) {
             let before = i.checked_sub(1).map(|j| bytes[j]);
             let after = bytes.get(i + word.len()).copied();
@@ -164,6 +186,22 @@ fn line_of(src: &str, word: &str) -> Option<usize> {
         i += src[i..].chars().next().map_or(1, char::len_utf8);
     }
     None
+}
+
+/// The templates `src` names in `{% include "x" %}` tags.
+fn includes(src: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rest = src;
+    while let Some(i) = rest.find("include") {
+        rest = &rest[i + "include".len()..];
+        let t = rest.trim_start();
+        if let Some(q) = t.chars().next().filter(|c| *c == '"' || *c == '\'') {
+            if let Some(end) = t[1..].find(q) {
+                out.push(t[1..1 + end].to_string());
+            }
+        }
+    }
+    out
 }
 
 fn between<'a>(s: &'a str, start: &str, end: &str) -> Option<&'a str> {
@@ -212,8 +250,10 @@ fn parse_error_at(e: &tera::Error, sources: &BTreeMap<String, String>) -> (Strin
     (name, line)
 }
 
-/// `dir` without `.` and with `x/..` folded, for messages only.
-fn clean(dir: &Path) -> PathBuf {
+/// `dir` without `.` and with `x/..` folded (lexically: for messages and for paths shown in
+/// rendered files; a `..` after a symlink would be folded wrongly, which the catalogue's own
+/// folder, made canonical, never has).
+pub fn clean(dir: &Path) -> PathBuf {
     let mut out = PathBuf::new();
     for c in dir.components() {
         match c {
@@ -253,12 +293,17 @@ fn walk(root: &Path, rel: &Path, out: &mut Vec<PathBuf>) -> std::result::Result<
 }
 
 /// The context one site's templates see: every variable (defaults deep-merged with the
-/// site's), `site` (name, index, labels) and `secrets` (name → `@env:VAR` / `@file:PATH`).
+/// site's), `site` (name, index, labels), `secrets` (name → `@env:VAR` / `@file:PATH`) and
+/// `catalogue.dir` (the catalogue's folder, absolute: relative paths in variables are meant from
+/// there, and a rendered inventory lives elsewhere; see the `abspath` filter).
 pub fn context(cat: &Catalogue, site: &Site, index: usize) -> Value {
     let mut m = cat.vars_of(site);
     m.insert("site".into(), json!({"name": site.name, "index": index, "labels": site.labels}));
     let secrets: Map<String, Value> = cat.secrets.iter().map(|(k, r)| (k.clone(), Value::String(r.marker()))).collect();
     m.insert("secrets".into(), Value::Object(secrets));
+    let dir = cat.file.parent().map(Path::to_path_buf).unwrap_or_default();
+    let dir = std::fs::canonicalize(&dir).or_else(|_| std::env::current_dir().map(|c| c.join(&dir))).unwrap_or(dir);
+    m.insert("catalogue".into(), json!({"dir": dir.display().to_string()}));
     Value::Object(m)
 }
 
@@ -300,7 +345,21 @@ fn register_helpers(t: &mut Tera) {
         Ok(Value::String(indent(&value_str(v, "indent")?, n as usize, first)))
     });
     t.register_filter("json", |v: &Value, _: &Args| Ok(Value::String(json_literal(v))));
-    t.register_filter("yaml", |v: &Value, _: &Args| Ok(Value::String(yaml_literal(v))));
+    t.register_filter("yaml", |v: &Value, a: &Args| {
+        let block = match a.get("block") {
+            None => false,
+            Some(x) => x.as_bool().ok_or("yaml: block= must be true or false")?,
+        };
+        Ok(Value::String(if block { yaml_block(v, 0) } else { yaml_literal(v) }))
+    });
+    t.register_filter("abspath", |v: &Value, a: &Args| {
+        let p = value_str(v, "abspath")?;
+        let base = arg_str(a, "base")?;
+        if p.is_empty() {
+            return Err("abspath: the path is empty".into());
+        }
+        Ok(Value::String(clean(&Path::new(&base).join(p)).display().to_string()))
+    });
     t.register_filter("quote", |v: &Value, _: &Args| {
         let s = match v {
             Value::String(s) => s.clone(),
@@ -468,6 +527,40 @@ pub fn yaml_literal(v: &Value) -> String {
     }
 }
 
+/// `v` as block YAML (`key: value` lines, `- item` lists), for a values file a person reads;
+/// scalars as [`yaml_literal`]. No trailing newline.
+pub fn yaml_block(v: &Value, indent: usize) -> String {
+    let pad = " ".repeat(indent);
+    let mut out = String::new();
+    match v {
+        Value::Object(m) if !m.is_empty() => {
+            for (k, x) in m {
+                let key = yaml_literal(&Value::String(k.clone()));
+                match x {
+                    Value::Object(n) if !n.is_empty() => {
+                        out.push_str(&format!("{pad}{key}:\n{}\n", yaml_block(x, indent + 2)));
+                    }
+                    Value::Array(n) if !n.is_empty() => {
+                        out.push_str(&format!("{pad}{key}:\n{}\n", yaml_block(x, indent + 2)));
+                    }
+                    _ => out.push_str(&format!("{pad}{key}: {}\n", yaml_literal(x))),
+                }
+            }
+        }
+        Value::Array(a) if !a.is_empty() => {
+            for x in a {
+                // The item as a block two columns further in, its first indent turned into "- ".
+                let inner = yaml_block(x, indent + 2);
+                let first = inner.get(indent + 2..).unwrap_or_default();
+                out.push_str(&format!("{pad}- {first}\n"));
+            }
+        }
+        _ => return format!("{pad}{}", yaml_literal(v)),
+    }
+    out.pop();
+    out
+}
+
 fn yaml_plain_ok(s: &str) -> bool {
     const WORDS: [&str; 13] = ["true", "false", "yes", "no", "on", "off", "y", "n", "null", "nan", "inf", "~", ""];
     let lower = s.to_ascii_lowercase();
@@ -515,7 +608,7 @@ fn scan_for_secrets(rel: &Path, text: &str) -> std::result::Result<(), (String, 
         _ => return Ok(()),
     };
     let mut path = String::new();
-    literal_secret(&doc, false, &mut path).map_or(Ok(()), |p| {
+    literal_secret(&doc, Under::Plain, &mut path).map_or(Ok(()), |p| {
         Err((String::new(), format!("{p}: a literal secret in a rendered file; use a secrets: reference")))
     })
 }
@@ -524,8 +617,20 @@ fn is_reference(s: &str) -> bool {
     s.starts_with("@env:") || s.starts_with("@file:") || s.is_empty()
 }
 
+/// How a value is to be read in the scan.
+#[derive(Clone, Copy, PartialEq)]
+enum Under {
+    /// Nothing special: only URLs with a password and `secret.name=literal` are secrets.
+    Plain,
+    /// A secret-looking key: the value must be a reference.
+    SecretKey,
+    /// `helmsecretparameter`: every item is `name=VALUE` with VALUE a reference.
+    SecretItems,
+}
+
 /// The JSON path of the first literal secret in `v`, if any.
-fn literal_secret(v: &Value, secret_key: bool, path: &mut String) -> Option<String> {
+fn literal_secret(v: &Value, under: Under, path: &mut String) -> Option<String> {
+    let here = |path: &str| if path.is_empty() { "$".to_string() } else { path.trim_start_matches('.').to_string() };
     match v {
         Value::Object(m) => {
             for (k, x) in m {
@@ -533,9 +638,17 @@ fn literal_secret(v: &Value, secret_key: bool, path: &mut String) -> Option<Stri
                 path.push('.');
                 path.push_str(k);
                 let kk = k.to_ascii_lowercase();
-                let reference_key = kk.ends_with("_env") || kk.ends_with("_file") || kk.ends_with("secretparameter");
-                let secret = !reference_key && (secret_key || is_secret_name(k));
-                if let Some(p) = literal_secret(x, secret, path) {
+                let next = if kk.ends_with("secretparameter") {
+                    Under::SecretItems
+                } else if kk.ends_with("_env") || kk.ends_with("_file") {
+                    // The inventory's reference forms (`password_env: VAR`) name, not hold.
+                    Under::Plain
+                } else if under != Under::Plain || is_secret_name(k) {
+                    Under::SecretKey
+                } else {
+                    Under::Plain
+                };
+                if let Some(p) = literal_secret(x, next, path) {
                     return Some(p);
                 }
                 path.truncate(len);
@@ -546,7 +659,7 @@ fn literal_secret(v: &Value, secret_key: bool, path: &mut String) -> Option<Stri
             for (i, x) in a.iter().enumerate() {
                 let len = path.len();
                 path.push_str(&format!("[{i}]"));
-                if let Some(p) = literal_secret(x, secret_key, path) {
+                if let Some(p) = literal_secret(x, under, path) {
                     return Some(p);
                 }
                 path.truncate(len);
@@ -554,12 +667,17 @@ fn literal_secret(v: &Value, secret_key: bool, path: &mut String) -> Option<Stri
             None
         }
         Value::String(s) => {
-            let helm_ref = s.split_once('=').is_some_and(|(_, val)| is_reference(val) || val.starts_with("@@"));
-            let bad = (secret_key && !is_reference(s)) || (is_secret_string(s) && !helm_ref);
-            bad.then(|| if path.is_empty() { "$".to_string() } else { path.trim_start_matches('.').to_string() })
+            // `name=@env:VAR` (a helmparameter taking its value from a reference).
+            let item_ref = s.split_once('=').is_some_and(|(_, val)| is_reference(val));
+            let bad = match under {
+                Under::SecretKey => !is_reference(s),
+                Under::SecretItems => !item_ref,
+                Under::Plain => is_secret_string(s) && !item_ref,
+            };
+            bad.then(|| here(path))
         }
         Value::Null | Value::Bool(_) => None,
-        Value::Number(_) => secret_key.then(|| path.trim_start_matches('.').to_string()),
+        Value::Number(_) => (under != Under::Plain).then(|| here(path)),
     }
 }
 
@@ -641,6 +759,18 @@ mod tests {
             let back: Value = yaml_serde::from_str(&format!("k: {got}\n")).unwrap();
             assert_eq!(back["k"], v, "{got}");
         }
+    }
+
+    #[test]
+    fn yaml_blocks_read_back_as_the_same_value() {
+        let v = json!({"replicaCount": 2, "image": {"repository": "nginx", "tag": "1.27"}, "list": ["a", {"b": 1, "c": [true, null]}, []],
+                       "empty": {}, "yes": "no", "nested": [[1, 2], ["x"]]});
+        let text = yaml_block(&v, 0);
+        assert!(text.starts_with("replicaCount: 2\nimage:\n  repository: nginx\n  tag: \"1.27\"\nlist:\n  - a\n  - b: 1\n    c:\n      - true\n"), "{text}");
+        let back: Value = yaml_serde::from_str(&text).unwrap();
+        assert_eq!(back, v, "{text}");
+        assert_eq!(yaml_block(&json!("x y"), 0), "\"x y\"");
+        assert_eq!(yaml_block(&json!({}), 0), "{}");
     }
 
     #[test]
@@ -731,6 +861,10 @@ mod tests {
             ("r.json.tera", "{\"node\": {\"password\": \"hunter2\"}}", Some("node.password")),
             ("r.json.tera", "{\"p\": [\"db.password=hunter2\"]}", Some("p[0]")),
             ("r.json.tera", "{\"p\": [\"db.password=@env:DBPW\"]}", None),
+            ("r.json.tera", "{\"helmsecretparameter\": [\"greeting=hunter2\"]}", Some("helmsecretparameter[0]")),
+            ("r.json.tera", "{\"helmsecretparameter\": [\"greeting=@file:Files/g\"]}", None),
+            ("r.json.tera", "{\"p\": [\"db.password=@@env:hunter2\"]}", Some("p[0]")),
+            ("r.json.tera", "{\"p\": [\"replicaCount=2\", \"image.tag=1.27\"]}", None),
             ("r.json.tera", "{\"repo\": \"http://u:hunter2@r/\"}", Some("repo")),
             ("v.yaml.tera", "token: 12345\n", Some("token")),
             ("v.yaml.tera", "apiKey: null\n", None),
@@ -754,6 +888,8 @@ mod tests {
         assert_eq!(line_of("a: network\nb: {{ x.network }}\nc: {{ network }}\n", "network"), Some(3));
         assert_eq!(line_of("{% if a %}\n{{ ab }}\n", "ab"), Some(2));
         assert_eq!(line_of("{{ a }}", "b"), None);
+        assert_eq!(line_of("{{ throw(message=\"no\nnetwork\") }}\n{{ network }}", "network"), Some(3));
+        assert_eq!(line_of("{{ 'x' ~ network }}", "network"), Some(1));
         assert_eq!(clean(Path::new("s/../../t/./e")), Path::new("../t/e"));
     }
 }

@@ -12,6 +12,7 @@ pub mod hook;
 pub mod interrupt;
 pub mod meta;
 pub mod sites;
+pub mod sites_export;
 pub mod vnfm_hook;
 
 use clap::{Parser, Subcommand};

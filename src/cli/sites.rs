@@ -56,6 +56,11 @@ pub enum SitesCmd {
         #[arg(long, env = "MGMT_DRIVER_STATE_DIR")]
         state_dir: Option<PathBuf>,
     },
+    /// Print the selected sites' run for another engine (a Kubernetes Indexed Job).
+    Export {
+        #[command(subcommand)]
+        cmd: crate::cli::sites_export::ExportCmd,
+    },
 }
 
 #[derive(Args, Debug, Clone)]
@@ -105,6 +110,7 @@ impl SitesCmd {
             SitesCmd::Apply { op, .. } => format!("sites apply {}", op.name()),
             SitesCmd::Status { .. } => "sites status".into(),
             SitesCmd::Render { .. } => "sites render".into(),
+            SitesCmd::Export { .. } => "sites export k8s-job".into(),
         }
     }
 }
@@ -113,6 +119,7 @@ pub async fn run(cmd: SitesCmd, ctx: &Ctx) -> i32 {
     let name = cmd.name();
     let dry = ctx.run.dry_run || matches!(cmd, SitesCmd::Plan { .. });
     let r = match cmd {
+        SitesCmd::Export { cmd } => return crate::cli::sites_export::run(cmd, ctx),
         SitesCmd::Plan { op, args } => plan_or_apply(&op, &args, ctx, true).await,
         SitesCmd::Apply { op, args } => plan_or_apply(&op, &args, ctx, ctx.run.dry_run).await,
         SitesCmd::Status { state_dir } => status(state_dir, ctx),

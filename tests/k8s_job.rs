@@ -83,6 +83,18 @@ fn the_exported_job_is_valid_kubernetes_and_a_wrong_one_is_not() {
     let manifest = k8s_job(&sites, &options()).unwrap();
     assert!(manifest.contains("secretKeyRef") && manifest.contains("EDGE_NODE_PASSWORD"), "{manifest}");
     assert!(manifest.contains("completions: 2"), "{manifest}");
+    // The command prints the same manifest for the same selection and options.
+    let cli = Command::new(env!("CARGO_BIN_EXE_mgmt-driver"))
+        .args(["sites", "export", "k8s-job", "--rendered"])
+        .arg(&out)
+        .args(["--selector", "region=eu", "--name", "edge-rollout", "--namespace", "fleet"])
+        .args(["--image", "registry.example/mgmt-driver:0.11", "--parallelism", "2", "--retries", "3"])
+        .args(["--max-failed-sites", "1", "--config-map", "edge-sites", "--secret", "edge-secrets"])
+        .args(["--state-claim", "mgmt-driver-state", "run-script", "check.sh", "--fast"])
+        .output()
+        .unwrap();
+    assert!(cli.status.success(), "{}", String::from_utf8_lossy(&cli.stderr));
+    assert_eq!(String::from_utf8(cli.stdout).unwrap(), manifest);
     let good = d.path().join("job.yaml");
     std::fs::write(&good, &manifest).unwrap();
 

@@ -604,15 +604,16 @@ mod tests {
 
     #[test]
     fn bad_options_and_inputs_are_input_errors_naming_the_flag() {
-        let cases: Vec<(Box<dyn Fn(&mut JobOptions)>, &str)> = vec![
-            (Box::new(|o| o.parallelism = 0), "--parallelism"),
-            (Box::new(|o| o.name = "Edge_Rollout".into()), "--name"),
-            (Box::new(|o| o.name = "a".repeat(51)), "--name"),
-            (Box::new(|o| o.state_claim = "".into()), "--state-claim"),
-            (Box::new(|o| o.image = "img with space".into()), "--image"),
-            (Box::new(|o| o.op = vec![]), "--op"),
-            (Box::new(|o| o.package_dir = "pkg".into()), "--package-dir"),
-            (Box::new(|o| o.config = ConfigSource::Existing("x/y".into())), "--config-map"),
+        type Change = fn(&mut JobOptions);
+        let cases: [(Change, &str); 8] = [
+            (|o| o.parallelism = 0, "--parallelism"),
+            (|o| o.name = "Edge_Rollout".into(), "--name"),
+            (|o| o.name = "a".repeat(51), "--name"),
+            (|o| o.state_claim = "".into(), "--state-claim"),
+            (|o| o.image = "img with space".into(), "--image"),
+            (|o| o.op = vec![], "--op"),
+            (|o| o.package_dir = "pkg".into(), "--package-dir"),
+            (|o| o.config = ConfigSource::Existing("x/y".into()), "--config-map"),
         ];
         for (f, flag) in cases {
             let mut o = opts();

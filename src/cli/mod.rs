@@ -11,6 +11,7 @@ pub mod fanout;
 pub mod hook;
 pub mod interrupt;
 pub mod meta;
+pub mod sites;
 pub mod vnfm_hook;
 
 use clap::{Parser, Subcommand};
@@ -72,6 +73,11 @@ pub enum Command {
         #[command(flatten)]
         args: cnf::CnfArgs,
     },
+    /// Per-site runs: check and run one operation on many rendered sites (docs/fleet.md).
+    Sites {
+        #[command(subcommand)]
+        cmd: sites::SitesCmd,
+    },
     /// Print the version (and, with -o json, the build's details).
     Version,
     /// Print a shell completion script: `mgmt-driver completion bash > /etc/bash_completion.d/mgmt-driver`.
@@ -97,6 +103,7 @@ impl Command {
             Command::TerminateEnd(_) => "terminate_end",
             Command::Hook(_) => "hook",
             Command::Cnf { op, .. } => op.name(),
+            Command::Sites { cmd } => return cmd.name(),
             Command::Version => "version",
             Command::Completion { .. } => "completion",
         }
@@ -173,6 +180,7 @@ async fn run(command: Command, ctx: &Ctx) -> Result<i32> {
         Command::TerminateEnd(a) => hook::run(Op::TerminateEnd, a, ctx).await,
         Command::Hook(a) => vnfm_hook::run(a, ctx).await,
         Command::Cnf { op, args } => cnf::run(op, args, ctx).await,
+        Command::Sites { cmd } => sites::run(cmd, ctx).await,
         Command::Version => meta::version(ctx),
         Command::Completion { shell } => meta::completion(shell),
     })

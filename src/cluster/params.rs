@@ -237,13 +237,59 @@ fn role(o: &Obj, master: bool, warnings: &mut Vec<String>) -> Result<RoleParams>
     let nic_cp_name = o.opt_name("nic_cp_name")?.unwrap_or_else(|| ssh_cp_name.clone());
     let username = o.req_str("username")?;
     crate::inventory::check_user(&username).map_err(|m| o.err("username", m))?;
-    let password = Secret::new(o.req_str("password")?);
+    let password = password(o, &o.req_str("password")?, &|k| std::env::var(k).ok())?;
     let mut known = vec!["aspect_id", "vdu_id", "ssh_cp_name", "nic_cp_name", "username", "password"];
     if master {
         known.extend(["pod_cidr", "cluster_cidr", "cluster_cp_name", "cluster_fip_name"]);
     }
     o.unknown(&known, warnings);
     Ok(RoleParams { group, ssh_cp_name, nic_cp_name, username, password })
+}
+
+/// A node password, or a reference to one: `@env:NAME` (the driver's environment) or
+/// `@file:/abs/path` (the whole file, one trailing newline dropped: a mounted Kubernetes Secret,
+/// a file written by `echo`). Rendered per-site requests hold references, never the value. A
+/// literal password starting with `@env:`/`@file:` is written with a doubled `@`. A reference
+/// that does not resolve is bad input naming the field; no message ever shows the value.
+fn password(o: &Obj, text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<Secret> {
+    if let Some(name) = text.strip_prefix("@env:") {
+        let ok = !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+        if !ok {
+            return Err(o.err("password", format!("'@env:{}' does not name an environment variable", excerpt(name))));
+        }
+        return match env(name) {
+            Some(v) if !v.is_empty() => Ok(Secret::new(v)),
+            _ => Err(o.err("password", format!("refers to environment variable {name}, which is unset or empty"))),
+        };
+    }
+    if let Some(path) = text.strip_prefix("@file:") {
+        let p = std::path::Path::new(path);
+        if !p.is_absolute() {
+            return Err(o.err("password", format!("'@file:{}' must be an absolute path", excerpt(path))));
+        }
+        let mut v = std::fs::read(p)
+            .map_err(|e| o.err("password", format!("refers to {}, which cannot be read: {e}", excerpt(path))))?;
+        if v.len() > 4096 {
+            return Err(o.err("password", format!("refers to {}, which is over 4096 bytes", excerpt(path))));
+        }
+        if v.ends_with(b"\n") {
+            v.pop();
+            if v.ends_with(b"\r") {
+                v.pop();
+            }
+        }
+        let v = String::from_utf8(v)
+            .map_err(|_| o.err("password", format!("refers to {}, which is not UTF-8 text", excerpt(path))))?;
+        if v.is_empty() {
+            return Err(o.err("password", format!("refers to {}, which is empty", excerpt(path))));
+        }
+        return Ok(Secret::new(v));
+    }
+    let literal = match text.strip_prefix('@') {
+        Some(rest) if rest.starts_with("@env:") || rest.starts_with("@file:") => rest,
+        _ => text,
+    };
+    Ok(Secret::new(literal.to_string()))
 }
 
 fn cidr(o: &Obj, key: &str, default: &str, warnings: &mut Vec<String>) -> Result<Cidr> {
@@ -579,6 +625,37 @@ mod tests {
 
     fn err(extra: &str) -> String {
         ClusterParams::from_additional_params(&params(extra), "req.json", "id1").unwrap_err().to_string()
+    }
+
+    #[test]
+    fn node_passwords_may_be_references_resolved_at_parse_time_and_never_shown() {
+        let d = tempfile::tempdir().unwrap();
+        let f = d.path().join("pw");
+        std::fs::write(&f, "fr0m-file\n").unwrap();
+        let map: Map<String, Value> = serde_json::from_str(r#"{"password": "x"}"#).unwrap();
+        let o = Obj {
+            map: &map,
+            path: "additionalParams.k8s_cluster_installation_param.master_node".into(),
+            file: "par1/cluster/instantiate.json",
+        };
+        let env = |k: &str| (k == "EDGE_PW").then(|| "fr0m-env".to_string());
+        let got = |t: &str| password(&o, t, &env).map(|s| s.expose().to_string());
+        assert_eq!(got("@env:EDGE_PW").unwrap(), "fr0m-env");
+        assert_eq!(got(&format!("@file:{}", f.display())).unwrap(), "fr0m-file");
+        assert_eq!(got("plain").unwrap(), "plain");
+        assert_eq!(got("@@env:EDGE_PW").unwrap(), "@env:EDGE_PW", "a doubled @ is a literal");
+        let e = got("@env:NOT_SET_HERE").unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "par1/cluster/instantiate.json: additionalParams.k8s_cluster_installation_param.master_node.password: \
+             refers to environment variable NOT_SET_HERE, which is unset or empty"
+        );
+        for bad in ["@env:", "@env:A-B", "@file:relative/pw", "@file:/nonexistent/pw"] {
+            let e = got(bad).unwrap_err().to_string();
+            assert!(e.contains("master_node.password") && !e.contains("fr0m"), "{bad}: {e}");
+        }
+        std::fs::write(&f, "").unwrap();
+        assert!(got(&format!("@file:{}", f.display())).unwrap_err().to_string().contains("empty"));
     }
 
     #[test]

@@ -2,6 +2,9 @@
 //! site's files rendered and checked before anything connects, then one operation run on many
 //! sites at once, resumable, or as a Kubernetes Indexed Job.
 
+pub mod apply;
 pub mod catalogue;
+pub mod plan;
 pub mod render;
+pub mod status;
 pub mod template;

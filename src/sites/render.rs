@@ -369,6 +369,10 @@ mod tests {
         for site in &mut cat.sites {
             site.vars.insert("identity_file".into(), key.display().to_string().into());
         }
+        // The cluster params resolve a `@file:` password when they parse it: a file of ours too.
+        let pw = d.path().join("node-password");
+        std::fs::write(&pw, "not-a-real-password\n").unwrap();
+        cat.secrets.insert("node_password".into(), crate::sites::catalogue::SecretRef::File(pw.clone()));
         let r = render_all(&cat, &d.path().join("parsed"), &[], &[]).unwrap();
         for (i, s) in r.iter().enumerate() {
             let inv = inventory(&s.dir);
@@ -392,10 +396,8 @@ mod tests {
             let k = &req.additional_params["k8s_cluster_installation_param"];
             assert_eq!(k["vim_name"], format!("edge-{}", s.name));
             assert_eq!(k["master_node"]["cluster_cp_name"], "masterNode_CP1");
-            assert_eq!(
-                k["master_node"]["password"],
-                format!("@file:{}", repo.join("target/lab/edge1/password").display())
-            );
+            assert_eq!(k["master_node"]["password"], format!("@file:{}", pw.display()));
+            assert_eq!(p.master.password.expose(), "not-a-real-password");
             assert_eq!(k["offline_artifacts_path"], "Files/offline");
             assert_eq!(k["helm_installation_script_path"], "Scripts/install_helm.sh");
             let env = if s.name == "sfo1" {

@@ -208,6 +208,18 @@ pub fn cases() -> Vec<Case> {
             reg(json!({"hosts_string": "10.0.0.1 -evil"})),
             "hosts_string",
         ),
+        param(
+            "password-env-reference-unset",
+            "/master_node/password",
+            json!("@env:MGMT_HOSTILE_UNSET_PW"),
+            "master_node.password: refers to environment variable MGMT_HOSTILE_UNSET_PW, which is unset",
+        ),
+        param(
+            "password-file-reference-relative",
+            "/worker_node/password",
+            json!("@file:pw.txt"),
+            "worker_node.password: '@file:pw.txt' must be an absolute path",
+        ),
         param("registry-password", "/private_registry_connection_info", reg(json!({"password": "p"})), "[0].password"),
         param(
             "registry-cert-escapes",
@@ -456,6 +468,23 @@ pub fn cases() -> Vec<Case> {
             &[],
             Expect::Accepted(&["install_k8s_cluster.sh -m"]),
         ),
+        // A node password given as a reference (what rendered per-site requests hold): the
+        // value comes from the environment or a file, is used, and never shows.
+        hook(
+            "password-from-env-reference-never-shown",
+            "instantiate-end",
+            Some(&set(
+                set(base(), &format!("{P}/master_node/password"), json!("@env:MGMT_HOSTILE_NODE_PW")),
+                &format!("{P}/worker_node/password"),
+                json!("@file:{dir}/node-pw"),
+            )),
+            &[],
+            Expect::Accepted(&["install_k8s_cluster.sh -m"]),
+        )
+        .env("MGMT_HOSTILE_NODE_PW", "pw-ref-env-hostile")
+        .file("node-pw", "pw-ref-file-hostile\n")
+        .never("pw-ref-env-hostile")
+        .never("pw-ref-file-hostile"),
         hook(
             "login-name-with-dot-and-dash",
             "instantiate-end",

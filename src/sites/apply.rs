@@ -1,0 +1,375 @@
+//! One operation on many sites at once: every selected site is read and checked first (a bad
+//! request anywhere stops the run before any connection), then at most `max_sites` sites run at
+//! the same time, each with its own runner, while one semaphore bounds the SSH work in flight
+//! across all of them (`max_sessions`: connection handshakes, commands and transfers). Each
+//! site's events carry the site in their host name (`par1/par1-m1`), and each site's outcome
+//! goes to its status document, so a re-run skips the sites that finished this operation.
+//!
+//! The operations themselves are the hooks' and the CNF commands' own (`cluster::run`,
+//! `cnf::run::run`, the run-script job): nothing here knows what a step does.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use async_trait::async_trait;
+use futures::stream::{self, StreamExt};
+use serde::Serialize;
+use tokio::sync::Semaphore;
+use tokio::task::JoinHandle;
+
+use crate::command::RemoteCommand;
+use crate::error::{Error, Result};
+use crate::event::{EventKind, Events, HostEvents};
+use crate::inventory::Host;
+use crate::lifecycle::job::CommandOpts;
+use crate::lifecycle::{FanOut, Runner, Timeouts};
+use crate::sites::plan::{prepare_site, Env, Op, SiteDir, Work};
+use crate::sites::status::{SiteStatus, Statuses};
+use crate::transport::{Connector, ExecOutput, Transport, UploadFile, UploadResult};
+
+/// A connector whose SSH work, across every site sharing it, is bounded by one semaphore: a
+/// permit is held while a connection is being opened and while a command or transfer runs, not
+/// while a connection sits idle between steps (an idle connection costs a socket, not CPU, and
+/// holding permits across steps would let sites that each wait for their next node deadlock).
+pub struct Bounded {
+    inner: Arc<dyn Connector>,
+    sessions: Arc<Semaphore>,
+}
+
+impl Bounded {
+    pub fn new(inner: Arc<dyn Connector>, max_sessions: usize) -> Bounded {
+        Bounded { inner, sessions: Arc::new(Semaphore::new(max_sessions.max(1))) }
+    }
+}
+
+async fn permit(s: &Arc<Semaphore>) -> tokio::sync::OwnedSemaphorePermit {
+    s.clone().acquire_owned().await.expect("the sessions semaphore is never closed")
+}
+
+#[async_trait]
+impl Connector for Bounded {
+    async fn connect(&self, host: &Host, events: &HostEvents) -> Result<Box<dyn Transport>> {
+        let _p = permit(&self.sessions).await;
+        let inner = self.inner.connect(host, events).await?;
+        Ok(Box::new(BoundedTransport { inner, sessions: self.sessions.clone() }))
+    }
+}
+
+struct BoundedTransport {
+    inner: Box<dyn Transport>,
+    sessions: Arc<Semaphore>,
+}
+
+#[async_trait]
+impl Transport for BoundedTransport {
+    fn node(&self) -> &str {
+        self.inner.node()
+    }
+    async fn exec(&self, cmd: &RemoteCommand, events: &HostEvents) -> Result<ExecOutput> {
+        let _p = permit(&self.sessions).await;
+        self.inner.exec(cmd, events).await
+    }
+    async fn upload(&self, files: &[UploadFile], events: &HostEvents) -> Result<Vec<UploadResult>> {
+        let _p = permit(&self.sessions).await;
+        self.inner.upload(files, events).await
+    }
+    async fn download(&self, remote: &str, local: &std::path::Path, events: &HostEvents) -> Result<u64> {
+        let _p = permit(&self.sessions).await;
+        self.inner.download(remote, local, events).await
+    }
+    async fn close(&self) {
+        self.inner.close().await
+    }
+}
+
+/// A site's own event stream, forwarded into the run's stream with every host name prefixed
+/// by the site: one renderer shows every site, and two sites' `master1` never mix.
+pub fn site_events(all: &Events, site: &str) -> (Events, JoinHandle<()>) {
+    let (events, mut rx) = Events::channel();
+    let all = all.clone();
+    let site = site.to_string();
+    let task = tokio::spawn(async move {
+        while let Some(ev) = rx.recv().await {
+            let kind = match ev.kind {
+                // A phase is shown by its name and nodes, not its host: tag those.
+                EventKind::Phase { name, parallel, nodes } => EventKind::Phase {
+                    name: format!("{site}: {name}"),
+                    parallel,
+                    nodes: nodes.iter().map(|n| format!("{site}/{n}")).collect(),
+                },
+                k => k,
+            };
+            all.for_host(&format!("{site}/{}", ev.host)).emit(kind);
+        }
+    });
+    (events, task)
+}
+
+/// How a fleet run is bounded and what it does on failure.
+#[derive(Clone, Debug)]
+pub struct Bounds {
+    pub max_sites: usize,
+    /// Nodes at once within one site (the hooks' `--parallel`).
+    pub parallel: usize,
+    pub fail_fast: bool,
+    /// Run sites whose status says this op is done, too.
+    pub force: bool,
+    pub timeouts: Timeouts,
+}
+
+/// One site's line in the final table and report.
+#[derive(Clone, Debug, Serialize)]
+pub struct SiteResult {
+    pub site: String,
+    /// `done`, `failed`, `skipped` (done by an earlier run), `not-started` (after a failure
+    /// under --fail-fast).
+    pub status: &'static str,
+    pub seconds: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    #[serde(rename = "errorKind", skip_serializing_if = "Option::is_none")]
+    pub error_kind: Option<&'static str>,
+}
+
+/// What `apply` did, or the input errors that stopped it before anything connected.
+pub enum Applied {
+    Ran(Vec<SiteResult>),
+    Refused(Vec<Error>),
+}
+
+/// Run `op` on `sites`: check them all, then run them concurrently within `bounds`.
+pub async fn apply(
+    sites: &[SiteDir],
+    op: &Op,
+    env: &Env<'_>,
+    connector: Arc<dyn Connector>,
+    events: &Events,
+    bounds: &Bounds,
+) -> Result<Applied> {
+    let statuses = Statuses::open(env.state_dir, (env.key)())?;
+    let mut results: Vec<Option<SiteResult>> = vec![None; sites.len()];
+    let mut ready = Vec::new();
+    let mut refused = Vec::new();
+    let mut forwarders = Vec::new();
+    for (i, site) in sites.iter().enumerate() {
+        let last = statuses.load(&site.name).map_err(|e| crate::sites::plan::in_site(site, e))?;
+        if !bounds.force && last.as_ref().is_some_and(|s| s.done_for(op.name())) {
+            results[i] = Some(SiteResult {
+                site: site.name.clone(),
+                status: "skipped",
+                seconds: 0.0,
+                error: None,
+                error_kind: None,
+            });
+            continue;
+        }
+        let (ev, fwd) = site_events(events, &site.name);
+        forwarders.push(fwd);
+        let rt = runner(&connector, &ev, bounds);
+        match prepare_site(site, op, env, rt).await {
+            Ok(w) => ready.push((i, site, w, ev)),
+            Err(e) => refused.push(e),
+        }
+    }
+    if !refused.is_empty() {
+        drop(ready);
+        for f in forwarders {
+            let _ = f.await;
+        }
+        return Ok(Applied::Refused(refused));
+    }
+    let stop = AtomicBool::new(false);
+    let ran: Vec<(usize, SiteResult)> = stream::iter(ready)
+        .map(|(i, site, work, ev)| {
+            let (stop, statuses, connector) = (&stop, &statuses, &connector);
+            async move {
+                if bounds.fail_fast && stop.load(Ordering::Acquire) {
+                    let r = SiteResult {
+                        site: site.name.clone(),
+                        status: "not-started",
+                        seconds: 0.0,
+                        error: None,
+                        error_kind: None,
+                    };
+                    return (i, r);
+                }
+                let mut st = SiteStatus::running(op.name());
+                let started = Instant::now();
+                let mut err = statuses.save(&site.name, &st).err();
+                if err.is_none() {
+                    err = run_work(work, connector, &ev, bounds).await.err();
+                }
+                drop(ev);
+                let secs = started.elapsed().as_secs_f64();
+                st.finish(err.as_ref().map(|e| e.to_string()), secs);
+                if let Err(e) = statuses.save(&site.name, &st) {
+                    err.get_or_insert(e);
+                }
+                if err.is_some() {
+                    stop.store(true, Ordering::Release);
+                }
+                let r = SiteResult {
+                    site: site.name.clone(),
+                    status: if err.is_none() { "done" } else { "failed" },
+                    seconds: (secs * 100.0).round() / 100.0,
+                    error_kind: err.as_ref().map(Error::kind),
+                    error: err.map(|e| e.to_string()),
+                };
+                (i, r)
+            }
+        })
+        .buffer_unordered(bounds.max_sites.max(1))
+        .collect()
+        .await;
+    for f in forwarders {
+        let _ = f.await;
+    }
+    for (i, r) in ran {
+        results[i] = Some(r);
+    }
+    Ok(Applied::Ran(results.into_iter().flatten().collect()))
+}
+
+pub fn runner(connector: &Arc<dyn Connector>, ev: &Events, b: &Bounds) -> Runner {
+    let fan_out = FanOut { parallel: b.parallel, fail_fast: false, report_each: false };
+    Runner::new(connector.clone(), ev.clone(), fan_out, b.timeouts.clone())
+}
+
+/// One site's operation, through the operations' own entry points (with the plan connector,
+/// the plan of it).
+pub async fn run_work(work: Work, connector: &Arc<dyn Connector>, ev: &Events, b: &Bounds) -> Result<()> {
+    match work {
+        Work::Cluster(op, p) => {
+            let outcome = crate::cluster::run(op, &p, false).await;
+            drop(p);
+            outcome.error.map_or(Ok(()), Err)
+        }
+        Work::Cnf(works) => {
+            for w in works {
+                let rt = runner(connector, ev, b);
+                crate::cnf::run::run(&w.op, &w.inputs, w.prepared, rt).await?;
+            }
+            Ok(())
+        }
+        Work::Script { job, hosts, rt } => {
+            let opts = CommandOpts { timeout: Some(b.timeouts.install), become_: false };
+            let refs: Vec<&Host> = hosts.iter().collect();
+            let results = rt
+                .each(&refs, |h| {
+                    let (rt, job, opts) = (&rt, &job, &opts);
+                    async move {
+                        let r = rt.run_job(h, &job.job(h, opts)).await;
+                        rt.forget(h).await;
+                        r
+                    }
+                })
+                .await;
+            crate::lifecycle::all_ok(results).map(|_| ())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicUsize;
+    use std::time::Duration;
+
+    /// A transport that only counts how many of its calls are in flight at once.
+    struct Counting {
+        now: Arc<AtomicUsize>,
+        peak: Arc<AtomicUsize>,
+    }
+
+    impl Counting {
+        async fn busy(&self) {
+            let n = self.now.fetch_add(1, Ordering::SeqCst) + 1;
+            self.peak.fetch_max(n, Ordering::SeqCst);
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            self.now.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+
+    #[async_trait]
+    impl Transport for Counting {
+        fn node(&self) -> &str {
+            "n"
+        }
+        async fn exec(&self, _: &RemoteCommand, _: &HostEvents) -> Result<ExecOutput> {
+            self.busy().await;
+            Ok(ExecOutput { code: Some(0), ..Default::default() })
+        }
+        async fn upload(&self, _: &[UploadFile], _: &HostEvents) -> Result<Vec<UploadResult>> {
+            self.busy().await;
+            Ok(vec![])
+        }
+        async fn download(&self, _: &str, _: &std::path::Path, _: &HostEvents) -> Result<u64> {
+            Ok(0)
+        }
+        async fn close(&self) {}
+    }
+
+    struct CountingConnector {
+        now: Arc<AtomicUsize>,
+        peak: Arc<AtomicUsize>,
+    }
+
+    #[async_trait]
+    impl Connector for CountingConnector {
+        async fn connect(&self, _: &Host, _: &HostEvents) -> Result<Box<dyn Transport>> {
+            let t = Counting { now: self.now.clone(), peak: self.peak.clone() };
+            t.busy().await;
+            Ok(Box::new(t))
+        }
+    }
+
+    #[tokio::test]
+    async fn one_semaphore_bounds_ssh_work_across_every_runner_that_shares_it() {
+        let (now, peak) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+        let inner: Arc<dyn Connector> = Arc::new(CountingConnector { now: now.clone(), peak: peak.clone() });
+        let bounded: Arc<dyn Connector> = Arc::new(Bounded::new(inner.clone(), 3));
+        let hosts: Vec<Host> = (0..10).map(|i| Host::for_test(&format!("h{i}"), "192.0.2.1")).collect();
+        // Ten "sites" of one host each, every one connecting and running two commands at once.
+        let run = |c: Arc<dyn Connector>| {
+            let hosts = hosts.clone();
+            async move {
+                let all = futures::future::join_all(hosts.iter().map(|h| {
+                    let c = c.clone();
+                    async move {
+                        let ev = HostEvents::discard(&h.name);
+                        let t = c.connect(h, &ev).await.unwrap();
+                        let cmd = RemoteCommand::new("true");
+                        futures::future::join(t.exec(&cmd, &ev), t.exec(&cmd, &ev)).await
+                    }
+                }));
+                all.await
+            }
+        };
+        run(bounded).await;
+        assert_eq!(peak.load(Ordering::SeqCst), 3, "at most 3 in flight, and the bound is reached");
+        // Without the bound the same work runs wider: the test measures something.
+        peak.store(0, Ordering::SeqCst);
+        run(inner).await;
+        assert!(peak.load(Ordering::SeqCst) > 3);
+    }
+
+    #[tokio::test]
+    async fn a_site_s_events_carry_the_site_in_the_host_name() {
+        let (all, mut rx) = Events::channel();
+        let (ev, fwd) = site_events(&all, "par1");
+        ev.for_host("par1-m1").emit(EventKind::Start);
+        let phase = EventKind::Phase { name: "workers: join".into(), parallel: true, nodes: vec!["w1".into()] };
+        ev.for_host("plan").emit(phase);
+        drop(ev);
+        fwd.await.unwrap();
+        let e = rx.try_recv().unwrap();
+        assert_eq!(&*e.host, "par1/par1-m1");
+        match rx.try_recv().unwrap().kind {
+            EventKind::Phase { name, nodes, .. } => {
+                assert_eq!((name.as_str(), nodes), ("par1: workers: join", vec!["par1/w1".to_string()]))
+            }
+            k => panic!("{k:?}"),
+        }
+    }
+}

@@ -59,8 +59,9 @@ pub fn select(
 
 /// `k=v` as `--selector` takes it.
 pub fn parse_selector(s: &str) -> std::result::Result<(String, String), String> {
-    match s.split_once('=') {
-        Some((k, v)) if !k.is_empty() => Ok((k.to_string(), v.to_string())),
+    // One pair per flag; the catalogue's parser checks the label as a catalogue's labels are.
+    match crate::sites::catalogue::parse_selector(s).map_err(|e| e.to_string())?.as_slice() {
+        [one] => Ok(one.clone()),
         _ => Err(format!("'{s}' is not a label selector: use KEY=VALUE")),
     }
 }

@@ -117,7 +117,8 @@ pub fn render_all(
 }
 
 /// Read back a rendered dir (site.json of each subdirectory), for `--rendered DIR`; sorted by
-/// index. Subfolders without a `site.json` are not sites and are skipped.
+/// index. Subfolders without a `site.json` are not sites and are skipped, and so are hidden
+/// ones (a render cut short leaves `.NAME.rendering`).
 pub fn load_rendered(dir: &Path) -> Result<Vec<RenderedSite>> {
     let at = dir.display().to_string();
     let rd = std::fs::read_dir(dir).map_err(|e| Error::input(&at, "rendered", format!("cannot read: {e}")))?;
@@ -126,7 +127,8 @@ pub fn load_rendered(dir: &Path) -> Result<Vec<RenderedSite>> {
         let entry = entry.map_err(|e| Error::input(&at, "rendered", format!("cannot read: {e}")))?;
         let p = entry.path();
         let f = p.join(SITE_FILE);
-        if !p.is_dir() || !f.is_file() {
+        // `.NAME.rendering` is a render cut short (render_all swaps it in when done).
+        if !p.is_dir() || !f.is_file() || entry.file_name().to_string_lossy().starts_with('.') {
             continue;
         }
         let shown = f.display().to_string();
@@ -256,6 +258,12 @@ mod tests {
         assert!(out.join("par1/mine.txt").exists());
         std::fs::remove_dir_all(out.join("par1")).unwrap();
         render_all(&c, &out, &[], &[]).unwrap();
+        // A render cut short between writing and swapping in is not a site.
+        std::fs::create_dir_all(out.join(".par1.rendering")).unwrap();
+        std::fs::copy(out.join("par1/site.json"), out.join(".par1.rendering/site.json")).unwrap();
+        assert_eq!(load_rendered(&out).unwrap().len(), 3);
+        render_all(&c, &out, &[], &[]).unwrap();
+        assert!(!out.join(".par1.rendering").exists());
         std::fs::write(
             out.join("nyc1/site.json"),
             "{\"name\": \"par1\", \"index\": 1, \"labels\": {}, \"package\": null}",

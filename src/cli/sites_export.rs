@@ -10,10 +10,10 @@ use serde_json::json;
 
 use crate::cli::common::Ctx;
 use crate::cli::envelope::Envelope;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::render::Output;
 use crate::sites::export::{self, ConfigSource, JobOptions};
-use crate::sites::render::load_rendered;
+use crate::sites::plan::{self, parse_selector};
 
 #[derive(Subcommand, Debug)]
 pub enum ExportCmd {
@@ -31,8 +31,8 @@ pub struct K8sJobArgs {
     #[arg(long, value_delimiter = ',')]
     pub only: Vec<String>,
     /// Only sites with this label (KEY=VALUE, repeatable: all must match).
-    #[arg(long, value_name = "KEY=VALUE")]
-    pub selector: Vec<String>,
+    #[arg(long, value_parser = parse_selector, value_name = "KEY=VALUE")]
+    pub selector: Vec<(String, String)>,
     /// The operation each pod runs and its arguments, as `sites apply` takes them
     /// (`instantiate`, `run-script check.sh --fast`); last on the line.
     #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true, value_name = "OP")]
@@ -104,27 +104,9 @@ pub fn run(cmd: ExportCmd, ctx: &Ctx) -> i32 {
 }
 
 fn manifest(a: &K8sJobArgs) -> Result<(String, Vec<String>)> {
-    let mut selector = Vec::new();
-    for s in &a.selector {
-        let (k, v) = s
-            .split_once('=')
-            .ok_or_else(|| Error::input("arguments", "--selector", format!("'{s}' is not KEY=VALUE")))?;
-        selector.push((k.to_string(), v.to_string()));
-    }
-    let all = load_rendered(&a.rendered)?;
-    for n in &a.only {
-        if !all.iter().any(|s| &s.name == n) {
-            return Err(Error::input("arguments", "--only", format!("no rendered site is named '{n}'")));
-        }
-    }
-    // The same selection and order as `sites apply` (catalogue index, then name): the Job's
-    // index i must be the pod's index i.
-    let mut chosen: Vec<_> = all
-        .into_iter()
-        .filter(|s| a.only.is_empty() || a.only.contains(&s.name))
-        .filter(|s| selector.iter().all(|(k, v)| s.labels.get(k) == Some(v)))
-        .collect();
-    chosen.sort_by(|x, y| (x.index, &x.name).cmp(&(y.index, &y.name)));
+    // The same selection and order as `sites apply` (catalogue index, then name), through the
+    // same function: the Job's index i must be the pod's index i.
+    let chosen = plan::select(plan::load_rendered(&a.rendered)?, &a.only, &a.selector, None)?;
     let files = chosen.iter().map(|s| export::read_site_files(&s.dir, &s.name)).collect::<Result<Vec<_>>>()?;
     let o = JobOptions {
         name: a.name.clone(),

@@ -36,6 +36,7 @@ fn no_struct_that_holds_a_secret_prints_it_under_debug() {
     st.params = ap["k8s_cluster_installation_param"].clone();
     st.bearer_token = Some("Bearer-3".into());
     st.vim = Some(json!({"auth_cred": {"bearer_token": "Bearer-3"}}));
+    st.master_login_password = Some("Node-Pw-1".into());
     assert_clean("InstanceState", format!("{st:?}"));
 
     let conn = json!({"vimType": "kubernetes", "accessInfo": {"username": "a", "password": "Access-Pw-7", "bearer_token": "Bearer-3"},
@@ -45,6 +46,14 @@ fn no_struct_that_holds_a_secret_prints_it_under_debug() {
     assert_clean("InstantiateRequest", format!("{req:?}"));
     let vc: crate::lifecycle::request::VimConnection = serde_json::from_value(conn.clone()).unwrap();
     assert_clean("VimConnection", format!("{vc:?}"));
+    // The hook protocol's documents: the request's params, the answer's v2 entry with its token.
+    let doc = json!({"operation": "instantiate_end", "vnf_instance": {"id": "i1", "vimConnectionInfo": {"k": conn.clone()}},
+                     "request": {"flavourId": "s", "additionalParams": ap}});
+    let hook: crate::vnfm::document::HookRequest = serde_json::from_value(doc.clone()).unwrap();
+    assert_clean("HookRequest", format!("{hook:?}"));
+    let mut resp = crate::cli::vnfm_hook::HookResponse::new("instantiate_end", false, Map::new());
+    resp.vnf_instance = Some(doc["vnf_instance"].clone());
+    assert_clean("HookResponse", format!("{resp:?}"));
     for (name, shown) in [
         (
             "ScaleRequest",

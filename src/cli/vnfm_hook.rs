@@ -8,9 +8,11 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
+use serde::Serialize;
 use serde_json::{json, Map, Value};
 
 use crate::cli::common::{parse_duration, Ctx, Defaults};
+use crate::cli::envelope::ErrorItem;
 use crate::cluster::kubeconfig;
 use crate::cluster::params::ClusterParams;
 use crate::cluster::prepare::{self, Op};
@@ -23,7 +25,7 @@ use crate::lifecycle::state::{check_instance_id, Store};
 use crate::lifecycle::Timeouts;
 use crate::render::{Output, Renderer};
 use crate::vnfm::dispatch::{self, Action, Kind};
-use crate::vnfm::document::{parse_operation, HookRequest, HookResponse, Lcm, Options};
+use crate::vnfm::document::{parse_operation, HookRequest, Lcm, Options, API_VERSION};
 use crate::vnfm::vim_entry;
 
 #[derive(Args, Debug, Clone)]
@@ -69,6 +71,52 @@ impl VnfmHookArgs {
             reset_nodes: self.reset_nodes.then_some(true),
             ..Default::default()
         }
+    }
+}
+
+/// What goes back to the VNFM (docs/hook.schema.json). `Debug` masks it: `vnf_instance` carries the bearer token.
+#[derive(Serialize)]
+pub struct HookResponse {
+    #[serde(rename = "apiVersion")]
+    pub api_version: &'static str,
+    pub kind: &'static str,
+    pub operation: String,
+    pub ok: bool,
+    #[serde(rename = "dryRun")]
+    pub dry_run: bool,
+    /// The instance with its updated vimConnectionInfo, when the operation changed it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vnf_instance: Option<Value>,
+    pub user_script_err_handling_data: Map<String, Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kubeconfig: Option<PathBuf>,
+    pub result: Value,
+    pub warnings: Vec<String>,
+    pub errors: Vec<ErrorItem>,
+}
+
+crate::secret::impl_debug_masked!(HookResponse);
+
+impl HookResponse {
+    pub fn new(operation: &str, dry_run: bool, err_data: Map<String, Value>) -> HookResponse {
+        HookResponse {
+            api_version: API_VERSION,
+            kind: "HookResponse",
+            operation: operation.to_string(),
+            ok: true,
+            dry_run,
+            vnf_instance: None,
+            user_script_err_handling_data: err_data,
+            kubeconfig: None,
+            result: Value::Null,
+            warnings: vec![],
+            errors: vec![],
+        }
+    }
+
+    pub fn fail(&mut self, e: &Error) {
+        self.ok = false;
+        self.errors.push(ErrorItem::from_error(e));
     }
 }
 
@@ -191,12 +239,12 @@ fn read(a: &VnfmHookArgs, name: &str) -> Result<Call> {
     let opts = a.options().or(doc_opts).or(params_options(&doc, name)?);
     let install_timeout = match (&a.install_timeout, &opts.install_timeout) {
         (Some(d), _) => *d,
-        (None, Some(v)) => v.get("options.install_timeout")?,
+        (None, Some(v)) => duration(v, "options.install_timeout")?,
         (None, None) => Duration::from_secs(2700),
     };
     let drain_timeout = match (&a.drain_timeout, &opts.drain_timeout) {
         (Some(d), _) => *d,
-        (None, Some(v)) => v.get("options.drain_timeout")?,
+        (None, Some(v)) => duration(v, "options.drain_timeout")?,
         (None, None) => Duration::from_secs(300),
     };
     Ok(Call { doc, name: name.to_string(), opts, install_timeout, drain_timeout })
@@ -232,6 +280,10 @@ fn params_options(doc: &HookRequest, name: &str) -> Result<Options> {
         o.inventory = Some(Package::open(dir)?.resolve(rel, &file, field, false)?);
     }
     Ok(o)
+}
+
+fn duration(v: &crate::vnfm::document::DurationValue, field: &str) -> Result<Duration> {
+    parse_duration(&v.text()).map_err(|e| Error::input("hook request", field, e))
 }
 
 async fn execute(c: &Call, ctx: &Ctx, events: crate::event::Events) -> Result<Done> {

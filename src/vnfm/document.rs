@@ -4,12 +4,10 @@
 //! names, so a typo is an error naming the key, not a silently ignored setting.
 
 use std::path::PathBuf;
-use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::cli::envelope::ErrorItem;
 use crate::error::{excerpt, Error, Result};
 
 pub const API_VERSION: &str = "mgmt-driver.hook/v1";
@@ -84,12 +82,12 @@ pub enum DurationValue {
 }
 
 impl DurationValue {
-    pub fn get(&self, field: &str) -> Result<Duration> {
-        let text = match self {
+    /// As the command line would give it (`2700`, `45m`), for the same duration parser.
+    pub fn text(&self) -> String {
+        match self {
             DurationValue::Seconds(s) => s.to_string(),
             DurationValue::Text(t) => t.clone(),
-        };
-        crate::cli::common::parse_duration(&text).map_err(|e| Error::input("hook request", field, e))
+        }
     }
 }
 
@@ -220,50 +218,6 @@ fn relocate(e: Error, name: &str) -> Error {
     }
 }
 
-/// What goes back to the VNFM.
-#[derive(Debug, Serialize)]
-pub struct HookResponse {
-    #[serde(rename = "apiVersion")]
-    pub api_version: &'static str,
-    pub kind: &'static str,
-    pub operation: String,
-    pub ok: bool,
-    #[serde(rename = "dryRun")]
-    pub dry_run: bool,
-    /// The instance with its updated vimConnectionInfo, when the operation changed it.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub vnf_instance: Option<Value>,
-    pub user_script_err_handling_data: Map<String, Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub kubeconfig: Option<PathBuf>,
-    pub result: Value,
-    pub warnings: Vec<String>,
-    pub errors: Vec<ErrorItem>,
-}
-
-impl HookResponse {
-    pub fn new(operation: &str, dry_run: bool, err_data: Map<String, Value>) -> HookResponse {
-        HookResponse {
-            api_version: API_VERSION,
-            kind: "HookResponse",
-            operation: operation.to_string(),
-            ok: true,
-            dry_run,
-            vnf_instance: None,
-            user_script_err_handling_data: err_data,
-            kubeconfig: None,
-            result: Value::Null,
-            warnings: vec![],
-            errors: vec![],
-        }
-    }
-
-    pub fn fail(&mut self, e: &Error) {
-        self.ok = false;
-        self.errors.push(ErrorItem::from_error(e));
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -318,7 +272,7 @@ mod tests {
         assert_eq!(o.state_dir.unwrap(), PathBuf::from("/doc"));
         assert_eq!(o.inventory.unwrap(), PathBuf::from("inv.yaml"));
         assert_eq!(o.tacker_compat, Some(true));
-        assert_eq!(o.install_timeout.unwrap().get("install_timeout").unwrap(), Duration::from_secs(2700));
+        assert_eq!(o.install_timeout.unwrap().text(), "45m");
         let bad = HookRequest::parse(
             r#"{"operation":"scale_end","vnf_instance":{"id":"i"},"request":{"additionalParams":{"mgmt_driver":{"sate_dir":"/x"}}}}"#,
             "in.json",

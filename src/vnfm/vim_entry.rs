@@ -11,6 +11,7 @@
 use serde_json::{json, Map, Value};
 
 use crate::cluster::state::InstanceState;
+use crate::lifecycle::request::VimConnection;
 use crate::vnfm::document::Vnfm;
 
 /// The key of the entry in a v2 map.
@@ -46,12 +47,11 @@ pub fn entry(vnfm: Vnfm, st: &InstanceState) -> Option<Value> {
 /// Whether an existing entry is this cluster's: the same key, or a Kubernetes entry naming
 /// the same VIM.
 fn is_ours(k: Option<&str>, e: &Value, vim_name: &str) -> bool {
-    let kubernetes = e.get("vimType").and_then(Value::as_str).is_some_and(|t| {
-        let t = t.to_ascii_lowercase();
-        t == "kubernetes" || t.starts_with("etsinfv.kubernetes") || t.starts_with("etsinfv.helm")
-    });
-    k == Some(key(vim_name).as_str())
-        || (kubernetes && e.pointer("/extra/vim_name").and_then(Value::as_str) == Some(vim_name))
+    let named = || {
+        let c: Option<VimConnection> = serde_json::from_value(e.clone()).ok();
+        c.is_some_and(|c| c.is_kubernetes() && c.vim_name() == Some(vim_name))
+    };
+    k == Some(key(vim_name).as_str()) || named()
 }
 
 /// `conns` (the instance's vimConnectionInfo: map, list or null) without our old entry and,

@@ -186,3 +186,46 @@ async fn run(command: Command, ctx: &Ctx) -> Result<i32> {
         Command::Completion { shell } => meta::completion(shell),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Cli;
+    use clap::CommandFactory;
+
+    /// Every flag that takes a duration (`--timeout`, `--install-timeout`, `--retry-for`, ...), in
+    /// every subcommand, takes the forms operators write: `10s`, `5m`, `1h`, and plain seconds.
+    #[test]
+    fn every_duration_flag_takes_units() {
+        fn walk(cmd: &clap::Command, path: &str, seen: &mut Vec<String>) {
+            for arg in cmd.get_arguments() {
+                let Some(long) = arg.get_long() else { continue };
+                let is_duration = arg.get_value_names().is_some_and(|v| v.iter().any(|n| n.starts_with("DURATION")));
+                if long.ends_with("timeout") {
+                    assert!(is_duration, "{path} --{long} is not a DURATION flag");
+                }
+                if !is_duration {
+                    continue;
+                }
+                // The flag alone, with its own value parser, in a command of its own.
+                let parse = |v: &str| {
+                    let one = clap::Command::new("t").arg(arg.clone().required(false).global(false));
+                    one.try_get_matches_from(["t", &format!("--{long}"), v]).map(|_| ())
+                };
+                for v in ["10s", "5m", "1h", "90", "1m30s"] {
+                    let r = parse(v);
+                    assert!(r.is_ok(), "{path} --{long} {v}: {:?}", r.err());
+                }
+                assert!(parse("5 parsecs").is_err(), "{path} --{long} accepts nonsense");
+                seen.push(format!("{path} --{long}"));
+            }
+            for sub in cmd.get_subcommands() {
+                walk(sub, &format!("{path} {}", sub.get_name()), seen);
+            }
+        }
+        let mut seen = Vec::new();
+        walk(&Cli::command(), "mgmt-driver", &mut seen);
+        for must in ["mgmt-driver exec --timeout", "mgmt-driver cnf --timeout", "mgmt-driver hook --install-timeout"] {
+            assert!(seen.iter().any(|s| s == must), "{must} not found among {seen:?}");
+        }
+    }
+}

@@ -392,7 +392,7 @@ impl Hook {
         {
             let mut vc = self.vim_connections.lock().expect("vim connections");
             vc.remove_kubernetes(rec.auth_url.as_str().into(), &self.params.vim_name);
-            vc.push(&format!("kubernetes_{}", self.params.vim_name), conn.clone());
+            vc.push(&VimConnections::key_for(&self.params.vim_name), conn.clone());
         }
         let login_password = self.topo.masters[0].host.auth.password.as_ref().map(|p| p.expose().to_string());
         self.with_state(|s| {

@@ -122,6 +122,17 @@ impl VimConnections {
     }
 
     /// Append `c` (key `key` in the map form).
+    /// The map key of the cluster's entry: `kubernetes_<vim_name>`, except that a name that
+    /// already starts with `kubernetes_` (the default `kubernetes_vim_<id>` among them) is the
+    /// key as it is, so the prefix is never doubled.
+    pub fn key_for(vim_name: &str) -> String {
+        if vim_name.starts_with("kubernetes_") {
+            vim_name.to_string()
+        } else {
+            format!("kubernetes_{vim_name}")
+        }
+    }
+
     pub fn push(&mut self, key: &str, c: VimConnection) {
         match self {
             VimConnections::List(v) => v.push(c),

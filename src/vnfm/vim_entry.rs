@@ -14,9 +14,9 @@ use crate::cluster::state::InstanceState;
 use crate::lifecycle::request::VimConnection;
 use crate::vnfm::document::Vnfm;
 
-/// The key of the entry in a v2 map.
+/// The key of the entry in a v2 map (the prefix is not doubled: see `VimConnections::key_for`).
 pub fn key(vim_name: &str) -> String {
-    format!("kubernetes_{vim_name}")
+    crate::lifecycle::request::VimConnections::key_for(vim_name)
 }
 
 /// The entry for `vnfm`, or None when nothing is recorded (not instantiated, or terminated).
@@ -142,5 +142,21 @@ mod tests {
         assert_eq!(out.as_array().unwrap().len(), 2);
         assert!(replace(&Value::Null, Vnfm::TackerV2, "kvim", None).is_object());
         assert!(replace(&Value::Null, Vnfm::TackerV1, "kvim", None).is_array());
+    }
+
+    #[test]
+    fn the_default_vim_name_keeps_one_prefix() {
+        assert_eq!(key("kvim"), "kubernetes_kvim");
+        assert_eq!(key("kubernetes_vim_3f9c"), "kubernetes_vim_3f9c");
+        let conns = json!({"vim1": {"vimType": "ETSINFV.OPENSTACK_KEYSTONE.V_3"},
+                           "kubernetes_kubernetes_vim_3f9c": {"vimType": "ETSINFV.HELM.V_3",
+                                                              "extra": {"vim_name": "kubernetes_vim_3f9c"}}});
+        let out = replace(&conns, Vnfm::TackerV2, "kubernetes_vim_3f9c", Some(json!({"vimType": "ETSINFV.HELM.V_3"})));
+        let keys: Vec<&String> = out.as_object().unwrap().keys().collect();
+        assert_eq!(
+            keys,
+            ["vim1", "kubernetes_vim_3f9c"],
+            "an entry an older version keyed with the doubled prefix is replaced"
+        );
     }
 }

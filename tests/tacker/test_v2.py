@@ -213,10 +213,15 @@ class Env:
 
 def k8s_entry(inst, vim_name="kubernetes_vim"):
     """The cluster's entry in Tacker's instance: the one whose extra.vim_name is the params'
-    vim_name (mgmt-driver keys it `kubernetes_<vim_name>`)."""
-    found = [v for v in inst.vimConnectionInfo.values()
+    vim_name (mgmt-driver keys it `kubernetes_<vim_name>`, the name itself when it
+    already starts with `kubernetes_`)."""
+    found = [(k, v) for k, v in inst.vimConnectionInfo.items()
              if v.obj_attr_is_set("extra") and v.extra.get("vim_name") == vim_name]
-    return found[0] if found else None
+    if not found:
+        return None
+    key = vim_name if vim_name.startswith("kubernetes_") else "kubernetes_" + vim_name
+    assert [k for k, _ in found] == [key], "entry keyed %r, want %r" % ([k for k, _ in found], key)
+    return found[0][1]
 
 
 def post_grant(entry_dict, chart_path):

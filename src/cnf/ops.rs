@@ -397,27 +397,6 @@ pub async fn scale(c: &Ctx<'_>, aspect: &str, delta: i64) -> Result<(u64, u64, R
     Ok((current, target as u64, describe(c, r, &chart).await?))
 }
 
-/// Heal: Helm has none. Delete the named pods; their controllers make new ones.
-pub async fn heal(c: &Ctx<'_>, pods: &[String]) -> Result<Value> {
-    let s = c.s;
-    let ns = &c.params.namespace;
-    let mut out = Vec::new();
-    for p in pods {
-        // Checked in `run::prepare` too; kept here because the name reaches kubectl.
-        if !names::dns_subdomain(p) {
-            return Err(Error::input(c.req_file, "vnfcInstanceId", format!("'{p}' is not a pod name")));
-        }
-        let cmd = format!(
-            "export KUBECONFIG=/etc/kubernetes/admin.conf; kubectl delete pod {} --namespace {} --wait=true",
-            quote(p)?,
-            quote(ns)?
-        );
-        s.run(cmd, c.timeout).await?;
-        out.push(json!({"pod": p, "deleted": true}));
-    }
-    Ok(Value::Array(out))
-}
-
 /// Terminate: uninstall every release (namespace aware, waiting), then on every master remove
 /// the repositories of external charts and the instance's chart directory.
 pub async fn terminate(c: &Ctx<'_>, releases: &[String]) -> Result<Value> {

@@ -17,6 +17,7 @@ pub mod params;
 pub mod run;
 pub mod secret_values;
 pub mod session;
+pub mod vnfd;
 
 use std::path::PathBuf;
 use std::time::Duration;

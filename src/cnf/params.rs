@@ -104,6 +104,9 @@ pub struct CnfParams {
     pub vdu_mapping: BTreeMap<String, VduMap>,
     /// Our extension: initial replicas per aspect (Tacker took them from the instantiation level).
     pub replicas: BTreeMap<String, u32>,
+    /// Aspects, deltas and VDU bounds from the package's VNFD (filled by `run::prepare` for a
+    /// scale; empty without a package). `vdu_mapping`'s own keys override them.
+    pub scaling: crate::cnf::vnfd::Scaling,
     pub warnings: Vec<String>,
 }
 
@@ -197,7 +200,15 @@ impl CnfParams {
         let replica_values = replica_values(ap, file)?;
         let vdu_mapping = vdu_mapping(ap, file, &releases)?;
         let replicas = replicas(ap, file, &replica_values)?;
-        Ok(CnfParams { namespace, releases, replica_values, vdu_mapping, replicas, warnings })
+        Ok(CnfParams {
+            namespace,
+            releases,
+            replica_values,
+            vdu_mapping,
+            replicas,
+            scaling: Default::default(),
+            warnings,
+        })
     }
 }
 

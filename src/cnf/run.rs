@@ -44,6 +44,8 @@ pub struct Prepared {
     want_repos: BTreeMap<String, ops::WantRepo>,
     /// `--namespace`, checked.
     namespace_arg: Option<String>,
+    /// The instantiate request's flavourId (recorded for later scales).
+    flavour: Option<String>,
 }
 
 /// What a CNF operation produced.
@@ -72,11 +74,12 @@ pub fn prepare(op: &Op, a: &Inputs, store: Store) -> Result<Prepared> {
     let saved: Option<CnfState> = store.load_doc(&id, KIND)?;
     let req_file = a.request.as_ref().map(Doc::name).unwrap_or_else(|| "(recorded request)".into());
     // The request (or the recorded one) gives the CNF params.
-    let (mut scale, mut heal, mut req_vims) = (None, None, None);
+    let (mut scale, mut heal, mut req_vims, mut flavour) = (None, None, None, None);
     let ap = match op {
         Op::Instantiate => {
             let r: InstantiateRequest = need_request(a, "instantiate")?.load()?;
             req_vims = Some(r.vim_connection_info);
+            flavour = Some(r.flavour_id);
             r.additional_params
         }
         Op::Scale => {
@@ -111,6 +114,10 @@ pub fn prepare(op: &Op, a: &Inputs, store: Store) -> Result<Prepared> {
         }
     }
     let pkg = a.package_dir.as_ref().map(|d| Package::open(d)).transpose()?;
+    if let (Op::Scale, Some(pkg)) = (op, &pkg) {
+        let fl = saved.as_ref().and_then(|s| s.flavour_id.as_deref());
+        params.scaling = read_vnfd(pkg, fl)?;
+    }
     if matches!(op, Op::Instantiate) {
         // Secret helm values are read now: a missing variable or file stops the run here.
         for (i, r) in params.releases.iter_mut().enumerate() {
@@ -146,6 +153,7 @@ pub fn prepare(op: &Op, a: &Inputs, store: Store) -> Result<Prepared> {
         helm_info_json,
         want_repos,
         namespace_arg: a.namespace.clone(),
+        flavour,
     })
 }
 
@@ -350,6 +358,19 @@ fn heal_releases(params: &CnfParams, st: &CnfState) -> Vec<(String, Vec<crate::c
         .collect()
 }
 
+/// The scaling data of the package's VNFD (TOSCA-Metadata/TOSCA.meta's Entry-Definitions and
+/// its imports), of `flavour` when given; none when the package has no TOSCA.meta. A VNFD that
+/// does not parse is bad input naming its file.
+fn read_vnfd(pkg: &Package, flavour: Option<&str>) -> Result<crate::cnf::vnfd::Scaling> {
+    const META: &str = "TOSCA-Metadata/TOSCA.meta";
+    let read = |rel: &str| pkg.resolve(rel, META, rel, false).ok().and_then(|p| std::fs::read_to_string(p).ok());
+    let Some(meta) = read(META) else { return Ok(Default::default()) };
+    let entry = crate::cnf::vnfd::entry_definitions(&meta)
+        .ok_or_else(|| Error::input(META, "Entry-Definitions", "is missing"))?;
+    let docs = crate::cnf::vnfd::load(&entry, &read).map_err(|m| Error::input(META, "Entry-Definitions", m))?;
+    Ok(crate::cnf::vnfd::scaling(&docs, flavour))
+}
+
 /// `cnf list --namespace NS` lists that namespace; without it, every namespace.
 fn a_namespace(p: &Prepared) -> Option<&str> {
     p.namespace_arg.as_deref()
@@ -443,6 +464,7 @@ async fn instantiate(c: &Ctx<'_>, p: &Prepared, rec: &mut Record<'_>) -> Result<
     rec.st.params = Value::Object(ap);
     rec.st.namespace = c.params.namespace.clone();
     rec.st.masters = p.helm_info.masternode_ip.clone();
+    rec.st.flavour_id = p.flavour.clone();
     rec.save()?;
     let skipped = ops::distribute(c).await?;
     s.rt.phase("install or upgrade the releases", &[s.master()], false);

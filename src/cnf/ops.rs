@@ -447,8 +447,14 @@ pub async fn scale(c: &Ctx<'_>, aspect: &str, delta: i64) -> Result<(u64, u64, R
         scale_target(p, aspect, vdu, current, delta).map_err(|m| Error::input(c.req_file, "numberOfSteps", m))?;
     let chart = chart_ref(c.instance, r);
     let set = [format!("{path}={target}")];
+    // The release's own chart version: without it Helm takes the repository's newest, and a
+    // scale would upgrade the chart.
+    let version = match &r.source {
+        ChartSource::Local { .. } => None,
+        _ => r.version.as_deref(),
+    };
     let cmd = s.helm.upgrade(
-        &hc::Chart { release: &r.name, chart: &chart, namespace: &p.namespace, version: None },
+        &hc::Chart { release: &r.name, chart: &chart, namespace: &p.namespace, version },
         &hc::Values { set: &set, ..hc::Values::default() },
         true,
         &c.opts,

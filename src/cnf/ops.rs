@@ -211,6 +211,30 @@ pub fn aspect_vdu<'p>(p: &'p CnfParams, aspect: &str) -> Option<(Option<&'p str>
     }
 }
 
+/// Without a VNFD bound for the aspect, the VNF instance's own: `instantiatedVnfInfo.scaleStatus`
+/// (the aspect's level now) and `maxScaleLevels` (its highest), as SOL003 carries them. A scale
+/// that leaves 0..=max is refused naming the aspect and the bound; an instance without them
+/// bounds nothing.
+pub fn instance_level_bound(
+    inst: &crate::lifecycle::request::VnfInstance,
+    aspect: &str,
+    steps: i64,
+) -> std::result::Result<(), String> {
+    let Some(info) = inst.instantiated_vnf_info.as_ref() else { return Ok(()) };
+    let level_in = |key: &str| {
+        info.rest.get(key)?.as_array()?.iter().find(|s| s["aspectId"] == aspect)?.get("scaleLevel")?.as_i64()
+    };
+    let (Some(now), Some(max)) = (level_in("scaleStatus"), level_in("maxScaleLevels")) else { return Ok(()) };
+    let to = now + steps;
+    if !(0..=max).contains(&to) {
+        return Err(format!(
+            "aspect '{aspect}' would go from scale level {now} to {to}, outside 0 to {max} \
+             (the VNF instance's scaleStatus and maxScaleLevels)"
+        ));
+    }
+    Ok(())
+}
+
 /// Where a scale of `steps` (negative: in) from `current` replicas lands, within what bounds:
 /// `vdu_mapping`'s min/max (our extension) over the VNFD's vdu_profile; each step's size from
 /// the aspect's deltas for the VDU (1 without a VNFD); the VNFD's `max_scale_level` bounds the
@@ -667,5 +691,22 @@ topology_template:
         let mut bare = tacker_two_releases();
         bare.scaling = Default::default();
         assert_eq!(scale_target(&bare, "vdu1_aspect", None, 4, 3), Ok(7));
+    }
+
+    #[test]
+    fn without_a_vnfd_the_instances_scale_levels_bound_the_aspect() {
+        let inst: crate::lifecycle::request::VnfInstance = crate::lifecycle::request::parse(
+            r#"{"id": "i", "instantiatedVnfInfo": {"flavourId": "s",
+                "scaleStatus": [{"aspectId": "vdu1_aspect", "scaleLevel": 1}],
+                "maxScaleLevels": [{"aspectId": "vdu1_aspect", "scaleLevel": 2}]}}"#,
+            "inst.json",
+        )
+        .unwrap();
+        assert!(instance_level_bound(&inst, "vdu1_aspect", 1).is_ok());
+        assert!(instance_level_bound(&inst, "vdu1_aspect", -1).is_ok());
+        let e = instance_level_bound(&inst, "vdu1_aspect", 2).unwrap_err();
+        assert!(e.contains("aspect 'vdu1_aspect' would go from scale level 1 to 3, outside 0 to 2"), "{e}");
+        assert!(instance_level_bound(&inst, "vdu1_aspect", -2).is_err());
+        assert!(instance_level_bound(&inst, "other_aspect", 9).is_ok(), "no levels for it: no bound");
     }
 }

@@ -75,6 +75,7 @@ pub fn prepare(op: &Op, a: &Inputs, store: Store) -> Result<Prepared> {
     let req_file = a.request.as_ref().map(Doc::name).unwrap_or_else(|| "(recorded request)".into());
     // The request (or the recorded one) gives the CNF params.
     let (mut scale, mut heal, mut req_vims, mut flavour) = (None, None, None, None);
+    let mut scale_instance: Option<(VnfInstance, String)> = None;
     let ap = match op {
         Op::Instantiate => {
             let r: InstantiateRequest = need_request(a, "instantiate")?.load()?;
@@ -83,7 +84,11 @@ pub fn prepare(op: &Op, a: &Inputs, store: Store) -> Result<Prepared> {
             r.additional_params
         }
         Op::Scale => {
-            scale = Some(need_request(a, "scale")?.load()?);
+            let r: ScaleRequest = need_request(a, "scale")?.load()?;
+            if let Some(d) = &a.vnf_instance {
+                scale_instance = Some((d.load::<VnfInstance>()?, r.aspect_id.clone()));
+            }
+            scale = Some(r);
             saved_params(&saved)?
         }
         Op::Heal => {
@@ -117,6 +122,19 @@ pub fn prepare(op: &Op, a: &Inputs, store: Store) -> Result<Prepared> {
     if let (Op::Scale, Some(pkg)) = (op, &pkg) {
         let fl = saved.as_ref().and_then(|s| s.flavour_id.as_deref());
         params.scaling = read_vnfd(pkg, fl)?;
+    }
+    if let (Some((inst, aspect)), Some(r)) = (&scale_instance, &scale) {
+        let vnfd_bound = params.scaling.aspects.get(aspect).is_some_and(|x| x.max_scale_level.is_some());
+        if !vnfd_bound {
+            let steps = r.number_of_steps as i64 * if r.kind == ScaleType::Out { 1 } else { -1 };
+            ops::instance_level_bound(inst, aspect, steps).map_err(|m| {
+                Error::input(
+                    &req_file,
+                    "numberOfSteps",
+                    format!("The number of target replicas after scaling is out of range: {m}"),
+                )
+            })?;
+        }
     }
     if matches!(op, Op::Instantiate) {
         // Secret helm values are read now: a missing variable or file stops the run here.

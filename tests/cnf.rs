@@ -739,6 +739,54 @@ fn terminate_leaves_nothing(h: &mut HelmCnf) -> R {
     Ok(())
 }
 
+/// Tacker's CNF bodies (the Helm guide's local and external `instance_helm.json`, unchanged)
+/// plan: the chart and repository steps and the install of release vdu1, without secrets.
+fn tacker_cnf_bodies_plan() -> R {
+    let d = tempfile::tempdir().unwrap();
+    let vci = d.path().join("vci.json");
+    std::fs::write(
+        &vci,
+        json!([{"id": "x", "vimId": "y", "vimType": "kubernetes", "extra": {"helm_info":
+        {"masternode_ip": ["192.0.2.35"], "masternode_username": "ubuntu", "masternode_password": "pw-tacker-body"}}}])
+        .to_string(),
+    )
+    .unwrap();
+    let pkg = d.path().join("pkg");
+    std::fs::create_dir_all(pkg.join("Files/kubernetes")).unwrap();
+    std::fs::write(pkg.join("Files/kubernetes/localhelm-0.1.0.tgz"), "a chart").unwrap();
+    for (body, step) in [
+        ("local", "localhelm-0.1.0.tgz"),
+        ("external", "helm repo add --force-update -- tb@mychart http://helmrepo.example.com/sample-charts"),
+    ] {
+        let req = repo().join(format!("tests/data/tacker/v1/cnf-helm/{body}/instance_helm.json"));
+        let r = mgmt(
+            &[
+                "cnf",
+                "--dry-run",
+                "--vnf-instance-id",
+                "tb",
+                "--state-dir",
+                s(&d.path().join("st")),
+                "--vim-connection-info",
+                s(&vci),
+                "--package-dir",
+                s(&pkg),
+                "instantiate",
+                "--request",
+                s(&req),
+            ],
+            &[],
+        );
+        r.ok();
+        check(r.all().contains(step) && r.all().contains("helm install"), || format!("{body}:\n{}", r.all()))?;
+        check(r.all().contains("--set key1=value1 --set key2=value2") && r.all().contains("-- vdu1 "), || {
+            format!("{body}:\n{}", r.all())
+        })?;
+        check(!r.all().contains("pw-tacker-body"), || format!("{body}: the master password is in the plan"))?;
+    }
+    Ok(())
+}
+
 /// helm_info as Tacker stored it (a Python repr string) is understood.
 fn tacker_repr_helm_info() -> R {
     let d = tempfile::tempdir().unwrap();
@@ -772,7 +820,10 @@ fn tacker_repr_helm_info() -> R {
 
 fn main() {
     Suite::new(file!())
-        .without_root(&[("tacker_repr_helm_info", tacker_repr_helm_info)])
+        .without_root(&[
+            ("tacker_repr_helm_info", tacker_repr_helm_info),
+            ("tacker_cnf_bodies_plan", tacker_cnf_bodies_plan),
+        ])
         .needing_root(&[
             ("helm3_lifecycle", || helm_lifecycle("h3", 32, 3)),
             ("helm4_lifecycle", || helm_lifecycle("h4", 33, 4)),

@@ -14,6 +14,7 @@ pub mod node_cmd;
 pub mod params;
 pub mod prepare;
 pub mod record;
+pub mod registry;
 pub mod scale;
 pub mod state;
 pub mod terminate;

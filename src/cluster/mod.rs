@@ -10,6 +10,7 @@ pub mod hook;
 pub mod install_output;
 pub mod instantiate;
 pub mod kubeconfig;
+pub mod labels;
 pub mod node_cmd;
 pub mod params;
 pub mod prepare;

@@ -290,6 +290,51 @@ fn login_never_leaks(t: &mut RegCluster) -> R {
     Ok(())
 }
 
+/// Tacker's CIR guide body (an HTTP registry, no login) plans the registry step on every node,
+/// anonymous: no credentials file; and it needs no root.
+fn tacker_cir_body_plans() -> R {
+    let dir = tempfile::tempdir().unwrap();
+    let pkg = support::kit::package(dir.path());
+    let inv = dir.path().join("inv.yaml");
+    let mut y = format!("defaults: {{known_hosts: {}/kh}}\ngroups:\n  master_instance:\n", dir.path().display());
+    for i in 1..=3 {
+        y.push_str(&format!("    - {{name: m{i}, ssh_ip: 192.0.2.{i}}}\n"));
+    }
+    y.push_str("  worker_instance:\n    - {name: w1, ssh_ip: 192.0.2.21}\ncps: {vip_CP: 192.0.2.100}\n");
+    std::fs::write(&inv, y).unwrap();
+    let req = support::repo().join("tests/data/tacker/v1/k8s-cluster-cir/private_registry_kubernetes_param_file.json");
+    let state = dir.path().join("state");
+    let r = support::mgmt(
+        &[
+            "instantiate-end",
+            "--dry-run",
+            "-o",
+            "json",
+            "--request",
+            support::kit::s(&req),
+            "-i",
+            support::kit::s(&inv),
+            "--package-dir",
+            support::kit::s(&pkg),
+            "--vnf-instance-id",
+            "i1",
+            "--state-dir",
+            support::kit::s(&state),
+        ],
+        &[],
+    );
+    r.ok();
+    let out = r.all();
+    let steps = out.matches("registry_apply.sh .mgmt-driver/run/i1 - -s 192.168.246.10:5000").count();
+    check(steps >= 4, || format!("the registry step is not planned on all 4 nodes ({steps}):\n{out}"))?;
+    check(!out.contains("env.registry-auth") && !out.contains("password1"), || {
+        format!("an anonymous registry got credentials, or a secret shows:\n{out}")
+    })
+}
+
 fn main() {
-    Suite::new(file!()).needing_root(&[("registries_and_labels", registries_and_labels)]).run()
+    Suite::new(file!())
+        .without_root(&[("tacker_cir_body_plans", tacker_cir_body_plans)])
+        .needing_root(&[("registries_and_labels", registries_and_labels)])
+        .run()
 }

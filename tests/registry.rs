@@ -150,6 +150,7 @@ fn registries_and_labels() -> R {
             ("scale-out: the new worker gets the registries and its labels", scale_out_gets_registries),
             ("heal with the HTTPS registry dropped: no trace of it on any node", heal_drops_registry),
             ("the login is in no output, state file or run directory", login_never_leaks),
+            ("terminate --reset-nodes removes every registry file of ours", terminate_removes_registries),
         ],
     )
 }
@@ -330,6 +331,20 @@ fn tacker_cir_body_plans() -> R {
     check(!out.contains("env.registry-auth") && !out.contains("password1"), || {
         format!("an anonymous registry got credentials, or a secret shows:\n{out}")
     })
+}
+
+fn terminate_removes_registries(t: &mut RegCluster) -> R {
+    let c = &t.c;
+    c.on(2, "mkdir -p /etc/containerd/certs.d/other.example && echo 'server = x' > /etc/containerd/certs.d/other.example/hosts.toml");
+    c.hook("terminate-end", None, &["--reset-nodes"]).ok();
+    for i in 1..=5 {
+        let left = c.on(i, "ls /etc/containerd/certs.d 2>/dev/null; grep -c 'mgmt-driver registry' /etc/hosts; ls /var/lib/kubelet/config.json 2>&1");
+        let want = if i == 2 { "other.example\n0\n" } else { "0\n" };
+        check(left.starts_with(want) && left.contains("No such file"), || {
+            format!("{}: registry files left after terminate (only an operator's own may stay):\n{left}", c.lab.node(i))
+        })?;
+    }
+    Ok(())
 }
 
 fn main() {

@@ -339,7 +339,12 @@ impl ClusterParams {
 
         let proxy = proxy(&o, &mut warnings)?;
         let helm_script_path = package_path(&o, "helm_installation_script_path")?;
-        let registries = crate::cluster::registry::parse(o.map.get("private_registry_connection_info"), &o.path, file)?;
+        let registries = crate::cluster::registry::parse(
+            o.map.get("private_registry_connection_info"),
+            &o.path,
+            file,
+            &mut warnings,
+        )?;
         let offline_artifacts_path = package_path(&o, "offline_artifacts_path")?;
         let script_environment = script_environment(&o)?;
         o.unknown(

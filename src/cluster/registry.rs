@@ -49,10 +49,11 @@ pub struct Registry {
 }
 
 const KEY: &str = "private_registry_connection_info";
+const KNOWN: [&str; 6] = ["connection_type", "server", "username", "password", "certificate_path", "hosts_string"];
 
 /// Parse `private_registry_connection_info` (the value under `parent`, the params object's JSON
 /// path, of `file`). `null`/absent: no registries.
-pub fn parse(value: Option<&Value>, parent: &str, file: &str) -> Result<Vec<Registry>> {
+pub fn parse(value: Option<&Value>, parent: &str, file: &str, warnings: &mut Vec<String>) -> Result<Vec<Registry>> {
     let at = format!("{parent}.{KEY}");
     let items = match value {
         None | Some(Value::Null) => return Ok(vec![]),
@@ -67,6 +68,9 @@ pub fn parse(value: Option<&Value>, parent: &str, file: &str) -> Result<Vec<Regi
         let path = format!("{at}[{i}]");
         let Value::Object(m) = item else { return Err(Error::input(file, &path, "must be an object")) };
         let r = entry(m, &path, file)?;
+        for k in m.keys().filter(|k| !KNOWN.contains(&k.as_str())) {
+            warnings.push(format!("{path}.{k}: unknown key, ignored"));
+        }
         if out.iter().any(|o| o.server == r.server) {
             return Err(Error::input(file, format!("{path}.server"), format!("'{}' is listed twice", r.server)));
         }
@@ -324,6 +328,13 @@ pub async fn apply(h: &crate::cluster::hook::Hook, n: &crate::cluster::topology:
     Ok(())
 }
 
+/// Remove every registry file of ours from `n` (terminate `--reset-nodes`: the VM is kept, the
+/// credentials must not be).
+pub async fn remove(h: &crate::cluster::hook::Hook, n: &crate::cluster::topology::ClusterNode) -> Result<()> {
+    let c = h.rt.root_cmd(n, apply_cmd(&h.run_dir, &[], false)?, h.rt.timeouts.command);
+    h.rt.exec(n, c).await.map(|_| ())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -331,8 +342,20 @@ mod tests {
 
     const P: &str = "additionalParams.k8s_cluster_installation_param";
 
+    fn parse(v: Option<&Value>, p: &str, f: &str) -> Result<Vec<Registry>> {
+        super::parse(v, p, f, &mut Vec::new())
+    }
+
     fn parse_one(v: Value) -> Result<Vec<Registry>> {
         parse(Some(&json!([v])), P, "req.json")
+    }
+
+    #[test]
+    fn unknown_keys_warn() {
+        let mut w = Vec::new();
+        super::parse(Some(&json!([{"connection_type": "0", "server": "r", "insecure": true}])), P, "f", &mut w)
+            .unwrap();
+        assert_eq!(w, vec![format!("{P}.private_registry_connection_info[0].insecure: unknown key, ignored")]);
     }
 
     fn err(v: Value) -> String {
@@ -592,8 +615,15 @@ mod tests {
         );
         assert_eq!(read("var/lib/kubelet/config.json"), "{\"auths\":{}}\n", "the earlier file is back");
         assert!(!root.join("var/lib/kubelet/config.json.mgmt-driver").exists());
-        // None left at all.
-        run_prog(&[]);
+        // None left at all (terminate: the run directory may be gone).
+        std::fs::remove_dir_all(&run).unwrap();
+        let r = root.display().to_string();
+        let c = apply_cmd(&run.display().to_string(), &[], false)
+            .unwrap()
+            .replace("/etc/", &format!("{r}/etc/"))
+            .replace("/var/lib/kubelet", &format!("{r}/var/lib/kubelet"));
+        let o = std::process::Command::new("sh").arg("-c").arg(&c).output().unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         assert!(!root.join("etc/containerd/certs.d/10.0.0.8:5000").exists());
         assert_eq!(read("etc/hosts"), "127.0.0.1 localhost\n10.0.0.1 master1 # mgmt-driver\n");
     }

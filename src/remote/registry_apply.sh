@@ -26,6 +26,8 @@
 # /etc/containerd/certs.d (and a running containerd restarted). No config.toml yet: the install
 # script that runs next writes it with that path.
 #
+# With no registry and no AUTH_FILE it removes everything of ours (terminate --reset-nodes).
+#
 # Usage: registry_apply.sh RUN_DIR AUTH_FILE [-e 'IP NAME...']... [-s SERVER | -C SERVER]...
 #   -e 'IP NAME...'  an /etc/hosts line for a registry (hosts_string)
 #   -s SERVER        a registry without a CA file (host[:port], [v6]:port)
@@ -87,8 +89,12 @@ while getopts e:s:C: opt; do
 done
 shift $((OPTIND - 1))
 [ $# -eq 0 ] || refuse 'argument' "$1"
-cd "$run_dir" || exit 1
-[ "$auth" = - ] || trap 'rm -f -- "$auth"' EXIT
+# The run directory holds the uploads; with none to read (terminate: remove everything) it may
+# be gone already.
+if [ -n "$servers" ] || [ "$auth" != - ]; then
+    cd "$run_dir" || exit 1
+    [ "$auth" = - ] || trap 'rm -f -- "$auth"' EXIT
+fi
 
 # put SRC DEST MODE: copy SRC over DEST through a temporary file beside it (atomic rename).
 put() {

@@ -243,6 +243,8 @@ fn scale_out_gets_registries(t: &mut RegCluster) -> R {
         t.c.write("scale-out.json", &json!({"type": "SCALE_OUT", "aspectId": "worker_instance", "numberOfSteps": 1}));
     watched(t, |c| c.hook("scale-end", Some(&out), &[]))?;
     node_has(t, 5, true)?;
+    // The existing nodes were brought to the same params: unchanged.
+    node_has(t, 4, true)?;
     let l = worker_labels_of(&t.c, "worker15");
     check(l["CIS-node"] == "cmp-2" && l["kubernetes.io/zone"] == "az-2", || format!("worker15 labels: {l}"))
 }

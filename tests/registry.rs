@@ -39,16 +39,19 @@ fn auth_b64() -> String {
 struct ArgvWatch {
     stop: Arc<AtomicBool>,
     hits: Arc<Mutex<BTreeSet<String>>>,
+    /// A command line holding `probe` was seen: the watch does see the nodes' commands.
+    probed: Arc<AtomicBool>,
     seen: Arc<Mutex<usize>>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
 impl ArgvWatch {
-    fn start(secrets: Vec<String>) -> ArgvWatch {
+    fn start(secrets: Vec<String>, probe: &'static str) -> ArgvWatch {
         let stop = Arc::new(AtomicBool::new(false));
         let hits = Arc::new(Mutex::new(BTreeSet::new()));
         let seen = Arc::new(Mutex::new(0usize));
-        let (s, h, n) = (stop.clone(), hits.clone(), seen.clone());
+        let probed = Arc::new(AtomicBool::new(false));
+        let (s, h, n, p) = (stop.clone(), hits.clone(), seen.clone(), probed.clone());
         let thread = std::thread::spawn(move || {
             let mut pids = BTreeSet::new();
             while !s.load(Ordering::Relaxed) {
@@ -57,6 +60,9 @@ impl ArgvWatch {
                     let Ok(raw) = std::fs::read(e.path().join("cmdline")) else { continue };
                     pids.insert(pid);
                     let text = String::from_utf8_lossy(&raw).replace('\0', " ");
+                    if text.contains(probe) {
+                        p.store(true, Ordering::Relaxed);
+                    }
                     if secrets.iter().any(|x| text.contains(x.as_str())) {
                         h.lock().unwrap().insert(text);
                     }
@@ -65,16 +71,16 @@ impl ArgvWatch {
             }
             *n.lock().unwrap() = pids.len();
         });
-        ArgvWatch { stop, hits, seen, thread: Some(thread) }
+        ArgvWatch { stop, hits, probed, seen, thread: Some(thread) }
     }
 
-    /// (command lines holding a secret, processes seen).
-    fn finish(mut self) -> (BTreeSet<String>, usize) {
+    /// (command lines holding a secret, processes seen, the probe seen).
+    fn finish(mut self) -> (BTreeSet<String>, usize, bool) {
         self.stop.store(true, Ordering::Relaxed);
         self.thread.take().unwrap().join().unwrap();
         let hits = self.hits.lock().unwrap().clone();
         let seen = *self.seen.lock().unwrap();
-        (hits, seen)
+        (hits, seen, self.probed.load(Ordering::Relaxed))
     }
 }
 
@@ -107,14 +113,15 @@ fn write_inventory(c: &Cluster, workers: &[usize]) {
     std::fs::write(&c.inv, y).unwrap();
 }
 
-/// Run one hook while watching every argv on the machine; the run must succeed.
-fn watched(t: &mut RegCluster, what: impl FnOnce(&Cluster) -> support::Run) -> R {
-    let watch = ArgvWatch::start(vec![PW.to_string(), auth_b64()]);
+/// Run one hook while watching every argv on the machine; the run must succeed. `probe`: a
+/// node-side command the run must have been seen running (the watch's positive control).
+fn watched(t: &mut RegCluster, probe: &'static str, what: impl FnOnce(&Cluster) -> support::Run) -> R {
+    let watch = ArgvWatch::start(vec![PW.to_string(), auth_b64()], probe);
     let r = what(&t.c);
-    let (hits, seen) = watch.finish();
+    let (hits, seen, probed) = watch.finish();
     r.ok();
     t.output.push_str(&r.all());
-    check(seen > 10, || format!("the argv watch saw only {seen} processes"))?;
+    check(seen > 10 && probed, || format!("the argv watch saw {seen} processes, {probe} among them: {probed}"))?;
     check(hits.is_empty(), || format!("the registry login was in a command line: {hits:#?}"))
 }
 
@@ -157,7 +164,7 @@ fn registries_and_labels() -> R {
 
 fn instantiate(t: &mut RegCluster) -> R {
     let req = t.req.clone();
-    watched(t, |c| c.instantiate(&req))
+    watched(t, "install_k8s_cluster.sh", |c| c.instantiate(&req))
 }
 
 /// What a node must have for both registries (`https`: the HTTPS one with its login too).
@@ -219,7 +226,7 @@ fn rerun_is_idempotent(t: &mut RegCluster) -> R {
     };
     let before = snap(&t.c);
     let req = t.req.clone();
-    watched(t, |c| c.instantiate(&req))?;
+    watched(t, "mgmt-driver", |c| c.instantiate(&req))?;
     let after = snap(&t.c);
     check(before == after, || format!("a re-run changed the node:\n{before}\n---\n{after}"))?;
     node_has(t, 2, true)
@@ -241,7 +248,7 @@ fn scale_out_gets_registries(t: &mut RegCluster) -> R {
     write_inventory(&t.c, &[4, 5]);
     let out =
         t.c.write("scale-out.json", &json!({"type": "SCALE_OUT", "aspectId": "worker_instance", "numberOfSteps": 1}));
-    watched(t, |c| c.hook("scale-end", Some(&out), &[]))?;
+    watched(t, "install_k8s_cluster.sh", |c| c.hook("scale-end", Some(&out), &[]))?;
     node_has(t, 5, true)?;
     // The existing nodes were brought to the same params: unchanged.
     node_has(t, 4, true)?;
@@ -255,7 +262,7 @@ fn heal_drops_registry(t: &mut RegCluster) -> R {
     let heal = t.c.write("heal.json", &json!({"vnfcInstanceId": [t.c.lab.node(4)], "additionalParams": params}));
     t.c.hook("heal-start", Some(&heal), &[]).ok();
     t.c.fresh_vm(4);
-    watched(t, |c| c.hook("heal-end", Some(&heal), &[]))?;
+    watched(t, "install_k8s_cluster.sh", |c| c.hook("heal-end", Some(&heal), &[]))?;
     // heal-end prepares every node again: the dropped registry goes everywhere.
     for i in 1..=5 {
         node_has(t, i, false)?;

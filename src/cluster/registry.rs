@@ -604,6 +604,21 @@ mod tests {
         let cfg = read("etc/containerd/config.toml");
         assert!(cfg.contains(&format!("config_path = \"{}/etc/containerd/certs.d\"", root.display())), "{cfg}");
 
+        // hosts_update.sh (the nodes' own lines) leaves the registry lines alone, even at a
+        // node's address.
+        let hosts =
+            crate::cluster::node_cmd::hosts_update(&[("10.0.0.9".into(), "master9".into())], &["10.0.0.8".into()])
+                .unwrap()
+                .replace("/etc/", &format!("{}/etc/", root.display()));
+        let o = std::process::Command::new("sh").arg("-c").arg(&hosts).output().unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        assert_eq!(
+            read("etc/hosts"),
+            "127.0.0.1 localhost\n10.0.0.1 master1 # mgmt-driver\n10.0.0.9 a.example # mgmt-driver registry\n\
+             10.0.0.8 b.example # mgmt-driver registry\n10.0.0.9 master9 # mgmt-driver\n"
+        );
+        run_prog(&regs);
+
         // The HTTPS registry (and with it the only login) leaves the params.
         let out = run_prog(&regs[1..]);
         assert!(out.contains("registry a.example:5000: removed"), "{out}");
@@ -611,7 +626,7 @@ mod tests {
         assert!(root.join("etc/containerd/certs.d/foreign.example/hosts.toml").exists(), "not ours: kept");
         assert_eq!(
             read("etc/hosts"),
-            "127.0.0.1 localhost\n10.0.0.1 master1 # mgmt-driver\n10.0.0.8 b.example # mgmt-driver registry\n"
+            "127.0.0.1 localhost\n10.0.0.1 master1 # mgmt-driver\n10.0.0.9 master9 # mgmt-driver\n10.0.0.8 b.example # mgmt-driver registry\n"
         );
         assert_eq!(read("var/lib/kubelet/config.json"), "{\"auths\":{}}\n", "the earlier file is back");
         assert!(!root.join("var/lib/kubelet/config.json.mgmt-driver").exists());
@@ -625,7 +640,10 @@ mod tests {
         let o = std::process::Command::new("sh").arg("-c").arg(&c).output().unwrap();
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         assert!(!root.join("etc/containerd/certs.d/10.0.0.8:5000").exists());
-        assert_eq!(read("etc/hosts"), "127.0.0.1 localhost\n10.0.0.1 master1 # mgmt-driver\n");
+        assert_eq!(
+            read("etc/hosts"),
+            "127.0.0.1 localhost\n10.0.0.1 master1 # mgmt-driver\n10.0.0.9 master9 # mgmt-driver\n"
+        );
     }
 
     #[test]

@@ -32,7 +32,7 @@ pub fn rebuilt<'a>(op: Op, req: &Req, targets: &[String], all: impl Iterator<Ite
 pub fn apply(topo: &mut Topology, rebuilt: &[String]) -> Vec<String> {
     let mut switched = Vec::new();
     for n in topo.masters.iter_mut().chain(topo.workers.iter_mut()) {
-        if rebuilt.iter().any(|r| *r == n.host.name) && n.host.host_key_check == HostKeyCheck::AcceptNew {
+        if rebuilt.contains(&n.host.name) && n.host.host_key_check == HostKeyCheck::AcceptNew {
             n.host.host_key_check = HostKeyCheck::Relearn;
             switched.push(n.host.name.clone());
         }

@@ -9,6 +9,11 @@
 # Progress and tool output go to stderr. stdout carries only the lines the driver parses
 # (main master: token:, server:, ssl_ca_cert_hash:, certificate_key:, the CA PEM) and a few
 # status lines that cannot be mistaken for them.
+#
+# The join token and certificate key may come from the environment (K8S_JOIN_TOKEN,
+# K8S_CERT_KEY; mgmt-driver exports them from a 0600 env file) instead of -t/-k, so they are
+# not in this script's argv. The next line tells mgmt-driver so (src/cluster/script_marker.rs):
+# mgmt-driver: secrets-from-env
 set -Eeuo pipefail
 umask 022
 export LC_ALL=C
@@ -65,9 +70,9 @@ usage:
   -i IP    cluster IP: the VIP with HA, else the main master's IP.
   -p CIDR  pod network CIDR (default 192.168.0.0/16).
   -a CIDR  service CIDR (default 10.96.0.0/12).
-  -t TOKEN kubeadm bootstrap token ([a-z0-9]{6}.[a-z0-9]{16}).
+  -t TOKEN kubeadm bootstrap token ([a-z0-9]{6}.[a-z0-9]{16}); or K8S_JOIN_TOKEN in the environment.
   -s HASH  sha256 of the cluster CA's public key, 64 hex digits (no "sha256:" prefix needed).
-  -k KEY   certificate key for a joining master, 64 hex digits.
+  -k KEY   certificate key for a joining master, 64 hex digits; or K8S_CERT_KEY in the environment.
   -d       debug (set -x; may show secrets), -o log to /tmp/k8s_install_<date>.log, -h help.
 
 environment:
@@ -176,6 +181,10 @@ parse_args() {
     done
     shift $((OPTIND - 1))
     [[ $# -eq 0 ]] || usage_error "unexpected argument: $1"
+    # Secrets from the environment when not given as options (not in argv); not passed on.
+    TOKEN=${TOKEN:-${K8S_JOIN_TOKEN:-}}
+    CERT_KEY=${CERT_KEY:-${K8S_CERT_KEY:-}}
+    unset K8S_JOIN_TOKEN K8S_CERT_KEY
 
     if [[ -n $MASTERS_ARG && -n $WORKER_IP ]]; then
         usage_error "-m and -w are exclusive"
@@ -208,14 +217,14 @@ parse_args() {
         is_cidr "$SVC_CIDR" || usage_error "-a: not an IPv4 CIDR: $SVC_CIDR"
         if [[ -n $TOKEN || -n $CA_HASH || -n $CERT_KEY ]]; then
             [[ -n $TOKEN && -n $CA_HASH && -n $CERT_KEY ]] ||
-                usage_error "a joining master needs all of -t, -s and -k"
+                usage_error "a joining master needs all of -t, -s and -k (or K8S_JOIN_TOKEN, K8S_CERT_KEY)"
             ROLE=join-master
         else
             ROLE=main-master
         fi
     else
         is_ipv4 "$WORKER_IP" || usage_error "-w: not an IPv4 address: $WORKER_IP"
-        [[ -n $TOKEN && -n $CA_HASH ]] || usage_error "a worker needs -t and -s"
+        [[ -n $TOKEN && -n $CA_HASH ]] || usage_error "a worker needs -t (or K8S_JOIN_TOKEN) and -s"
         [[ -z $CERT_KEY ]] || log "-k is ignored for a worker"
         ROLE=worker
     fi

@@ -16,6 +16,7 @@ pub mod prepare;
 pub mod rebuilt;
 pub mod record;
 pub mod scale;
+pub mod script_marker;
 pub mod state;
 pub mod terminate;
 pub mod topology;

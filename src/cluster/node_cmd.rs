@@ -306,6 +306,12 @@ pub fn kubeadm_reset() -> String {
     "kubeadm reset -f".into()
 }
 
+/// After `kubeadm reset` on a kept VM: the proxy settings our install scripts wrote (marked
+/// ones only: `src/remote/proxy_cleanup.sh`).
+pub fn proxy_cleanup() -> Result<String> {
+    remote::PROXY_CLEANUP.command::<&str>(&[])
+}
+
 /// The archive [`pack_charts`] writes and [`unpack_charts`] reads, in the run directory.
 pub fn charts_archive(run_dir: &str) -> String {
     format!("{run_dir}/helm-charts.tgz")
@@ -484,6 +490,46 @@ mod tests {
         std::fs::write(run.join(HELM_SCRIPT), "echo \"helm $K8S_CERT_KEY\"\n").unwrap();
         assert_eq!(go(&helm_install("r", "e").unwrap()), "helm k'ey\n");
         assert!(!run.join("e").exists());
+    }
+
+    #[test]
+    fn proxy_cleanup_removes_what_our_scripts_wrote_and_nothing_else() {
+        let d = tempfile::tempdir().unwrap();
+        let r = d.path();
+        let w = |rel: &str, text: &str| {
+            let p = r.join(rel);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        };
+        let operator = "PATH=\"/usr/local/sbin:/usr/bin\"\nhttp_proxy=http://operator:3128\n";
+        let block = "# BEGIN mgmt-driver proxy (managed by install scripts, do not edit)\nhttp_proxy=http://p:1\nHTTP_PROXY=http://p:1\n# END mgmt-driver proxy\n";
+        w("etc/environment", &format!("{operator}{block}LANG=C.UTF-8\n"));
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(r.join("etc/environment"), std::fs::Permissions::from_mode(0o640)).unwrap();
+        w("etc/apt/apt.conf.d/95mgmt-driver-proxy", "// managed by install_k8s_cluster.sh; may hold proxy credentials (root-only)\nAcquire::http::Proxy \"http://p:1\";\n");
+        w(
+            "etc/systemd/system/containerd.service.d/http-proxy.conf",
+            "# managed by install_k8s_cluster.sh; x\n[Service]\n",
+        );
+        w("etc/systemd/system/containerd.service.d/operator.conf", "[Service]\n");
+        // An operator's own file with our name: not ours, kept.
+        w("etc/systemd/system/kubelet.service.d/http-proxy.conf", "[Service]\nEnvironment=HTTP_PROXY=http://mine:1\n");
+        let cmd = format!("{} {}", proxy_cleanup().unwrap(), crate::quote::quote(&r.display().to_string()).unwrap());
+        let o = sh(&cmd);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert!(out.contains("removed /etc/apt/apt.conf.d/95mgmt-driver-proxy"), "{out}");
+        assert_eq!(std::fs::read_to_string(r.join("etc/environment")).unwrap(), format!("{operator}LANG=C.UTF-8\n"));
+        let mode = std::fs::metadata(r.join("etc/environment")).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o640, "mode kept");
+        assert!(!r.join("etc/apt/apt.conf.d/95mgmt-driver-proxy").exists());
+        assert!(!r.join("etc/systemd/system/containerd.service.d/http-proxy.conf").exists());
+        assert!(r.join("etc/systemd/system/containerd.service.d/operator.conf").exists(), "not empty: dir kept");
+        assert!(r.join("etc/systemd/system/kubelet.service.d/http-proxy.conf").exists(), "the operator's file");
+        // A second run: nothing left to do, nothing changed.
+        let o = sh(&cmd);
+        assert!(o.status.success() && o.stdout.is_empty(), "{}", String::from_utf8_lossy(&o.stdout));
+        assert_eq!(std::fs::read_to_string(r.join("etc/environment")).unwrap(), format!("{operator}LANG=C.UTF-8\n"));
     }
 
     fn sh(script: &str) -> std::process::Output {

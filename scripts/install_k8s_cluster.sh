@@ -184,7 +184,6 @@ parse_args() {
     # Secrets from the environment when not given as options (not in argv); not passed on.
     TOKEN=${TOKEN:-${K8S_JOIN_TOKEN:-}}
     CERT_KEY=${CERT_KEY:-${K8S_CERT_KEY:-}}
-    unset K8S_JOIN_TOKEN K8S_CERT_KEY
 
     if [[ -n $MASTERS_ARG && -n $WORKER_IP ]]; then
         usage_error "-m and -w are exclusive"
@@ -855,6 +854,8 @@ already_installed() {
 main() {
     parse_args "$@"
     ensure_root "${ORIG_ARGS[@]}"
+    # (Kept until now for the sudo -E re-run above; not passed on to what this script runs.)
+    unset K8S_JOIN_TOKEN K8S_CERT_KEY
     setup_output
     check_os
     find_my_ip

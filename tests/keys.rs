@@ -111,6 +111,8 @@ fn rebuilt_vms() -> R {
         let p = &mut req["additionalParams"]["k8s_cluster_installation_param"];
         p["proxy"] = json!({"http_proxy": "http://proxy.lab:3128", "https_proxy": "http://proxy.lab:3128", "no_proxy": "10.0.0.1"});
         p["helm_installation_script_path"] = "Scripts/install_helm.sh".into();
+        // Debian 12 (the lab nodes' os-release) is supported: no K8S_ALLOW_ANY_OS.
+        p.as_object_mut().unwrap().remove("script_environment");
         // An operator's own setting, which terminate must keep.
         c.on(1, "echo 'OPERATOR_SETTING=keep' >> /etc/environment");
         let before = vec![(1, c.on(1, PROXY_PLACES)), (2, c.on(2, PROXY_PLACES))];

@@ -123,6 +123,7 @@ fn rebuilt_vms() -> R {
         &[
             ("instantiate: our script's argv never holds the join token", instantiate_without_token_in_argv),
             ("heal-end of a rebuilt worker re-learns its key, and only its key", heal_relearns_the_rebuilt_worker),
+            ("scale-out onto a reused address re-learns that worker's key", scale_out_onto_a_reused_address),
             ("terminate --reset-nodes restores the proxy places", terminate_restores_proxy_places),
             ("a rebuilt node that was not healed is refused, by name", unhealed_rebuild_is_refused),
         ],
@@ -203,6 +204,36 @@ fn heal_relearns_the_rebuilt_worker(t: &mut Keys) -> R {
             && tacker.iter().all(|l| l.contains(" -t ") && secrets.iter().any(|s| l.contains(s.as_str()))),
         || format!("a script without the marker must get -t TOKEN: {seen}"),
     )
+}
+
+fn scale_out_onto_a_reused_address(t: &mut Keys) -> R {
+    let c = &t.c;
+    let w = c.lab.node(2);
+    let scale_in =
+        c.write("scale-in.json", &json!({"type": "SCALE_IN", "aspectId": "worker_instance", "numberOfSteps": 1}));
+    c.hook("scale-start", Some(&scale_in), &["--node", &w]).ok();
+    check(!c.k8s_nodes().contains(&"worker12".to_string()), || format!("not scaled in: {:?}", c.k8s_nodes()))?;
+    let old = fingerprint_of(&lab_key(c, 2));
+    // The VNFM creates a new VM for the new worker, at the address the old one had.
+    rebuild(c, 2);
+    let new = fingerprint_of(&lab_key(c, 2));
+    t.before[1].1 = c.on(2, PROXY_PLACES);
+    let before = std::fs::read_to_string(&t.kh).unwrap();
+    let scale_out =
+        c.write("scale-out.json", &json!({"type": "SCALE_OUT", "aspectId": "worker_instance", "numberOfSteps": 1}));
+    let r = c.hook("scale-end", Some(&scale_out), &[]);
+    r.ok();
+    let ev = events(&r.stderr, "host_key_relearned");
+    check(ev.len() == 1 && ev[0]["host"] == w.as_str() && ev[0]["old"] == json!([old]) && ev[0]["new"] == new, || {
+        format!("want one host_key_relearned event for {w} ({old} -> {new}): {ev:?}")
+    })?;
+    let ip2 = format!("{} ", c.lab.ip(2));
+    let kept: String = before.split_inclusive('\n').filter(|l| !l.starts_with(&ip2)).collect();
+    let after = std::fs::read_to_string(&t.kh).unwrap();
+    check(after.starts_with(&kept) && after.lines().filter(|l| l.starts_with(&ip2)).count() == 1, || {
+        format!("known_hosts before:\n{before}\nafter:\n{after}")
+    })?;
+    check(c.k8s_nodes().contains(&"worker12".to_string()), || format!("not joined: {:?}", c.k8s_nodes()))
 }
 
 fn terminate_restores_proxy_places(t: &mut Keys) -> R {

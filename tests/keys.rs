@@ -124,6 +124,7 @@ fn rebuilt_vms() -> R {
             ("instantiate: our script's argv never holds the join token", instantiate_without_token_in_argv),
             ("heal-end of a rebuilt worker re-learns its key, and only its key", heal_relearns_the_rebuilt_worker),
             ("scale-out onto a reused address re-learns that worker's key", scale_out_onto_a_reused_address),
+            ("a whole-VNF heal (SOL003) re-learns every rebuilt node's key", whole_vnf_heal_relearns_every_node),
             ("terminate --reset-nodes restores the proxy places", terminate_restores_proxy_places),
             ("a rebuilt node that was not healed is refused, by name", unhealed_rebuild_is_refused),
         ],
@@ -234,6 +235,41 @@ fn scale_out_onto_a_reused_address(t: &mut Keys) -> R {
         format!("known_hosts before:\n{before}\nafter:\n{after}")
     })?;
     check(c.k8s_nodes().contains(&"worker12".to_string()), || format!("not joined: {:?}", c.k8s_nodes()))
+}
+
+fn whole_vnf_heal_relearns_every_node(t: &mut Keys) -> R {
+    let c = &t.c;
+    let heal = c.write("heal-all.json", &json!({"additionalParams": {"all": true}}));
+    c.hook("heal-start", Some(&heal), &[]).ok();
+    let old: Vec<String> = [1, 2].iter().map(|&i| fingerprint_of(&lab_key(c, i))).collect();
+    // The VNFM deletes every VM (the kit's cluster goes with them) and creates new ones.
+    c.fresh_vm(2);
+    c.fresh_vm(1);
+    rebuild(c, 2);
+    rebuild(c, 1);
+    let new: Vec<String> = [1, 2].iter().map(|&i| fingerprint_of(&lab_key(c, i))).collect();
+    c.on(1, "echo 'OPERATOR_SETTING=keep' >> /etc/environment");
+    t.before = vec![(1, c.on(1, PROXY_PLACES)), (2, c.on(2, PROXY_PLACES))];
+    let before = std::fs::read_to_string(&t.kh).unwrap();
+    let r = c.hook("heal-end", Some(&heal), &[]);
+    r.ok();
+    let ev = events(&r.stderr, "host_key_relearned");
+    for (k, i) in [1, 2].into_iter().enumerate() {
+        let n = c.lab.node(i);
+        let e: Vec<&Value> = ev.iter().filter(|e| e["host"] == n.as_str()).collect();
+        check(e.len() == 1 && e[0]["old"] == json!([old[k]]) && e[0]["new"] == new[k], || {
+            format!("want one host_key_relearned event for {n} ({} -> {}): {ev:?}", old[k], new[k])
+        })?;
+    }
+    // The operator's lines are untouched; each node has one line, with its new key.
+    let ours = |l: &&str| [1, 2].iter().any(|&i| l.starts_with(&format!("{} ", c.lab.ip(i))));
+    let after = std::fs::read_to_string(&t.kh).unwrap();
+    let others = |t: &str| t.lines().filter(|l| !ours(l)).map(String::from).collect::<Vec<_>>();
+    check(others(&before) == others(&after) && after.lines().filter(ours).count() == 2, || {
+        format!("known_hosts before:\n{before}\nafter:\n{after}")
+    })?;
+    let nodes = c.k8s_nodes();
+    check(nodes.contains(&"master11".to_string()) && nodes.contains(&"worker12".to_string()), || format!("{nodes:?}"))
 }
 
 fn terminate_restores_proxy_places(t: &mut Keys) -> R {

@@ -181,6 +181,12 @@ fn heal_relearns_the_rebuilt_worker(t: &mut Keys) -> R {
         "a plan changed known_hosts".into()
     })?;
 
+    // A key revoked in known_hosts stays refused, even for the VM being healed.
+    let key = new_line.split(' ').skip(1).collect::<Vec<_>>().join(" ");
+    std::fs::write(&t.kh, format!("{other}{learned}@revoked * {key}\n")).unwrap();
+    c.hook("heal-end", Some(&heal_end), &[]).fails(1, "REVOKED HOST KEY");
+    std::fs::write(&t.kh, format!("{other}{learned}")).unwrap();
+
     // The real heal, with the Tacker-contract script (no marker): it still gets -t TOKEN.
     let sampling = sampler(c, 2);
     let r = c.hook("heal-end", Some(&heal_end), &[]);
@@ -193,7 +199,6 @@ fn heal_relearns_the_rebuilt_worker(t: &mut Keys) -> R {
     let kh = std::fs::read_to_string(&t.kh).unwrap();
     let ip2 = format!("{} ", c.lab.ip(2));
     let kept: String = learned.split_inclusive('\n').filter(|l| !l.starts_with(&ip2)).collect();
-    let key = new_line.split(' ').skip(1).collect::<Vec<_>>().join(" ");
     let want = format!("{other}{kept}{ip2}{key}\n");
     check(kh == want, || format!("known_hosts after the heal:\n{kh}\nwant:\n{want}"))?;
     check(c.k8s_nodes().contains(&"worker12".to_string()), || format!("not rejoined: {:?}", c.k8s_nodes()))?;

@@ -14,9 +14,11 @@ pub mod labels;
 pub mod node_cmd;
 pub mod params;
 pub mod prepare;
+pub mod rebuilt;
 pub mod record;
 pub mod registry;
 pub mod scale;
+pub mod script_marker;
 pub mod state;
 pub mod terminate;
 pub mod topology;
@@ -40,6 +42,7 @@ pub struct Outcome {
 pub async fn run(op: Op, p: &Prepared, reset_nodes: bool) -> Outcome {
     let h = &p.hook;
     let nodes: Vec<&ClusterNode> = p.targets.iter().filter_map(|n| h.topo.find(n)).collect();
+    rebuilt::announce(&h.rt, &h.topo);
     let result = match (op, &p.req) {
         (Op::InstantiateEnd, _) => instantiate::run(h).await.map(Some),
         (Op::HealStart, Req::Heal(r)) => heal::start(h, &nodes, r.whole_vnf()).await.map(|_| None),

@@ -491,9 +491,9 @@ fn denied_env(name: &str) -> Option<&'static str> {
     if DENIED_ENV.contains(&name) || DENIED_ENV_PREFIXES.iter().any(|p| name.starts_with(p)) || name == "FTP_PROXY" {
         return Some("changes what the install scripts (run as root) execute or trust");
     }
-    // The scripts' pins: every download URL and checksum (K8S_KEY_URL, CALICO_SHA256,
-    // HELM_SHA256_AMD64, HELM_BASE_URL, ...).
-    if name.ends_with("_URL") || name.contains("SHA256") || name.contains("_SHA") {
+    // The scripts' pins: every download URL, checksum and key fingerprint (K8S_KEY_URL,
+    // CALICO_SHA256, K8S_KEY_FINGERPRINT, HELM_SHA256_AMD64, HELM_BASE_URL, ...).
+    if name.ends_with("_URL") || name.contains("SHA256") || name.contains("_SHA") || name.contains("FINGERPRINT") {
         return Some("is a pin of the install scripts (a download URL or checksum); pins come with the package's scripts, not from a request");
     }
     None
@@ -654,6 +654,7 @@ mod tests {
             "LD_PRELOAD",
             "PATH",
             "K8S_KEYRING_SHA256",
+            "K8S_KEY_FINGERPRINT",
             "CALICO_URL",
             "PAUSE_IMAGE",
             "K8S_JOIN_TOKEN",

@@ -133,7 +133,7 @@ pub fn prepare(op: Op, a: &Inputs, store: Store, rt: Runner) -> Result<Prepared>
         (_, Some(i)) => i.vim_connection_info.clone(),
         _ => VimConnections::default(),
     };
-    let hook = Hook {
+    let mut hook = Hook {
         rt,
         store,
         state: Mutex::new(state),
@@ -148,6 +148,9 @@ pub fn prepare(op: Op, a: &Inputs, store: Store, rt: Runner) -> Result<Prepared>
         vim_connections: Mutex::new(vim_connections),
     };
     let targets = targets(op, &hook, &req, a, inst.as_ref())?;
+    // The VMs the VNFM just rebuilt re-learn their host keys, and only they (cluster/rebuilt.rs).
+    let rebuilt = crate::cluster::rebuilt::rebuilt(op, &req, &targets, hook.topo.all().map(|n| n.name()));
+    crate::cluster::rebuilt::apply(&mut hook.topo, &rebuilt);
     // Every file a node would get must resolve now, before any node is touched.
     if hook.pkg.is_some() {
         for n in hook.topo.all() {

@@ -45,6 +45,7 @@ pub(crate) const HELM_REPO_LIST: Program = program!("helm_repo_list.sh");
 pub(crate) const RUN_WITH_ENV: Program = program!("run_with_env.sh");
 pub(crate) const CLEAN_ENV: Program = program!("clean_env.sh");
 pub(crate) const REGISTRY_APPLY: Program = program!("file_lib.sh", "registry_apply.sh");
+pub(crate) const PROXY_CLEANUP: Program = program!("proxy_cleanup.sh");
 
 // Uploads (src/ssh/transfer.rs).
 pub(crate) const UPLOAD_INLINE: Program = program!("upload_lib.sh", "upload_inline.sh");
@@ -71,6 +72,7 @@ const ALL: &[Program] = &[
     RUN_WITH_ENV,
     CLEAN_ENV,
     REGISTRY_APPLY,
+    PROXY_CLEANUP,
     UPLOAD_INLINE,
     UPLOAD_PROBE,
     UPLOAD_FINALIZE,

@@ -16,6 +16,9 @@ pub mod prepare;
 pub mod record;
 pub mod scale;
 pub mod state;
+pub mod storage;
+pub mod storage_ops;
+pub mod storage_setup;
 pub mod terminate;
 pub mod topology;
 

@@ -45,6 +45,11 @@ pub(crate) const HELM_REPO_LIST: Program = program!("helm_repo_list.sh");
 pub(crate) const RUN_WITH_ENV: Program = program!("run_with_env.sh");
 pub(crate) const CLEAN_ENV: Program = program!("clean_env.sh");
 
+// Storage server and NFS clients (src/cluster/storage_ops.rs).
+pub(crate) const NFS_PACKAGES: Program = program!("nfs_packages.sh");
+pub(crate) const STORAGE_VOLUME: Program = program!("file_lib.sh", "storage_volume.sh");
+pub(crate) const NFS_EXPORTS: Program = program!("file_lib.sh", "nfs_exports.sh");
+
 // Uploads (src/ssh/transfer.rs).
 pub(crate) const UPLOAD_INLINE: Program = program!("upload_lib.sh", "upload_inline.sh");
 pub(crate) const UPLOAD_PROBE: Program = program!("upload_lib.sh", "upload_probe.sh");
@@ -69,6 +74,9 @@ const ALL: &[Program] = &[
     HELM_REPO_LIST,
     RUN_WITH_ENV,
     CLEAN_ENV,
+    NFS_PACKAGES,
+    STORAGE_VOLUME,
+    NFS_EXPORTS,
     UPLOAD_INLINE,
     UPLOAD_PROBE,
     UPLOAD_FINALIZE,

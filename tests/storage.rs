@@ -315,6 +315,129 @@ fn pv_as_sent_is_valid_kubernetes(c: &Cluster, name: &str) -> R {
     check(!out.status.success(), || format!("a wrong PV passed: {}", String::from_utf8_lossy(&out.stdout)))
 }
 
+// ------------------------------------------------------------------ without root
+
+/// A plan of `op` with these files in a fresh directory; `args` name them relative to it.
+fn plan(files: &[(&str, String)], args: &[&str]) -> support::Run {
+    let d = tempfile::tempdir().unwrap();
+    for (f, text) in files {
+        let p = d.path().join(f);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+    let dir = d.path().to_str().unwrap().to_string();
+    let args: Vec<String> = args.iter().map(|a| a.replace("{dir}", &dir)).collect();
+    let mut all = vec!["--dry-run", "-o", "json"];
+    all.extend(args.iter().map(String::as_str));
+    let r = support::mgmt(&all, &[]);
+    drop(d);
+    r
+}
+
+fn data(f: &str) -> String {
+    std::fs::read_to_string(repo().join("tests/data/tacker/v1/k8s-cluster-pv").join(f)).unwrap()
+}
+
+fn guide_package() -> Vec<(&'static str, String)> {
+    vec![
+        ("pkg/Scripts/install_k8s_cluster.sh", "#!/bin/sh\n".into()),
+        ("pkg/Files/kubernetes/nfs-pv1.yaml", data("nfs-pv1.yaml")),
+        ("pkg/Files/kubernetes/nfs-pv2.yaml", data("nfs-pv2.yaml")),
+    ]
+}
+
+/// A VnfInstance as Tacker would pass it: a master, a worker and the storage server VNFCs with
+/// their CP addresses, the storage resource of the Cinder volume, and the instantiate params.
+fn guide_instance() -> String {
+    let body: Value = serde_json::from_str(&data("persistent_volumes_kubernetes_param_file.json")).unwrap();
+    let cp = |cpd: &str, ip: &str| {
+        json!({"cpdId": cpd, "cpProtocolInfo": [{"layerProtocol": "IP_OVER_ETHERNET",
+               "ipOverEthernet": {"ipAddresses": [{"type": "IPV4", "addresses": [ip]}]}}]})
+    };
+    json!({"id": "i1", "instantiatedVnfInfo": {
+        "vnfcResourceInfo": [
+            {"id": "vm-m1", "vduId": "master_instance", "vnfcCpInfo": [cp("masterNode_CP1", "10.10.0.84")]},
+            {"id": "vm-w1", "vduId": "worker_instance", "vnfcCpInfo": [cp("workerNode_CP2", "10.10.0.85")]},
+            {"id": "vm-s1", "vduId": "storage_server", "vnfcCpInfo": [cp("storage_server_CP", "10.10.0.45")]}],
+        "vnfcInfo": [{"id": "vnfc-storage", "vduId": "storage_server", "vnfcResourceInfoId": "vm-s1"}],
+        "virtualStorageResourceInfo": [{"id": "vs-1", "virtualStorageDescId": "storage_server_volume",
+            "storageResource": {"resourceId": "6f0c1a5e-8f8b-4c84-9b6a-0a1b2c3d4e5f"}}],
+        "additionalParams": body["additionalParams"]}})
+    .to_string()
+}
+
+/// Tacker's PV guide body, unchanged, plans every storage step: from an inventory (the storage
+/// server is its group `storage_server_CP`) and from a VnfInstance (the device through its
+/// storage resource); a SOL002 heal of the storage VNFC plans the storage steps only.
+fn tacker_pv_guide_body_plans() -> R {
+    let inv = "defaults: {known_hosts: '{dir}/kh'}\ngroups:\n  master_instance:\n    - {name: m1, ssh_ip: 10.10.0.84}\n  worker_instance:\n    - {name: w1, ssh_ip: 10.10.0.85}\n  storage_server_CP:\n    - {name: nfs1, ssh_ip: 10.10.0.45}\n";
+    let mut files = guide_package();
+    files.push(("inv.yaml", inv.into()));
+    files.push(("req.json", data("persistent_volumes_kubernetes_param_file.json")));
+    let common = ["--package-dir", "{dir}/pkg", "--state-dir", "{dir}/st", "--request", "{dir}/req.json"];
+    let mut args = vec!["instantiate-end", "-i", "{dir}/inv.yaml", "--vnf-instance-id", "i1"];
+    args.extend(common);
+    let r = plan(&files, &args);
+    r.ok();
+    let all = r.all();
+    for want in [
+        "nfs_packages.sh nfs-common",
+        "storage_volume.sh /dev/disk/by-id/virtio-storage_server_volum /volume",
+        "nfs_packages.sh nfs-kernel-server",
+        "nfs_exports.sh /volume/nfs/pv1 10.10.0.0/24 /volume/nfs/pv2 10.10.0.0/24",
+        "pv-nfs-pv1.json",
+        "pv-nfs-pv2.json",
+        "connect ubuntu@10.10.0.45:22",
+    ] {
+        check(all.contains(want), || format!("the plan lacks {want:?}:\n{all}"))?;
+    }
+    check(!all.contains("password1") && !all.contains("\"ubuntu\""), || format!("a secret is in the plan:\n{all}"))?;
+
+    let mut files = guide_package();
+    files.push(("inst.json", guide_instance()));
+    files.push(("req.json", data("persistent_volumes_kubernetes_param_file.json")));
+    let mut args = vec!["instantiate-end", "--vnf-instance", "{dir}/inst.json"];
+    args.extend(common);
+    let r = plan(&files, &args);
+    r.ok();
+    let all = r.all();
+    check(all.contains("storage_volume.sh /dev/disk/by-id/virtio-6f0c1a5e-8f8b-4c84-9 /volume"), || all.clone())?;
+    check(all.contains("\"host\":\"vm-s1\""), || all.clone())?;
+
+    files.push(("heal.json", json!({"vnfcInstanceId": ["vnfc-storage"]}).to_string()));
+    let heal = |op: &'static str| {
+        plan(
+            &files,
+            &[
+                op,
+                "--vnf-instance",
+                "{dir}/inst.json",
+                "--package-dir",
+                "{dir}/pkg",
+                "--state-dir",
+                "{dir}/st",
+                "--request",
+                "{dir}/heal.json",
+            ],
+        )
+    };
+    let r = heal("heal-start");
+    r.ok();
+    check(
+        r.all().contains("kubectl get pv nfs-pv1 nfs-pv2") && r.all().contains("kubectl delete pv nfs-pv1 nfs-pv2"),
+        || r.all(),
+    )?;
+    check(!r.all().contains("drain"), || format!("a cluster node was taken out:\n{}", r.all()))?;
+    let r = heal("heal-end");
+    r.ok();
+    let all = r.all();
+    check(all.contains("storage_volume.sh") && all.contains("pv-nfs-pv2.json"), || all.clone())?;
+    check(!all.contains("install_k8s_cluster.sh"), || format!("a cluster node was reinstalled:\n{all}"))
+}
+
 fn main() {
-    Suite::new(file!()).needing_root(&[("storage_lifecycle", storage_lifecycle)]).run()
+    Suite::new(file!())
+        .without_root(&[("tacker_pv_guide_body_plans", tacker_pv_guide_body_plans)])
+        .needing_root(&[("storage_lifecycle", storage_lifecycle)])
+        .run()
 }

@@ -118,6 +118,17 @@ fn server(h: &Hook) -> Option<&ServerNode> {
     h.storage.as_ref()?.server.as_ref()
 }
 
+/// The masters kubectl may run on: those the state records as installed, else (a plan without a
+/// recorded instantiate) every master of the topology.
+fn masters(h: &Hook) -> Vec<&ClusterNode> {
+    let m = installed_masters(h);
+    if m.is_empty() {
+        h.topo.masters.iter().collect()
+    } else {
+        m
+    }
+}
+
 fn pvs(h: &Hook) -> &[Pv] {
     h.storage.as_ref().map(|s| s.pvs.as_slice()).unwrap_or_default()
 }
@@ -174,7 +185,7 @@ async fn register_pvs(h: &Hook) -> Result<()> {
     if list.is_empty() {
         return Ok(());
     }
-    let masters = installed_masters(h);
+    let masters = masters(h);
     let via = h.rt.first_reachable(&masters).await?;
     h.rt.phase("storage: register PersistentVolumes", &[via], false);
     record(h, &list)?;
@@ -238,7 +249,7 @@ async fn delete_pvs(h: &Hook, refuse_bound: bool) -> Result<()> {
     if names.is_empty() {
         return Ok(());
     }
-    let masters = installed_masters(h);
+    let masters = masters(h);
     let via = h.rt.first_reachable(&masters).await?;
     h.rt.phase("storage: delete PersistentVolumes", &[via], false);
     if refuse_bound {

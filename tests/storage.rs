@@ -36,6 +36,7 @@ fn pv_yaml(name: &str, path: &str) -> String {
 /// A loop device over a sparse file, detached when dropped (after the lab that used it).
 struct Loop {
     dev: String,
+    file: PathBuf,
 }
 
 impl Loop {
@@ -44,7 +45,7 @@ impl Loop {
         f.set_len(64 << 20).unwrap();
         let o = Command::new("losetup").args(["-f", "--show"]).arg(file).output().unwrap();
         assert!(o.status.success(), "losetup: {}", String::from_utf8_lossy(&o.stderr));
-        Loop { dev: String::from_utf8(o.stdout).unwrap().trim().to_string() }
+        Loop { dev: String::from_utf8(o.stdout).unwrap().trim().to_string(), file: file.to_path_buf() }
     }
 
     /// `major minor` of the device, as mknod wants them.
@@ -59,6 +60,7 @@ impl Loop {
 impl Drop for Loop {
     fn drop(&mut self) {
         let _ = Command::new("losetup").args(["-d", &self.dev]).status();
+        let _ = std::fs::remove_file(&self.file);
     }
 }
 

@@ -340,4 +340,114 @@ mod tests {
         assert_eq!(parse_volume("filesystem=kept type=ext4 uuid=1"), Ok(false));
         assert!(parse_volume("done").is_err());
     }
+
+    use crate::cluster::prepare::Op;
+    use crate::cluster::testkit::{position, Fixture};
+    use serde_json::json;
+
+    const PV1: &str = "apiVersion: v1\nkind: PersistentVolume\nmetadata: {name: nfs-pv1}\nspec:\n  capacity: {storage: 1Gi}\n  accessModes: [ReadWriteOnce]\n  nfs: {server: 0.0.0.0, path: /volume/nfs/pv1}\n";
+
+    /// The fixture's cluster with a storage server `nfs1` (inventory group `storage_CP`).
+    fn storage_fixture(workers: usize) -> Fixture {
+        let f = Fixture::new(1, workers);
+        add_storage_group(&f);
+        std::fs::create_dir_all(f.path("pkg/Files")).unwrap();
+        std::fs::write(f.path("pkg/Files/nfs-pv1.yaml"), PV1).unwrap();
+        f.fake.reply(None, "storage_volume.sh", "filesystem=made type=ext4 uuid=u-1\n");
+        f.fake.reply(None, "-o jsonpath='{.status.phase}'", "Available");
+        f
+    }
+
+    fn add_storage_group(f: &Fixture) {
+        let inv = std::fs::read_to_string(f.path("inv.yaml")).unwrap();
+        let inv = inv.replace("cps:", "  storage_CP:\n    - {name: nfs1, ssh_ip: 192.0.2.31}\ncps:");
+        std::fs::write(f.path("inv.yaml"), inv).unwrap();
+    }
+
+    fn body() -> serde_json::Value {
+        let mut b = Fixture::instantiate_body();
+        let p = &mut b["additionalParams"]["k8s_cluster_installation_param"];
+        p["storage_server"] = json!({"ssh_cp_name": "storage_CP", "username": "ubuntu", "password": "pw",
+            "cinder_volume_setup_params": [{"volume_resource_id": "vol-1", "mount_to": "/volume", "device": "/dev/vdb"}],
+            "nfs_server_setup_params": [{"export_dir": "/volume/nfs/pv1", "export_to": "192.0.2.0/24"}]});
+        p["pv_registration_params"] =
+            json!([{"pv_manifest_file_path": "Files/nfs-pv1.yaml", "nfs_server_cp": "storage_CP"}]);
+        b
+    }
+
+    #[tokio::test]
+    async fn storage_comes_after_the_cluster_and_the_pv_after_the_exports() {
+        let f = storage_fixture(1);
+        let o = f.run(Op::InstantiateEnd, body(), &[]).await;
+        assert!(o.error.is_none(), "{:?}", o.error);
+        let e = f.execs();
+        let at = |n: &str, what: &str| position(&e, n, what).unwrap_or_else(|| panic!("{n} {what}: {e:#?}"));
+        assert!(at("w1", "install_k8s_cluster.sh") < at("w1", "nfs_packages.sh nfs-common"), "{e:#?}");
+        assert!(at("m1", "nfs_packages.sh nfs-common") > 0);
+        assert!(at("nfs1", "storage_volume.sh /dev/vdb /volume") < at("nfs1", "nfs_exports.sh"), "{e:#?}");
+        assert!(at("nfs1", "nfs_packages.sh nfs-kernel-server") < at("nfs1", "nfs_exports.sh"), "{e:#?}");
+        assert!(at("nfs1", "nfs_exports.sh") < at("m1", "kubectl apply -f"), "{e:#?}");
+        assert!(at("m1", "kubectl apply -f") < at("m1", "get pv nfs-pv1"), "{e:#?}");
+        assert!(position(&e, "nfs1", "install_k8s_cluster.sh").is_none(), "the storage server is no cluster node");
+        let nodes = &o.result["nodes"];
+        assert!(nodes.to_string().contains("made a filesystem on /dev/vdb, mounted at /volume"), "{nodes}");
+        assert!(nodes.to_string().contains("PersistentVolume nfs-pv1 Available"), "{nodes}");
+    }
+
+    #[tokio::test]
+    async fn scale_out_gives_only_the_new_worker_the_nfs_client() {
+        let f = storage_fixture(1);
+        assert!(f.run(Op::InstantiateEnd, body(), &[]).await.error.is_none());
+        f.write_inventory(1, 2);
+        add_storage_group(&f);
+        let before = f.execs().len();
+        let o = f.run(Op::ScaleEnd, json!({"type": "SCALE_OUT", "aspectId": "worker", "numberOfSteps": 1}), &[]).await;
+        assert!(o.error.is_none(), "{:?}", o.error);
+        let e = &f.execs()[before..];
+        assert!(
+            position(e, "w2", "nfs_packages.sh nfs-common").unwrap()
+                > position(e, "w2", "install_k8s_cluster.sh").unwrap()
+        );
+        assert!(
+            position(e, "w1", "nfs_packages.sh").is_none() && position(e, "nfs1", "storage_volume.sh").is_none(),
+            "{e:#?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_storage_heal_is_refused_while_a_pv_is_bound_and_touches_no_cluster_node() {
+        let f = storage_fixture(1);
+        assert!(f.run(Op::InstantiateEnd, body(), &[]).await.error.is_none());
+        f.fake.reply(
+            None,
+            "--ignore-not-found -o json",
+            r#"{"metadata":{"name":"nfs-pv1"},"status":{"phase":"Bound"}}"#,
+        );
+        let before = f.execs().len();
+        let heal = json!({"vnfcInstanceId": ["nfs1"]});
+        let o = f.run(Op::HealStart, heal.clone(), &[]).await;
+        let err = o.error.expect("refused").to_string();
+        assert!(err.contains("nfs-pv1 Bound"), "{err}");
+        let e = &f.execs()[before..];
+        assert!(!e.iter().any(|x| x.contains("delete pv") || x.contains("drain")), "{e:#?}");
+        // Released: heal-start deletes the PV; heal-end sets the server up again, then the PV.
+        f.fake.reply(
+            None,
+            "--ignore-not-found -o json",
+            r#"{"metadata":{"name":"nfs-pv1"},"status":{"phase":"Available"}}"#,
+        );
+        assert!(f.run(Op::HealStart, heal.clone(), &[]).await.error.is_none());
+        f.fake.reply(None, "storage_volume.sh", "filesystem=kept type=ext4 uuid=u-1\n");
+        f.fake.reply(None, "-o jsonpath='{.status.phase}'", "Available");
+        let before = f.execs().len();
+        let o = f.run(Op::HealEnd, heal, &[]).await;
+        assert!(o.error.is_none(), "{:?}", o.error);
+        let e = &f.execs()[before..];
+        assert!(
+            position(e, "nfs1", "storage_volume.sh").unwrap() < position(e, "m1", "kubectl apply -f").unwrap(),
+            "{e:#?}"
+        );
+        assert!(!e.iter().any(|x| x.contains("install_k8s_cluster.sh") || x.contains("token create")), "{e:#?}");
+        assert!(o.result["nodes"].to_string().contains("kept the filesystem of /dev/vdb"), "{}", o.result);
+    }
 }

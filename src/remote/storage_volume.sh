@@ -1,8 +1,8 @@
 #!/bin/sh
 # storage_volume.sh: make a volume's filesystem if, and only if, the device has none; record it
-# in /etc/fstab by UUID; mount it. Runs after file_lib.sh. Idempotent, and it never formats a
-# device that holds anything blkid recognises (a filesystem, a partition table, LVM, RAID,
-# swap): data on a re-attached volume (a healed storage server) is kept.
+# in /etc/fstab by UUID; mount it. Runs after file_lib.sh. Idempotent, and it formats only a
+# blank device: one with nothing blkid recognises (a filesystem, a partition table, LVM, RAID,
+# swap) and a first MiB of zeros. Data on a re-attached volume (a healed storage server) is kept.
 #
 # /etc/fstab gets one entry of ours per mount point, the line after a
 # `# mgmt-driver: volume for DIR` marker, `UUID=... DIR TYPE defaults,nofail 0 2` (`nofail`: a
@@ -47,6 +47,11 @@ made=kept
 if [ -z "$fstype" ]; then
     pttype=$(probe PTTYPE)
     [ -z "$pttype" ] || die 4 "$dev holds a $pttype partition table and no filesystem; not formatting it"
+    # blkid knows no signature: format only a blank device (its first MiB all zeros, as a new
+    # volume is), never one that holds data in a format blkid does not know, or that reads fail on.
+    head -c 1048576 -- "$real" >/dev/null || die 1 "cannot read $dev"
+    nonzero=$(head -c 1048576 -- "$real" | tr -d '\000' | head -c 1 | wc -c)
+    [ "$nonzero" -eq 0 ] || die 4 "$dev holds data in no format blkid knows; not formatting it"
     mkfs.ext4 -q -- "$real" >&2 || die 1 "mkfs.ext4 $dev failed"
     fstype=ext4
     made=made

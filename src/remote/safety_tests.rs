@@ -343,13 +343,13 @@ fn the_exports_file_holds_our_lines_only_and_a_hostile_client_adds_no_option() {
     let file = d.path().join("exports.d/mgmt-driver.exports");
     let exd = d.path().join("exports.d");
     let (f, e) = (s(&file).to_string(), s(&exd).to_string());
+    let mk = format!("mkdir -p {e}");
     let swap = [
         ("/etc/exports.d/mgmt-driver.exports", f.as_str()),
-        ("mkdir -p /etc/exports.d", &format!("mkdir -p {e}")),
+        ("mkdir -p /etc/exports.d", mk.as_str()),
         ("systemctl enable --now nfs-kernel-server", "true"),
         ("exportfs -ra", "true"),
     ];
-    let swap: Vec<(&str, &str)> = swap.iter().map(|(a, b)| (*a, b.as_ref())).collect();
     let dir = d.path().join("nfs/pv1");
     let dir = s(&dir);
     let o = run(NFS_EXPORTS, &swap, &[dir, "10.10.0.0/24"]);

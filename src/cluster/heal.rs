@@ -103,8 +103,8 @@ pub async fn end(h: &Hook, targets: &[&ClusterNode], whole: bool) -> Result<serd
     if whole {
         return instantiate::run(h).await;
     }
-    if targets.is_empty() {
-        // Only the storage server was healed (or nothing): the cluster is not touched.
+    if targets.is_empty() && h.storage.as_ref().is_some_and(|s| s.healed) {
+        // Only the storage server was healed: the cluster is not touched.
         crate::cluster::storage_ops::heal_end(h, &[]).await?;
         return Ok(serde_json::Value::Null);
     }

@@ -202,16 +202,17 @@ async fn register_pvs(h: &Hook) -> Result<()> {
         let phase = wait_available(h, via, &pv.name).await?;
         if phase != "Available" && phase != "Bound" {
             let del = h.rt.exec(via, h.rt.root_cmd(via, pv_delete(&[&pv.name])?, h.rt.timeouts.command)).await;
-            let removed = if del.is_ok() { "deleted it" } else { "could not delete it" };
+            let removed = if del.is_ok() { "it was deleted" } else { "deleting it failed too" };
             return Err(Error::Remote {
                 node: via.name().to_string(),
                 command: format!("kubectl get pv {}", pv.name),
-                status: format!("PersistentVolume {} not Available", pv.name),
-                stderr_tail: format!(
-                    "still {} after {}s; {removed}",
+                status: format!(
+                    "PersistentVolume {} still {} after {}s (not Available), {removed}",
+                    pv.name,
                     if phase.is_empty() { "absent" } else { &phase },
                     h.rt.timeouts.drain.as_secs()
                 ),
+                stderr_tail: String::new(),
             });
         }
         h.outcome(via, format!("PersistentVolume {} {phase}", pv.name));
@@ -260,11 +261,11 @@ async fn delete_pvs(h: &Hook, refuse_bound: bool) -> Result<()> {
             return Err(Error::Remote {
                 node: via.name().to_string(),
                 command: format!("kubectl get pv {}", names.join(" ")),
-                status: "a PersistentVolume is in use".into(),
-                stderr_tail: format!(
-                    "{} Bound: delete the claims first; the storage server was not healed",
+                status: format!(
+                    "{} Bound: a claim uses it; delete the claim first (the storage server was not healed)",
                     bound.join(", ")
                 ),
+                stderr_tail: String::new(),
             });
         }
     }

@@ -142,6 +142,7 @@ pub fn prepare(op: Op, a: &Inputs, store: Store, rt: Runner) -> Result<Prepared>
         &topo,
         &store,
         &id,
+        op == Op::TerminateEnd,
     )?;
     let mut hook = Hook {
         rt,

@@ -74,6 +74,9 @@ pub struct Sources<'a> {
     pub topo: &'a Topology,
     pub store: &'a Store,
     pub instance_id: &'a str,
+    /// Terminate needs only the PV names: a VnfInstance that no longer lists the storage
+    /// server's VM (Tacker v1's terminate_end) is no error then.
+    pub server_optional: bool,
 }
 
 const ROOT: &str = "additionalParams.k8s_cluster_installation_param";
@@ -105,6 +108,7 @@ pub fn from_inputs(
     topo: &Topology,
     store: &Store,
     instance_id: &str,
+    server_optional: bool,
 ) -> Result<Option<StorageSetup>> {
     if params.storage.is_none() {
         return Ok(None);
@@ -131,6 +135,7 @@ pub fn from_inputs(
         topo,
         store,
         instance_id,
+        server_optional,
     })
 }
 
@@ -138,7 +143,11 @@ pub fn from_inputs(
 pub fn locate(s: &Sources) -> Result<Option<StorageSetup>> {
     let Some(st) = &s.params.storage else { return Ok(None) };
     let server = match &st.server {
-        Some(p) => Some(server_node(s, p)?),
+        Some(p) => match server_node(s, p) {
+            Ok(n) => Some(n),
+            Err(_) if s.server_optional => None,
+            Err(e) => return Err(e),
+        },
         None => None,
     };
     let recorded: Option<StorageRecord> = s.store.load_doc(s.instance_id, KIND)?;
@@ -432,5 +441,56 @@ mod tests {
         assert_eq!(instance_device(&inst, "other").as_deref(), Some("/dev/vdc"));
         assert_eq!(instance_device(&inst, "missing"), None);
         assert_eq!(by_id("short"), "/dev/disk/by-id/virtio-short");
+    }
+
+    #[test]
+    fn the_server_comes_from_the_vnfc_with_the_cp_and_terminate_does_without_it() {
+        let ap = serde_json::json!({"k8s_cluster_installation_param": {
+            "script_path": "s.sh",
+            "master_node": {"aspect_id": "m", "ssh_cp_name": "m_CP", "username": "u", "password": "pw", "cluster_cp_name": "m_CP"},
+            "worker_node": {"aspect_id": "w", "ssh_cp_name": "w_CP", "username": "u", "password": "pw"},
+            "storage_server": {"ssh_cp_name": "s_CP", "username": "u", "password": "pw",
+                "cinder_volume_setup_params": [{"volume_resource_id": "vol", "mount_to": "/volume"}],
+                "nfs_server_setup_params": [{"export_dir": "/volume/a", "export_to": "10.0.0.0/24"}]}}});
+        let params = ClusterParams::from_additional_params(ap.as_object().unwrap(), "req.json", "i").unwrap();
+        let cp = |ip: &str| {
+            serde_json::json!([{"cpdId": "s_CP", "cpProtocolInfo": [{"layerProtocol": "IP_OVER_ETHERNET",
+                "ipOverEthernet": {"ipAddresses": [{"type": "IPV4", "addresses": [ip]}]}}]}])
+        };
+        let with_vm: VnfInstance = serde_json::from_value(serde_json::json!({"id": "i", "instantiatedVnfInfo": {
+            "vnfcResourceInfo": [{"id": "vm-s", "vduId": "storage", "vnfcCpInfo": cp("10.0.0.45")}]}}))
+        .unwrap();
+        let emptied: VnfInstance =
+            serde_json::from_value(serde_json::json!({"id": "i", "instantiatedVnfInfo": {}})).unwrap();
+        let d = tempfile::tempdir().unwrap();
+        let store = Store::read_only(d.path());
+        let defaults = NodeDefaults {
+            known_hosts: d.path().join("kh"),
+            host_key_check: crate::inventory::HostKeyCheck::AcceptNew,
+        };
+        let topo = Topology { masters: vec![], workers: vec![], cluster_ip: "10.0.0.1".into(), cluster_fip: None };
+        let src = |inst: &'static VnfInstance, optional: bool| Sources {
+            params: &params,
+            req_file: "req.json",
+            inst: Some((inst, "inst.json".into())),
+            inventory: None,
+            pkg: None,
+            defaults: &defaults,
+            topo: &topo,
+            store: &store,
+            instance_id: "i",
+            server_optional: optional,
+        };
+        let with_vm: &'static VnfInstance = Box::leak(Box::new(with_vm));
+        let emptied: &'static VnfInstance = Box::leak(Box::new(emptied));
+        let s = locate(&src(with_vm, false)).unwrap().unwrap();
+        let srv = s.server.as_ref().unwrap();
+        assert_eq!((srv.node.name(), srv.node.host.addr.as_str()), ("vm-s", "10.0.0.45"));
+        assert_eq!(srv.devices, vec!["/dev/disk/by-id/virtio-vol".to_string()]);
+        assert_eq!(s.heal_target(Some(with_vm), "vm-s").as_deref(), Some("vm-s"));
+        assert!(s.is_target(&["vm-s".to_string()]) && !s.is_target(&["m1".to_string()]));
+        let e = locate(&src(emptied, false)).unwrap_err().to_string();
+        assert!(e.contains("storage_server.ssh_cp_name: no vnfcResourceInfo of inst.json has a CP 's_CP'"), "{e}");
+        assert!(locate(&src(emptied, true)).unwrap().unwrap().server.is_none());
     }
 }

@@ -383,7 +383,8 @@ fn tacker_pv_guide_body_plans() -> R {
     for want in [
         "nfs_packages.sh nfs-common",
         "storage_volume.sh /dev/disk/by-id/virtio-storage_server_volum /volume",
-        "nfs_packages.sh nfs-kernel-server",
+        "nfs_packages.sh -e .mgmt-driver/run/i1/env.storage nfs-kernel-server",
+        "env.storage (mode 0600",
         "nfs_exports.sh /volume/nfs/pv1 10.10.0.0/24 /volume/nfs/pv2 10.10.0.0/24",
         "pv-nfs-pv1.json",
         "pv-nfs-pv2.json",

@@ -39,6 +39,14 @@ pub fn packages(names: &[&str]) -> Result<String> {
     remote::NFS_PACKAGES.command(names)
 }
 
+/// As [`packages`], with the variables of the env file `env_path` (relative to the login
+/// user's home: the proxy) exported to apt-get; the program deletes the file first.
+pub fn packages_with_env(env_path: &str, names: &[&str]) -> Result<String> {
+    let mut args = vec!["-e", env_path];
+    args.extend_from_slice(names);
+    remote::NFS_PACKAGES.command(&args)
+}
+
 /// Filesystem (only when none), fstab and mount of one volume (`src/remote/storage_volume.sh`).
 pub fn volume(device: &str, dir: &str) -> Result<String> {
     remote::STORAGE_VOLUME.command(&[device, dir])
@@ -164,18 +172,37 @@ pub async fn client_step(h: &Hook, nodes: &[&ClusterNode]) -> Result<()> {
 async fn server_setup(h: &Hook, s: &ServerNode) -> Result<()> {
     let n = &s.node;
     h.rt.phase("storage server: volumes, NFS server, exports", &[n], false);
+    h.clean_env(n).await?;
     for (v, dev) in s.params.volumes.iter().zip(&s.devices) {
         let c = h.rt.root_cmd(n, volume(dev, &v.mount_to)?, h.rt.timeouts.install);
         let made = h.rt.fact(n, c, "the volume's filesystem", || false, parse_volume).await?;
         let what = if made { "made a filesystem on" } else { "kept the filesystem of" };
         h.outcome(n, format!("{what} {dev}, mounted at {}", v.mount_to));
     }
-    h.rt.exec(n, h.rt.root_cmd(n, packages(&["nfs-kernel-server"])?, h.rt.timeouts.install)).await?;
+    server_package(h, n).await?;
     let pairs: Vec<(&str, &str)> =
         s.params.exports.iter().map(|e| (e.export_dir.as_str(), e.export_to.as_str())).collect();
     h.rt.exec(n, h.rt.root_cmd(n, exports(&pairs)?, h.rt.timeouts.command)).await?;
     h.outcome(n, format!("exported {} director{}", pairs.len(), if pairs.len() == 1 { "y" } else { "ies" }));
     Ok(())
+}
+
+/// `nfs-kernel-server` on the storage server. It is no cluster node, so no install script set
+/// its apt proxy: with a proxy in the params, apt-get gets it from a 0600 env file (the URLs
+/// may hold a password; never argv).
+async fn server_package(h: &Hook, n: &ClusterNode) -> Result<()> {
+    let pkg = ["nfs-kernel-server"];
+    let Some(px) = &h.params.proxy else {
+        return h.rt.exec(n, h.rt.root_cmd(n, packages(&pkg)?, h.rt.timeouts.install)).await.map(|_| ());
+    };
+    let vars = vec![
+        ("http_proxy".to_string(), px.http_proxy.expose().to_string()),
+        ("https_proxy".to_string(), px.https_proxy.expose().to_string()),
+        ("no_proxy".to_string(), h.no_proxy()),
+    ];
+    let env_name = "env.storage";
+    let c = h.rt.root_cmd(n, packages_with_env(&format!("{}/{env_name}", h.run_dir), &pkg)?, h.rt.timeouts.install);
+    h.with_env_file(n, env_name, crate::cluster::node_cmd::env_file(&vars)?, h.rt.exec(n, c)).await.map(|_| ())
 }
 
 /// Apply each PV on a master and wait until it is Available (or already Bound); a PV that does

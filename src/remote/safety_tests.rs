@@ -377,3 +377,25 @@ fn the_exports_file_holds_our_lines_only_and_a_hostile_client_adds_no_option() {
     let o = run(NFS_PACKAGES, &[("exec apt-get", "exit 0; apt-get")], &["--allow-unauthenticated"]);
     assert_eq!(o.status.code(), Some(2), "an option as a package: {}", text(&o));
 }
+
+/// nfs_packages.sh -e (storage slice): the env file's proxy reaches apt-get's environment, and
+/// the file is gone before apt-get runs, also when it cannot be read.
+#[test]
+fn the_storage_servers_proxy_env_file_is_read_then_deleted() {
+    let d = tempfile::tempdir().unwrap();
+    let env = d.path().join("env.storage");
+    std::fs::write(&env, "http_proxy='http://u:Pr0xy@p:3128'\n").unwrap();
+    let probe = [("exec apt-get install -y -q \"$@\"", "printf '%s %s\\n' \"$http_proxy\" \"$*\"")];
+    let o = run(NFS_PACKAGES, &probe, &["-e", s(&env), "nfs-kernel-server"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).starts_with("http://u:Pr0xy@p:3128 nfs-kernel-server\n"),
+        "{}",
+        text(&o)
+    );
+    assert!(!env.exists(), "the env file is still there");
+    std::fs::write(&env, "http_proxy='x'\n").unwrap();
+    let o = run(NFS_PACKAGES, &probe, &["-e", s(&env), "-bad"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(!env.exists(), "a refused run left the env file");
+}

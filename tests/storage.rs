@@ -147,7 +147,7 @@ fn instantiate_sets_up_storage(t: &mut Storage) -> R {
         o.contains(&format!("made a filesystem on /dev/disk/by-id/virtio-{}, mounted at /volume", &VOLUME_ID[..20])),
         || o.clone(),
     )?;
-    check(o.contains("exported 2 directories"), || o.clone())?;
+    check(o.contains("exported 2 directories (exports file written)"), || o.clone())?;
     // Real: ext4 on the device, mounted, an fstab entry by UUID.
     let uuid = c.on(STORAGE_NODE, "blkid -p -o value -s UUID /dev/vdb").trim().to_string();
     check(c.on(STORAGE_NODE, "blkid -p -o value -s TYPE /dev/vdb").trim() == "ext4" && uuid.len() == 36, || {
@@ -199,6 +199,7 @@ fn second_run_changes_nothing(t: &mut Storage) -> R {
     r.ok();
     let o = outcome(&doc(&r), &c.lab.node(STORAGE_NODE));
     check(o.contains("kept the filesystem of") && !o.contains("made a filesystem"), || o.clone())?;
+    check(o.contains("exported 2 directories (exports unchanged)"), || o.clone())?;
     let uuid = c.on(STORAGE_NODE, "blkid -p -o value -s UUID /dev/vdb").trim().to_string();
     check(uuid == t.uuid, || format!("the filesystem changed: {uuid} != {}", t.uuid))?;
     let fstab = c.on(STORAGE_NODE, "cat /etc/fstab");
@@ -253,6 +254,9 @@ fn heal_keeps_the_data(t: &mut Storage) -> R {
     check(data == format!("kept-across-heal\n{}\n", t.uuid), || format!("after heal: {data}"))?;
     let exports = c.on(STORAGE_NODE, "exportfs -v");
     check(exports.contains("/volume/nfs/pv1") && exports.contains("/volume/nfs/pv2"), || exports.clone())?;
+    check(o.contains("exported 2 directories (exports file written)"), || o.clone())?;
+    let m = c.on(2, &format!("mkdir -p /mnt/pv2 && mount -t nfs {}:/volume/nfs/pv2 /mnt/pv2; echo rc=$?", c.lab.ip(3)));
+    check(m.contains("rc=0"), || format!("mount -t nfs after the heal: {m}"))?;
     for name in ["nfs-pv1", "nfs-pv2"] {
         check(pv(c, name, "{.status.phase}") == "Available", || format!("{name} not back"))?;
     }

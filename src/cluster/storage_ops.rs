@@ -120,6 +120,15 @@ pub fn parse_volume(out: &str) -> std::result::Result<bool, String> {
     }
 }
 
+/// `exports=changed|unchanged`, the last line of nfs_exports.sh.
+pub fn parse_exports(out: &str) -> std::result::Result<bool, String> {
+    match out.lines().rev().find(|l| !l.trim().is_empty()).map(str::trim) {
+        Some("exports=changed") => Ok(true),
+        Some("exports=unchanged") => Ok(false),
+        _ => Err("the last line is not 'exports=changed|unchanged'".into()),
+    }
+}
+
 // ------------------------------------------------------------------ steps
 
 fn server(h: &Hook) -> Option<&ServerNode> {
@@ -182,8 +191,10 @@ async fn server_setup(h: &Hook, s: &ServerNode) -> Result<()> {
     server_package(h, n).await?;
     let pairs: Vec<(&str, &str)> =
         s.params.exports.iter().map(|e| (e.export_dir.as_str(), e.export_to.as_str())).collect();
-    h.rt.exec(n, h.rt.root_cmd(n, exports(&pairs)?, h.rt.timeouts.command)).await?;
-    h.outcome(n, format!("exported {} director{}", pairs.len(), if pairs.len() == 1 { "y" } else { "ies" }));
+    let c = h.rt.root_cmd(n, exports(&pairs)?, h.rt.timeouts.command);
+    let changed = h.rt.fact(n, c, "whether the exports changed", || true, parse_exports).await?;
+    let dirs = format!("{} director{}", pairs.len(), if pairs.len() == 1 { "y" } else { "ies" });
+    h.outcome(n, format!("exported {dirs} ({})", if changed { "exports file written" } else { "exports unchanged" }));
     Ok(())
 }
 
@@ -367,6 +378,9 @@ mod tests {
         assert_eq!(parse_volume("x\nfilesystem=made type=ext4 uuid=1\n"), Ok(true));
         assert_eq!(parse_volume("filesystem=kept type=ext4 uuid=1"), Ok(false));
         assert!(parse_volume("done").is_err());
+        assert_eq!(parse_exports("exportfs: x\nexports=unchanged\n"), Ok(false));
+        assert_eq!(parse_exports("exports=changed"), Ok(true));
+        assert!(parse_exports("exports=maybe").is_err());
     }
 
     use crate::cluster::prepare::Op;
@@ -382,6 +396,7 @@ mod tests {
         std::fs::create_dir_all(f.path("pkg/Files")).unwrap();
         std::fs::write(f.path("pkg/Files/nfs-pv1.yaml"), PV1).unwrap();
         f.fake.reply(None, "storage_volume.sh", "filesystem=made type=ext4 uuid=u-1\n");
+        f.fake.reply(None, "nfs_exports.sh", "exports=changed\n");
         f.fake.reply(None, "-o jsonpath='{.status.phase}'", "Available");
         f
     }

@@ -469,7 +469,7 @@ mod tests {
             host_key_check: crate::inventory::HostKeyCheck::AcceptNew,
         };
         let topo = Topology { masters: vec![], workers: vec![], cluster_ip: "10.0.0.1".into(), cluster_fip: None };
-        let src = |inst: &'static VnfInstance, optional: bool| Sources {
+        let src = |inst, server_optional| Sources {
             params: &params,
             req_file: "req.json",
             inst: Some((inst, "inst.json".into())),
@@ -479,10 +479,9 @@ mod tests {
             topo: &topo,
             store: &store,
             instance_id: "i",
-            server_optional: optional,
+            server_optional,
         };
-        let with_vm: &'static VnfInstance = Box::leak(Box::new(with_vm));
-        let emptied: &'static VnfInstance = Box::leak(Box::new(emptied));
+        let (with_vm, emptied) = (&with_vm, &emptied);
         let s = locate(&src(with_vm, false)).unwrap().unwrap();
         let srv = s.server.as_ref().unwrap();
         assert_eq!((srv.node.name(), srv.node.host.addr.as_str()), ("vm-s", "10.0.0.45"));

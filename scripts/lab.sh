@@ -710,10 +710,11 @@ build_tmpl() {
 # root PATH), in place of apt-get, systemctl, ... (helm there is a wrapper: it
 # runs the real /usr/local/bin/helm and simulates the cluster verbs). The host's
 # swapoff and modprobe act on the whole machine, so they are masked in /usr/sbin
-# (and /sbin when it is not a symlink) as well. DIR/kit, created empty here, holds the
+# (and /sbin when it is not a symlink) as well, and so is mount.nfs: mount(8) looks
+# for its helpers there, not on PATH. DIR/kit, created empty here, holds the
 # shared cluster state and is bind-mounted at /var/lib/labkit in every node.
-readonly KIT_SHADOWED="apt-get apt-mark systemctl hostnamectl swapoff sysctl modprobe helm"
-readonly KIT_MASKED="swapoff modprobe"
+readonly KIT_SHADOWED="apt-get apt-mark systemctl hostnamectl swapoff sysctl modprobe helm exportfs"
+readonly KIT_MASKED="swapoff modprobe mount.nfs"
 
 # mkdir -p under the layer, with the host's mode and owner for each level.
 layer_dirs() { # args: absolute paths

@@ -38,6 +38,8 @@ pub struct Hook {
     pub outcomes: Mutex<Vec<(String, String)>>,
     /// vimConnectionInfo handed in (request or VnfInstance); the result updates it.
     pub vim_connections: Mutex<VimConnections>,
+    /// The storage server, its devices and the PVs, when the params have storage.
+    pub storage: Option<crate::cluster::storage_setup::StorageSetup>,
 }
 
 impl Hook {

@@ -11,7 +11,7 @@
 //! hook), and `off` checks nothing anyway.
 
 use crate::cluster::prepare::{Op, Req};
-use crate::cluster::topology::Topology;
+use crate::cluster::topology::{ClusterNode, Topology};
 use crate::inventory::HostKeyCheck;
 use crate::lifecycle::request::ScaleType;
 use crate::lifecycle::Runner;
@@ -32,17 +32,25 @@ pub fn rebuilt<'a>(op: Op, req: &Req, targets: &[String], all: impl Iterator<Ite
 pub fn apply(topo: &mut Topology, rebuilt: &[String]) -> Vec<String> {
     let mut switched = Vec::new();
     for n in topo.masters.iter_mut().chain(topo.workers.iter_mut()) {
-        if rebuilt.contains(&n.host.name) && n.host.host_key_check == HostKeyCheck::AcceptNew {
-            n.host.host_key_check = HostKeyCheck::Relearn;
+        if apply_one(n, rebuilt) {
             switched.push(n.host.name.clone());
         }
     }
     switched
 }
 
+/// [`apply`] for a node outside the topology (the storage server); true when it was switched.
+pub fn apply_one(n: &mut ClusterNode, rebuilt: &[String]) -> bool {
+    let switch = rebuilt.contains(&n.host.name) && n.host.host_key_check == HostKeyCheck::AcceptNew;
+    if switch {
+        n.host.host_key_check = HostKeyCheck::Relearn;
+    }
+    switch
+}
+
 /// The step that says so, in the run and in `--dry-run`, before anything connects.
-pub fn announce(rt: &Runner, topo: &Topology) {
-    let nodes: Vec<_> = topo.all().filter(|n| n.host.host_key_check == HostKeyCheck::Relearn).collect();
+pub fn announce<'a>(rt: &Runner, nodes: impl Iterator<Item = &'a ClusterNode>) {
+    let nodes: Vec<_> = nodes.filter(|n| n.host.host_key_check == HostKeyCheck::Relearn).collect();
     if !nodes.is_empty() {
         rt.phase("rebuilt VMs: re-learn their host keys (old known_hosts entries replaced)", &nodes, true);
     }

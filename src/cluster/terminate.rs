@@ -11,6 +11,7 @@ use crate::error::Result;
 use crate::lifecycle::all_ok;
 
 pub async fn run(h: &Hook, reset_nodes: bool) -> Result<serde_json::Value> {
+    crate::cluster::storage_ops::terminate(h, reset_nodes).await?;
     if reset_nodes {
         let nodes: Vec<&ClusterNode> = h.topo.all().filter(|n| h.installed(n)).collect();
         h.rt.phase("kubeadm reset", &nodes, true);

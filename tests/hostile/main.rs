@@ -19,6 +19,7 @@ mod fanout;
 mod hook;
 mod inventory;
 mod registry;
+mod storage;
 
 fn main() {
     let mut cases = Vec::new();
@@ -28,5 +29,6 @@ fn main() {
     cases.extend(cluster::cases());
     cases.extend(cnf::cases());
     cases.extend(registry::cases());
+    cases.extend(storage::cases());
     case::run(cases);
 }

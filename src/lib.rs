@@ -14,6 +14,7 @@ pub(crate) mod backoff;
 pub mod cli;
 pub(crate) mod cluster;
 pub(crate) mod cnf;
+pub(crate) mod ee;
 pub mod command;
 #[cfg(test)]
 mod debug_audit;
@@ -23,6 +24,7 @@ pub(crate) mod fanout;
 pub(crate) mod input_limit;
 pub mod inventory;
 pub(crate) mod lifecycle;
+pub(crate) mod primitive;
 pub(crate) mod quote;
 pub(crate) mod redact;
 mod remote;

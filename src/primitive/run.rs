@@ -31,12 +31,11 @@ pub const RESULT_MAX: usize = 64 << 10;
 const RESULT_LIMIT: Duration = Duration::from_secs(60);
 
 /// A primitive ready to run: checked parameters, the script's bytes (opened inside the
-/// primitives' directory), and the parameter files.
-#[derive(Clone, Debug)]
+/// primitives' directory), and the parameter files. No `Debug`: the files hold the values.
+#[derive(Clone)]
 pub struct Prepared {
     pub primitive: Primitive,
     pub script: Source,
-    pub params: Map<String, Value>,
     params_json: Arc<[u8]>,
     params_env: Arc<[u8]>,
 }
@@ -45,20 +44,13 @@ impl Prepared {
     pub fn new(primitive: Primitive, script: Source, params: Map<String, Value>) -> Result<Prepared> {
         let json = serde_json::to_vec_pretty(&Value::Object(params.clone())).expect("parameters serialize");
         let env = env_file(&params)?;
-        Ok(Prepared { primitive, script, params, params_json: json.into(), params_env: env.into_bytes().into() })
+        Ok(Prepared { primitive, script, params_json: json.into(), params_env: env.into_bytes().into() })
     }
 
     /// The script's file name on the node.
     fn script_name(&self) -> &str {
         self.primitive.script.rsplit('/').next().unwrap_or(&self.primitive.script)
     }
-}
-
-/// What the run left behind, for the result document.
-#[derive(Clone, Debug, Default)]
-pub struct Outcome {
-    pub exit_code: Option<u32>,
-    pub result: Option<Value>,
 }
 
 /// Read `primitive_result.sh`'s output: the status line, then the result bytes.
@@ -80,7 +72,7 @@ pub fn parse_result(out: &str) -> std::result::Result<(Option<u32>, Option<Value
 
 /// Run `prep` on `host`, moving `rec` through its statuses. The error (if any) is also in the
 /// record, with its kind.
-pub async fn run_on(rt: &Runner, store: &Store, prep: &Prepared, host: &Host, rec: &mut RunRecord) -> Result<Outcome> {
+pub async fn run_on(rt: &Runner, store: &Store, prep: &Prepared, host: &Host, rec: &mut RunRecord) -> Result<()> {
     let ev = rt.ev(host);
     let r = steps(rt, store, prep, host, rec).await;
     let (status, detail) = match &r {
@@ -98,11 +90,11 @@ pub async fn run_on(rt: &Runner, store: &Store, prep: &Prepared, host: &Host, re
     match (r, saved) {
         (Err(e), _) => Err(e),
         (Ok(_), Err(e)) => Err(e),
-        (Ok(o), Ok(())) => Ok(o),
+        (Ok(()), Ok(())) => Ok(()),
     }
 }
 
-async fn steps(rt: &Runner, store: &Store, prep: &Prepared, host: &Host, rec: &mut RunRecord) -> Result<Outcome> {
+async fn steps(rt: &Runner, store: &Store, prep: &Prepared, host: &Host, rec: &mut RunRecord) -> Result<()> {
     let p = &prep.primitive;
     let ev = rt.ev(host);
     let dir = format!(".mgmt-driver/primitives/{}", rec.run_id);
@@ -140,9 +132,9 @@ async fn steps(rt: &Runner, store: &Store, prep: &Prepared, host: &Host, rec: &m
     rec.stderr_tail = Some(tail(&out.stderr_tail));
     let (code, result) = rt.fact(host, read.clone(), "the primitive's result", || (Some(0), None), parse_result).await?;
     rec.exit_code = code;
-    rec.result = result.clone();
+    rec.result = result;
     match code {
-        Some(0) => Ok(Outcome { exit_code: code, result }),
+        Some(0) => Ok(()),
         _ => Err(Error::Remote {
             node: host.name.clone(),
             command: format!("primitive {} ({})", p.name, p.script),

@@ -14,10 +14,10 @@ pub(crate) mod backoff;
 pub mod cli;
 pub(crate) mod cluster;
 pub(crate) mod cnf;
-pub(crate) mod ee;
 pub mod command;
 #[cfg(test)]
 mod debug_audit;
+pub(crate) mod ee;
 pub mod error;
 pub mod event;
 pub(crate) mod fanout;

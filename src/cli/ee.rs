@@ -208,13 +208,11 @@ pub async fn key(a: KeyArgs, ctx: &Ctx) -> Result<i32> {
             reg.save(&store)?;
             keys.save(&store)?;
             let failed: Vec<&(String, &str, Result<()>)> = pass.results.iter().filter(|r| r.2.is_err()).collect();
-            let errors: Vec<ErrorItem> = failed.iter().filter_map(|r| r.2.as_ref().err()).map(ErrorItem::from_error).collect();
+            let errors: Vec<ErrorItem> =
+                failed.iter().filter_map(|r| r.2.as_ref().err()).map(ErrorItem::from_error).collect();
             let mut doc = key_doc_json(&keys, &reg, rotate_new);
-            doc["steps"] = pass
-                .results
-                .iter()
-                .map(|(ee, step, r)| json!({"ee": ee, "step": step, "ok": r.is_ok()}))
-                .collect();
+            doc["steps"] =
+                pass.results.iter().map(|(ee, step, r)| json!({"ee": ee, "step": step, "ok": r.is_ok()})).collect();
             doc["finished"] = json!(pass.finished);
             let op = if rotate_new { "key rotate" } else { "key finish-rotation" };
             print_doc(ctx, op, failed.is_empty(), doc, errors, || {

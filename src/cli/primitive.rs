@@ -111,15 +111,20 @@ pub async fn run(cmd: PrimitiveCmd, src: Source, ctx: &Ctx) -> Result<i32> {
             let runs = match run_id {
                 Some(id) => {
                     crate::lifecycle::state::check_instance_id(&id)?;
-                    vec![RunRecord::load(&store, &id)?
-                        .ok_or_else(|| Error::input("arguments", "RUN_ID", format!("no run {id} in {}", store.dir().display())))?]
+                    vec![RunRecord::load(&store, &id)?.ok_or_else(|| {
+                        Error::input("arguments", "RUN_ID", format!("no run {id} in {}", store.dir().display()))
+                    })?]
                 }
                 None => RunRecord::list(&store)?,
             };
             match ctx.output {
-                Output::Json | Output::Yaml => {
-                    print(ctx, "primitive status", true, json!({"runs": runs.iter().map(record_json).collect::<Vec<_>>()}), vec![])
-                }
+                Output::Json | Output::Yaml => print(
+                    ctx,
+                    "primitive status",
+                    true,
+                    json!({"runs": runs.iter().map(record_json).collect::<Vec<_>>()}),
+                    vec![],
+                ),
                 _ => {
                     for r in &runs {
                         println!(
@@ -169,7 +174,9 @@ fn bad_arguments(prim: &str, bad: &[(String, String)]) -> (String, Vec<ErrorItem
     let msg = format!("bad arguments for primitive {prim}: {}", list.join("; "));
     let items = bad
         .iter()
-        .map(|(k, m)| ErrorItem::from_error(&Error::input(format!("primitive {prim}"), format!("--param {k}"), m.clone())))
+        .map(|(k, m)| {
+            ErrorItem::from_error(&Error::input(format!("primitive {prim}"), format!("--param {k}"), m.clone()))
+        })
         .collect();
     (msg, items)
 }
@@ -192,7 +199,11 @@ fn targets(a: &RunArgs, prim: &Primitive, ctx: &Ctx, store: &Store) -> Result<Ve
             return Err(Error::input(
                 "arguments",
                 "--cluster-instance",
-                format!("primitive {} runs on a cluster's {}: name the VNF instance", prim.name, runs_on_word(&prim.runs_on)),
+                format!(
+                    "primitive {} runs on a cluster's {}: name the VNF instance",
+                    prim.name,
+                    runs_on_word(&prim.runs_on)
+                ),
             ))
         }
         (RunsOn::Masters | RunsOn::Workers, Some(id)) => {
@@ -205,7 +216,11 @@ fn targets(a: &RunArgs, prim: &Primitive, ctx: &Ctx, store: &Store) -> Result<Ve
                 .map(|m| m.iter().filter(|(_, n)| n["role"] == role).map(|(k, _)| k.clone()).collect())
                 .unwrap_or_default();
             let inv = a.inventory.as_ref().ok_or_else(|| {
-                Error::input("arguments", "--inventory", "the cluster's nodes are logged in to with the inventory's credentials")
+                Error::input(
+                    "arguments",
+                    "--inventory",
+                    "the cluster's nodes are logged in to with the inventory's credentials",
+                )
             })?;
             let inv = Inventory::load(inv, &ctx.inventory_opts())?;
             for n in &names {
@@ -215,18 +230,30 @@ fn targets(a: &RunArgs, prim: &Primitive, ctx: &Ctx, store: &Store) -> Result<Ve
                 hosts.push(h.clone());
             }
             if hosts.is_empty() {
-                return Err(Error::input("--cluster-instance", id.clone(), format!("the recorded cluster has no {role}")));
+                return Err(Error::input(
+                    "--cluster-instance",
+                    id.clone(),
+                    format!("the recorded cluster has no {role}"),
+                ));
             }
         }
         (RunsOn::Ee(declared), _) => {
             if a.inventory.is_some() {
-                return Err(Error::input("arguments", "--inventory", format!("primitive {} runs on EEs (--ee)", prim.name)));
+                return Err(Error::input(
+                    "arguments",
+                    "--inventory",
+                    format!("primitive {} runs on EEs (--ee)", prim.name),
+                ));
             }
             let names: Vec<String> = match (a.ee.is_empty(), declared) {
                 (false, _) => a.ee.clone(),
                 (true, Some(n)) => vec![n.clone()],
                 (true, None) => {
-                    return Err(Error::input("arguments", "--ee", format!("primitive {} runs on an EE: name it", prim.name)))
+                    return Err(Error::input(
+                        "arguments",
+                        "--ee",
+                        format!("primitive {} runs on an EE: name it", prim.name),
+                    ))
                 }
             };
             hosts = crate::cli::ee::ee_hosts(store, &names)?;

@@ -54,12 +54,8 @@ mod tests {
         let home = tempfile::tempdir().unwrap();
         let k = DriverKey::generate(KeyType::Ed25519).unwrap();
         let run = |c: &RemoteCommand| {
-            let o = std::process::Command::new("sh")
-                .arg("-c")
-                .arg(&c.script)
-                .env("HOME", home.path())
-                .output()
-                .unwrap();
+            let o =
+                std::process::Command::new("sh").arg("-c").arg(&c.script).env("HOME", home.path()).output().unwrap();
             assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         };
         let ssh = home.path().join(".ssh");

@@ -73,7 +73,8 @@ impl DriverKey {
             KeyType::Ed25519 => Algorithm::Ed25519,
             KeyType::Rsa => Algorithm::Rsa { hash: Some(HashAlg::Sha512) },
         };
-        let fail = |e: &dyn std::fmt::Display| Error::input("key", "generate", format!("cannot make a {kind:?} key: {e}"));
+        let fail =
+            |e: &dyn std::fmt::Display| Error::input("key", "generate", format!("cannot make a {kind:?} key: {e}"));
         let mut key = PrivateKey::random(&mut rand::rng(), alg).map_err(|e| fail(&e))?;
         key.set_comment(COMMENT);
         let openssh = key.public_key().to_openssh().map_err(|e| fail(&e))?;

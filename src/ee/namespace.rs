@@ -32,10 +32,7 @@ fn check_part(what: &str, p: &str) -> Result<(), String> {
         return Err(format!("the {what} id is empty"));
     }
     if p.len() > MAX_PART || !p.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_' || c == b'-') {
-        return Err(format!(
-            "the {what} id '{}' is not 1..={MAX_PART} letters, digits, '_' or '-'",
-            excerpt(p)
-        ));
+        return Err(format!("the {what} id '{}' is not 1..={MAX_PART} letters, digits, '_' or '-'", excerpt(p)));
     }
     Ok(())
 }

@@ -191,7 +191,9 @@ impl EeRecord {
     /// whether one is kept.
     pub fn shown(&self, keys: Option<&KeyDoc>) -> serde_json::Value {
         let pending = keys.and_then(|k| {
-            k.previous.as_ref().map(|_| !self.driver_keys.is_empty() && self.driver_keys != [k.current.fingerprint.clone()])
+            k.previous
+                .as_ref()
+                .map(|_| !self.driver_keys.is_empty() && self.driver_keys != [k.current.fingerprint.clone()])
         });
         serde_json::json!({
             "id": self.id,

@@ -12,8 +12,8 @@
 
 use crate::ee::authorized_keys;
 use crate::ee::driver_key::KeyDoc;
-use crate::ee::register::answer_check;
 use crate::ee::record::Registry;
+use crate::ee::register::answer_check;
 use crate::error::Result;
 use crate::inventory::{Auth, Host};
 use crate::lifecycle::state::Store;
@@ -27,17 +27,17 @@ pub struct Pass {
     pub finished: bool,
 }
 
-/// Names of the machines that still lack the new key or still hold the old one.
+/// Names of the machines the rotation waits for: those that still lack the new key, or, once
+/// every machine has it, those that still hold the old one.
 pub fn pending(reg: &Registry, keys: &KeyDoc) -> Vec<String> {
     let Some(prev) = &keys.previous else { return vec![] };
-    reg.ees
-        .iter()
-        .filter(|e| {
-            !e.driver_keys.is_empty()
-                && (!e.driver_keys.contains(&keys.current.fingerprint) || e.driver_keys.contains(&prev.fingerprint))
-        })
-        .map(|e| e.name.clone())
-        .collect()
+    let ours = || reg.ees.iter().filter(|e| !e.driver_keys.is_empty());
+    let lacking: Vec<String> =
+        ours().filter(|e| !e.driver_keys.contains(&keys.current.fingerprint)).map(|e| e.name.clone()).collect();
+    if !lacking.is_empty() {
+        return lacking;
+    }
+    ours().filter(|e| e.driver_keys.contains(&prev.fingerprint)).map(|e| e.name.clone()).collect()
 }
 
 /// A host that logs in with the new key only.

@@ -386,9 +386,9 @@ mod ssh_config;
 mod tests;
 pub mod yaml_limits;
 
-use resolve::*;
 /// An IP address or a host name (for addresses given outside an inventory: `ee register --host`).
 pub use resolve::validate_addr;
+use resolve::*;
 
 /// A POSIX portable login name (`[A-Za-z_][A-Za-z0-9._-]*`, at most 32 characters, as
 /// `useradd` accepts): never empty, never an option (`-oProxyCommand=…`), no `@`, `:`,

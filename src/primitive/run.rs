@@ -103,8 +103,16 @@ async fn steps(rt: &Runner, store: &Store, prep: &Prepared, host: &Host, rec: &m
         host,
         vec![
             UploadFile { source: prep.script.clone(), remote: format!("{dir}/{}", prep.script_name()), mode: 0o700 },
-            UploadFile { source: Source::Bytes(prep.params_json.clone()), remote: format!("{dir}/params.json"), mode: 0o600 },
-            UploadFile { source: Source::Bytes(prep.params_env.clone()), remote: format!("{dir}/params.env"), mode: 0o600 },
+            UploadFile {
+                source: Source::Bytes(prep.params_json.clone()),
+                remote: format!("{dir}/params.json"),
+                mode: 0o600,
+            },
+            UploadFile {
+                source: Source::Bytes(prep.params_env.clone()),
+                remote: format!("{dir}/params.env"),
+                mode: 0o600,
+            },
         ],
     )
     .await?;
@@ -130,7 +138,8 @@ async fn steps(rt: &Runner, store: &Store, prep: &Prepared, host: &Host, rec: &m
     };
     rec.stdout_tail = Some(tail(&out.stdout_text()));
     rec.stderr_tail = Some(tail(&out.stderr_tail));
-    let (code, result) = rt.fact(host, read.clone(), "the primitive's result", || (Some(0), None), parse_result).await?;
+    let (code, result) =
+        rt.fact(host, read.clone(), "the primitive's result", || (Some(0), None), parse_result).await?;
     rec.exit_code = code;
     rec.result = result;
     match code {

@@ -191,10 +191,7 @@ pub fn parse(text: &str, file: &str) -> Result<Vec<Primitive>> {
                     RunsOn::Ee(Some(n.to_string()))
                 }
                 None => {
-                    return Err(err(
-                        "runs_on",
-                        format!("'{}': use masters, workers, ee, ee:NAME or any", excerpt(s)),
-                    ))
+                    return Err(err("runs_on", format!("'{}': use masters, workers, ee, ee:NAME or any", excerpt(s))))
                 }
             },
         };
@@ -203,7 +200,10 @@ pub fn parse(text: &str, file: &str) -> Result<Vec<Primitive>> {
             let perr = |f: &str, m: String| Error::input(file, format!("primitives[{i}].parameters[{j}].{f}"), m);
             check_name(&prm.name).map_err(|m| perr("name", m))?;
             if let Some(other) = envs.insert(env_name(&prm.name), prm.name.clone()) {
-                return Err(perr("name", format!("'{}' and '{other}' would both be {}", prm.name, env_name(&prm.name))));
+                return Err(perr(
+                    "name",
+                    format!("'{}' and '{other}' would both be {}", prm.name, env_name(&prm.name)),
+                ));
             }
             match (prm.kind, prm.values.is_empty()) {
                 (ParamType::Enum, true) => return Err(perr("values", "an enum needs its values".into())),
@@ -255,7 +255,9 @@ fn typed(p: &Param, v: &str) -> std::result::Result<Value, String> {
                 Ok(Value::String(v.to_string()))
             }
         }
-        ParamType::Int => v.trim().parse::<i64>().map(|n| json!(n)).map_err(|_| format!("'{}' is not an integer", excerpt(v))),
+        ParamType::Int => {
+            v.trim().parse::<i64>().map(|n| json!(n)).map_err(|_| format!("'{}' is not an integer", excerpt(v)))
+        }
         ParamType::Bool => match v {
             "true" | "yes" | "1" => Ok(Value::Bool(true)),
             "false" | "no" | "0" => Ok(Value::Bool(false)),
@@ -273,7 +275,10 @@ fn typed(p: &Param, v: &str) -> std::result::Result<Value, String> {
 
 /// The `--param` values of a run checked against `prim`: every parameter typed, defaults
 /// applied. On failure, every bad argument with its reason, by name.
-pub fn check_params(prim: &Primitive, given: &[(String, String)]) -> std::result::Result<Map<String, Value>, Vec<(String, String)>> {
+pub fn check_params(
+    prim: &Primitive,
+    given: &[(String, String)],
+) -> std::result::Result<Map<String, Value>, Vec<(String, String)>> {
     let mut bad: Vec<(String, String)> = Vec::new();
     let mut out = Map::new();
     for (i, (k, v)) in given.iter().enumerate() {
@@ -415,7 +420,10 @@ mod tests {
             ("primitives:\n  - {name: x, script: a, timeout: soon}", "primitives[0].timeout"),
             ("primitives:\n  - {name: x, script: a, runs_on: everywhere}", "primitives[0].runs_on"),
             ("primitives:\n  - {name: x, script: a, parameters: [{name: e, type: enum}]}", "parameters[0].values"),
-            ("primitives:\n  - {name: x, script: a, parameters: [{name: n, type: int, default: x}]}", "parameters[0].default"),
+            (
+                "primitives:\n  - {name: x, script: a, parameters: [{name: n, type: int, default: x}]}",
+                "parameters[0].default",
+            ),
             ("primitives:\n  - {name: x, script: a, parameters: [{name: a-b}, {name: a_b}]}", "parameters[1].name"),
             ("primitives:\n  - {name: x, script: a, parameters: [{name: n, typo: 1}]}", "primitives"),
             ("primitives:\n  - {name: x, script: a, sudo: true}", "primitives"),

@@ -87,8 +87,8 @@ impl ErrorKind {
     }
 }
 
-/// One run of one primitive on one target.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+/// One run of one primitive on one target. `Debug` masks secret-named parameters.
+#[derive(Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RunRecord {
     pub run_id: String,
@@ -119,6 +119,8 @@ pub struct RunRecord {
     #[serde(default)]
     pub result: Option<Value>,
 }
+
+crate::secret::impl_debug_masked!(RunRecord);
 
 /// How much of stdout a record keeps (the whole output was streamed as events).
 pub const TAIL_BYTES: usize = 4096;

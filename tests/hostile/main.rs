@@ -15,6 +15,7 @@ mod support;
 mod case;
 mod cluster;
 mod cnf;
+mod ee;
 mod fanout;
 mod hook;
 mod inventory;
@@ -26,5 +27,6 @@ fn main() {
     cases.extend(hook::cases());
     cases.extend(cluster::cases());
     cases.extend(cnf::cases());
+    cases.extend(ee::cases());
     case::run(cases);
 }

@@ -331,6 +331,7 @@ fn primitives_run_with_typed_parameters_status_and_error_kinds() -> R {
     })
 }
 
+/// The new key is RSA 4096 (`--type rsa`), so logins with rsa-sha2 are proven here too.
 fn key_rotation_waits_for_a_stopped_ee_then_retires_the_old_key() -> R {
     let c = Ctx::new();
     let (n1, n2) = (lab().node(1), lab().node(2));
@@ -351,13 +352,14 @@ fn key_rotation_waits_for_a_stopped_ee_then_retires_the_old_key() -> R {
     lab().stop(&n2);
     let restart = Restart(n2.clone());
     let new_line = phase("rotate while rot-2 is down: pending on rot-2, exit 1", || {
-        let r = c.run(&["-o", "json", "--retry-for", "1s", "--connect-timeout", "2s", "key", "rotate"]);
+        let r =
+            c.run(&["-o", "json", "--retry-for", "1s", "--connect-timeout", "2s", "key", "rotate", "--type", "rsa"]);
         r.fails(1, "rot-2");
         let d = doc(&r);
         check(d["result"]["rotation"]["pending"] == true, || format!("{d:#}"))?;
         check(d["result"]["rotation"]["pendingOn"] == serde_json::json!(["rot-2"]), || format!("{d:#}"))?;
         let new = d["result"]["publicKey"].as_str().unwrap().to_string();
-        check(new != old_line, || "the key did not change".into())?;
+        check(new != old_line && new.starts_with("ssh-rsa "), || format!("the new key: {new}"))?;
         // rot-1 has both keys until rot-2 has the new one.
         let o = lab().node_exec(&n1, &["cat", "/home/mduser/.ssh/authorized_keys"]);
         let t = String::from_utf8_lossy(&o.stdout).into_owned();

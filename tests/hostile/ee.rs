@@ -116,6 +116,36 @@ pub fn cases() -> Vec<Case> {
         )
         .file("p/primitives.yaml", PRIMS.to_string())
         .file("p/echo.sh", "#!/bin/sh\n"),
+        // Helm CNFs have no primitives (OSM's Helm connector refuses them too).
+        Case::rejected(
+            "primitive/helm-cnf-refused",
+            &["primitive", "run", "echo", "--dir", "{dir}/p", "--cluster-instance", "cnf-1", "--param", "msg=x", "--state-dir", "{dir}/state"],
+            "is a Helm CNF",
+        )
+        .file("p/primitives.yaml", PRIMS.to_string())
+        .file("p/echo.sh", "#!/bin/sh\n")
+        .file("state/cnf-1.cnf.json", "{\"releases\": {}}"),
+        Case::rejected(
+            "primitive/masters-without-instance",
+            &["primitive", "run", "echo", "--dir", "{dir}/p", "--param", "msg=x", "--state-dir", "{dir}/state"],
+            "--cluster-instance",
+        )
+        .file("p/primitives.yaml", format!("{PRIMS}    runs_on: masters\n"))
+        .file("p/echo.sh", "#!/bin/sh\n"),
+        Case::rejected(
+            "primitive/masters-of-unrecorded-instance",
+            &["primitive", "run", "echo", "--dir", "{dir}/p", "--cluster-instance", "nope", "--param", "msg=x", "--state-dir", "{dir}/state"],
+            "no cluster is recorded",
+        )
+        .file("p/primitives.yaml", format!("{PRIMS}    runs_on: masters\n"))
+        .file("p/echo.sh", "#!/bin/sh\n"),
+        Case::rejected(
+            "primitive/instance-id-path",
+            &["primitive", "run", "echo", "--dir", "{dir}/p", "--cluster-instance", "../x", "--param", "msg=x", "--state-dir", "{dir}/state"],
+            "id",
+        )
+        .file("p/primitives.yaml", PRIMS.to_string())
+        .file("p/echo.sh", "#!/bin/sh\n"),
     ];
     // A hostile value is legitimate: it travels in a 0600 file, never in a command line. The
     // run record shows it as data (JSON-escaped); no command shows its shell-quoted form, and the

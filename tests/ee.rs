@@ -113,7 +113,17 @@ fn key_is_made_once_and_registers_a_machine_for_password_less_logins() -> R {
         let r = c.run(&["-o", "json", "exec", "--ee", "lab-3", "--", "id", "-un"]);
         r.ok();
         let d = doc(&r);
-        check(d["result"]["hosts"][0]["stdout"] == "mduser\n", || format!("{d:#}"))
+        check(d["result"]["hosts"][0]["stdout"] == "mduser\n", || format!("{d:#}"))?;
+        // run-script and get take --ee too.
+        let script = c.p("hello.sh");
+        std::fs::write(&script, "#!/bin/sh\necho \"hello $1\" > ee-hello.txt\n").unwrap();
+        // (run-script's options go before SCRIPT: what follows it is the script's arguments)
+        let state = c.state();
+        mgmt(&["run-script", "--ee", "lab-3", "--state-dir", s(&state), s(&script), "from the driver"], &[]).ok();
+        let got = c.p("got");
+        c.run(&["get", "--ee", "lab-3", "ee-hello.txt", s(&got)]).ok();
+        let text = std::fs::read_to_string(got.join("lab-3/ee-hello.txt")).unwrap_or_default();
+        check(text == "hello from the driver\n", || format!("{text:?}"))
     })?;
     phase("a second registration of the name is refused before connecting; list filters by namespace", || {
         c.register("lab-3", 3, &[]).fails(2, "registered already");

@@ -152,6 +152,40 @@ pub fn cases() -> Vec<Case> {
     // env file's text is never printed.
     let hostile = "it's \"$(reboot)\" `id`\nforged: line";
     let msg = format!("msg={hostile}");
+    // `runs_on: masters` of a recorded cluster: only the recorded masters, logged in to with the
+    // inventory's credentials.
+    let cluster = r#"{"version": 1, "vnf_instance_id": "c1", "nodes": {
+        "m1": {"role": "master", "ssh_addr": "192.0.2.10", "nic_ip": "", "k8s_name": "", "installed": true, "helm_installed": true},
+        "w1": {"role": "worker", "ssh_addr": "192.0.2.11", "nic_ip": "", "k8s_name": "", "installed": true, "helm_installed": false}}}"#;
+    let inv = format!(
+        "defaults: {{user: ubuntu, password: pw-hostile-ee, known_hosts: '{{dir}}/kh'}}\ngroups:\n  k:\n    - {{name: m1, ssh_ip: {NOWHERE}}}\n    - {{name: w1, ssh_ip: 192.0.2.11}}\n"
+    );
+    v.push(
+        Case::accepted(
+            "primitive/masters-of-a-recorded-cluster",
+            &[
+                "primitive",
+                "run",
+                "echo",
+                "--dir",
+                "{dir}/p",
+                "--cluster-instance",
+                "c1",
+                "-i",
+                "{dir}/inv.yaml",
+                "--param",
+                "msg=x",
+                "--state-dir",
+                "{dir}/state",
+            ],
+            &["\"target\":\"m1\""],
+            &["\"target\":\"w1\"", "pw-hostile-ee"],
+        )
+        .file("p/primitives.yaml", format!("{PRIMS}    runs_on: masters\n"))
+        .file("p/echo.sh", "#!/bin/sh\n")
+        .file("state/c1.json", cluster)
+        .file("inv.yaml", inv),
+    );
     v.push(
         Case::accepted(
             "primitive/hostile-value-never-in-a-command",

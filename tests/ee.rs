@@ -133,6 +133,10 @@ fn key_is_made_once_and_registers_a_machine_for_password_less_logins() -> R {
         let l = c.run(&["-o", "json", "ee", "list", "--namespace", ".ns2"]);
         check(doc(&l)["result"]["ees"].as_array().map(Vec::len) == Some(0), || l.stdout.clone())?;
         c.run(&["ee", "list", "--namespace", "ns1"]).fails(2, "--namespace");
+        // Under strict checking a host key the store has not learned is refused, and nothing is
+        // registered.
+        c.register("strict-1", 1, &["--host-key-check", "strict"]).fails(1, "host key");
+        c.run(&["ee", "show", "strict-1"]).fails(2, "no such execution environment");
         Ok(())
     })?;
     phase("ee delete --remove-key takes our line out again", || {

@@ -166,6 +166,13 @@ const PRIMITIVES: &str = "primitives:
     script: slow.sh
     timeout: 2s
     runs_on: ee
+  - name: as-root
+    script: echo.sh
+    root: true
+    runs_on: ee
+    parameters:
+      - {name: msg, type: string, default: root}
+      - {name: count, type: int, default: 0}
   - name: anywhere
     script: echo.sh
     parameters:
@@ -213,7 +220,7 @@ fn primitives_run_with_typed_parameters_status_and_error_kinds() -> R {
     phase("list and show", || {
         let l = c.run(&["-o", "json", "primitive", "list", "--dir", &d]);
         l.ok();
-        check(doc(&l)["result"]["primitives"].as_array().map(Vec::len) == Some(4), || l.stdout.clone())?;
+        check(doc(&l)["result"]["primitives"].as_array().map(Vec::len) == Some(5), || l.stdout.clone())?;
         let sh = c.run(&["-o", "json", "primitive", "show", "echo", "--dir", &d]);
         sh.ok();
         check(doc(&sh)["result"]["parameters"][2]["values"][1] == "slow", || sh.stdout.clone())
@@ -325,6 +332,14 @@ fn primitives_run_with_typed_parameters_status_and_error_kinds() -> R {
         let st = c.run(&["primitive", "status", run["runId"].as_str().unwrap()]);
         st.ok();
         check(st.stdout.contains("failed") && st.stdout.contains("execution"), || st.stdout.clone())
+    })?;
+    phase("root: true runs the script through sudo with the EE's kept (sealed) password", || {
+        c.register("lab-4pw", 4, &["--install-key"]).ok();
+        let r = c.run(&["-o", "json", "primitive", "run", "as-root", "--dir", &d, "--ee", "lab-4pw"]);
+        r.ok();
+        let dd = doc(&r);
+        check(dd["result"]["runs"][0]["result"]["user"] == "root", || format!("{dd:#}"))?;
+        check(!r.all().contains(&lab().password()), || "the sudo password is in the output".into())
     })?;
     phase("a primitive past its timeout: kind timeout, exit 5", || {
         let r = c.run(&["-o", "json", "primitive", "run", "slow", "--dir", &d, "--ee", "lab-4"]);

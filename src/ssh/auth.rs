@@ -12,6 +12,25 @@ use super::client::Client;
 use crate::error::{Error, Result};
 use crate::inventory::Auth;
 
+/// Offer one private key (RSA signs with the best rsa-sha2 hash the server takes); true when
+/// the server accepted it.
+async fn publickey(
+    handle: &mut Handle<Client>,
+    user: &str,
+    key: russh::keys::PrivateKey,
+) -> std::result::Result<bool, String> {
+    let hash = if key.algorithm().is_rsa() {
+        handle.best_supported_rsa_hash().await.map_err(|e| e.to_string())?.flatten()
+    } else {
+        None
+    };
+    let res = handle
+        .authenticate_publickey(user, PrivateKeyWithHashAlg::new(Arc::new(key), hash))
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok(matches!(res, AuthResult::Success))
+}
+
 /// Authenticate `user` on an open handle with every configured method, in a fixed order.
 pub async fn login(handle: &mut Handle<Client>, node: &str, addr: &str, user: &str, auth: &Auth) -> Result<()> {
     let mut tried: Vec<&str> = Vec::new();
@@ -27,16 +46,7 @@ pub async fn login(handle: &mut Handle<Client>, node: &str, addr: &str, user: &s
             addr: addr.into(),
             tried: format!("publickey: the driver's key #{} in the state store is unreadable: {e}", i + 1),
         })?;
-        let hash = if key.algorithm().is_rsa() {
-            handle.best_supported_rsa_hash().await.map_err(|e| session_err(e.to_string()))?.flatten()
-        } else {
-            None
-        };
-        let res = handle
-            .authenticate_publickey(user, PrivateKeyWithHashAlg::new(Arc::new(key), hash))
-            .await
-            .map_err(|e| session_err(e.to_string()))?;
-        if matches!(res, AuthResult::Success) {
+        if publickey(handle, user, key).await.map_err(session_err)? {
             return Ok(());
         }
     }
@@ -54,16 +64,7 @@ pub async fn login(handle: &mut Handle<Client>, node: &str, addr: &str, user: &s
                 if passphrase.is_some() { format!("{e} (wrong passphrase?)") } else { e.to_string() }
             ),
         })?;
-        let hash = if key.algorithm().is_rsa() {
-            handle.best_supported_rsa_hash().await.map_err(|e| session_err(e.to_string()))?.flatten()
-        } else {
-            None
-        };
-        let res = handle
-            .authenticate_publickey(user, PrivateKeyWithHashAlg::new(Arc::new(key), hash))
-            .await
-            .map_err(|e| session_err(e.to_string()))?;
-        if matches!(res, AuthResult::Success) {
+        if publickey(handle, user, key).await.map_err(session_err)? {
             return Ok(());
         }
     }

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use serde_json::{json, Map, Value};
 
+use crate::cnf::cluster_env::{self, HelmEnv};
 use crate::cnf::heal::{self, HealTarget};
 use crate::cnf::helm_cmd::{Chart, InstallOpts, Values};
 use crate::cnf::helm_info::HelmInfo;
@@ -20,7 +21,7 @@ use crate::error::{Error, Result};
 use crate::lifecycle::package::Package;
 use crate::lifecycle::request::{Doc, HealRequest, InstantiateRequest, ScaleRequest, ScaleType, VnfInstance};
 use crate::lifecycle::state::{check_instance_id, Lock, Store};
-use crate::lifecycle::Runner;
+use crate::lifecycle::{Node, Runner};
 
 /// The CNF document's kind in the store: `<id>.cnf.json`.
 pub const KIND: &str = "cnf";
@@ -46,6 +47,8 @@ pub struct Prepared {
     namespace_arg: Option<String>,
     /// The instantiate request's flavourId (recorded for later scales).
     flavour: Option<String>,
+    /// The cluster's Helm environment the commands run with (`cluster_env::choose`).
+    env: HelmEnv,
 }
 
 /// What a CNF operation produced.
@@ -66,12 +69,25 @@ pub fn prepare(op: &Op, a: &Inputs, store: Store) -> Result<Prepared> {
         check_instance_id(cid).map_err(|e| Error::input("arguments", "--cluster-instance", e.to_string()))?;
     }
     check_args(op, &id)?;
+    let cluster_uuid = a
+        .cluster_uuid
+        .as_deref()
+        .map(cluster_env::parse_cluster_uuid)
+        .transpose()
+        .map_err(|m| Error::input("arguments", "--cluster-uuid", m))?;
     let want_repos = match op {
         Op::RepoSync { repos } => repo_pairs(repos)?,
         _ => BTreeMap::new(),
     };
     let lock = store.lock(&id, KIND)?;
     let saved: Option<CnfState> = store.load_doc(&id, KIND)?;
+    let env = cluster_env::choose(
+        cluster_uuid.as_ref(),
+        saved.as_ref().map(|s| s.cluster_id.as_deref()),
+        a.cluster_instance.as_deref(),
+        &id,
+    )
+    .map_err(|m| Error::input("arguments", "--cluster-uuid", m))?;
     let req_file = a.request.as_ref().map(Doc::name).unwrap_or_else(|| "(recorded request)".into());
     // The request (or the recorded one) gives the CNF params.
     let (mut scale, mut heal, mut req_vims, mut flavour) = (None, None, None, None);
@@ -110,8 +126,14 @@ pub fn prepare(op: &Op, a: &Inputs, store: Store) -> Result<Prepared> {
     } else {
         CnfParams::for_instance(&ap, &req_file, &id)?
     };
-    if let Some(ns) = &a.namespace {
-        names::namespace(ns).map_err(|m| Error::input("arguments", "--namespace", m))?;
+    // --namespace, else the request's (or recorded) namespace, else the cluster_uuid's.
+    let ns_arg = a.namespace.clone().or_else(|| {
+        let from_request = ap.get("namespace").is_some_and(|v| !v.is_null());
+        cluster_uuid.as_ref().and_then(|c| c.namespace.clone()).filter(|_| !from_request)
+    });
+    if let Some(ns) = &ns_arg {
+        let field = if a.namespace.is_some() { "--namespace" } else { "--cluster-uuid" };
+        names::namespace(ns).map_err(|m| Error::input("arguments", field, m))?;
         params.namespace = ns.clone();
         if matches!(op, Op::Instantiate) {
             // Recorded with the request, so later operations find the releases there.
@@ -172,6 +194,7 @@ pub fn prepare(op: &Op, a: &Inputs, store: Store) -> Result<Prepared> {
         want_repos,
         namespace_arg: a.namespace.clone(),
         flavour,
+        env,
     })
 }
 
@@ -197,6 +220,7 @@ fn check_args(op: &Op, instance: &str) -> Result<()> {
         | Op::Status { release }
         | Op::History { release }
         | Op::Values { release, .. } => arg("--release", names::release(release))?,
+        Op::Services { release: Some(release) } => arg("--release", names::release(release))?,
         Op::Show { what, chart, repo, version } => {
             if !["values", "readme", "chart", "all"].contains(&what.as_str()) {
                 return Err(Error::input(
@@ -246,7 +270,7 @@ fn saved_params(saved: &Option<CnfState>) -> Result<Map<String, Value>> {
 /// Run a prepared operation: open the Helm session, call the operation, record the outcome.
 pub async fn run(op: &Op, a: &Inputs, p: Prepared, rt: Runner) -> Result<Outcome> {
     let nodes = masters(&p.helm_info, a, &p.store)?;
-    let session = Session::open(rt, nodes, a.status_interval).await?;
+    let session = Session::open(rt, nodes, a.status_interval, p.env.clone()).await?;
     let opts = InstallOpts {
         wait: a.wait,
         timeout_s: Some(a.timeout.as_secs().max(1)),
@@ -273,6 +297,8 @@ pub async fn run(op: &Op, a: &Inputs, p: Prepared, rt: Runner) -> Result<Outcome
         "vnfInstanceId": p.id,
         "master": session.master().host.addr,
         "helmMajor": session.helm.major,
+        "clusterId": p.env.id(),
+        "helmEnvironment": p.env.dir(),
     });
     Ok(Outcome { context, result: result?, warnings: p.params.warnings.clone() })
 }
@@ -297,7 +323,7 @@ impl Record<'_> {
 
 async fn dispatch(op: &Op, c: &Ctx<'_>, p: &Prepared, rec: &mut Record<'_>) -> Result<Value> {
     let s = c.s;
-    let h = s.helm;
+    let h = &s.helm;
     let ns = c.params.namespace.as_str();
     Ok(match op {
         Op::Instantiate => instantiate(c, p, rec).await?,
@@ -356,7 +382,77 @@ async fn dispatch(op: &Op, c: &Ctx<'_>, p: &Prepared, rec: &mut Record<'_>) -> R
             p.store.remove_doc(&p.id, KIND)?;
             json!({"releases": out})
         }
+        Op::Services { release } => {
+            let releases = match release {
+                Some(r) => vec![r.clone()],
+                None => cnf_releases(c.params, &rec.st),
+            };
+            let found = crate::cnf::services::services(c, &releases).await?;
+            json!({"releases": releases, "services": found})
+        }
+        Op::Reset { uninstall } => reset(c, p, rec, *uninstall).await?,
     })
+}
+
+/// The CNF's releases: the request's (or recorded request's), else the recorded ones.
+fn cnf_releases(params: &CnfParams, st: &CnfState) -> Vec<String> {
+    if params.releases.is_empty() {
+        st.releases.keys().cloned().collect()
+    } else {
+        params.releases.iter().map(|r| r.name.clone()).collect()
+    }
+}
+
+/// `cnf reset [--uninstall]`: with --uninstall, terminate the CNF first (its releases,
+/// repositories, charts and record); then remove the cluster's Helm environment from every
+/// master. A master other than the active one that cannot be reached is reported, not fatal.
+async fn reset(c: &Ctx<'_>, p: &Prepared, rec: &Record<'_>, uninstall: bool) -> Result<Value> {
+    let s = c.s;
+    let releases = if uninstall && p.saved.is_some() {
+        let out = ops::terminate(c, &cnf_releases(c.params, &rec.st)).await?;
+        p.store.remove_doc(&p.id, KIND)?;
+        out
+    } else {
+        json!([])
+    };
+    let Some(cmd) = s.helm.env.reset() else {
+        return Err(Error::input(
+            "state",
+            "cnf",
+            "this CNF uses Helm's default environment (recorded by an older driver): there is no \
+             cluster environment to reset; pass --cluster-uuid to name one",
+        ));
+    };
+    let nodes = s.all();
+    s.rt.phase("forget the cluster's Helm environment on every master", &nodes, true);
+    let res = s
+        .rt
+        .each(&nodes, |n| {
+            let cmd = cmd.clone();
+            async move {
+                let rc = s.rt.root_cmd(n, cmd, s.rt.timeouts.command);
+                let parse = |o: &str| match o.trim() {
+                    w @ ("removed" | "absent") => Ok(w.to_string()),
+                    other => Err(format!("not removed/absent: {:?}", crate::error::excerpt(other))),
+                };
+                s.rt.fact(n, rc, "the environment reset", || "planned".to_string(), parse).await
+            }
+        })
+        .await;
+    let (mut masters, mut not_reached) = (Vec::new(), Vec::new());
+    for (n, r) in res {
+        match r {
+            Ok(outcome) => masters.push(json!({"master": n.name(), "environment": outcome})),
+            Err(e) if n.name() != s.master().name() => not_reached.push(format!("{}: {e}", n.name())),
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(json!({
+        "clusterId": s.helm.env.id(),
+        "releases": releases,
+        "masters": masters,
+        "mastersNotReached": not_reached,
+    }))
 }
 
 /// The releases a whole-CNF heal restarts, with the resources recorded for each (the plan's
@@ -483,6 +579,7 @@ async fn instantiate(c: &Ctx<'_>, p: &Prepared, rec: &mut Record<'_>) -> Result<
     rec.st.namespace = c.params.namespace.clone();
     rec.st.masters = p.helm_info.masternode_ip.clone();
     rec.st.flavour_id = p.flavour.clone();
+    rec.st.cluster_id = p.env.id().map(str::to_string);
     rec.save()?;
     let skipped = ops::distribute(c).await?;
     s.rt.phase("install or upgrade the releases", &[s.master()], false);

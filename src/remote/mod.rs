@@ -55,6 +55,9 @@ pub(crate) const UPLOAD_STREAM: Program = program!("upload_stream.sh");
 pub(crate) const PREPARE_CHART_DIR: Program = program!("prepare_chart_dir.sh");
 pub(crate) const EXTRACT_CHART: Program = program!("archive_lib.sh", "extract_chart.sh");
 
+pub(crate) const HELM_ENV: Program = program!("helm_env.sh");
+pub(crate) const HELM_ENV_RESET: Program = program!("helm_env_reset.sh");
+
 /// Every program, for the test that no file here is left unused. Only tests read this list, so a
 /// program no builder runs is a dead-code warning (and `clippy -D warnings` fails).
 #[cfg(test)]
@@ -75,6 +78,8 @@ const ALL: &[Program] = &[
     UPLOAD_STREAM,
     PREPARE_CHART_DIR,
     EXTRACT_CHART,
+    HELM_ENV,
+    HELM_ENV_RESET,
 ];
 
 impl Program {

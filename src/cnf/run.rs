@@ -425,9 +425,8 @@ async fn reset(c: &Ctx<'_>, p: &Prepared, rec: &Record<'_>, uninstall: bool) -> 
     };
     let nodes = s.all();
     s.rt.phase("forget the cluster's Helm environment on every master", &nodes, true);
-    let res = s
-        .rt
-        .each(&nodes, |n| {
+    let res =
+        s.rt.each(&nodes, |n| {
             let cmd = cmd.clone();
             async move {
                 let rc = s.rt.root_cmd(n, cmd, s.rt.timeouts.command);
@@ -1042,5 +1041,143 @@ mod tests {
         keep_recorded_names(ap.as_object_mut().unwrap(), Some(&old));
         assert_eq!(ap["using_helm_install_param"][0]["helmreleasename"], "c-0123456789");
         assert!(ap["using_helm_install_param"][1].get("helmreleasename").is_none(), "another chart: a new name");
+    }
+
+    /// The commands that run Helm itself (not its version probe).
+    fn helm_cmds(execs: &[String]) -> Vec<&String> {
+        execs.iter().filter(|e| e.contains("helm ") && !e.contains("helm version")).collect()
+    }
+
+    #[tokio::test]
+    async fn every_helm_command_runs_in_the_clusters_own_environment_recorded_with_the_cnf() {
+        let f = Fixture::new();
+        let inputs = Inputs { cluster_uuid: Some("east".into()), ..f.inputs() };
+        let p = f.prepare(&inputs).unwrap();
+        let rt = Runner::new(Arc::new(f.fake.clone()), Events::channel().0, FanOut::default(), Timeouts::default());
+        let o = run(&Op::Instantiate, &inputs, p, rt).await.unwrap();
+        assert_eq!(o.context["clusterId"], "east");
+        assert_eq!(o.context["helmEnvironment"], "/var/lib/mgmt-driver/helm/east");
+        let env = HelmEnv::cluster("east").unwrap();
+        for m in [M1, M2] {
+            let execs = f.fake.execs(m);
+            assert!(
+                execs
+                    .iter()
+                    .any(|e| e.contains("helm_env.sh /var/lib/mgmt-driver/helm/east /etc/kubernetes/admin.conf")),
+                "{m}: {execs:?}"
+            );
+            let helm = helm_cmds(&execs);
+            assert!(!helm.is_empty(), "{m}: {execs:?}");
+            for c in helm {
+                assert!(c.contains(&format!("{}helm ", env.prefix())), "{c}");
+            }
+        }
+        let rec: Value =
+            serde_json::from_str(&std::fs::read_to_string(f.dir.path().join("state/cnf1.cnf.json")).unwrap()).unwrap();
+        assert_eq!(rec["cluster_id"], "east", "{rec}");
+        // Later operations use the recorded cluster without the flag...
+        let n = f.fake.execs(M1).len();
+        let o = run_op(&f, Op::Status { release: "vdu2".into() }, "cnf1", None).await.unwrap();
+        assert!(o.result.is_object());
+        assert!(f.fake.execs(M1)[n..].iter().any(|e| e.contains(&format!("{}helm status", env.prefix()))));
+        // ...and refuse another one before connecting.
+        let n = f.fake.calls().len();
+        let west = Inputs { cluster_uuid: Some("west".into()), ..f.inputs() };
+        let e = f.prepare(&west).err().expect("refused");
+        assert_eq!(e.exit_code(), crate::error::exit::BAD_INPUT);
+        assert!(e.to_string().contains("--cluster-uuid") && e.to_string().contains("'east'"), "{e}");
+        assert_eq!(f.fake.calls().len(), n);
+    }
+
+    #[test]
+    fn a_cluster_uuids_namespace_is_the_default_namespace() {
+        let f = Fixture::new();
+        let no_ns = f.dir.path().join("no-ns.json");
+        let mut req: Value =
+            serde_json::from_str(&std::fs::read_to_string(f.dir.path().join("req.json")).unwrap()).unwrap();
+        req["additionalParams"].as_object_mut().unwrap().remove("namespace");
+        std::fs::write(&no_ns, req.to_string()).unwrap();
+        let with = |req: &std::path::Path, ns: Option<&str>| Inputs {
+            request: Some(req.to_path_buf().into()),
+            cluster_uuid: Some("edge:east".into()),
+            namespace: ns.map(str::to_string),
+            ..f.inputs()
+        };
+        let p = f.prepare(&with(&no_ns, None)).unwrap();
+        assert_eq!((p.params.namespace.as_str(), p.env.id()), ("edge", Some("east")));
+        assert_eq!(p.ap["namespace"], "edge", "recorded for later operations");
+        drop(p);
+        let p = f.prepare(&with(&f.dir.path().join("req.json"), None)).unwrap();
+        assert_eq!(p.params.namespace, "cnf", "the request's namespace wins");
+        drop(p);
+        let p = f.prepare(&with(&no_ns, Some("other"))).unwrap();
+        assert_eq!(p.params.namespace, "other", "--namespace wins");
+        drop(p);
+        for bad in ["Bad_NS:east", "edge:../x", "edge:"] {
+            let i = Inputs { cluster_uuid: Some(bad.into()), ..f.inputs() };
+            let e = f.prepare(&i).err().unwrap_or_else(|| panic!("{bad} accepted"));
+            assert!(e.to_string().contains("--cluster-uuid"), "{e}");
+        }
+    }
+
+    #[tokio::test]
+    async fn services_come_from_the_manifest_with_what_the_cluster_allocated() {
+        let f = Fixture::new();
+        f.instantiate().await.unwrap();
+        f.fake.reply(
+            None,
+            "kubectl get service vdu2 --namespace cnf -o json",
+            &json!({"kind": "Service", "metadata": {"name": "vdu2", "namespace": "cnf"},
+                "spec": {"type": "NodePort", "clusterIP": "10.96.14.3", "ports": [{"port": 80, "nodePort": 30080}]}})
+            .to_string(),
+        );
+        let o = run_op(&f, Op::Services { release: None }, "cnf1", None).await.unwrap();
+        let svc = &o.result["services"][0];
+        assert_eq!(o.result["releases"], json!(["vdu2"]));
+        assert_eq!((svc["name"].as_str(), svc["type"].as_str()), (Some("vdu2"), Some("NodePort")), "{}", o.result);
+        assert_eq!(svc["clusterIP"], "10.96.14.3");
+        assert_eq!(svc["ports"][0]["nodePort"], 30080);
+        let get = f.fake.execs(M1).into_iter().find(|e| e.contains("kubectl get service")).unwrap();
+        assert!(get.contains("export KUBECONFIG=/var/lib/mgmt-driver/helm/cnf1/kubeconfig "), "{get}");
+        // An address that is not one is refused, naming the service.
+        f.fake.reply(
+            None,
+            "kubectl get service vdu2",
+            r#"{"kind": "Service", "metadata": {"name": "vdu2"}, "spec": {"clusterIP": "10.0.0.1 && id"}}"#,
+        );
+        let e = run_op(&f, Op::Services { release: Some("vdu2".into()) }, "cnf1", None).await.err().unwrap();
+        assert!(e.to_string().contains("spec.clusterIP"), "{e}");
+        let bad = run_op(&f, Op::Services { release: Some("-x".into()) }, "cnf1", None).await.err().unwrap();
+        assert_eq!(bad.exit_code(), crate::error::exit::BAD_INPUT);
+    }
+
+    #[tokio::test]
+    async fn reset_uninstalls_when_asked_removes_the_environment_everywhere_and_is_idempotent() {
+        let f = Fixture::new();
+        f.instantiate().await.unwrap();
+        f.fake.reply(None, "helm_env_reset.sh /var/lib/mgmt-driver/helm/cnf1", "removed\n");
+        let o = run_op(&f, Op::Reset { uninstall: true }, "cnf1", None).await.unwrap();
+        assert_eq!(o.result["releases"][0]["outcome"], "uninstalled", "{}", o.result);
+        assert_eq!(
+            o.result["masters"],
+            json!([{"master": M1, "environment": "removed"}, {"master": M2, "environment": "removed"}])
+        );
+        let execs = f.fake.execs(M1);
+        let pos = |needle: &str| execs.iter().position(|e| e.contains(needle)).unwrap_or_else(|| panic!("{needle}"));
+        assert!(pos("helm uninstall") < pos("helm_env_reset.sh"), "{execs:?}");
+        assert!(!f.dir.path().join("state/cnf1.cnf.json").exists(), "the record is gone with the releases");
+        // Again: nothing to uninstall, nothing to remove.
+        f.fake.reply(None, "helm_env_reset.sh", "absent\n");
+        let n = f.fake.execs(M1).len();
+        let o = run_op(&f, Op::Reset { uninstall: true }, "cnf1", None).await.unwrap();
+        assert_eq!(o.result["releases"], json!([]));
+        assert_eq!(o.result["masters"][0]["environment"], "absent");
+        assert!(!f.fake.execs(M1)[n..].iter().any(|e| e.contains("helm uninstall")));
+        // Without --uninstall the releases and the record stay.
+        f.instantiate().await.unwrap();
+        let n = f.fake.execs(M1).len();
+        run_op(&f, Op::Reset { uninstall: false }, "cnf1", None).await.unwrap();
+        assert!(!f.fake.execs(M1)[n..].iter().any(|e| e.contains("helm uninstall")));
+        assert!(f.dir.path().join("state/cnf1.cnf.json").exists());
     }
 }

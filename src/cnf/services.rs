@@ -246,7 +246,10 @@ spec:
     fn the_manifest_gives_each_services_type_and_ports() {
         let s = from_manifest(MANIFEST, "vdu2", "cnf").unwrap();
         assert_eq!(s.len(), 1);
-        assert_eq!((s[0].name.as_str(), s[0].namespace.as_str(), s[0].kind.as_str()), ("vdu2-nginxlab", "cnf", "NodePort"));
+        assert_eq!(
+            (s[0].name.as_str(), s[0].namespace.as_str(), s[0].kind.as_str()),
+            ("vdu2-nginxlab", "cnf", "NodePort")
+        );
         assert_eq!(
             serde_json::to_value(&s[0].ports).unwrap(),
             json!([{"name": "http", "port": 80, "targetPort": "http", "nodePort": null, "protocol": "TCP"},
@@ -279,7 +282,8 @@ spec:
     fn values_read_back_that_are_not_what_they_claim_are_refused() {
         let s = from_manifest(MANIFEST, "vdu2", "cnf").unwrap().remove(0);
         let svc = |spec: Value, status: Value| {
-            json!({"kind": "Service", "metadata": {"name": "vdu2-nginxlab"}, "spec": spec, "status": status}).to_string()
+            json!({"kind": "Service", "metadata": {"name": "vdu2-nginxlab"}, "spec": spec, "status": status})
+                .to_string()
         };
         for bad in [
             svc(json!({"clusterIP": "10.96.0.1; rm -rf /"}), json!({})),

@@ -270,7 +270,12 @@ fn saved_params(saved: &Option<CnfState>) -> Result<Map<String, Value>> {
 /// Run a prepared operation: open the Helm session, call the operation, record the outcome.
 pub async fn run(op: &Op, a: &Inputs, p: Prepared, rt: Runner) -> Result<Outcome> {
     let nodes = masters(&p.helm_info, a, &p.store)?;
-    let session = Session::open(rt, nodes, a.status_interval, p.env.clone()).await?;
+    // A reset uses Helm only to uninstall a recorded CNF's releases.
+    let needs_env = match op {
+        Op::Reset { uninstall } => *uninstall && p.saved.is_some(),
+        _ => true,
+    };
+    let session = Session::open(rt, nodes, a.status_interval, p.env.clone(), needs_env).await?;
     let opts = InstallOpts {
         wait: a.wait,
         timeout_s: Some(a.timeout.as_secs().max(1)),
@@ -1166,13 +1171,14 @@ mod tests {
         let pos = |needle: &str| execs.iter().position(|e| e.contains(needle)).unwrap_or_else(|| panic!("{needle}"));
         assert!(pos("helm uninstall") < pos("helm_env_reset.sh"), "{execs:?}");
         assert!(!f.dir.path().join("state/cnf1.cnf.json").exists(), "the record is gone with the releases");
-        // Again: nothing to uninstall, nothing to remove.
+        // Again: nothing to uninstall, nothing to remove (and nothing made to be removed).
         f.fake.reply(None, "helm_env_reset.sh", "absent\n");
         let n = f.fake.execs(M1).len();
         let o = run_op(&f, Op::Reset { uninstall: true }, "cnf1", None).await.unwrap();
         assert_eq!(o.result["releases"], json!([]));
         assert_eq!(o.result["masters"][0]["environment"], "absent");
-        assert!(!f.fake.execs(M1)[n..].iter().any(|e| e.contains("helm uninstall")));
+        let again = &f.fake.execs(M1)[n..];
+        assert!(!again.iter().any(|e| e.contains("helm uninstall") || e.contains("helm_env.sh")), "{again:?}");
         // Without --uninstall the releases and the record stay.
         f.instantiate().await.unwrap();
         let n = f.fake.execs(M1).len();

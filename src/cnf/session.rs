@@ -26,9 +26,16 @@ const HELM_VERSION: &str =
     "command -v helm >/dev/null || { echo 'helm is not installed' >&2; exit 127; }; helm version --short";
 
 impl Session {
-    /// Pick the first reachable master, detect its Helm (a plan assumes Helm 3) and make the
-    /// cluster's Helm environment there (`env`).
-    pub async fn open(rt: Runner, masters: Vec<Target>, status_every: Duration, env: HelmEnv) -> Result<Session> {
+    /// Pick the first reachable master, detect its Helm (a plan assumes Helm 3) and, when
+    /// `prepare`, make the cluster's Helm environment there (`env`; a reset that uninstalls
+    /// nothing must not make the environment it is about to remove).
+    pub async fn open(
+        rt: Runner,
+        masters: Vec<Target>,
+        status_every: Duration,
+        env: HelmEnv,
+        prepare: bool,
+    ) -> Result<Session> {
         let refs: Vec<&Target> = masters.iter().collect();
         let m = rt.first_reachable(&refs).await?;
         let active = masters.iter().position(|x| x.host.name == m.host.name).expect("one of them");
@@ -44,7 +51,9 @@ impl Session {
             .await?;
         rt.ev(m).emit(EventKind::Status { subject: "helm".into(), status: format!("major version {major}") });
         let s = Session { rt, masters, active, helm: Helm { major, env }, status_every };
-        s.prepare_env(s.master()).await?;
+        if prepare {
+            s.prepare_env(s.master()).await?;
+        }
         Ok(s)
     }
 

@@ -832,7 +832,7 @@ fn reset_uninstall(h: &mut HelmCnf) -> R {
     mgmt(&a, &[]).ok();
     let env_dir = format!("/var/lib/mgmt-driver/helm/{}", c.id);
     let listed = c.on(1, &format!("{} repo list -o json", env_helm(&c.id)));
-    check(listed.contains("cnf6@labrepo"), || format!("{listed}"))?;
+    check(listed.contains("cnf6@labrepo"), || listed.clone())?;
     let mut a = cnf_args(c, &["-o", "json"], "cnf6");
     a.extend(["reset", "--uninstall"]);
     let r = out(mgmt(&a, &[]).ok());

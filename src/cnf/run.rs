@@ -1186,4 +1186,32 @@ mod tests {
         assert!(!f.fake.execs(M1)[n..].iter().any(|e| e.contains("helm uninstall")));
         assert!(f.dir.path().join("state/cnf1.cnf.json").exists());
     }
+
+    #[tokio::test]
+    async fn a_dry_run_reset_plans_every_step_and_changes_nothing() {
+        let f = Fixture::new();
+        f.instantiate().await.unwrap();
+        let (events, mut rx) = Events::channel();
+        let inputs = Inputs { request: None, ..f.inputs() };
+        let op = Op::Reset { uninstall: true };
+        let p = prepare(&op, &inputs, Store::read_only(&f.dir.path().join("state"))).unwrap();
+        let plan = Arc::new(crate::lifecycle::plan::PlanConnector::new());
+        let rt = Runner::new(plan, events, FanOut::default(), Timeouts::default());
+        let o = run(&op, &inputs, p, rt).await.unwrap();
+        let mut lines = String::new();
+        while let Ok(e) = rx.try_recv() {
+            lines.push_str(&serde_json::to_string(&e).unwrap());
+            lines.push('\n');
+        }
+        for step in [
+            "helm uninstall --namespace cnf --wait -- vdu2",
+            "helm repo remove -- cnf1@labrepo",
+            "rm -rf /var/tacker/helm/cnf1",
+            "helm_env_reset.sh /var/lib/mgmt-driver/helm/cnf1",
+        ] {
+            assert!(lines.contains(step), "{step} not planned:\n{lines}");
+        }
+        assert_eq!(o.result["masters"][1]["environment"], "planned", "{}", o.result);
+        assert!(f.dir.path().join("state/cnf1.cnf.json").exists(), "a plan removed the record");
+    }
 }

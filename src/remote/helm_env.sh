@@ -20,7 +20,8 @@ state=kept
 [ -d "$1" ] || state=created
 mkdir -p -- "$1/cache" "$1/config" "$1/data" && chmod 0700 -- "$1" || exit 1
 if [ -f "$2" ] && ! cmp -s -- "$2" "$1/kubeconfig"; then
-    cp -- "$2" "$1/kubeconfig.new" && chmod 0600 -- "$1/kubeconfig.new" &&
+    # A leftover (or planted) kubeconfig.new is removed, never written through.
+    rm -f -- "$1/kubeconfig.new" && cp -- "$2" "$1/kubeconfig.new" && chmod 0600 -- "$1/kubeconfig.new" &&
         mv -f -- "$1/kubeconfig.new" "$1/kubeconfig" || exit 1
 fi
 echo "$state"

@@ -239,6 +239,15 @@ fn read_json(p: &Path) -> Value {
     serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
 }
 
+/// `helm` on a master in cluster `id`'s own Helm environment, where `cnf` runs it: the lab
+/// CNFs' default cluster id is their `--cluster-instance`.
+fn env_helm(id: &str) -> String {
+    let d = format!("/var/lib/mgmt-driver/helm/{id}");
+    format!(
+        "KUBECONFIG={d}/kubeconfig HELM_CACHE_HOME={d}/cache HELM_CONFIG_HOME={d}/config HELM_DATA_HOME={d}/data helm"
+    )
+}
+
 /// What the phases of [`helm_lifecycle`] share.
 struct HelmCnf {
     /// The chart repository; declared first so that it stops before the cluster's lab goes down.
@@ -284,7 +293,10 @@ fn helm_lifecycle(name: &str, net: u8, major: u32) -> R {
             ("private repository and generated release name", private_repository_and_generated_name),
             ("two CNFs with one repository name", two_cnfs_one_repository_name),
             ("repository sync adds and removes", repository_sync),
+            ("services of the CNF, then as a LoadBalancer", services_of_the_cnf),
+            ("two cluster ids on one master never share repositories", two_cluster_ids_one_master),
             ("terminate leaves nothing on the masters", terminate_leaves_nothing),
+            ("reset --uninstall removes the releases and the environment, twice", reset_uninstall),
         ],
     )
 }
@@ -335,7 +347,7 @@ fn hostile_parameter_stays_a_value(h: &mut HelmCnf) -> R {
     check(!c.on(1, "ls -a /root/.mgmt-driver/run/cnf1").contains("set-"), || "a secret value file was left".into())?;
     for i in [1, 2] {
         check(c.on(i, "test -e /tmp/pwned && echo PWNED").is_empty(), || "/tmp/pwned exists".into())?;
-        let have = c.on(i, "ls /var/tacker/helm/cnf1; helm repo list -o json");
+        let have = c.on(i, &format!("ls /var/tacker/helm/cnf1; {} repo list -o json", env_helm(&c.id)));
         check(have.contains("localhelm") && have.contains("labrepo"), || {
             format!("master {i} lacks the chart or repo: {have}")
         })?;
@@ -686,7 +698,7 @@ fn repository_sync(h: &mut HelmCnf) -> R {
     check(both(&sync, "added"), || format!("{sync}"))?;
     let sync = out(cnf(&h.c, &["repo-sync"]).ok());
     check(both(&sync, "removed"), || format!("{sync}"))?;
-    let left = h.c.on(1, "helm repo list -o json");
+    let left = h.c.on(1, &format!("{} repo list -o json", env_helm(&h.c.id)));
     check(left.contains(r#""name":"cnf1@labrepo""#), || format!("repo-sync removed the CNF's repository: {left}"))
 }
 
@@ -703,8 +715,9 @@ fn two_cnfs_one_repository_name(h: &mut HelmCnf) -> R {
     let mut a = cnf_args(c, &["-o", "json"], "cnf5");
     a.extend(["instantiate", "--request", s(&req5)]);
     mgmt(&a, &[]).ok();
-    let urls =
-        |c: &Cluster| -> Value { serde_json::from_str(&c.on(1, "helm repo list -o json")).unwrap_or(Value::Null) };
+    let urls = |c: &Cluster| -> Value {
+        serde_json::from_str(&c.on(1, &format!("{} repo list -o json", env_helm(&c.id)))).unwrap_or(Value::Null)
+    };
     let url_of = |v: &Value, name: &str| {
         v.as_array().and_then(|a| a.iter().find(|r| r["name"] == name)).map(|r| r["url"].clone())
     };
@@ -722,6 +735,122 @@ fn two_cnfs_one_repository_name(h: &mut HelmCnf) -> R {
     Ok(())
 }
 
+/// `kubectl get service NAME -n cnf -o json` on master 1: the cluster's own view.
+fn kubectl_service(c: &Cluster, name: &str) -> Value {
+    let o = c.on(1, &format!("KUBECONFIG=/etc/kubernetes/admin.conf kubectl get service {name} -n cnf -o json"));
+    serde_json::from_str(&o).unwrap_or(Value::Null)
+}
+
+/// `cnf services`: the Services of both releases from their manifests (helm create's: ClusterIP,
+/// port → targetPort `http`, TCP), with the cluster IP the cluster allocated; then vdu2 as a
+/// LoadBalancer: a node port allocated, no external IP (no load-balancer controller in a lab).
+fn services_of_the_cnf(h: &mut HelmCnf) -> R {
+    let c = &h.c;
+    let r = out(cnf(c, &["services"]).ok());
+    let svcs = r["result"]["services"].as_array().cloned().unwrap_or_default();
+    let by_name = |svcs: &[Value], n: &str| svcs.iter().find(|x| x["name"] == n).cloned().unwrap_or(Value::Null);
+    for (rel, name, port) in [("vdu1", "vdu1-localhelm", 8081), ("vdu2", "vdu2-nginxlab", 80)] {
+        let svc = by_name(&svcs, name);
+        check(svc["release"] == rel && svc["namespace"] == "cnf" && svc["type"] == "ClusterIP", || format!("{r}"))?;
+        let want_port =
+            json!([{"name": "http", "port": port, "targetPort": "http", "nodePort": null, "protocol": "TCP"}]);
+        check(svc["ports"] == want_port, || format!("{name}: {svc}"))?;
+        let ip = svc["clusterIP"].as_str().unwrap_or("");
+        check(ip.parse::<std::net::Ipv4Addr>().is_ok(), || format!("{name}: no cluster IP: {svc}"))?;
+        let live = kubectl_service(c, name);
+        check(live["spec"]["clusterIP"] == ip && svc["inCluster"] == true, || {
+            format!(
+                "{name}: {svc}
+{live}"
+            )
+        })?;
+    }
+    out(cnf(c, &["upgrade", "--release", "vdu2", "--reuse-values", "--set", "service.type=LoadBalancer"]).ok());
+    let r = out(cnf(c, &["services", "--release", "vdu2"]).ok());
+    let svc = by_name(r["result"]["services"].as_array().map(Vec::as_slice).unwrap_or_default(), "vdu2-nginxlab");
+    let node_port = svc["ports"][0]["nodePort"].as_u64().unwrap_or(0);
+    check(svc["type"] == "LoadBalancer" && (30000..=32767).contains(&node_port), || format!("{r}"))?;
+    check(svc["externalIPs"] == json!([]), || format!("an external IP with no load balancer: {svc}"))?;
+    let live = kubectl_service(c, "vdu2-nginxlab");
+    check(live["spec"]["ports"][0]["nodePort"] == node_port, || format!("{svc}\n{live}"))
+}
+
+/// Two cluster ids reached from one master: a repository added in one's environment is not
+/// listed in the other's (nor in Helm's default homes); each has its own 0600 kubeconfig; a
+/// reset removes one environment from both masters, and a second reset finds nothing.
+fn two_cluster_ids_one_master(h: &mut HelmCnf) -> R {
+    let c = &h.c;
+    let run = |id: &str, uuid: &str, args: &[&str]| {
+        let mut a = cnf_args(c, &["-o", "json", "--cluster-uuid", uuid], id);
+        a.extend(args);
+        mgmt(&a, &[])
+    };
+    let extra = format!("east-only={}", h.repo.url);
+    let sync = out(run("ops-east", "cnf:east", &["repo-sync", "--repo", &extra]).ok());
+    check(sync["context"]["clusterId"] == "east", || format!("{sync}"))?;
+    let names = |v: &Value| -> Vec<String> {
+        v["result"].as_array().into_iter().flatten().filter_map(|r| r["name"].as_str().map(String::from)).collect()
+    };
+    let east = out(run("ops-east", "east", &["repo-list"]).ok());
+    let west = out(run("ops-west", "west", &["repo-list"]).ok());
+    check(names(&east) == ["east-only"], || format!("{east}"))?;
+    check(names(&west).is_empty(), || format!("west sees east's repositories: {west}"))?;
+    for i in [1, 2] {
+        let on = c.on(i, &format!("{} repo list -o json; helm repo list -o json 2>&1", env_helm("west")));
+        check(!on.contains("east-only"), || format!("master {i}: {on}"))?;
+        let modes = c.on(i, "stat -c '%a %n' /var/lib/mgmt-driver/helm/east /var/lib/mgmt-driver/helm/east/kubeconfig");
+        check(
+            modes.contains(
+                "700 /var/lib/mgmt-driver/helm/east
+",
+            ) && modes.contains("600 /var/lib/mgmt-driver/helm/east/kubeconfig"),
+            || format!("master {i}: {modes}"),
+        )?;
+    }
+    for (n, want) in [(1, "removed"), (2, "absent")] {
+        let r = out(run("ops-east", "east", &["reset"]).ok());
+        let got: Vec<&str> =
+            r["result"]["masters"].as_array().into_iter().flatten().filter_map(|m| m["environment"].as_str()).collect();
+        check(got == [want, want], || format!("reset {n}: {r}"))?;
+    }
+    check(c.on(1, "ls /var/lib/mgmt-driver/helm").split_whitespace().all(|d| d != "east"), || "east left".into())?;
+    let west = out(run("ops-west", "west", &["reset"]).ok());
+    check(west["result"]["masters"][0]["environment"] == "removed", || format!("{west}"))
+}
+
+/// `cnf reset --uninstall` of a CNF: its release uninstalled, its repository and chart
+/// directory gone with the whole environment from both masters, its record gone; again: a no-op.
+fn reset_uninstall(h: &mut HelmCnf) -> R {
+    let c = &h.c;
+    let mut req6 = read_json(&h.req);
+    req6["additionalParams"]["using_helm_install_param"] = json!([{"exthelmchart": true, "helmreleasename": "vdu6",
+        "helmrepositoryname": "labrepo", "helmchartname": "nginxlab", "exthelmrepo_url": h.repo.url, "helmchartversion": "0.1.0"}]);
+    req6["additionalParams"]["vdu_mapping"] = json!({});
+    let req6 = c.write("cnf6.json", &req6);
+    let mut a = cnf_args(c, &["-o", "json"], "cnf6");
+    a.extend(["instantiate", "--request", s(&req6)]);
+    mgmt(&a, &[]).ok();
+    let env_dir = format!("/var/lib/mgmt-driver/helm/{}", c.id);
+    let listed = c.on(1, &format!("{} repo list -o json", env_helm(&c.id)));
+    check(listed.contains("cnf6@labrepo"), || listed.clone())?;
+    let mut a = cnf_args(c, &["-o", "json"], "cnf6");
+    a.extend(["reset", "--uninstall"]);
+    let r = out(mgmt(&a, &[]).ok());
+    check(r["result"]["releases"] == json!([{"release": "vdu6", "outcome": "uninstalled"}]), || format!("{r}"))?;
+    let envs: Vec<&str> =
+        r["result"]["masters"].as_array().into_iter().flatten().filter_map(|m| m["environment"].as_str()).collect();
+    check(envs == ["removed", "removed"], || format!("{r}"))?;
+    for i in [1, 2] {
+        let left = c.on(i, &format!("KUBECONFIG=/etc/kubernetes/admin.conf helm list -A -o json; ls -d {env_dir} /var/tacker/helm/cnf6 2>&1"));
+        check(!left.contains("vdu6") && left.matches("No such file").count() == 2, || format!("master {i}: {left}"))?;
+    }
+    check(!c.state.join("cnf6.cnf.json").exists(), || "the record is left".into())?;
+    let again = out(mgmt(&a, &[]).ok());
+    check(again["result"]["releases"] == json!([]) && again["result"]["masters"][0]["environment"] == "absent", || {
+        format!("{again}")
+    })
+}
+
 /// Terminate: no release, repository or chart directory left on any master.
 fn terminate_leaves_nothing(h: &mut HelmCnf) -> R {
     let c = &h.c;
@@ -729,7 +858,10 @@ fn terminate_leaves_nothing(h: &mut HelmCnf) -> R {
     for i in [1, 2] {
         let left = c.on(
             i,
-            "KUBECONFIG=/etc/kubernetes/admin.conf helm list -A -o json; ls /var/tacker/helm; helm repo list 2>&1",
+            &format!(
+                "KUBECONFIG=/etc/kubernetes/admin.conf helm list -A -o json; ls /var/tacker/helm; {} repo list 2>&1",
+                env_helm(&c.id)
+            ),
         );
         check(
             !left.contains("vdu1") && !left.contains("vdu2") && !left.contains("cnf1") && !left.contains("labrepo"),

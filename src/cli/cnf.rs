@@ -37,6 +37,13 @@ pub struct CnfArgs {
     /// Use the cluster recorded by `instantiate-end` for this VNF instance id.
     #[arg(long, global = true)]
     pub cluster_instance: Option<String>,
+    /// OSM's cluster_uuid, `NAMESPACE:CLUSTER_ID` or `CLUSTER_ID`: Helm runs in that cluster's
+    /// own environment on the masters (kubeconfig and Helm homes under
+    /// /var/lib/mgmt-driver/helm/CLUSTER_ID); NAMESPACE is the releases' namespace when neither
+    /// --namespace nor the request names one. Default cluster id: the one the CNF was
+    /// instantiated with, else --cluster-instance, else --vnf-instance-id.
+    #[arg(long, global = true, value_name = "[NS:]ID")]
+    pub cluster_uuid: Option<String>,
     /// Credentials and host keys for the masters (matched by address).
     #[arg(short, long, global = true)]
     pub inventory: Option<PathBuf>,
@@ -68,6 +75,7 @@ impl CnfArgs {
             namespace: self.namespace.clone(),
             vim_connection_info: self.vim_connection_info.clone(),
             cluster_instance: self.cluster_instance.clone(),
+            cluster_uuid: self.cluster_uuid.clone(),
             inventory: self.inventory.clone(),
             inventory_opts: ctx.inventory_opts(),
             known_hosts: self.known_hosts.clone(),

@@ -471,6 +471,7 @@ async fn run_cnf(
         package_dir: c.doc.tmp_csar_dir.clone(),
         vim_connection_info: None,
         cluster_instance: c.opts.cluster_instance.clone(),
+        cluster_uuid: None,
         inventory: c.opts.inventory.clone(),
         inventory_opts: ctx.inventory_opts(),
         known_hosts: c.opts.known_hosts.clone(),

@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
+use crate::cnf::cluster_env::HelmEnv;
 use crate::cnf::manifest::{self, Resource};
 use crate::cnf::names;
 use crate::cnf::ops::Ctx;
@@ -84,34 +85,32 @@ pub fn targets(h: &HealRequest, inst: Option<(&VnfInstance, &str)>, req_file: &s
     Ok(HealTarget::Pods(out))
 }
 
-const KUBECONFIG: &str = "export KUBECONFIG=/etc/kubernetes/admin.conf; ";
-
-/// `kubectl ARGS...`, every word quoted.
-fn kubectl(words: &[&str]) -> Result<String> {
+/// `kubectl ARGS...` in the cluster's environment (its kubeconfig, as Helm's), every word quoted.
+fn kubectl(env: &HelmEnv, words: &[&str]) -> Result<String> {
     let q: Vec<String> = words.iter().map(|w| quote(w)).collect::<Result<_>>()?;
-    Ok(format!("{KUBECONFIG}kubectl {}", q.join(" ")))
+    Ok(format!("{}kubectl {}", env.prefix(), q.join(" ")))
 }
 
-pub fn delete_pod(pod: &str, ns: &str) -> Result<String> {
-    kubectl(&["delete", "pod", pod, "--namespace", ns, "--wait=true"])
+pub fn delete_pod(env: &HelmEnv, pod: &str, ns: &str) -> Result<String> {
+    kubectl(env, &["delete", "pod", pod, "--namespace", ns, "--wait=true"])
 }
 
-pub fn rollout_restart(kind: &str, name: &str, ns: &str) -> Result<String> {
-    kubectl(&["rollout", "restart", &format!("{}/{name}", kind.to_ascii_lowercase()), "--namespace", ns])
+pub fn rollout_restart(env: &HelmEnv, kind: &str, name: &str, ns: &str) -> Result<String> {
+    kubectl(env, &["rollout", "restart", &format!("{}/{name}", kind.to_ascii_lowercase()), "--namespace", ns])
 }
 
 /// `kubectl rollout status` for at most `wait` (whole seconds, at least 1).
-pub fn rollout_status(kind: &str, name: &str, ns: &str, wait: Duration) -> Result<String> {
+pub fn rollout_status(env: &HelmEnv, kind: &str, name: &str, ns: &str, wait: Duration) -> Result<String> {
     let t = format!("--timeout={}s", wait.as_secs().max(1));
-    kubectl(&["rollout", "status", &format!("{}/{name}", kind.to_ascii_lowercase()), "--namespace", ns, &t])
+    kubectl(env, &["rollout", "status", &format!("{}/{name}", kind.to_ascii_lowercase()), "--namespace", ns, &t])
 }
 
-fn get_json(kind: &str, name: &str, ns: &str) -> Result<String> {
-    kubectl(&["get", &format!("{}/{name}", kind.to_ascii_lowercase()), "--namespace", ns, "-o", "json"])
+fn get_json(env: &HelmEnv, kind: &str, name: &str, ns: &str) -> Result<String> {
+    kubectl(env, &["get", &format!("{}/{name}", kind.to_ascii_lowercase()), "--namespace", ns, "-o", "json"])
 }
 
-fn pods_json(selector: &str, ns: &str) -> Result<String> {
-    kubectl(&["get", "pods", "--namespace", ns, "-l", selector, "-o", "json"])
+fn pods_json(env: &HelmEnv, selector: &str, ns: &str) -> Result<String> {
+    kubectl(env, &["get", "pods", "--namespace", ns, "-l", selector, "-o", "json"])
 }
 
 /// A workload's `spec.selector.matchLabels` as a `-l` selector, every key and value checked
@@ -180,7 +179,7 @@ pub async fn pods(c: &Ctx<'_>, targets: &[VnfcPod]) -> Result<Value> {
     let ns = &c.params.namespace;
     let mut out = Vec::new();
     for t in targets {
-        c.s.run(delete_pod(&t.pod, ns)?, c.timeout).await?;
+        c.s.run(delete_pod(&c.s.helm.env, &t.pod, ns)?, c.timeout).await?;
         out.push(json!({"vnfcInstanceId": t.vnfc, "pod": t.pod, "deleted": true}));
     }
     Ok(Value::Array(out))
@@ -192,9 +191,9 @@ async fn workload_pods(c: &Ctx<'_>, kind: &str, name: &str) -> Result<Vec<PodSta
     let m = s.master();
     let t = s.rt.timeouts.command;
     let what = format!("the selector of {kind} {name}");
-    let get = s.rt.root_cmd(m, get_json(kind, name, ns)?, t).with_redact(Redact::All);
+    let get = s.rt.root_cmd(m, get_json(&s.helm.env, kind, name, ns)?, t).with_redact(Redact::All);
     let sel = s.rt.fact(m, get, &what, || "app=planned".to_string(), selector_of).await?;
-    let list = s.rt.root_cmd(m, pods_json(&sel, ns)?, t).with_redact(Redact::All);
+    let list = s.rt.root_cmd(m, pods_json(&s.helm.env, &sel, ns)?, t).with_redact(Redact::All);
     s.rt.fact(m, list, &format!("the pods of {kind} {name}"), Vec::new, parse_pods).await
 }
 
@@ -224,13 +223,13 @@ pub async fn whole(c: &Ctx<'_>, releases: &[(String, Vec<Resource>)]) -> Result<
     s.rt.phase("restart every workload of the releases", &[m], false);
     let start = Instant::now();
     for (_, kind, name) in &work {
-        s.run(rollout_restart(kind, name, &ns)?, t).await?;
+        s.run(rollout_restart(&s.helm.env, kind, name, &ns)?, t).await?;
     }
     s.rt.phase("wait until every pod is Ready again", &[m], false);
     let mut out: Vec<Value> = Vec::new();
     for (rel, kind, name) in &work {
         let left = c.timeout.saturating_sub(start.elapsed()).max(Duration::from_secs(1));
-        let cmd = rollout_status(kind, name, &ns, left)?;
+        let cmd = rollout_status(&s.helm.env, kind, name, &ns, left)?;
         if let Err(e) = s.run(cmd.clone(), left + Duration::from_secs(30)).await {
             let pods = workload_pods(c, kind, name).await.unwrap_or_default();
             let late: Vec<String> =
@@ -322,13 +321,20 @@ mod tests {
 
     #[test]
     fn rollout_commands_quote_every_word() {
+        let legacy = HelmEnv::Legacy;
         assert_eq!(
-            rollout_restart("Deployment", "vdu1-localhelm", "cnf").unwrap(),
+            rollout_restart(&legacy, "Deployment", "vdu1-localhelm", "cnf").unwrap(),
             "export KUBECONFIG=/etc/kubernetes/admin.conf; kubectl rollout restart deployment/vdu1-localhelm --namespace cnf"
         );
-        let st = rollout_status("StatefulSet", "db", "cnf", Duration::from_millis(200)).unwrap();
+        let st = rollout_status(&legacy, "StatefulSet", "db", "cnf", Duration::from_millis(200)).unwrap();
         assert!(st.ends_with("kubectl rollout status statefulset/db --namespace cnf --timeout=1s"), "{st}");
-        assert!(delete_pod("p-1", "ns").unwrap().ends_with("kubectl delete pod p-1 --namespace ns --wait=true"));
+        assert!(delete_pod(&legacy, "p-1", "ns")
+            .unwrap()
+            .ends_with("kubectl delete pod p-1 --namespace ns --wait=true"));
+        // A cluster's kubectl reads that cluster's kubeconfig, as its Helm does.
+        let east = HelmEnv::cluster("east").unwrap();
+        let d = delete_pod(&east, "p-1", "ns").unwrap();
+        assert!(d.starts_with("export KUBECONFIG=/var/lib/mgmt-driver/helm/east/kubeconfig "), "{d}");
     }
 
     #[test]

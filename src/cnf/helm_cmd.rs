@@ -6,6 +6,7 @@
 //! options there (checked with the real binaries: `helm show chart -- -x` reports a chart
 //! named `-x`).
 
+use crate::cnf::cluster_env::HelmEnv;
 use crate::error::Result;
 use crate::quote::{join, quote};
 use crate::remote;
@@ -13,9 +14,11 @@ use crate::remote;
 /// Where charts live on masters (Tacker's layout: `/var/tacker/helm/<vnf_instance_id>/`).
 pub const CHART_ROOT: &str = "/var/tacker/helm";
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Helm {
     pub major: u32,
+    /// The cluster's Helm environment every command runs with (`cluster_env`).
+    pub env: HelmEnv,
 }
 
 /// What `helm version --short` printed → the major version: 3 or later (Helm 2 took other
@@ -53,11 +56,15 @@ pub struct InstallOpts {
     pub create_namespace: bool,
 }
 
-const KUBECONFIG: &str = "export KUBECONFIG=/etc/kubernetes/admin.conf; ";
-
 impl Helm {
+    /// Helm `major` with the legacy environment (Helm's default homes, admin.conf).
+    #[cfg(test)]
+    pub fn legacy(major: u32) -> Helm {
+        Helm { major, env: HelmEnv::Legacy }
+    }
+
     fn base(&self, words: &[String]) -> Result<String> {
-        Ok(format!("{KUBECONFIG}helm {}", join(words)?))
+        Ok(format!("{}helm {}", self.env.prefix(), join(words)?))
     }
 
     /// `helm WORDS -- POSITIONALS`: options first, then the names, never read as options.
@@ -238,10 +245,11 @@ impl Helm {
 
     /// `helm repo list -o json`; with no repositories Helm fails with `Error: no repositories to
     /// show`, which is printed here as `[]`.
-    /// The repositories as JSON, `[]` when there are none: the same node program the cluster
+    /// The repositories of the environment as JSON, `[]` when there are none: the same node program the cluster
     /// hooks use (`src/remote/helm_repo_list.sh`).
     pub fn repo_list(&self) -> String {
-        crate::remote::HELM_REPO_LIST.command::<&str>(&[]).expect("a program text has no NUL byte")
+        let dir = self.env.dir();
+        crate::remote::HELM_REPO_LIST.command(dir.as_slice()).expect("a program text has no NUL byte")
     }
 }
 
@@ -288,15 +296,15 @@ mod tests {
     fn helm_3_and_4_differ_only_where_they_must() {
         let o = InstallOpts { atomic: true, timeout_s: Some(120), create_namespace: true, wait: true };
         let c = Chart { release: "r", chart: "c", namespace: "ns", version: None };
-        let h3 = Helm { major: 3 }.install(&c, &Values::default(), &o).unwrap();
-        let h4 = Helm { major: 4 }.install(&c, &Values::default(), &o).unwrap();
+        let h3 = Helm::legacy(3).install(&c, &Values::default(), &o).unwrap();
+        let h4 = Helm::legacy(4).install(&c, &Values::default(), &o).unwrap();
         assert!(h3.ends_with("helm install --namespace ns --atomic --timeout 120s --create-namespace -- r c"), "{h3}");
         assert!(
             h4.ends_with("helm install --namespace ns --rollback-on-failure --timeout 120s --create-namespace -- r c"),
             "{h4}"
         );
-        assert!(Helm { major: 3 }.list(None).unwrap().ends_with("helm list --all -o json --all-namespaces"));
-        assert!(Helm { major: 4 }.list(None).unwrap().ends_with("helm list -o json --all-namespaces"));
+        assert!(Helm::legacy(3).list(None).unwrap().ends_with("helm list --all -o json --all-namespaces"));
+        assert!(Helm::legacy(4).list(None).unwrap().ends_with("helm list -o json --all-namespaces"));
         assert_eq!(parse_version("v3.17.3+ge4da497\n"), Some(3));
         assert_eq!(parse_version("v4.0.1+g1234"), Some(4));
         assert_eq!(parse_version("v2.17.0+g1"), None);
@@ -307,7 +315,7 @@ mod tests {
     fn a_hostile_parameter_stays_one_literal_argument() {
         let set = ["a=b; touch /tmp/pwned".to_string(), "x=$(id)".to_string()];
         let chart = Chart { release: "r", chart: "c", namespace: "default", version: None };
-        let c = Helm { major: 3 }
+        let c = Helm::legacy(3)
             .install(&chart, &Values { set: &set, ..Values::default() }, &InstallOpts::default())
             .unwrap();
         // Run it through a real shell with `helm` replaced by printf: the words must arrive intact.
@@ -358,7 +366,7 @@ mod tests {
 
     #[test]
     fn repo_credentials_never_reach_argv() {
-        let c = Helm { major: 3 }
+        let c = Helm::legacy(3)
             .repo_add("r", "https://h/c", Some("u"), Some(".mgmt-driver/run/i/repo-r.pw"), None)
             .unwrap();
         assert!(c.ends_with("--username u --password-stdin -- r https://h/c < .mgmt-driver/run/i/repo-r.pw"), "{c}");
@@ -366,7 +374,7 @@ mod tests {
 
     #[test]
     fn names_come_after_a_double_dash_in_every_command() {
-        let h = Helm { major: 4 };
+        let h = Helm::legacy(4);
         let c = Chart { release: "-r", chart: "--repo=x", namespace: "n", version: None };
         let o = InstallOpts::default();
         for cmd in [

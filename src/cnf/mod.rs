@@ -6,6 +6,7 @@
 //! The operation list derives clap's `Subcommand` so the CLI can parse it directly; it is still
 //! plain data to everything here.
 
+pub mod cluster_env;
 pub mod heal;
 pub mod helm_cmd;
 pub mod helm_info;
@@ -16,6 +17,7 @@ pub mod ops;
 pub mod params;
 pub mod run;
 pub mod secret_values;
+pub mod services;
 pub mod session;
 pub mod vnfd;
 
@@ -91,6 +93,20 @@ pub enum Op {
     },
     /// Uninstall the releases, remove repositories and chart directories on every master.
     Terminate,
+    /// The Services of a release (or of every release of the CNF), from its manifest: type,
+    /// ports, and from the cluster the cluster IP, node ports and a LoadBalancer's external IPs.
+    Services {
+        #[arg(long)]
+        release: Option<String>,
+    },
+    /// Forget the cluster's Helm environment on every master (its kubeconfig copy,
+    /// repositories and caches; OSM's reset). With --uninstall, first uninstall every release
+    /// of the CNF and remove its repositories, charts and record, as terminate does. Running it
+    /// again is a no-op.
+    Reset {
+        #[arg(long)]
+        uninstall: bool,
+    },
 }
 
 impl Op {
@@ -109,6 +125,8 @@ impl Op {
             Op::RepoList => "cnf repo-list",
             Op::RepoSync { .. } => "cnf repo-sync",
             Op::Terminate => "cnf terminate",
+            Op::Services { .. } => "cnf services",
+            Op::Reset { .. } => "cnf reset",
         }
     }
 }
@@ -129,6 +147,9 @@ pub struct Inputs {
     pub vim_connection_info: Option<PathBuf>,
     /// Use the cluster recorded by `instantiate-end` under this id.
     pub cluster_instance: Option<String>,
+    /// OSM's `cluster_uuid` (`NAMESPACE:CLUSTER_ID` or `CLUSTER_ID`): whose Helm environment
+    /// the commands use, and the releases' default namespace.
+    pub cluster_uuid: Option<String>,
     /// Credentials and host keys for the masters (matched by address).
     pub inventory: Option<PathBuf>,
     pub inventory_opts: LoadOptions,

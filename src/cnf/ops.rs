@@ -32,6 +32,10 @@ pub struct CnfState {
     /// The instantiate request's flavourId: whose VNFD flavour a scale reads.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flavour_id: Option<String>,
+    /// The cluster id whose Helm environment holds the CNF's repositories (`cluster_env`);
+    /// none in records of drivers before it (they use the legacy environment).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster_id: Option<String>,
 }
 
 crate::secret::impl_debug_masked!(CnfState);
@@ -79,6 +83,7 @@ pub async fn distribute(c: &Ctx<'_>) -> Result<Vec<String>> {
     s.rt.phase("charts and repositories on every master", &nodes, true);
     let res =
         s.rt.each(&nodes, |n| async move {
+            s.ensure_env(n).await?;
             for (i, r) in c.params.releases.iter().enumerate() {
                 match &r.source {
                     ChartSource::Local { path, chart_dir } => put_chart(c, n, i, path, chart_dir).await?,
@@ -384,7 +389,7 @@ async fn recover(c: &Ctx<'_>, r: &Release, stuck: &str, revision: u64) -> Result
         stderr_tail: format!(
             "release {} is stuck in {stuck}; fix it on a master with:\n  {}\nthen run this operation again.\n{e}",
             r.name,
-            fix.trim_start_matches("export KUBECONFIG=/etc/kubernetes/admin.conf; ")
+            fix.trim_start_matches(&s.helm.env.prefix())
         ),
     })?;
     Ok(())
@@ -569,6 +574,7 @@ pub async fn repo_sync(s: &Session, instance: &str, want: &BTreeMap<String, Want
     let res =
         s.rt.each(&nodes, |n| async move {
             let t = s.rt.timeouts.command;
+            s.ensure_env(n).await?;
             let list = s.rt.root_cmd(n, s.helm.repo_list(), t);
             let have = s.rt.fact(n, list, "the repository list", BTreeMap::new, parse_repo_list).await?;
             let (mut added, mut updated, mut removed) = (vec![], vec![], vec![]);

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use serde_json::{json, Map, Value};
 
+use crate::cnf::cluster_env::{self, HelmEnv};
 use crate::cnf::heal::{self, HealTarget};
 use crate::cnf::helm_cmd::{Chart, InstallOpts, Values};
 use crate::cnf::helm_info::HelmInfo;
@@ -20,7 +21,7 @@ use crate::error::{Error, Result};
 use crate::lifecycle::package::Package;
 use crate::lifecycle::request::{Doc, HealRequest, InstantiateRequest, ScaleRequest, ScaleType, VnfInstance};
 use crate::lifecycle::state::{check_instance_id, Lock, Store};
-use crate::lifecycle::Runner;
+use crate::lifecycle::{Node, Runner};
 
 /// The CNF document's kind in the store: `<id>.cnf.json`.
 pub const KIND: &str = "cnf";
@@ -46,6 +47,8 @@ pub struct Prepared {
     namespace_arg: Option<String>,
     /// The instantiate request's flavourId (recorded for later scales).
     flavour: Option<String>,
+    /// The cluster's Helm environment the commands run with (`cluster_env::choose`).
+    env: HelmEnv,
 }
 
 /// What a CNF operation produced.
@@ -66,12 +69,25 @@ pub fn prepare(op: &Op, a: &Inputs, store: Store) -> Result<Prepared> {
         check_instance_id(cid).map_err(|e| Error::input("arguments", "--cluster-instance", e.to_string()))?;
     }
     check_args(op, &id)?;
+    let cluster_uuid = a
+        .cluster_uuid
+        .as_deref()
+        .map(cluster_env::parse_cluster_uuid)
+        .transpose()
+        .map_err(|m| Error::input("arguments", "--cluster-uuid", m))?;
     let want_repos = match op {
         Op::RepoSync { repos } => repo_pairs(repos)?,
         _ => BTreeMap::new(),
     };
     let lock = store.lock(&id, KIND)?;
     let saved: Option<CnfState> = store.load_doc(&id, KIND)?;
+    let env = cluster_env::choose(
+        cluster_uuid.as_ref(),
+        saved.as_ref().map(|s| s.cluster_id.as_deref()),
+        a.cluster_instance.as_deref(),
+        &id,
+    )
+    .map_err(|m| Error::input("arguments", "--cluster-uuid", m))?;
     let req_file = a.request.as_ref().map(Doc::name).unwrap_or_else(|| "(recorded request)".into());
     // The request (or the recorded one) gives the CNF params.
     let (mut scale, mut heal, mut req_vims, mut flavour) = (None, None, None, None);
@@ -110,8 +126,14 @@ pub fn prepare(op: &Op, a: &Inputs, store: Store) -> Result<Prepared> {
     } else {
         CnfParams::for_instance(&ap, &req_file, &id)?
     };
-    if let Some(ns) = &a.namespace {
-        names::namespace(ns).map_err(|m| Error::input("arguments", "--namespace", m))?;
+    // --namespace, else the request's (or recorded) namespace, else the cluster_uuid's.
+    let ns_arg = a.namespace.clone().or_else(|| {
+        let from_request = ap.get("namespace").is_some_and(|v| !v.is_null());
+        cluster_uuid.as_ref().and_then(|c| c.namespace.clone()).filter(|_| !from_request)
+    });
+    if let Some(ns) = &ns_arg {
+        let field = if a.namespace.is_some() { "--namespace" } else { "--cluster-uuid" };
+        names::namespace(ns).map_err(|m| Error::input("arguments", field, m))?;
         params.namespace = ns.clone();
         if matches!(op, Op::Instantiate) {
             // Recorded with the request, so later operations find the releases there.
@@ -172,6 +194,7 @@ pub fn prepare(op: &Op, a: &Inputs, store: Store) -> Result<Prepared> {
         want_repos,
         namespace_arg: a.namespace.clone(),
         flavour,
+        env,
     })
 }
 
@@ -197,6 +220,7 @@ fn check_args(op: &Op, instance: &str) -> Result<()> {
         | Op::Status { release }
         | Op::History { release }
         | Op::Values { release, .. } => arg("--release", names::release(release))?,
+        Op::Services { release: Some(release) } => arg("--release", names::release(release))?,
         Op::Show { what, chart, repo, version } => {
             if !["values", "readme", "chart", "all"].contains(&what.as_str()) {
                 return Err(Error::input(
@@ -246,7 +270,12 @@ fn saved_params(saved: &Option<CnfState>) -> Result<Map<String, Value>> {
 /// Run a prepared operation: open the Helm session, call the operation, record the outcome.
 pub async fn run(op: &Op, a: &Inputs, p: Prepared, rt: Runner) -> Result<Outcome> {
     let nodes = masters(&p.helm_info, a, &p.store)?;
-    let session = Session::open(rt, nodes, a.status_interval).await?;
+    // A reset uses Helm only to uninstall a recorded CNF's releases.
+    let needs_env = match op {
+        Op::Reset { uninstall } => *uninstall && p.saved.is_some(),
+        _ => true,
+    };
+    let session = Session::open(rt, nodes, a.status_interval, p.env.clone(), needs_env).await?;
     let opts = InstallOpts {
         wait: a.wait,
         timeout_s: Some(a.timeout.as_secs().max(1)),
@@ -273,6 +302,8 @@ pub async fn run(op: &Op, a: &Inputs, p: Prepared, rt: Runner) -> Result<Outcome
         "vnfInstanceId": p.id,
         "master": session.master().host.addr,
         "helmMajor": session.helm.major,
+        "clusterId": p.env.id(),
+        "helmEnvironment": p.env.dir(),
     });
     Ok(Outcome { context, result: result?, warnings: p.params.warnings.clone() })
 }
@@ -297,7 +328,7 @@ impl Record<'_> {
 
 async fn dispatch(op: &Op, c: &Ctx<'_>, p: &Prepared, rec: &mut Record<'_>) -> Result<Value> {
     let s = c.s;
-    let h = s.helm;
+    let h = &s.helm;
     let ns = c.params.namespace.as_str();
     Ok(match op {
         Op::Instantiate => instantiate(c, p, rec).await?,
@@ -356,7 +387,76 @@ async fn dispatch(op: &Op, c: &Ctx<'_>, p: &Prepared, rec: &mut Record<'_>) -> R
             p.store.remove_doc(&p.id, KIND)?;
             json!({"releases": out})
         }
+        Op::Services { release } => {
+            let releases = match release {
+                Some(r) => vec![r.clone()],
+                None => cnf_releases(c.params, &rec.st),
+            };
+            let found = crate::cnf::services::services(c, &releases).await?;
+            json!({"releases": releases, "services": found})
+        }
+        Op::Reset { uninstall } => reset(c, p, rec, *uninstall).await?,
     })
+}
+
+/// The CNF's releases: the request's (or recorded request's), else the recorded ones.
+fn cnf_releases(params: &CnfParams, st: &CnfState) -> Vec<String> {
+    if params.releases.is_empty() {
+        st.releases.keys().cloned().collect()
+    } else {
+        params.releases.iter().map(|r| r.name.clone()).collect()
+    }
+}
+
+/// `cnf reset [--uninstall]`: with --uninstall, terminate the CNF first (its releases,
+/// repositories, charts and record); then remove the cluster's Helm environment from every
+/// master. A master other than the active one that cannot be reached is reported, not fatal.
+async fn reset(c: &Ctx<'_>, p: &Prepared, rec: &Record<'_>, uninstall: bool) -> Result<Value> {
+    let s = c.s;
+    let releases = if uninstall && p.saved.is_some() {
+        let out = ops::terminate(c, &cnf_releases(c.params, &rec.st)).await?;
+        p.store.remove_doc(&p.id, KIND)?;
+        out
+    } else {
+        json!([])
+    };
+    let Some(cmd) = s.helm.env.reset() else {
+        return Err(Error::input(
+            "state",
+            "cnf",
+            "this CNF uses Helm's default environment (recorded by an older driver): there is no \
+             cluster environment to reset; pass --cluster-uuid to name one",
+        ));
+    };
+    let nodes = s.all();
+    s.rt.phase("forget the cluster's Helm environment on every master", &nodes, true);
+    let res =
+        s.rt.each(&nodes, |n| {
+            let cmd = cmd.clone();
+            async move {
+                let rc = s.rt.root_cmd(n, cmd, s.rt.timeouts.command);
+                let parse = |o: &str| match o.trim() {
+                    w @ ("removed" | "absent") => Ok(w.to_string()),
+                    other => Err(format!("not removed/absent: {:?}", crate::error::excerpt(other))),
+                };
+                s.rt.fact(n, rc, "the environment reset", || "planned".to_string(), parse).await
+            }
+        })
+        .await;
+    let (mut masters, mut not_reached) = (Vec::new(), Vec::new());
+    for (n, r) in res {
+        match r {
+            Ok(outcome) => masters.push(json!({"master": n.name(), "environment": outcome})),
+            Err(e) if n.name() != s.master().name() => not_reached.push(format!("{}: {e}", n.name())),
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(json!({
+        "clusterId": s.helm.env.id(),
+        "releases": releases,
+        "masters": masters,
+        "mastersNotReached": not_reached,
+    }))
 }
 
 /// The releases a whole-CNF heal restarts, with the resources recorded for each (the plan's
@@ -483,6 +583,7 @@ async fn instantiate(c: &Ctx<'_>, p: &Prepared, rec: &mut Record<'_>) -> Result<
     rec.st.namespace = c.params.namespace.clone();
     rec.st.masters = p.helm_info.masternode_ip.clone();
     rec.st.flavour_id = p.flavour.clone();
+    rec.st.cluster_id = p.env.id().map(str::to_string);
     rec.save()?;
     let skipped = ops::distribute(c).await?;
     s.rt.phase("install or upgrade the releases", &[s.master()], false);
@@ -945,5 +1046,172 @@ mod tests {
         keep_recorded_names(ap.as_object_mut().unwrap(), Some(&old));
         assert_eq!(ap["using_helm_install_param"][0]["helmreleasename"], "c-0123456789");
         assert!(ap["using_helm_install_param"][1].get("helmreleasename").is_none(), "another chart: a new name");
+    }
+
+    /// The commands that run Helm itself (not its version probe).
+    fn helm_cmds(execs: &[String]) -> Vec<&String> {
+        execs.iter().filter(|e| e.contains("helm ") && !e.contains("helm version")).collect()
+    }
+
+    #[tokio::test]
+    async fn every_helm_command_runs_in_the_clusters_own_environment_recorded_with_the_cnf() {
+        let f = Fixture::new();
+        let inputs = Inputs { cluster_uuid: Some("east".into()), ..f.inputs() };
+        let p = f.prepare(&inputs).unwrap();
+        let rt = Runner::new(Arc::new(f.fake.clone()), Events::channel().0, FanOut::default(), Timeouts::default());
+        let o = run(&Op::Instantiate, &inputs, p, rt).await.unwrap();
+        assert_eq!(o.context["clusterId"], "east");
+        assert_eq!(o.context["helmEnvironment"], "/var/lib/mgmt-driver/helm/east");
+        let env = HelmEnv::cluster("east").unwrap();
+        for m in [M1, M2] {
+            let execs = f.fake.execs(m);
+            assert!(
+                execs
+                    .iter()
+                    .any(|e| e.contains("helm_env.sh /var/lib/mgmt-driver/helm/east /etc/kubernetes/admin.conf")),
+                "{m}: {execs:?}"
+            );
+            let helm = helm_cmds(&execs);
+            assert!(!helm.is_empty(), "{m}: {execs:?}");
+            for c in helm {
+                assert!(c.contains(&format!("{}helm ", env.prefix())), "{c}");
+            }
+        }
+        let rec: Value =
+            serde_json::from_str(&std::fs::read_to_string(f.dir.path().join("state/cnf1.cnf.json")).unwrap()).unwrap();
+        assert_eq!(rec["cluster_id"], "east", "{rec}");
+        // Later operations use the recorded cluster without the flag...
+        let n = f.fake.execs(M1).len();
+        let o = run_op(&f, Op::Status { release: "vdu2".into() }, "cnf1", None).await.unwrap();
+        assert!(o.result.is_object());
+        assert!(f.fake.execs(M1)[n..].iter().any(|e| e.contains(&format!("{}helm status", env.prefix()))));
+        // ...and refuse another one before connecting.
+        let n = f.fake.calls().len();
+        let west = Inputs { cluster_uuid: Some("west".into()), ..f.inputs() };
+        let e = f.prepare(&west).err().expect("refused");
+        assert_eq!(e.exit_code(), crate::error::exit::BAD_INPUT);
+        assert!(e.to_string().contains("--cluster-uuid") && e.to_string().contains("'east'"), "{e}");
+        assert_eq!(f.fake.calls().len(), n);
+    }
+
+    #[test]
+    fn a_cluster_uuids_namespace_is_the_default_namespace() {
+        let f = Fixture::new();
+        let no_ns = f.dir.path().join("no-ns.json");
+        let mut req: Value =
+            serde_json::from_str(&std::fs::read_to_string(f.dir.path().join("req.json")).unwrap()).unwrap();
+        req["additionalParams"].as_object_mut().unwrap().remove("namespace");
+        std::fs::write(&no_ns, req.to_string()).unwrap();
+        let with = |req: &std::path::Path, ns: Option<&str>| Inputs {
+            request: Some(req.to_path_buf().into()),
+            cluster_uuid: Some("edge:east".into()),
+            namespace: ns.map(str::to_string),
+            ..f.inputs()
+        };
+        let p = f.prepare(&with(&no_ns, None)).unwrap();
+        assert_eq!((p.params.namespace.as_str(), p.env.id()), ("edge", Some("east")));
+        assert_eq!(p.ap["namespace"], "edge", "recorded for later operations");
+        drop(p);
+        let p = f.prepare(&with(&f.dir.path().join("req.json"), None)).unwrap();
+        assert_eq!(p.params.namespace, "cnf", "the request's namespace wins");
+        drop(p);
+        let p = f.prepare(&with(&no_ns, Some("other"))).unwrap();
+        assert_eq!(p.params.namespace, "other", "--namespace wins");
+        drop(p);
+        for bad in ["Bad_NS:east", "edge:../x", "edge:"] {
+            let i = Inputs { cluster_uuid: Some(bad.into()), ..f.inputs() };
+            let e = f.prepare(&i).err().unwrap_or_else(|| panic!("{bad} accepted"));
+            assert!(e.to_string().contains("--cluster-uuid"), "{e}");
+        }
+    }
+
+    #[tokio::test]
+    async fn services_come_from_the_manifest_with_what_the_cluster_allocated() {
+        let f = Fixture::new();
+        f.instantiate().await.unwrap();
+        f.fake.reply(
+            None,
+            "kubectl get service vdu2 --namespace cnf -o json",
+            &json!({"kind": "Service", "metadata": {"name": "vdu2", "namespace": "cnf"},
+                "spec": {"type": "NodePort", "clusterIP": "10.96.14.3", "ports": [{"port": 80, "nodePort": 30080}]}})
+            .to_string(),
+        );
+        let o = run_op(&f, Op::Services { release: None }, "cnf1", None).await.unwrap();
+        let svc = &o.result["services"][0];
+        assert_eq!(o.result["releases"], json!(["vdu2"]));
+        assert_eq!((svc["name"].as_str(), svc["type"].as_str()), (Some("vdu2"), Some("NodePort")), "{}", o.result);
+        assert_eq!(svc["clusterIP"], "10.96.14.3");
+        assert_eq!(svc["ports"][0]["nodePort"], 30080);
+        let get = f.fake.execs(M1).into_iter().find(|e| e.contains("kubectl get service")).unwrap();
+        assert!(get.contains("export KUBECONFIG=/var/lib/mgmt-driver/helm/cnf1/kubeconfig "), "{get}");
+        // An address that is not one is refused, naming the service.
+        f.fake.reply(
+            None,
+            "kubectl get service vdu2",
+            r#"{"kind": "Service", "metadata": {"name": "vdu2"}, "spec": {"clusterIP": "10.0.0.1 && id"}}"#,
+        );
+        let e = run_op(&f, Op::Services { release: Some("vdu2".into()) }, "cnf1", None).await.err().unwrap();
+        assert!(e.to_string().contains("spec.clusterIP"), "{e}");
+        let bad = run_op(&f, Op::Services { release: Some("-x".into()) }, "cnf1", None).await.err().unwrap();
+        assert_eq!(bad.exit_code(), crate::error::exit::BAD_INPUT);
+    }
+
+    #[tokio::test]
+    async fn reset_uninstalls_when_asked_removes_the_environment_everywhere_and_is_idempotent() {
+        let f = Fixture::new();
+        f.instantiate().await.unwrap();
+        f.fake.reply(None, "helm_env_reset.sh /var/lib/mgmt-driver/helm/cnf1", "removed\n");
+        let o = run_op(&f, Op::Reset { uninstall: true }, "cnf1", None).await.unwrap();
+        assert_eq!(o.result["releases"][0]["outcome"], "uninstalled", "{}", o.result);
+        assert_eq!(
+            o.result["masters"],
+            json!([{"master": M1, "environment": "removed"}, {"master": M2, "environment": "removed"}])
+        );
+        let execs = f.fake.execs(M1);
+        let pos = |needle: &str| execs.iter().position(|e| e.contains(needle)).unwrap_or_else(|| panic!("{needle}"));
+        assert!(pos("helm uninstall") < pos("helm_env_reset.sh"), "{execs:?}");
+        assert!(!f.dir.path().join("state/cnf1.cnf.json").exists(), "the record is gone with the releases");
+        // Again: nothing to uninstall, nothing to remove (and nothing made to be removed).
+        f.fake.reply(None, "helm_env_reset.sh", "absent\n");
+        let n = f.fake.execs(M1).len();
+        let o = run_op(&f, Op::Reset { uninstall: true }, "cnf1", None).await.unwrap();
+        assert_eq!(o.result["releases"], json!([]));
+        assert_eq!(o.result["masters"][0]["environment"], "absent");
+        let again = &f.fake.execs(M1)[n..];
+        assert!(!again.iter().any(|e| e.contains("helm uninstall") || e.contains("helm_env.sh")), "{again:?}");
+        // Without --uninstall the releases and the record stay.
+        f.instantiate().await.unwrap();
+        let n = f.fake.execs(M1).len();
+        run_op(&f, Op::Reset { uninstall: false }, "cnf1", None).await.unwrap();
+        assert!(!f.fake.execs(M1)[n..].iter().any(|e| e.contains("helm uninstall")));
+        assert!(f.dir.path().join("state/cnf1.cnf.json").exists());
+    }
+
+    #[tokio::test]
+    async fn a_dry_run_reset_plans_every_step_and_changes_nothing() {
+        let f = Fixture::new();
+        f.instantiate().await.unwrap();
+        let (events, mut rx) = Events::channel();
+        let inputs = Inputs { request: None, ..f.inputs() };
+        let op = Op::Reset { uninstall: true };
+        let p = prepare(&op, &inputs, Store::read_only(&f.dir.path().join("state"))).unwrap();
+        let plan = Arc::new(crate::lifecycle::plan::PlanConnector::new());
+        let rt = Runner::new(plan, events, FanOut::default(), Timeouts::default());
+        let o = run(&op, &inputs, p, rt).await.unwrap();
+        let mut lines = String::new();
+        while let Ok(e) = rx.try_recv() {
+            lines.push_str(&serde_json::to_string(&e).unwrap());
+            lines.push('\n');
+        }
+        for step in [
+            "helm uninstall --namespace cnf --wait -- vdu2",
+            "helm repo remove -- cnf1@labrepo",
+            "rm -rf /var/tacker/helm/cnf1",
+            "helm_env_reset.sh /var/lib/mgmt-driver/helm/cnf1",
+        ] {
+            assert!(lines.contains(step), "{step} not planned:\n{lines}");
+        }
+        assert_eq!(o.result["masters"][1]["environment"], "planned", "{}", o.result);
+        assert!(f.dir.path().join("state/cnf1.cnf.json").exists(), "a plan removed the record");
     }
 }

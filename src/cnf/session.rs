@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use crate::cnf::cluster_env::HelmEnv;
 use crate::cnf::helm_cmd::{parse_version, Helm};
 use crate::error::Result;
 use crate::event::EventKind;
@@ -25,8 +26,16 @@ const HELM_VERSION: &str =
     "command -v helm >/dev/null || { echo 'helm is not installed' >&2; exit 127; }; helm version --short";
 
 impl Session {
-    /// Pick the first reachable master and detect its Helm (a plan assumes Helm 3).
-    pub async fn open(rt: Runner, masters: Vec<Target>, status_every: Duration) -> Result<Session> {
+    /// Pick the first reachable master, detect its Helm (a plan assumes Helm 3) and, when
+    /// `prepare`, make the cluster's Helm environment there (`env`; a reset that uninstalls
+    /// nothing must not make the environment it is about to remove).
+    pub async fn open(
+        rt: Runner,
+        masters: Vec<Target>,
+        status_every: Duration,
+        env: HelmEnv,
+        prepare: bool,
+    ) -> Result<Session> {
         let refs: Vec<&Target> = masters.iter().collect();
         let m = rt.first_reachable(&refs).await?;
         let active = masters.iter().position(|x| x.host.name == m.host.name).expect("one of them");
@@ -41,7 +50,27 @@ impl Session {
             )
             .await?;
         rt.ev(m).emit(EventKind::Status { subject: "helm".into(), status: format!("major version {major}") });
-        Ok(Session { rt, masters, active, helm: Helm { major }, status_every })
+        let s = Session { rt, masters, active, helm: Helm { major, env }, status_every };
+        if prepare {
+            s.prepare_env(s.master()).await?;
+        }
+        Ok(s)
+    }
+
+    /// Make (or refresh) the cluster's Helm environment on `n`: done for the active master when
+    /// the session opens, and by the steps that reach every master (charts and repositories).
+    pub async fn ensure_env(&self, n: &Target) -> Result<()> {
+        if n.host.name == self.master().host.name {
+            return Ok(());
+        }
+        self.prepare_env(n).await
+    }
+
+    async fn prepare_env(&self, n: &Target) -> Result<()> {
+        if let Some(cmd) = self.helm.env.prepare() {
+            self.rt.exec(n, self.rt.root_cmd(n, cmd, Duration::from_secs(30))).await?;
+        }
+        Ok(())
     }
 
     pub fn master(&self) -> &Target {

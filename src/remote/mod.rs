@@ -67,6 +67,10 @@ pub(crate) const AUTHORIZED_KEY: Program = program!("authorized_key.sh");
 pub(crate) const PRIMITIVE_RUN: Program = program!("primitive_run.sh");
 pub(crate) const PRIMITIVE_RESULT: Program = program!("primitive_result.sh");
 
+// The per-cluster Helm environment on the masters (src/cnf/cluster_env.rs).
+pub(crate) const HELM_ENV: Program = program!("helm_env.sh");
+pub(crate) const HELM_ENV_RESET: Program = program!("helm_env_reset.sh");
+
 /// Every program, for the test that no file here is left unused. Only tests read this list, so a
 /// program no builder runs is a dead-code warning (and `clippy -D warnings` fails).
 #[cfg(test)]
@@ -95,6 +99,8 @@ const ALL: &[Program] = &[
     AUTHORIZED_KEY,
     PRIMITIVE_RUN,
     PRIMITIVE_RESULT,
+    HELM_ENV,
+    HELM_ENV_RESET,
 ];
 
 impl Program {

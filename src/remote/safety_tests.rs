@@ -399,3 +399,24 @@ fn the_storage_servers_proxy_env_file_is_read_then_deleted() {
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(!env.exists(), "a refused run left the env file");
 }
+
+#[test]
+fn a_cluster_environment_never_writes_through_a_planted_link() {
+    let d = tempfile::tempdir().unwrap();
+    let src = d.path().join("admin.conf");
+    std::fs::write(&src, "apiVersion: v1\n").unwrap();
+    let victim = d.path().join("victim");
+    std::fs::write(&victim, "untouched\n").unwrap();
+    let env = d.path().join("-rf x");
+    std::fs::create_dir_all(&env).unwrap();
+    std::os::unix::fs::symlink(&victim, env.join("kubeconfig.new")).unwrap();
+    let o = run(HELM_ENV, &[], &[s(&env), s(&src)]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "untouched\n");
+    let k = std::fs::symlink_metadata(env.join("kubeconfig")).unwrap();
+    assert!(k.file_type().is_file() && k.mode() & 0o777 == 0o600, "{k:?}");
+    assert_eq!(ls(&env), ["cache", "config", "data", "kubeconfig"]);
+    let o = run(HELM_ENV_RESET, &[], &[s(&env)]);
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "removed\n", "{}", text(&o));
+    assert!(!env.exists() && victim.exists() && src.exists());
+}

@@ -519,6 +519,36 @@ pub fn cases() -> Vec<Case> {
             &[REPO_PW],
         ),
         accepted_op("status-release-after-double-dash", &["status", "--release", "vdu1"], &["-- vdu1"], &[]),
+        // OSM's cluster_uuid (namespace:cluster_id): a DNS label and a safe name, or refused.
+        op("cluster-uuid-empty", &["list", "--cluster-uuid", ""], "--cluster-uuid"),
+        op("cluster-uuid-dotdot", &["list", "--cluster-uuid", "cnf:.."], "--cluster-uuid"),
+        op("cluster-uuid-path", &["list", "--cluster-uuid", "cnf:../../etc"], "--cluster-uuid"),
+        op("cluster-uuid-slash", &["list", "--cluster-uuid", "a/b"], "--cluster-uuid"),
+        op("cluster-uuid-option", &["list", "--cluster-uuid=-rf"], "--cluster-uuid"),
+        op("cluster-uuid-shell", &["list", "--cluster-uuid", "c;id"], "--cluster-uuid"),
+        op("cluster-uuid-newline", &["list", "--cluster-uuid", "c\nid"], "--cluster-uuid"),
+        op("cluster-uuid-two-colons", &["list", "--cluster-uuid", "a:b:c"], "--cluster-uuid"),
+        op("cluster-uuid-namespace-upper", &["list", "--cluster-uuid", "CNF:east"], "--cluster-uuid"),
+        op("cluster-uuid-namespace-empty", &["list", "--cluster-uuid", ":east"], "--cluster-uuid"),
+        op("cluster-uuid-id-empty", &["list", "--cluster-uuid", "cnf:"], "--cluster-uuid"),
+        op("cluster-uuid-too-long", &["list", "--cluster-uuid", &"c".repeat(129)], "--cluster-uuid"),
+        op("services-release-option", &["services", "--release=-x"], "--release"),
+        op("services-release-shell", &["services", "--release", "a;id"], "--release"),
+        accepted_op(
+            "cluster-uuid-selects-the-environment",
+            &["status", "--release", "vdu1", "--cluster-uuid", "edge:east-1"],
+            &[
+                "helm_env.sh /var/lib/mgmt-driver/helm/east-1",
+                "HELM_CONFIG_HOME=/var/lib/mgmt-driver/helm/east-1/config",
+            ],
+            &[],
+        ),
+        accepted_op(
+            "reset-plans-the-environment-removal",
+            &["reset", "--uninstall", "--cluster-uuid", "east-1"],
+            &["helm_env_reset.sh /var/lib/mgmt-driver/helm/east-1"],
+            &[],
+        ),
     ]);
     // A request without the item's repository fields keeps working as an OCI chart.
     v.push(accepted_inst(

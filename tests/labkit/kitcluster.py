@@ -489,6 +489,8 @@ def put_object(c, obj):
         meta.pop("namespace", None)
     key = obj_key(kind, meta.get("namespace", ""), meta["name"])
     old = c["objects"].get(key)
+    if kind == "Service":
+        service_allocate(c, obj, old)
     meta["uid"] = old["metadata"]["uid"] if old else ks.rand_uid()
     meta["creationTimestamp"] = old["metadata"]["creationTimestamp"] if old else ks.iso(time.time())
     meta["resourceVersion"] = next_rv(c)
@@ -606,6 +608,72 @@ def rollout_progress(c, obj):
         except (TypeError, ValueError):
             desired = 1
     return desired, len(pods), sum(1 for p in pods if pod_phase(c, p) == "Running")
+
+
+# ---------------------------------------------------------------- services (cluster IPs, node ports)
+# What the API server fills in when a Service is created or replaced, as `kubectl get service -o
+# json` then shows it: spec.clusterIP/clusterIPs from the service CIDR (kept across updates; none
+# for `clusterIP: None` or an ExternalName), ipFamilies, ipFamilyPolicy, sessionAffinity,
+# internalTrafficPolicy, per port protocol TCP and targetPort = port when unset, nodePorts from
+# 30000-32767 for NodePort and LoadBalancer (kept across updates), externalTrafficPolicy, and a
+# LoadBalancer's status.loadBalancer: empty (no cloud load balancer in a lab: kubectl shows
+# EXTERNAL-IP <pending>) unless spec.loadBalancerIP asks for an address, which a bare-metal
+# load-balancer controller (MetalLB) would then announce in status.loadBalancer.ingress.
+NODE_PORTS = (30000, 32767)
+
+
+def service_allocate(c, obj, old):
+    spec = obj.setdefault("spec", {})
+    kind = spec.setdefault("type", "ClusterIP")
+    old_spec = (old or {}).get("spec") or {}
+    if kind != "ExternalName" and spec.get("clusterIP") != "None":
+        ip = spec.get("clusterIP") or old_spec.get("clusterIP") or free_cluster_ip(c)
+        spec["clusterIP"], spec["clusterIPs"] = ip, [ip]
+        spec.setdefault("ipFamilies", ["IPv4"])
+        spec.setdefault("ipFamilyPolicy", "SingleStack")
+    elif spec.get("clusterIP") == "None":
+        spec["clusterIPs"] = ["None"]
+    spec.setdefault("sessionAffinity", "None")
+    if kind != "ExternalName":
+        spec.setdefault("internalTrafficPolicy", "Cluster")
+    old_ports = {(p.get("port"), p.get("protocol", "TCP")): p for p in old_spec.get("ports") or []}
+    for p in spec.get("ports") or []:
+        p.setdefault("protocol", "TCP")
+        p.setdefault("targetPort", p.get("port"))
+        if kind in ("NodePort", "LoadBalancer"):
+            was = old_ports.get((p.get("port"), p["protocol"]), {}).get("nodePort")
+            p["nodePort"] = p.get("nodePort") or was or free_node_port(c)
+        else:
+            p.pop("nodePort", None)
+    if kind in ("NodePort", "LoadBalancer"):
+        spec.setdefault("externalTrafficPolicy", "Cluster")
+    status = {}
+    if kind == "LoadBalancer":
+        lb = spec.get("loadBalancerIP")
+        status["loadBalancer"] = {"ingress": [{"ip": lb, "ipMode": "VIP"}]} if lb else {}
+    obj["status"] = status
+
+
+def free_cluster_ip(c):
+    net = ipaddress.ip_network(c.get("service_cidr") or "10.96.0.0/12", strict=False)
+    used = {((o.get("spec") or {}).get("clusterIP")) for o in c["objects"].values() if o["kind"] == "Service"}
+    # .1 is the `kubernetes` Service's and .10 kube-dns's; dynamic addresses come from above 16.
+    for i in range(16, min(net.num_addresses - 1, 65536)):
+        ip = str(net.network_address + i)
+        if ip not in used:
+            return ip
+    raise RuntimeError("service CIDR %s is full" % net)
+
+
+def free_node_port(c):
+    used = set()
+    for o in c["objects"].values():
+        if o["kind"] == "Service":
+            used.update(p.get("nodePort") for p in (o.get("spec") or {}).get("ports") or [])
+    for port in range(NODE_PORTS[0], NODE_PORTS[1] + 1):
+        if port not in used:
+            return port
+    raise RuntimeError("no free node port")
 
 
 # ---------------------------------------------------------------- API reachability

@@ -14,6 +14,7 @@ pub mod meta;
 pub mod sites;
 pub mod sites_export;
 pub mod vnfm_hook;
+pub mod workload;
 
 use clap::{Parser, Subcommand};
 
@@ -74,6 +75,13 @@ pub enum Command {
         #[command(flatten)]
         args: cnf::CnfArgs,
     },
+    /// Kubernetes workloads with kubectl on a master (deploy, scale, set-image, rollback, exec, ...).
+    Workload {
+        #[command(subcommand)]
+        op: crate::workload::Op,
+        #[command(flatten)]
+        args: workload::WorkloadArgs,
+    },
     /// Per-site runs: check and run one operation on many rendered sites (docs/fleet.md).
     Sites {
         #[command(subcommand)]
@@ -104,6 +112,7 @@ impl Command {
             Command::TerminateEnd(_) => "terminate_end",
             Command::Hook(_) => "hook",
             Command::Cnf { op, .. } => op.name(),
+            Command::Workload { op, .. } => op.name(),
             Command::Sites { cmd } => return cmd.name(),
             Command::Version => "version",
             Command::Completion { .. } => "completion",
@@ -181,6 +190,7 @@ async fn run(command: Command, ctx: &Ctx) -> Result<i32> {
         Command::TerminateEnd(a) => hook::run(Op::TerminateEnd, a, ctx).await,
         Command::Hook(a) => vnfm_hook::run(a, ctx).await,
         Command::Cnf { op, args } => cnf::run(op, args, ctx).await,
+        Command::Workload { op, args } => workload::run(op, args, ctx).await,
         Command::Sites { cmd } => sites::run(cmd, ctx).await,
         Command::Version => meta::version(ctx),
         Command::Completion { shell } => meta::completion(shell),

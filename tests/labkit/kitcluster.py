@@ -6,6 +6,7 @@
 """Lab kit: the cluster model kept in the shared state."""
 
 import base64
+import copy
 import hashlib
 import ipaddress
 import json

@@ -48,7 +48,18 @@ struct Wl {
 fn wl(c: &Cluster, args: &[&str]) -> support::Run {
     // The shared flags go before the op's own words: `exec NAME -- CMD...` ends the line.
     let mut a = vec!["workload", args[0]];
-    a.extend(["-o", "json", "--vnf-instance-id", &c.id, "-i", s(&c.inv), "--state-dir", s(&c.state), "--retry-for", "10"]);
+    a.extend([
+        "-o",
+        "json",
+        "--vnf-instance-id",
+        &c.id,
+        "-i",
+        s(&c.inv),
+        "--state-dir",
+        s(&c.state),
+        "--retry-for",
+        "10",
+    ]);
     a.extend(&args[1..]);
     mgmt(&a, &[])
 }

@@ -185,3 +185,28 @@ pub async fn run(op: Op, a: WorkloadArgs, ctx: &Ctx) -> i32 {
     }
     code
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    /// The result schema knows the workload documents: a per-pod exec result must carry each
+    /// pod's exit code and output tails, and the context names master and workload.
+    #[test]
+    fn the_schema_checks_workload_documents() {
+        let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/result.schema.json")).unwrap();
+        let v = jsonschema::validator_for(&serde_json::from_str(&text).unwrap()).unwrap();
+        let pod =
+            json!({"pod": "web-1", "node": "w1", "ok": true, "exitCode": 0, "stdoutTail": "web-1\n", "stderrTail": ""});
+        let doc = |result: serde_json::Value, context: serde_json::Value| {
+            json!({"apiVersion": "mgmt-driver/v1", "kind": "Result", "operation": "workload exec", "ok": true,
+                   "dryRun": false, "context": context, "result": result, "warnings": [], "errors": []})
+        };
+        let ctx = json!({"master": "192.0.2.1", "kind": "Deployment", "namespace": "default", "name": "web"});
+        assert!(v.is_valid(&doc(json!({"pods": [pod.clone()], "failedCount": 0}), ctx.clone())));
+        let mut no_code = pod.clone();
+        no_code.as_object_mut().unwrap().remove("exitCode");
+        assert!(!v.is_valid(&doc(json!({"pods": [no_code], "failedCount": 0}), ctx.clone())));
+        assert!(!v.is_valid(&doc(json!({"pods": [pod], "failedCount": 0}), json!({"master": "192.0.2.1"}))));
+    }
+}

@@ -157,13 +157,12 @@ fn tail(b: &[u8]) -> String {
 pub async fn exec(c: &Ctx<'_>, container: Option<&str>, command: &[String]) -> Result<(Value, Option<Error>)> {
     use futures::stream::{self, StreamExt};
     let s = c.status().await?;
-    let pods: Vec<Pod> = match &s {
-        Some(s) => {
-            let cmd = c.cmd(kubectl::pods(c.ns, &s.selector_text())?);
-            c.rt.fact(c.m, cmd, "the pod list", Vec::new, status::running_pods).await?
-        }
-        None => vec![Pod { name: "<each running pod>".into(), node: String::new(), phase: "Running".into() }],
-    };
+    // In a plan the selector is the one `deploy` sets, and the pods are a placeholder.
+    let selector =
+        s.as_ref().map(Status::selector_text).unwrap_or_else(|| format!("{}={}", manifest::NAME_LABEL, c.name));
+    let placeholder = || vec![Pod { name: "<each running pod>".into(), node: String::new(), phase: "Running".into() }];
+    let cmd = c.cmd(kubectl::pods(c.ns, &selector)?);
+    let pods: Vec<Pod> = c.rt.fact(c.m, cmd, "the pod list", placeholder, status::running_pods).await?;
     if let (Some(s), Some(want)) = (&s, container) {
         if !s.images.iter().any(|(n, _)| n == want) {
             let have: Vec<&str> = s.images.iter().map(|(n, _)| n.as_str()).collect();

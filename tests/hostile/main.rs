@@ -18,6 +18,7 @@ mod cnf;
 mod fanout;
 mod hook;
 mod inventory;
+mod workload;
 
 fn main() {
     let mut cases = Vec::new();
@@ -26,5 +27,6 @@ fn main() {
     cases.extend(hook::cases());
     cases.extend(cluster::cases());
     cases.extend(cnf::cases());
+    cases.extend(workload::cases());
     case::run(cases);
 }

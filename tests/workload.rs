@@ -105,6 +105,8 @@ fn lifecycle() -> R {
             ("exec in every pod: per-pod results, a failing pod named", exec),
             ("wait with DCAE intervals; an invalid spec is exit 2", wait),
             ("undeploy: everything gone", undeploy),
+            ("a StatefulSet: ordinal pods, scale, set-image, undeploy", statefulset),
+            ("an inventory's master group, the first master unreachable: the next one", inventory_failover),
         ],
     )
 }
@@ -245,6 +247,82 @@ fn undeploy(t: &mut Wl) -> R {
     // Again: nothing to delete is fine; the workload is gone for `available`.
     out(wl(c, &["undeploy", "vnf-web"]).ok());
     wl(c, &["available", "vnf-web"]).fails(1, "NotFound");
+    Ok(())
+}
+
+fn statefulset(t: &mut Wl) -> R {
+    let c = &t.c;
+    let spec = c.dir.path().join("db.yaml");
+    std::fs::write(&spec, "name: db\nkind: StatefulSet\nimage: registry.example/db:1\nreplicas: 2\nports: ['5432']\n")
+        .unwrap();
+    let d = out(wl(c, &["deploy", s(&spec)]).ok());
+    check(d["context"]["kind"] == "StatefulSet", || format!("{}", d["context"]))?;
+    let sts = |c: &Cluster| -> Vec<String> {
+        let k = c.kit();
+        let mut v: Vec<String> = k["cluster"]["pods"]
+            .as_object()
+            .unwrap()
+            .values()
+            .filter(|p| p["workload"] == "StatefulSet/default/db")
+            .map(|p| format!("{}={}", p["name"].as_str().unwrap(), p["image"].as_str().unwrap()))
+            .collect();
+        v.sort();
+        v
+    };
+    check(sts(c) == ["db-0=registry.example/db:1", "db-1=registry.example/db:1"], || format!("{:?}", sts(c)))?;
+    let a = out(wl(c, &["wait", "db", "--kind", "statefulset", "--interval", "1", "--timeout", "20"]).ok());
+    check(a["result"]["available"] == true, || format!("{}", a["result"]))?;
+    out(wl(c, &["scale", "db", "1", "--kind", "statefulset"]).ok());
+    out(wl(c, &["set-image", "db", "db=registry.example/db:2", "--kind", "statefulset"]).ok());
+    check(sts(c) == ["db-0=registry.example/db:2"], || format!("{:?}", sts(c)))?;
+    let d = out(wl(c, &["exec", "db", "--kind", "statefulset", "--", "sh", "-c", "echo $HOSTNAME"]).ok());
+    check(d["result"]["pods"][0]["stdoutTail"] == "db-0\n", || format!("{}", d["result"]))?;
+    out(wl(c, &["undeploy", "db", "--kind", "statefulset"]).ok());
+    check(sts(c).is_empty() && c.kit()["cluster"]["objects"].get("Service/default/db").is_none(), || {
+        "db left behind".into()
+    })
+}
+
+/// Without --vnf-instance-id the masters are an inventory group; an unreachable first master is
+/// reported and the next one used (the same `first_reachable` the Helm operations use).
+fn inventory_failover(t: &mut Wl) -> R {
+    let c = &t.c;
+    let inv = c.dir.path().join("masters.yaml");
+    let dead = format!("198.18.{}.99", c.lab.net);
+    std::fs::write(
+        &inv,
+        format!(
+            "defaults:\n  known_hosts: {}\n  host_key_check: strict\n  user: root\n  identity_file: {}\ngroups:\n  masters:\n    - {{name: gone, ssh_ip: {dead}}}\n    - {{name: m1, ssh_ip: {}}}\n",
+            c.lab.file("known_hosts").display(),
+            c.lab.file("id_ed25519").display(),
+            c.lab.ip(1)
+        ),
+    )
+    .unwrap();
+    out(wl(c, &["deploy", s(&t.spec)]).ok());
+    let r = mgmt(
+        &[
+            "workload",
+            "available",
+            "vnf-web",
+            "-o",
+            "json",
+            "-i",
+            s(&inv),
+            "--master-group",
+            "masters",
+            "--retry-for",
+            "1",
+            "--connect-timeout",
+            "2",
+        ],
+        &[],
+    );
+    r.ok();
+    let d = out(&r);
+    check(d["context"]["master"] == c.lab.ip(1) && d["result"]["available"] == true, || format!("{d}"))?;
+    check(r.stderr.contains("unreachable, trying the next master"), || format!("no failover warning: {}", r.stderr))?;
+    out(wl(c, &["undeploy", "vnf-web"]).ok());
     Ok(())
 }
 

@@ -137,6 +137,10 @@ fn deploy(t: &mut Wl) -> R {
     check(np["spec"]["type"] == "NodePort" && np["spec"]["ports"][0]["nodePort"] == 30080, || format!("{np}"))?;
     check(objs["Service/default/vnf-web"]["spec"]["type"] == "ClusterIP", || "ClusterIP service".into())?;
     check(pods.len() == 2, || format!("pods: {pods:?}"))?;
+    let a = wl(c, &["available", "vnf-web"]);
+    check(!a.all().contains("touch /tmp/pwned-wl"), || {
+        format!("the read-back JSON (env values) was streamed:\n{}", a.stderr)
+    })?;
     for (name, p) in &pods {
         let parts: Vec<&str> = name.split('-').collect();
         check(parts.len() == 4 && parts[2].len() == 10 && parts[3].len() == 5, || format!("pod name {name}"))?;
@@ -235,6 +239,9 @@ fn wait(t: &mut Wl) -> R {
 
 fn undeploy(t: &mut Wl) -> R {
     let c = &t.c;
+    // Someone else's Service with the workload's name label but not ours: kept.
+    let foreign = r#"{"apiVersion":"v1","kind":"Service","metadata":{"name":"vnf-web-other","namespace":"default","labels":{"app.kubernetes.io/name":"vnf-web"}},"spec":{"ports":[{"port":80}]}}"#;
+    c.on(1, &format!("echo '{foreign}' | KUBECONFIG=/etc/kubernetes/admin.conf kubectl apply -f -"));
     let d = out(wl(c, &["undeploy", "vnf-web"]).ok());
     check(d["result"]["deleted"].as_array().is_some_and(|a| a.len() == 3), || format!("{}", d["result"]))?;
     check(
@@ -243,7 +250,7 @@ fn undeploy(t: &mut Wl) -> R {
     )?;
     let (objs, pods) = kit(c);
     let left: Vec<&String> = objs.as_object().unwrap().keys().filter(|k| k.contains("vnf-web")).collect();
-    check(left.is_empty() && pods.is_empty(), || format!("left: {left:?}, pods {pods:?}"))?;
+    check(left == ["Service/default/vnf-web-other"] && pods.is_empty(), || format!("left: {left:?}, pods {pods:?}"))?;
     // Again: nothing to delete is fine; the workload is gone for `available`.
     out(wl(c, &["undeploy", "vnf-web"]).ok());
     wl(c, &["available", "vnf-web"]).fails(1, "NotFound");

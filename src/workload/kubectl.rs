@@ -27,6 +27,11 @@ pub fn get(kind: Kind, ns: &str, name: &str) -> Result<String> {
     kubectl(&["get", &object(kind, name), "-n", ns, "-o", "json"])
 }
 
+/// The object's name only: what `get` prints on success, and its errors, without the object.
+pub fn get_name(kind: Kind, ns: &str, name: &str) -> Result<String> {
+    kubectl(&["get", &object(kind, name), "-n", ns, "-o", "name"])
+}
+
 /// The pods matching `selector` (`k=v,k2=v2`, built from checked labels).
 pub fn pods(ns: &str, selector: &str) -> Result<String> {
     kubectl(&["get", "pods", "-n", ns, "-l", selector, "-o", "json"])
@@ -63,16 +68,17 @@ pub fn exec(ns: &str, pod: &str, container: Option<&str>, command: &[String]) ->
     kubectl(&w)
 }
 
-/// Delete the workload and its Services; what is already gone is not an error.
-pub fn delete(kind: Kind, ns: &str, name: &str, services: &[String]) -> Result<String> {
-    let mut cmd = kubectl(&["delete", kind.resource(), name, "-n", ns, "--ignore-not-found"])?;
-    if !services.is_empty() {
-        let mut w = vec!["delete", "service"];
-        w.extend(services.iter().map(String::as_str));
-        w.extend(["-n", ns, "--ignore-not-found"]);
-        cmd = format!("{cmd} && {}", kubectl(&w)?);
-    }
-    Ok(cmd)
+/// Delete the workload, then the Services labelled as ours for it (`manifest.rs` sets the
+/// labels); what is already gone is not an error.
+pub fn delete(kind: Kind, ns: &str, name: &str) -> Result<String> {
+    let workload = kubectl(&["delete", kind.resource(), name, "-n", ns, "--ignore-not-found"])?;
+    let selector = format!(
+        "{}={name},{}=mgmt-driver",
+        crate::workload::manifest::NAME_LABEL,
+        crate::workload::manifest::MANAGED_BY
+    );
+    let services = kubectl(&["delete", "service", "-n", ns, "-l", &selector, "--ignore-not-found"])?;
+    Ok(format!("{workload} && {services}"))
 }
 
 #[cfg(test)]
@@ -105,8 +111,9 @@ mod tests {
             "kubectl apply -f .mgmt-driver/workloads/d.web.json; rc=$?; rm -f -- .mgmt-driver/workloads/d.web.json; exit $rc"
         );
         assert_eq!(
-            delete(Kind::Deployment, "d", "web", &["web".into(), "web-nodeport".into()]).unwrap(),
-            "kubectl delete deployment.apps web -n d --ignore-not-found && kubectl delete service web web-nodeport -n d --ignore-not-found"
+            delete(Kind::Deployment, "d", "web").unwrap(),
+            "kubectl delete deployment.apps web -n d --ignore-not-found && kubectl delete service -n d -l \
+             app.kubernetes.io/name=web,app.kubernetes.io/managed-by=mgmt-driver --ignore-not-found"
         );
     }
 }

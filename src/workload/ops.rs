@@ -35,19 +35,32 @@ impl Ctx<'_> {
         kubectl::object(self.kind, self.name)
     }
 
+    /// A command whose output is an object's JSON: not streamed, since it holds the pod
+    /// template's env values (what is shown is the parsed, checked result).
+    fn quiet(&self, script: String) -> crate::command::RemoteCommand {
+        self.cmd(script).with_redact(crate::redact::Redact::All)
+    }
+
     /// The workload's status; None in a plan.
     pub async fn status(&self) -> Result<Option<Status>> {
-        let cmd = self.cmd(kubectl::get(self.kind, self.ns, self.name)?);
+        let cmd = self.quiet(kubectl::get(self.kind, self.ns, self.name)?);
         let (kind, name) = (self.kind, self.name);
-        self.rt
-            .fact(
-                self.m,
-                cmd,
-                &format!("the {} status", kind.api()),
-                || None,
-                |o| status::parse(o, kind, name).map(Some),
-            )
-            .await
+        let what = format!("the {} status", kind.api());
+        match self.rt.fact(self.m, cmd, &what, || None, |o| status::parse(o, kind, name).map(Some)).await {
+            // The hidden command's stderr is hidden too: ask again for the name only (no env
+            // values in it), so the error says why (NotFound, Forbidden, unreachable API).
+            Err(Error::Remote { .. }) => {
+                let why = self.cmd(kubectl::get_name(self.kind, self.ns, self.name)?);
+                self.rt.exec(self.m, why).await?;
+                Err(Error::Unreadable {
+                    node: self.m.host.name.clone(),
+                    command: kubectl::get(self.kind, self.ns, self.name)?,
+                    what,
+                    message: "kubectl failed, then succeeded when asked again".into(),
+                })
+            }
+            other => other,
+        }
     }
 
     async fn run(&self, script: String) -> Result<Vec<String>> {
@@ -93,10 +106,11 @@ pub async fn deploy(c: &Ctx<'_>, w: &Workload) -> Result<Value> {
     Ok(json!({"objects": objects, "applied": applied}))
 }
 
+/// Delete the workload, then the Services `deploy` made for it: those labelled with its name
+/// and as ours (a Service of the same name made by someone else stays).
 pub async fn undeploy(c: &Ctx<'_>) -> Result<Value> {
-    let services = vec![c.name.to_string(), manifest::node_port_service(c.name)];
     c.rt.phase(&format!("undeploy {}", c.subject()), &[c.m], false);
-    let deleted = c.run(kubectl::delete(c.kind, c.ns, c.name, &services)?).await?;
+    let deleted = c.run(kubectl::delete(c.kind, c.ns, c.name)?).await?;
     Ok(json!({"deleted": deleted}))
 }
 
@@ -161,7 +175,7 @@ pub async fn exec(c: &Ctx<'_>, container: Option<&str>, command: &[String]) -> R
     let selector =
         s.as_ref().map(Status::selector_text).unwrap_or_else(|| format!("{}={}", manifest::NAME_LABEL, c.name));
     let placeholder = || vec![Pod { name: "<each running pod>".into(), node: String::new(), phase: "Running".into() }];
-    let cmd = c.cmd(kubectl::pods(c.ns, &selector)?);
+    let cmd = c.quiet(kubectl::pods(c.ns, &selector)?);
     let pods: Vec<Pod> = c.rt.fact(c.m, cmd, "the pod list", placeholder, status::running_pods).await?;
     if let (Some(s), Some(want)) = (&s, container) {
         if !s.images.iter().any(|(n, _)| n == want) {

@@ -244,9 +244,14 @@ fn undeploy(t: &mut Wl) -> R {
     c.on(1, &format!("echo '{foreign}' | KUBECONFIG=/etc/kubernetes/admin.conf kubectl apply -f -"));
     let d = out(wl(c, &["undeploy", "vnf-web"]).ok());
     check(d["result"]["deleted"].as_array().is_some_and(|a| a.len() == 3), || format!("{}", d["result"]))?;
+    let svcs = c.on(1, "KUBECONFIG=/etc/kubernetes/admin.conf kubectl get services -n default");
+    let rows: Vec<Vec<&str>> = svcs.lines().map(|l| l.split_whitespace().collect()).collect();
     check(
-        c.on(1, "KUBECONFIG=/etc/kubernetes/admin.conf kubectl get services -n default").lines().count() <= 2,
-        || "services left".into(),
+        rows.len() == 2
+            && rows[0] == ["NAME", "TYPE", "CLUSTER-IP", "EXTERNAL-IP", "PORT(S)", "AGE"]
+            && rows[1][..2] == ["vnf-web-other", "ClusterIP"]
+            && rows[1][4] == "80/TCP",
+        || format!("kubectl get services after undeploy:\n{svcs}"),
     )?;
     let (objs, pods) = kit(c);
     let left: Vec<&String> = objs.as_object().unwrap().keys().filter(|k| k.contains("vnf-web")).collect();

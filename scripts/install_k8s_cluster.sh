@@ -538,6 +538,11 @@ configure_containerd() {
     local reg dir
     for reg in "${REGISTRIES[@]}"; do
         dir=/etc/containerd/certs.d/$reg
+        # mgmt-driver's registry step wrote it before this script ran: keep it.
+        if [[ $(head -n 1 "$dir/hosts.toml" 2>/dev/null) == "# managed by mgmt-driver"* ]]; then
+            log "registry: $reg (configured by mgmt-driver)"
+            continue
+        fi
         install -d -m 0755 "$dir"
         printf '# %s: insecure (plain http) registry\nserver = "http://%s"\n\n[host."http://%s"]\n  capabilities = ["pull", "resolve", "push"]\n  skip_verify = true\n' \
             "$MANAGED" "$reg" "$reg" | write_file 0644 "$dir/hosts.toml"

@@ -19,7 +19,8 @@ fn cluster_params() -> Map<String, Value> {
         "master_node": {"aspect_id": "m", "ssh_cp_name": "m_CP", "username": "ubuntu", "password": "Node-Pw-1", "cluster_cp_name": "vip_CP"},
         "worker_node": {"aspect_id": "w", "ssh_cp_name": "w_CP", "username": "ubuntu", "password": "Node-Pw-1"},
         "proxy": {"http_proxy": "http://u:Proxy-Pw-2@p:3128", "https_proxy": "http://u:Proxy-Pw-2@p:3128"},
-        "script_environment": {"REGISTRY_PASSWORD": "Env-Pw-6", "MIRROR": "https://u:Env-Pw-6@mirror/"}
+        "script_environment": {"REGISTRY_PASSWORD": "Env-Pw-6", "MIRROR": "https://u:Env-Pw-6@mirror/"},
+        "private_registry_connection_info": [{"connection_type": "1", "server": "reg:5000", "username": "puller", "password": "Repo-Pw-5"}]
     }})
     .as_object()
     .unwrap()
@@ -31,6 +32,7 @@ fn no_struct_that_holds_a_secret_prints_it_under_debug() {
     let ap = cluster_params();
     let p = crate::cluster::params::ClusterParams::from_additional_params(&ap, "req.json", "i1").unwrap();
     assert_clean("ClusterParams", format!("{p:?}"));
+    assert_clean("Registry", format!("{:?}", p.registries[0]));
 
     let mut st = crate::cluster::state::InstanceState::new("i1");
     st.params = ap["k8s_cluster_installation_param"].clone();

@@ -120,13 +120,71 @@ fn cluster(name: &str, net: u8, major: u32) -> Cluster {
     c
 }
 
-/// The CNF request: a local chart (Tacker's `<chart>-<version>.tgz`) and a chart from the repo.
+/// The package's VNFD, flavour `helmchart`, in the shape of Tacker's Helm CNF samples: VDU1
+/// (release vdu1) 1 to 3 instances, +1 per step; VDU2 (release vdu2) 1 to 3, +1 per step, and
+/// its aspect at most 1 step above the initial 1 (max_scale_level 1).
+const CNF_VNFD: &str = r#"tosca_definitions_version: tosca_simple_yaml_1_2
+description: mgmt-driver lab test, a Helm CNF with two VDUs
+imports:
+  - etsi_nfv_sol001_common_types.yaml
+  - etsi_nfv_sol001_vnfd_types.yaml
+topology_template:
+  substitution_mappings:
+    node_type: labtest.VNF
+    properties: {flavour_id: helmchart}
+  node_templates:
+    VDU1:
+      type: tosca.nodes.nfv.Vdu.Compute
+      properties: {name: VDU1, vdu_profile: {min_number_of_instances: 1, max_number_of_instances: 3}}
+    VDU2:
+      type: tosca.nodes.nfv.Vdu.Compute
+      properties: {name: VDU2, vdu_profile: {min_number_of_instances: 1, max_number_of_instances: 3}}
+  policies:
+    - scaling_aspects:
+        type: tosca.policies.nfv.ScalingAspects
+        properties:
+          aspects:
+            vdu1_aspect: {name: vdu1_aspect, max_scale_level: 2, step_deltas: [delta_1]}
+            vdu2_aspect: {name: vdu2_aspect, max_scale_level: 1, step_deltas: [delta_1]}
+    - vdu1_initial_delta:
+        type: tosca.policies.nfv.VduInitialDelta
+        properties: {initial_delta: {number_of_instances: 1}}
+        targets: [VDU1]
+    - vdu2_initial_delta:
+        type: tosca.policies.nfv.VduInitialDelta
+        properties: {initial_delta: {number_of_instances: 1}}
+        targets: [VDU2]
+    - vdu1_scaling_aspect_deltas:
+        type: tosca.policies.nfv.VduScalingAspectDeltas
+        properties: {aspect: vdu1_aspect, deltas: {delta_1: {number_of_instances: 1}}}
+        targets: [VDU1]
+    - vdu2_scaling_aspect_deltas:
+        type: tosca.policies.nfv.VduScalingAspectDeltas
+        properties: {aspect: vdu2_aspect, deltas: {delta_1: {number_of_instances: 1}}}
+        targets: [VDU2]
+"#;
+
+/// The CNF request: a local chart (Tacker's `<chart>-<version>.tgz`) and a chart from the repo,
+/// in Tacker's shape (no extension keys: scaling comes from the package's VNFD).
 fn cnf_request(c: &Cluster, repo_url: &str, charts: &Path) -> PathBuf {
     let files = c.pkg.join("Files/kubernetes");
     std::fs::create_dir_all(&files).unwrap();
     std::fs::copy(charts.join("local/localhelm-0.1.0.tgz"), files.join("localhelm-0.1.0.tgz")).unwrap();
+    std::fs::create_dir_all(c.pkg.join("TOSCA-Metadata")).unwrap();
+    std::fs::create_dir_all(c.pkg.join("Definitions")).unwrap();
+    std::fs::write(
+        c.pkg.join("TOSCA-Metadata/TOSCA.meta"),
+        "TOSCA-Meta-File-Version: 1.0\nCSAR-Version: 1.1\nCreated-By: mgmt-driver tests\nEntry-Definitions: Definitions/cnf_top.yaml\n",
+    )
+    .unwrap();
+    std::fs::write(
+        c.pkg.join("Definitions/cnf_top.yaml"),
+        "tosca_definitions_version: tosca_simple_yaml_1_2\nimports:\n  - cnf_df_helmchart.yaml\n",
+    )
+    .unwrap();
+    std::fs::write(c.pkg.join("Definitions/cnf_df_helmchart.yaml"), CNF_VNFD).unwrap();
     c.write("cnf.json", &json!({
-        "flavourId": "simple",
+        "flavourId": "helmchart",
         "additionalParams": {
             "use_helm": "True",
             "namespace": "cnf",
@@ -139,8 +197,8 @@ fn cnf_request(c: &Cluster, repo_url: &str, charts: &Path) -> PathBuf {
             ],
             "helm_replica_values": {"vdu1_aspect": "replicaCount", "vdu2_aspect": "replicaCount"},
             "vdu_mapping": {
-                "VDU1": {"kind": "Deployment", "name": "vdu1-localhelm", "helmreleasename": "vdu1", "aspect_id": "vdu1_aspect", "min_number_of_instances": 1, "max_number_of_instances": 3},
-                "VDU2": {"kind": "Deployment", "name": "vdu2-nginxlab", "helmreleasename": "vdu2", "aspect_id": "vdu2_aspect"}
+                "VDU1": {"kind": "Deployment", "name": "vdu1-localhelm", "helmreleasename": "vdu1"},
+                "VDU2": {"kind": "Deployment", "name": "vdu2-nginxlab", "helmreleasename": "vdu2"}
             }
         },
         "vimConnectionInfo": [{"id": "817954e4-c321-4a31-ae06-cedcc4ddb85c", "vimId": "690edc6b-7581-48d8-9ac9-910c2c3d7c02", "vimType": "kubernetes"}]
@@ -214,7 +272,10 @@ fn helm_lifecycle(name: &str, net: u8, major: u32) -> R {
             ("a hostile parameter stays a value", hostile_parameter_stays_a_value),
             ("re-run instantiate upgrades in place", rerun_upgrades_in_place),
             ("helm show against the repository", show_chart_from_repository),
-            ("heal replaces the named pod", heal_replaces_the_pod),
+            ("a SOL002 heal replaces the VNFC's pod", heal_replaces_the_pod),
+            ("a whole-CNF heal re-creates every pod", whole_cnf_heal_recreates_every_pod),
+            ("a pod that does not come back fails the heal", heal_fails_naming_a_pod_not_back),
+            ("--namespace selects the releases' namespace", namespace_flag),
             ("scale within and out of bounds", scale_within_and_out_of_bounds),
             ("upgrade vdu2 and roll back", upgrade_and_roll_back),
             ("status with the first master down", status_with_first_master_down),
@@ -314,29 +375,163 @@ fn vdu1_pods(c: &Cluster) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// Heal: the named pod is replaced by a new one.
+/// A VnfInstance as Tacker holds it for the CNF: one VNFC per pod of vdu1, its vnfcInfo id
+/// (`vnfc-<n>`) → vnfcResourceInfo (`res-<n>`) → computeResource.resourceId (the pod name).
+fn vnf_instance(c: &Cluster, pods: &[String]) -> PathBuf {
+    let res: Vec<Value> = pods
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            json!({"id": format!("res-{i}"), "vduId": "VDU1",
+            "computeResource": {"resourceId": p, "vimLevelResourceType": "Deployment"}})
+        })
+        .collect();
+    let info: Vec<Value> = (0..pods.len())
+        .map(|i| json!({"id": format!("vnfc-{i}"), "vduId": "VDU1", "vnfcResourceInfoId": format!("res-{i}"), "vnfcState": "STARTED"}))
+        .collect();
+    c.write(
+        "vnf-instance.json",
+        &json!({"id": "cnf1", "instantiationState": "INSTANTIATED",
+            "instantiatedVnfInfo": {"flavourId": "helmchart", "vnfState": "STARTED", "vnfcResourceInfo": res, "vnfcInfo": info}}),
+    )
+}
+
+/// SOL002 heal: vnfcInstanceId is Tacker's VNFC id, mapped through the VnfInstance to its pod,
+/// which is replaced; an id the instance does not hold is exit 2 naming the field.
 fn heal_replaces_the_pod(h: &mut HelmCnf) -> R {
     let c = &h.c;
     let before_pods = vdu1_pods(c);
     check(!before_pods.is_empty(), || "vdu1 has no pods".into())?;
-    let heal = c.write("heal.json", &json!({"vnfcInstanceId": [before_pods[0]]}));
-    cnf(c, &["heal", "--request", s(&heal)]).ok();
+    let inst = vnf_instance(c, &before_pods);
+    let heal = c.write("heal.json", &json!({"vnfcInstanceId": ["vnfc-0"]}));
+    let r = out(cnf(c, &["heal", "--request", s(&heal), "--vnf-instance", s(&inst)]).ok());
+    check(r["result"][0]["pod"] == json!(before_pods[0]) && r["result"][0]["vnfcInstanceId"] == "vnfc-0", || {
+        format!("{r}")
+    })?;
     let after_pods = vdu1_pods(c);
     check(!after_pods.contains(&before_pods[0]) && after_pods.len() == before_pods.len(), || {
         format!("{before_pods:?} -> {after_pods:?}")
-    })
+    })?;
+    let bad = c.write("heal-bad.json", &json!({"vnfcInstanceId": [after_pods[0]]}));
+    cnf(c, &["heal", "--request", s(&bad), "--vnf-instance", s(&inst)]).fails(2, "vnfcInstanceId[0]");
+    check(vdu1_pods(c) == after_pods, || "a refused heal changed the pods".into())
 }
 
-/// Scale within bounds, and out of range with Tacker's wording.
+/// Every pod of namespace cnf: name → (uid, Ready).
+fn cnf_pods(c: &Cluster) -> std::collections::BTreeMap<String, (String, bool)> {
+    let j = c.on(1, "KUBECONFIG=/etc/kubernetes/admin.conf kubectl get pods -n cnf -o json");
+    let v: Value = serde_json::from_str(&j).unwrap_or(Value::Null);
+    v["items"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|p| {
+                    let ready = p["status"]["conditions"]
+                        .as_array()
+                        .is_some_and(|cs| cs.iter().any(|c| c["type"] == "Ready" && c["status"] == "True"));
+                    let name = p["metadata"]["name"].as_str().unwrap_or("").to_string();
+                    (name, (p["metadata"]["uid"].as_str().unwrap_or("").to_string(), ready))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// SOL003 heal (no vnfcInstanceId): every workload of both releases is restarted; every pod is
+/// new (name and uid) and Ready when the heal returns.
+fn whole_cnf_heal_recreates_every_pod(h: &mut HelmCnf) -> R {
+    let c = &h.c;
+    let before = cnf_pods(c);
+    check(before.len() >= 2, || format!("expected the pods of vdu1 and vdu2: {before:?}"))?;
+    let heal = c.write("heal-all.json", &json!({"cause": "whole CNF"}));
+    // The plan shows every restart and wait (from the recorded manifests), and changes nothing.
+    let plan = cnf(c, &["--dry-run", "heal", "--request", s(&heal)]);
+    plan.ok();
+    for step in [
+        "kubectl rollout restart deployment/vdu1-localhelm --namespace cnf",
+        "kubectl rollout restart deployment/vdu2-nginxlab --namespace cnf",
+        "kubectl rollout status deployment/vdu2-nginxlab --namespace cnf --timeout=",
+    ] {
+        check(plan.all().contains(step), || format!("the plan lacks {step}:\n{}", plan.all()))?;
+    }
+    check(cnf_pods(c) == before, || "a dry run changed the pods".into())?;
+    c.kit_ctl(&["set-helm-delay", "2"]);
+    let t0 = std::time::Instant::now();
+    let r = cnf(c, &["heal", "--request", s(&heal), "--timeout", "60"]);
+    c.kit_ctl(&["set-helm-delay", "0"]);
+    let d = out(r.ok());
+    check(t0.elapsed() >= std::time::Duration::from_secs(2), || "the heal did not wait for the new pods".into())?;
+    let rels: Vec<&str> =
+        d["result"]["workloads"].as_array().unwrap().iter().filter_map(|w| w["release"].as_str()).collect();
+    check(rels.contains(&"vdu1") && rels.contains(&"vdu2"), || format!("{d}"))?;
+    let after = cnf_pods(c);
+    check(after.len() == before.len(), || format!("{before:?} -> {after:?}"))?;
+    let old_uids: Vec<&String> = before.values().map(|(u, _)| u).collect();
+    for (name, (uid, ready)) in &after {
+        check(!before.contains_key(name) && !old_uids.contains(&uid), || format!("{name} was not re-created"))?;
+        check(*ready, || format!("{name} is not Ready after the heal"))?;
+    }
+    Ok(())
+}
+
+/// A pod that does not become Ready within the timeout fails the heal, naming it; a later heal
+/// (the cause gone) brings every pod back.
+fn heal_fails_naming_a_pod_not_back(h: &mut HelmCnf) -> R {
+    let c = &h.c;
+    c.kit_ctl(&["set-helm-delay", "3600"]);
+    let heal = c.write("heal-all.json", &json!({}));
+    let r = cnf(c, &["heal", "--request", s(&heal), "--timeout", "3"]);
+    c.kit_ctl(&["set-helm-delay", "0"]);
+    check(r.code != 0 && r.stderr.contains("not every pod was Ready again within 3s"), || r.all())?;
+    let pending: Vec<String> = cnf_pods(c).into_iter().filter(|(_, (_, ready))| !ready).map(|(n, _)| n).collect();
+    check(!pending.is_empty() && pending.iter().any(|p| r.stderr.contains(p.as_str())), || {
+        format!("the error does not name a pod that is not Ready ({pending:?}):\n{}", r.stderr)
+    })?;
+    cnf(c, &["heal", "--request", s(&heal), "--timeout", "60"]).ok();
+    check(cnf_pods(c).values().all(|(_, ready)| *ready), || "pods still not Ready after a second heal".into())
+}
+
+/// `--namespace` is where helm looks for the releases (over the recorded namespace), checked.
+fn namespace_flag(h: &mut HelmCnf) -> R {
+    let c = &h.c;
+    let list = out(cnf(c, &["list", "--namespace", "cnf"]).ok());
+    let names: Vec<&str> = list["result"].as_array().unwrap().iter().filter_map(|r| r["name"].as_str()).collect();
+    check(names.contains(&"vdu1") && names.contains(&"vdu2"), || format!("{list}"))?;
+    check(out(&cnf(c, &["list", "--namespace", "default"]))["result"] == json!([]), || "default has releases".into())?;
+    cnf(c, &["status", "--release", "vdu1", "--namespace", "default"])
+        .fails(1, "helm status --namespace default -o json -- vdu1");
+    cnf(c, &["status", "--release", "vdu1", "--namespace", "Bad_NS"]).fails(2, "--namespace");
+    let st = out(cnf(c, &["status", "--release", "vdu1", "--namespace", "cnf"]).ok());
+    check(st["result"]["info"]["status"] == "deployed", || format!("{st}"))
+}
+
+/// Scale both releases of the unmodified Tacker body (no aspect_id or bounds in vdu_mapping):
+/// aspect → VDU → release and the bounds come from the package's VNFD; beyond them is exit 2
+/// with Tacker's wording, naming the aspect and the bound.
 fn scale_within_and_out_of_bounds(h: &mut HelmCnf) -> R {
     let c = &h.c;
-    let sc = c.write("scale.json", &json!({"type": "SCALE_OUT", "aspectId": "vdu1_aspect", "numberOfSteps": 1}));
-    let d = out(cnf(c, &["scale", "--request", s(&sc)]).ok());
-    check(d["result"]["to"] == d["result"]["from"].as_u64().unwrap() + 1, || format!("{d}"))?;
+    for aspect in ["vdu1_aspect", "vdu2_aspect"] {
+        let sc = c.write("scale.json", &json!({"type": "SCALE_OUT", "aspectId": aspect, "numberOfSteps": 1}));
+        let d = out(cnf(c, &["scale", "--request", s(&sc)]).ok());
+        check(d["result"]["from"] == 1 && d["result"]["to"] == 2, || format!("{aspect}: {d}"))?;
+        let release = &d["result"]["release"]["resources"];
+        check(release.to_string().contains(&aspect.replace("_aspect", "-")), || format!("{aspect}: {d}"))?;
+    }
     let big = c.write("scale-big.json", &json!({"type": "SCALE_OUT", "aspectId": "vdu1_aspect", "numberOfSteps": 5}));
-    cnf(c, &["scale", "--request", s(&big)]).fails(2, "is out of range");
-    let inn = c.write("scale-in.json", &json!({"type": "SCALE_IN", "aspectId": "vdu1_aspect", "numberOfSteps": "1"}));
-    cnf(c, &["scale", "--request", s(&inn)]).ok();
+    let r = cnf(c, &["scale", "--request", s(&big)]);
+    r.fails(2, "is out of range");
+    check(r.stderr.contains("aspect 'vdu1_aspect' (VDU1) allows 1 to 3 instances (vdu_profile)"), || r.stderr.clone())?;
+    let lvl = c.write("scale-lvl.json", &json!({"type": "SCALE_OUT", "aspectId": "vdu2_aspect", "numberOfSteps": 1}));
+    let r = cnf(c, &["scale", "--request", s(&lvl)]);
+    r.fails(2, "is out of range");
+    check(r.stderr.contains("aspect 'vdu2_aspect' (VDU2) is at most max_scale_level 1 (2 instances)"), || {
+        r.stderr.clone()
+    })?;
+    for aspect in ["vdu1_aspect", "vdu2_aspect"] {
+        let inn = c.write("scale-in.json", &json!({"type": "SCALE_IN", "aspectId": aspect, "numberOfSteps": "1"}));
+        let d = out(cnf(c, &["scale", "--request", s(&inn)]).ok());
+        check(d["result"]["to"] == 1, || format!("{aspect}: {d}"))?;
+    }
     Ok(())
 }
 
@@ -352,8 +547,21 @@ fn upgrade_and_roll_back(h: &mut HelmCnf) -> R {
     let back = out(&cnf(c, &["values", "--release", "vdu2", "--all"]))["result"].clone();
     check(back == before, || format!("rollback did not restore the values:\n{before}\n{back}"))?;
     let hist = out(&cnf(c, &["history", "--release", "vdu2"]));
-    // install, the idempotent re-run, the upgrade, the rollback
-    check(hist["result"].as_array().map(|a| a.len()) == Some(4), || format!("{hist}"))
+    // install, the idempotent re-run, scale out and in (the chart's version kept: 0.1.0), the
+    // upgrade, the rollback
+    let charts: Vec<&str> = hist["result"].as_array().unwrap().iter().filter_map(|r| r["chart"].as_str()).collect();
+    check(
+        charts
+            == [
+                "nginxlab-0.1.0",
+                "nginxlab-0.1.0",
+                "nginxlab-0.1.0",
+                "nginxlab-0.1.0",
+                "nginxlab-0.2.0",
+                "nginxlab-0.1.0",
+            ],
+        || format!("{hist}"),
+    )
 }
 
 /// Master 0 down → master 1 runs Helm.
@@ -448,6 +656,12 @@ fn private_repository_and_generated_name(h: &mut HelmCnf) -> R {
     check(rels.len() == 1 && rels[0].starts_with("nginxlab-") && rels[0].len() == "nginxlab-".len() + 10, || {
         format!("{rels:?}")
     })?;
+    // The same request again, even with the record gone: the same name, upgraded in place.
+    std::fs::remove_file(c.state.join("cnf4.cnf.json")).unwrap();
+    let again = out(mgmt(&a, &[]).ok())["result"]["releases"].as_object().unwrap().keys().cloned().collect::<Vec<_>>();
+    check(again == rels, || format!("{rels:?} then {again:?}"))?;
+    let listed = c.on(1, "KUBECONFIG=/etc/kubernetes/admin.conf helm list -A -o json");
+    check(listed.matches("\"name\":\"nginxlab-").count() == 1, || format!("a second release was installed: {listed}"))?;
     check(!c.on(1, "ls -a /root/.mgmt-driver/run/cnf4").contains(".pw"), || {
         "the password file was left behind".into()
     })?;
@@ -525,6 +739,54 @@ fn terminate_leaves_nothing(h: &mut HelmCnf) -> R {
     Ok(())
 }
 
+/// Tacker's CNF bodies (the Helm guide's local and external `instance_helm.json`, unchanged)
+/// plan: the chart and repository steps and the install of release vdu1, without secrets.
+fn tacker_cnf_bodies_plan() -> R {
+    let d = tempfile::tempdir().unwrap();
+    let vci = d.path().join("vci.json");
+    std::fs::write(
+        &vci,
+        json!([{"id": "x", "vimId": "y", "vimType": "kubernetes", "extra": {"helm_info":
+        {"masternode_ip": ["192.0.2.35"], "masternode_username": "ubuntu", "masternode_password": "pw-tacker-body"}}}])
+        .to_string(),
+    )
+    .unwrap();
+    let pkg = d.path().join("pkg");
+    std::fs::create_dir_all(pkg.join("Files/kubernetes")).unwrap();
+    std::fs::write(pkg.join("Files/kubernetes/localhelm-0.1.0.tgz"), "a chart").unwrap();
+    for (body, step) in [
+        ("local", "localhelm-0.1.0.tgz"),
+        ("external", "helm repo add --force-update -- tb@mychart http://helmrepo.example.com/sample-charts"),
+    ] {
+        let req = repo().join(format!("tests/data/tacker/v1/cnf-helm/{body}/instance_helm.json"));
+        let r = mgmt(
+            &[
+                "cnf",
+                "--dry-run",
+                "--vnf-instance-id",
+                "tb",
+                "--state-dir",
+                s(&d.path().join("st")),
+                "--vim-connection-info",
+                s(&vci),
+                "--package-dir",
+                s(&pkg),
+                "instantiate",
+                "--request",
+                s(&req),
+            ],
+            &[],
+        );
+        r.ok();
+        check(r.all().contains(step) && r.all().contains("helm install"), || format!("{body}:\n{}", r.all()))?;
+        check(r.all().contains("--set key1=value1 --set key2=value2") && r.all().contains("-- vdu1 "), || {
+            format!("{body}:\n{}", r.all())
+        })?;
+        check(!r.all().contains("pw-tacker-body"), || format!("{body}: the master password is in the plan"))?;
+    }
+    Ok(())
+}
+
 /// helm_info as Tacker stored it (a Python repr string) is understood.
 fn tacker_repr_helm_info() -> R {
     let d = tempfile::tempdir().unwrap();
@@ -558,7 +820,10 @@ fn tacker_repr_helm_info() -> R {
 
 fn main() {
     Suite::new(file!())
-        .without_root(&[("tacker_repr_helm_info", tacker_repr_helm_info)])
+        .without_root(&[
+            ("tacker_repr_helm_info", tacker_repr_helm_info),
+            ("tacker_cnf_bodies_plan", tacker_cnf_bodies_plan),
+        ])
         .needing_root(&[
             ("helm3_lifecycle", || helm_lifecycle("h3", 32, 3)),
             ("helm4_lifecycle", || helm_lifecycle("h4", 33, 4)),

@@ -23,6 +23,14 @@ pub struct CnfArgs {
     pub request: Option<PathBuf>,
     #[arg(long, global = true)]
     pub package_dir: Option<PathBuf>,
+    /// The VnfInstance document (JSON): a heal's vnfcInstanceId names VNFCs of it (its
+    /// vnfcInfo[].id), mapped to pods through vnfcResourceInfo; without it they are pod names.
+    #[arg(long, global = true)]
+    pub vnf_instance: Option<PathBuf>,
+    /// The Kubernetes namespace of the releases (a DNS label); overrides the request's (or the
+    /// recorded) `namespace`. `list` with it lists that namespace only.
+    #[arg(long, global = true, value_name = "NS")]
+    pub namespace: Option<String>,
     /// vimConnectionInfo (list, map or one entry) holding extra.helm_info.
     #[arg(long, global = true)]
     pub vim_connection_info: Option<PathBuf>,
@@ -56,6 +64,8 @@ impl CnfArgs {
             vnf_instance_id: self.vnf_instance_id.clone(),
             request: self.request.clone().map(crate::lifecycle::request::Doc::File),
             package_dir: self.package_dir.clone(),
+            vnf_instance: self.vnf_instance.clone().map(crate::lifecycle::request::Doc::File),
+            namespace: self.namespace.clone(),
             vim_connection_info: self.vim_connection_info.clone(),
             cluster_instance: self.cluster_instance.clone(),
             inventory: self.inventory.clone(),

@@ -465,6 +465,9 @@ async fn run_cnf(
     let inputs = cnf::Inputs {
         vnf_instance_id: Some(id.to_string()),
         request: inline(c, "request", &c.doc.request),
+        // A heal's vnfcInstanceId names VNFCs of this instance (Tacker's ids), not pods.
+        vnf_instance: inline(c, "vnf_instance", &c.doc.vnf_instance),
+        namespace: None,
         package_dir: c.doc.tmp_csar_dir.clone(),
         vim_connection_info: None,
         cluster_instance: c.opts.cluster_instance.clone(),

@@ -150,6 +150,7 @@ pub async fn end(h: &Hook, targets: &[&ClusterNode], whole: bool) -> Result<serd
             }
             Role::Worker | Role::Node => {
                 h.install(t, InstallMode::Worker, Some((&token, &hash)), None).await?;
+                crate::cluster::labels::apply(h, via, &[t]).await?;
                 h.outcome(t, "rejoined as worker");
             }
         }

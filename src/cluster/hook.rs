@@ -150,25 +150,17 @@ impl Hook {
                 files.push(f(
                     c,
                     &format!("private_registry_connection_info[{i}].certificate_path"),
-                    &format!("registry-ca-{i}.crt"),
+                    &crate::cluster::registry::ca_upload(i),
                 )?);
             }
         }
         Ok(files)
     }
 
-    /// `/etc/hosts` entries: every node by its Kubernetes name, plus registry `hosts_string`s.
+    /// `/etc/hosts` entries: every node by its Kubernetes name. (Registry `hosts_string` lines
+    /// are the registry step's, see [`crate::cluster::registry`].)
     pub fn hosts_entries(&self) -> Vec<(String, String)> {
-        let mut v: Vec<(String, String)> = self.topo.all().map(|n| (n.nic_ip.clone(), n.k8s_name.clone())).collect();
-        for r in &self.params.registries {
-            if let Some(h) = &r.hosts_string {
-                let mut f = h.split_whitespace();
-                if let Some(ip) = f.next() {
-                    v.push((ip.to_string(), f.collect::<Vec<_>>().join(" ")));
-                }
-            }
-        }
-        v
+        self.topo.all().map(|n| (n.nic_ip.clone(), n.k8s_name.clone())).collect()
     }
 
     /// Upload scripts and set `/etc/hosts` on `nodes`, in parallel.
@@ -187,22 +179,7 @@ impl Hook {
                     self.rt.upload(n, self.script_uploads(n)?).await?;
                     let hosts = cmd::hosts_update(entries, drop_ips)?;
                     self.rt.exec(n, self.rt.root_cmd(n, hosts, self.rt.timeouts.command)).await?;
-                    for (i, r) in self.params.registries.iter().enumerate() {
-                        if r.certificate_path.is_some() {
-                            let src = crate::quote::quote(&format!("{}/registry-ca-{i}.crt", self.run_dir))?;
-                            let dst = crate::quote::quote(&format!("/etc/containerd/certs.d/{}/ca.crt", r.server))?;
-                            self.rt
-                                .exec(
-                                    n,
-                                    self.rt.root_cmd(
-                                        n,
-                                        format!("install -D -m 0644 {src} {dst}"),
-                                        self.rt.timeouts.command,
-                                    ),
-                                )
-                                .await?;
-                        }
-                    }
+                    crate::cluster::registry::apply(self, n).await?;
                     Ok(())
                 }
             })

@@ -3,7 +3,7 @@
 //! 1. Upload the scripts to every node and write `/etc/hosts` (all nodes at once).
 //! 2. Main master: run the install script; parse token, server, CA hash and CA certificate.
 //! 3. Other masters, one after another, each with a fresh certificate key.
-//! 4. Workers, all at once.
+//! 4. Workers, all at once; then their placement labels (`labels.rs`) from the main master.
 //! 5. The VIM's bearer token (cluster-admin ServiceAccount token Secret).
 //! 6. Helm on every master at once, when the package ships a Helm script.
 //! 7. The VIM record and the vimConnectionInfo entry.
@@ -70,6 +70,7 @@ pub async fn run(h: &Hook) -> Result<serde_json::Value> {
             })
             .await;
         all_ok(res)?;
+        crate::cluster::labels::apply(h, main, &workers).await?;
     }
 
     // 5. Bearer token for the VIM.

@@ -383,7 +383,7 @@ mod tests {
 
     fn node(role: Role, ip: &str) -> ClusterNode {
         let host = Host::for_test(ip, ip);
-        ClusterNode { k8s_name: k8s_name(role, ip), nic_ip: ip.into(), role, host }
+        ClusterNode { k8s_name: k8s_name(role, ip), nic_ip: ip.into(), role, host, placement: Default::default() }
     }
 
     fn topo() -> Topology {

@@ -76,13 +76,7 @@ pub struct Proxy {
     pub k8s_node_cidr: Option<Cidr>,
 }
 
-#[derive(Clone, Debug)]
-pub struct Registry {
-    pub https: bool,
-    pub server: String,
-    pub certificate_path: Option<String>,
-    pub hosts_string: Option<String>,
-}
+pub use crate::cluster::registry::Registry;
 
 /// `Debug` masks the passwords (they are [`Secret`]s) and the script environment values whose
 /// name or value looks secret.
@@ -292,6 +286,14 @@ fn password(o: &Obj, text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result
     Ok(Secret::new(literal.to_string()))
 }
 
+/// A registry password ([`super::registry`]): a literal or a reference, as a node password;
+/// `parent` is the JSON path of the object holding it.
+pub(crate) fn password_at(file: &str, parent: &str, text: &str) -> Result<Secret> {
+    let empty = Map::new();
+    let o = Obj { map: &empty, path: parent.to_string(), file };
+    password(&o, text, &|k| std::env::var(k).ok())
+}
+
 fn cidr(o: &Obj, key: &str, default: &str, warnings: &mut Vec<String>) -> Result<Cidr> {
     let text = o.opt_str(key)?.unwrap_or_else(|| default.to_string());
     let c = Cidr::parse(&text).map_err(|m| o.err(key, m))?;
@@ -337,7 +339,12 @@ impl ClusterParams {
 
         let proxy = proxy(&o, &mut warnings)?;
         let helm_script_path = package_path(&o, "helm_installation_script_path")?;
-        let registries = registries(&o)?;
+        let registries = crate::cluster::registry::parse(
+            o.map.get("private_registry_connection_info"),
+            &o.path,
+            file,
+            &mut warnings,
+        )?;
         let offline_artifacts_path = package_path(&o, "offline_artifacts_path")?;
         let script_environment = script_environment(&o)?;
         o.unknown(
@@ -527,86 +534,6 @@ fn script_environment(o: &Obj) -> Result<Vec<(String, String)>> {
     Ok(out)
 }
 
-/// A registry `server`: `host[:port]`, `[v6]:port` or `v4:port`; never `.`, `..`, a path, an
-/// option or a URL (it names a directory under /etc/containerd/certs.d on every node).
-fn registry_server(s: &str) -> std::result::Result<(), String> {
-    let bad = || format!("'{}' is not host[:port]", excerpt(s));
-    let (host, port) = if let Some(rest) = s.strip_prefix('[') {
-        let (h, after) = rest.split_once(']').ok_or_else(bad)?;
-        h.parse::<std::net::Ipv6Addr>().map_err(|_| bad())?;
-        (None, if after.is_empty() { None } else { Some(after.strip_prefix(':').ok_or_else(bad)?) })
-    } else {
-        match s.split_once(':') {
-            Some((h, p)) => (Some(h), Some(p)),
-            None => (Some(s), None),
-        }
-    };
-    if let Some(p) = port {
-        if !p.bytes().all(|c| c.is_ascii_digit()) || !matches!(p.parse::<u32>(), Ok(1..=65535)) {
-            return Err(bad());
-        }
-    }
-    if let Some(h) = host {
-        let labels_ok = h.len() <= 253
-            && h.split('.').all(|l| {
-                !l.is_empty()
-                    && l.len() <= 63
-                    && !l.starts_with('-')
-                    && !l.ends_with('-')
-                    && l.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'-')
-            });
-        if !labels_ok {
-            return Err(bad());
-        }
-    }
-    Ok(())
-}
-
-fn registries(o: &Obj) -> Result<Vec<Registry>> {
-    let key = "private_registry_connection_info";
-    let items = match o.map.get(key) {
-        None | Some(Value::Null) => return Ok(vec![]),
-        Some(Value::Array(a)) => a,
-        Some(other) => return Err(o.err(key, format!("must be an array, got {}", kind(other)))),
-    };
-    let mut out = Vec::new();
-    for (i, item) in items.iter().enumerate() {
-        let Value::Object(m) = item else { return Err(o.err(&format!("{key}[{i}]"), "must be an object")) };
-        let r = Obj { map: m, path: format!("{}.{key}[{i}]", o.path), file: o.file };
-        let https = match m.get("connection_type") {
-            Some(Value::String(s)) if s == "0" => false,
-            Some(Value::String(s)) if s == "1" => true,
-            Some(Value::Number(n)) if n.as_u64() == Some(0) => false,
-            Some(Value::Number(n)) if n.as_u64() == Some(1) => true,
-            None => return Err(r.err("connection_type", "is required (\"0\" = HTTP, \"1\" = HTTPS)")),
-            Some(v) => return Err(r.err("connection_type", format!("must be \"0\" (HTTP) or \"1\" (HTTPS), got {v}"))),
-        };
-        let server = r.req_str("server")?;
-        registry_server(&server).map_err(|m| r.err("server", m))?;
-        for k in ["username", "password"] {
-            if m.contains_key(k) {
-                return Err(r.err(
-                    k,
-                    "not supported yet: registry logins (Tacker ran `docker login` with the password in argv); \
-                     configure registry credentials in the node image",
-                ));
-            }
-        }
-        let hosts_string = r.opt_str("hosts_string")?;
-        if let Some(h) = &hosts_string {
-            let mut f = h.split_whitespace();
-            let ok = f.next().is_some_and(|ip| ip.parse::<std::net::IpAddr>().is_ok())
-                && f.clone().count() >= 1
-                && f.all(|n| !n.starts_with('-') && n.chars().all(|c| c.is_ascii_alphanumeric() || ".-".contains(c)));
-            if !ok {
-                return Err(r.err("hosts_string", format!("'{}' is not \"IP NAME...\"", excerpt(h))));
-            }
-        }
-        out.push(Registry { https, server, certificate_path: package_path(&r, "certificate_path")?, hosts_string });
-    }
-    Ok(out)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -746,38 +673,6 @@ mod tests {
             let p = ClusterParams::from_additional_params(&params(&env(k, "1")), "f", "i").unwrap();
             assert_eq!(p.script_environment, vec![(k.to_string(), "1".to_string())]);
         }
-    }
-
-    #[test]
-    fn registry_servers_are_host_and_port_only() {
-        for ok in ["reg", "reg.example.com:5000", "10.0.0.9:5000", "[fd00::1]:5000", "[fd00::1]", "r-1.x"] {
-            assert_eq!(registry_server(ok), Ok(()), "{ok}");
-        }
-        for bad in [
-            ".",
-            "..",
-            "../x",
-            "a/b",
-            "/etc",
-            "-reg",
-            "reg:0",
-            "reg:99999",
-            "reg:-1",
-            "reg:5000/x",
-            "",
-            "a..b",
-            "[zz]:1",
-            "[::1]x",
-            "http://reg",
-            "reg:",
-            "a b",
-            "reg.",
-            "ｒｅｇ",
-        ] {
-            assert!(registry_server(bad).is_err(), "{bad}");
-        }
-        let e = err(r#", "private_registry_connection_info": [{"connection_type": "0", "server": ".."}]"#);
-        assert!(e.contains("[0].server: '..' is not host[:port]"), "{e}");
     }
 
     #[test]

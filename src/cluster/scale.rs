@@ -5,8 +5,8 @@
 //! line from `/etc/hosts` on every remaining node.
 //!
 //! SCALE_OUT, after the VNFM created the VMs: a fresh join token from a master, the scripts and
-//! the full `/etc/hosts` on the new workers, join them all at once, then add their lines to
-//! `/etc/hosts` on the existing nodes.
+//! the full `/etc/hosts` on the new workers, join them all at once, label them, then add their
+//! lines to `/etc/hosts` on the existing nodes and bring those nodes' registries to the params.
 
 use crate::cluster::hook::{parse_hostname, Hook};
 use crate::cluster::node_cmd::{self as cmd, InstallMode};
@@ -134,6 +134,7 @@ pub async fn scale_out(h: &Hook, targets: &[&ClusterNode]) -> Result<serde_json:
         })
         .await;
     all_ok(res)?;
+    crate::cluster::labels::apply(h, via, &new).await?;
     let old: Vec<&ClusterNode> =
         h.topo.all().filter(|n| h.installed(n) && !new.iter().any(|t| t.name() == n.name())).collect();
     h.rt.phase("/etc/hosts on the existing nodes", &old, true);
@@ -142,9 +143,9 @@ pub async fn scale_out(h: &Hook, targets: &[&ClusterNode]) -> Result<serde_json:
         h.rt.each(&old, |n| {
             let entries = &entries;
             async move {
-                h.rt.exec(n, h.rt.root_cmd(n, cmd::hosts_update(entries, &[])?, h.rt.timeouts.command))
-                    .await
-                    .map(|_| ())
+                h.rt.exec(n, h.rt.root_cmd(n, cmd::hosts_update(entries, &[])?, h.rt.timeouts.command)).await?;
+                // The registries as the params list them now, on every node (not only the new).
+                crate::cluster::registry::apply(h, n).await
             }
         })
         .await;
@@ -177,6 +178,7 @@ mod tests {
         // The existing nodes learn the new ones' /etc/hosts lines after they joined.
         let joined = position(e, "w3", "install_k8s_cluster.sh").unwrap();
         assert!(position(e, "w1", "hosts_update.sh").unwrap() > joined, "{e:#?}");
+        assert!(position(e, "w1", "registry_apply.sh").unwrap() > joined, "{e:#?}");
     }
 
     #[tokio::test]

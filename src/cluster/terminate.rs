@@ -1,6 +1,7 @@
 //! `terminate_end`: forget the cluster. The VNFM deletes the VMs; we remove the VIM record and
 //! the instance state. With `--reset-nodes`, `kubeadm reset -f` runs on every node first (for
-//! VMs that are kept and reused), and any env file (secrets) this instance left there is deleted.
+//! VMs that are kept and reused), and any env file (secrets) this instance left there is deleted,
+//! with the registry files (containerd hosts, /etc/hosts lines, kubelet credentials: `registry.rs`).
 
 use crate::cluster::hook::Hook;
 use crate::cluster::node_cmd as cmd;
@@ -17,6 +18,7 @@ pub async fn run(h: &Hook, reset_nodes: bool) -> Result<serde_json::Value> {
                 h.rt.exec(n, h.rt.root_cmd(n, cmd::kubeadm_reset(), h.rt.timeouts.install)).await?;
                 // The VMs are kept: no env file (secrets) of this instance stays on them.
                 h.clean_env(n).await?;
+                crate::cluster::registry::remove(h, n).await?;
                 h.outcome(n, "reset");
                 Ok(())
             })
@@ -47,6 +49,7 @@ mod tests {
         for n in ["m1", "w1"] {
             let reset = position(e, n, "kubeadm reset -f").unwrap_or_else(|| panic!("{n}: {e:#?}"));
             assert!(position(e, n, "clean_env.sh").is_some_and(|c| c > reset), "{n}: {e:#?}");
+            assert!(position(e, n, "registry_apply.sh").is_some_and(|c| c > reset), "{n}: {e:#?}");
         }
         assert!(!f.path("state/vnf1.json").exists());
     }

@@ -21,6 +21,8 @@ pub struct ClusterNode {
     pub nic_ip: String,
     /// The Kubernetes node name the Tacker-contract script gives it: `master<last octet>`.
     pub k8s_name: String,
+    /// Where the VM runs (inventory `placement`, or the VnfInstance): a worker's labels.
+    pub placement: crate::inventory::placement::Placement,
 }
 
 impl ClusterNode {
@@ -138,7 +140,8 @@ pub fn from_inventory(inv: &Inventory, p: &ClusterParams, inv_file: &str, req_fi
             .map(|&i| {
                 let h = with_request_credentials(inv.hosts[i].clone(), r);
                 let nic_ip = h.nic_ip.clone().unwrap_or_else(|| h.addr.clone());
-                ClusterNode { k8s_name: k8s_name(role, &nic_ip), nic_ip, role, host: h }
+                let placement = inv.placement.get(&h.name).cloned().unwrap_or_default();
+                ClusterNode { k8s_name: k8s_name(role, &nic_ip), nic_ip, role, host: h, placement }
             })
             .collect())
     };
@@ -212,7 +215,8 @@ pub fn from_vnf_instance(inst: &VnfInstance, p: &ClusterParams, file: &str, d: &
             let nic = inst.address_of(v, &r.nic_cp_name).unwrap_or_else(|| ssh.clone());
             ip(&nic, file, &format!("{at}.{}", r.nic_cp_name), "the VNFC's address")?;
             let host = d.request_login(&v.id, &ssh, &nic, r, vec![group.to_string()]);
-            out.push(ClusterNode { k8s_name: k8s_name(role, &nic), nic_ip: nic, role, host });
+            let placement = crate::cluster::labels::placement_of(v, file, &at)?;
+            out.push(ClusterNode { k8s_name: k8s_name(role, &nic), nic_ip: nic, role, host, placement });
         }
         Ok(out)
     };
@@ -253,7 +257,7 @@ pub fn from_state(st: &InstanceState, p: &ClusterParams, file: &str, d: &NodeDef
         ip(&n.nic_ip, file, &format!("{at}.nic_ip"), "the recorded address")?;
         let host = d.request_login(name, &n.ssh_addr, &n.nic_ip, r, vec![]);
         let k8s = if n.k8s_name.is_empty() { k8s_name(role, &n.nic_ip) } else { n.k8s_name.clone() };
-        let node = ClusterNode { k8s_name: k8s, nic_ip: n.nic_ip.clone(), role, host };
+        let node = ClusterNode { k8s_name: k8s, nic_ip: n.nic_ip.clone(), role, host, placement: Default::default() };
         match role {
             Role::Master if name == main => masters.insert(0, node),
             Role::Master => masters.push(node),

@@ -6,6 +6,7 @@
 //! The operation list derives clap's `Subcommand` so the CLI can parse it directly; it is still
 //! plain data to everything here.
 
+pub mod heal;
 pub mod helm_cmd;
 pub mod helm_info;
 pub mod manifest;
@@ -16,6 +17,7 @@ pub mod params;
 pub mod run;
 pub mod secret_values;
 pub mod session;
+pub mod vnfd;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -28,7 +30,9 @@ pub enum Op {
     Instantiate,
     /// Scale an aspect: helm upgrade --reuse-values --set <helm_replica_values path>=<n>.
     Scale,
-    /// Re-create the pods named by the request's vnfcInstanceId (Helm has no heal).
+    /// SOL002 (vnfcInstanceId): re-create the VNFCs' pods (ids mapped through --vnf-instance's
+    /// vnfcInfo, else pod names). SOL003 (no ids): restart every workload of the releases and
+    /// wait until every pod is Ready again (within --timeout).
     Heal,
     /// Upgrade a release (new chart, version or values); prints the new revision.
     Upgrade {
@@ -116,6 +120,10 @@ pub struct Inputs {
     pub vnf_instance_id: Option<String>,
     /// The operation's request (instantiate, scale, heal).
     pub request: Option<crate::lifecycle::request::Doc>,
+    /// The VnfInstance (SOL003): maps a heal's vnfcInstanceId to its pod.
+    pub vnf_instance: Option<crate::lifecycle::request::Doc>,
+    /// `--namespace`: overrides the request's (or the recorded) `namespace`.
+    pub namespace: Option<String>,
     pub package_dir: Option<PathBuf>,
     /// A vimConnectionInfo file (list, map or one entry) holding extra.helm_info.
     pub vim_connection_info: Option<PathBuf>,

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use serde_json::{json, Map, Value};
 
+use crate::cnf::heal::{self, HealTarget};
 use crate::cnf::helm_cmd::{Chart, InstallOpts, Values};
 use crate::cnf::helm_info::HelmInfo;
 use crate::cnf::masters::{find_helm_info, masters};
@@ -17,7 +18,7 @@ use crate::cnf::session::Session;
 use crate::cnf::{Inputs, Op};
 use crate::error::{Error, Result};
 use crate::lifecycle::package::Package;
-use crate::lifecycle::request::{Doc, HealRequest, InstantiateRequest, ScaleRequest, ScaleType};
+use crate::lifecycle::request::{Doc, HealRequest, InstantiateRequest, ScaleRequest, ScaleType, VnfInstance};
 use crate::lifecycle::state::{check_instance_id, Lock, Store};
 use crate::lifecycle::Runner;
 
@@ -35,12 +36,16 @@ pub struct Prepared {
     ap: Map<String, Value>,
     params: CnfParams,
     scale: Option<ScaleRequest>,
-    heal: Option<HealRequest>,
+    heal: Option<HealTarget>,
     pkg: Option<Package>,
     helm_info: HelmInfo,
     helm_info_json: Value,
     /// `repo-sync`'s repositories, checked.
     want_repos: BTreeMap<String, ops::WantRepo>,
+    /// `--namespace`, checked.
+    namespace_arg: Option<String>,
+    /// The instantiate request's flavourId (recorded for later scales).
+    flavour: Option<String>,
 }
 
 /// What a CNF operation produced.
@@ -69,41 +74,68 @@ pub fn prepare(op: &Op, a: &Inputs, store: Store) -> Result<Prepared> {
     let saved: Option<CnfState> = store.load_doc(&id, KIND)?;
     let req_file = a.request.as_ref().map(Doc::name).unwrap_or_else(|| "(recorded request)".into());
     // The request (or the recorded one) gives the CNF params.
-    let (mut scale, mut heal, mut req_vims) = (None, None, None);
+    let (mut scale, mut heal, mut req_vims, mut flavour) = (None, None, None, None);
+    let mut scale_instance: Option<(VnfInstance, String)> = None;
     let ap = match op {
         Op::Instantiate => {
             let r: InstantiateRequest = need_request(a, "instantiate")?.load()?;
             req_vims = Some(r.vim_connection_info);
+            flavour = Some(r.flavour_id);
             r.additional_params
         }
         Op::Scale => {
-            scale = Some(need_request(a, "scale")?.load()?);
+            let r: ScaleRequest = need_request(a, "scale")?.load()?;
+            if let Some(d) = &a.vnf_instance {
+                scale_instance = Some((d.load::<VnfInstance>()?, r.aspect_id.clone()));
+            }
+            scale = Some(r);
             saved_params(&saved)?
         }
         Op::Heal => {
             let h: HealRequest = need_request(a, "heal")?.load()?;
-            for (i, pod) in h.vnfc_instance_id.iter().enumerate() {
-                if !names::dns_subdomain(pod) {
-                    let field = format!("vnfcInstanceId[{i}]");
-                    return Err(Error::input(
-                        &req_file,
-                        field,
-                        format!("'{}' is not a pod name", crate::error::excerpt(pod)),
-                    ));
-                }
-            }
-            heal = Some(h);
+            let inst: Option<(VnfInstance, String)> =
+                a.vnf_instance.as_ref().map(|d| Ok::<_, Error>((d.load()?, d.name()))).transpose()?;
+            heal = Some(heal::targets(&h, inst.as_ref().map(|(i, n)| (i, n.as_str())), &req_file)?);
             saved_params(&saved)?
         }
         _ if saved.is_some() => saved_params(&saved)?,
         _ => Map::new(),
     };
+    let mut ap = ap;
+    if matches!(op, Op::Instantiate) {
+        keep_recorded_names(&mut ap, saved.as_ref());
+    }
     let mut params = if ap.is_empty() {
         CnfParams { namespace: "default".into(), ..Default::default() }
     } else {
-        CnfParams::from_additional_params(&ap, &req_file)?
+        CnfParams::for_instance(&ap, &req_file, &id)?
     };
+    if let Some(ns) = &a.namespace {
+        names::namespace(ns).map_err(|m| Error::input("arguments", "--namespace", m))?;
+        params.namespace = ns.clone();
+        if matches!(op, Op::Instantiate) {
+            // Recorded with the request, so later operations find the releases there.
+            ap.insert("namespace".into(), Value::String(ns.clone()));
+        }
+    }
     let pkg = a.package_dir.as_ref().map(|d| Package::open(d)).transpose()?;
+    if let (Op::Scale, Some(pkg)) = (op, &pkg) {
+        let fl = saved.as_ref().and_then(|s| s.flavour_id.as_deref());
+        params.scaling = read_vnfd(pkg, fl)?;
+    }
+    if let (Some((inst, aspect)), Some(r)) = (&scale_instance, &scale) {
+        let vnfd_bound = params.scaling.aspects.get(aspect).is_some_and(|x| x.max_scale_level.is_some());
+        if !vnfd_bound {
+            let steps = r.number_of_steps as i64 * if r.kind == ScaleType::Out { 1 } else { -1 };
+            ops::instance_level_bound(inst, aspect, steps).map_err(|m| {
+                Error::input(
+                    &req_file,
+                    "numberOfSteps",
+                    format!("The number of target replicas after scaling is out of range: {m}"),
+                )
+            })?;
+        }
+    }
     if matches!(op, Op::Instantiate) {
         // Secret helm values are read now: a missing variable or file stops the run here.
         for (i, r) in params.releases.iter_mut().enumerate() {
@@ -138,6 +170,8 @@ pub fn prepare(op: &Op, a: &Inputs, store: Store) -> Result<Prepared> {
         helm_info,
         helm_info_json,
         want_repos,
+        namespace_arg: a.namespace.clone(),
+        flavour,
     })
 }
 
@@ -268,7 +302,13 @@ async fn dispatch(op: &Op, c: &Ctx<'_>, p: &Prepared, rec: &mut Record<'_>) -> R
     Ok(match op {
         Op::Instantiate => instantiate(c, p, rec).await?,
         Op::Scale => scale(c, p.scale.as_ref().expect("scale request"), rec).await?,
-        Op::Heal => ops::heal(c, &p.heal.as_ref().expect("heal request").vnfc_instance_id).await?,
+        Op::Heal => match p.heal.as_ref().expect("heal request") {
+            HealTarget::Pods(pods) => heal::pods(c, pods).await?,
+            HealTarget::Whole => {
+                let rels: Vec<(String, Vec<crate::cnf::manifest::Resource>)> = heal_releases(c.params, &rec.st);
+                heal::whole(c, &rels).await?
+            }
+        },
         Op::Upgrade { release, chart, version, set, reuse_values } => {
             upgrade(c, rec, release, chart.clone(), version.as_deref(), set, *reuse_values).await?
         }
@@ -294,7 +334,7 @@ async fn dispatch(op: &Op, c: &Ctx<'_>, p: &Prepared, rec: &mut Record<'_>) -> R
             crate::cnf::secret_values::mask(&mut v, secret_keys(c.params, release));
             v
         }
-        Op::List => s.json(h.list(None)?, "the release list").await?,
+        Op::List => s.json(h.list(a_namespace(p))?, "the release list").await?,
         Op::Show { what, chart, repo, version } => {
             let cmd = h.show(what, chart, repo.as_deref(), version.as_deref())?;
             Value::String(s.text(cmd, s.rt.timeouts.command).await?)
@@ -317,6 +357,61 @@ async fn dispatch(op: &Op, c: &Ctx<'_>, p: &Prepared, rec: &mut Record<'_>) -> R
             json!({"releases": out})
         }
     })
+}
+
+/// The releases a whole-CNF heal restarts, with the resources recorded for each (the plan's
+/// stand-in for their manifests): the request's releases, else the recorded ones.
+fn heal_releases(params: &CnfParams, st: &CnfState) -> Vec<(String, Vec<crate::cnf::manifest::Resource>)> {
+    let names: Vec<String> = if params.releases.is_empty() {
+        st.releases.keys().cloned().collect()
+    } else {
+        params.releases.iter().map(|r| r.name.clone()).collect()
+    };
+    names
+        .into_iter()
+        .map(|n| {
+            let res = st.releases.get(&n).map(|r| r.resources.clone()).unwrap_or_default();
+            (n, res)
+        })
+        .collect()
+}
+
+/// The scaling data of the package's VNFD (TOSCA-Metadata/TOSCA.meta's Entry-Definitions and
+/// its imports), of `flavour` when given; none when the package has no TOSCA.meta. A VNFD that
+/// does not parse is bad input naming its file.
+fn read_vnfd(pkg: &Package, flavour: Option<&str>) -> Result<crate::cnf::vnfd::Scaling> {
+    const META: &str = "TOSCA-Metadata/TOSCA.meta";
+    let read = |rel: &str| pkg.resolve(rel, META, rel, false).ok().and_then(|p| std::fs::read_to_string(p).ok());
+    let Some(meta) = read(META) else { return Ok(Default::default()) };
+    let entry = crate::cnf::vnfd::entry_definitions(&meta)
+        .ok_or_else(|| Error::input(META, "Entry-Definitions", "is missing"))?;
+    let docs = crate::cnf::vnfd::load(&entry, &read).map_err(|m| Error::input(META, "Entry-Definitions", m))?;
+    Ok(crate::cnf::vnfd::scaling(&docs, flavour))
+}
+
+/// `cnf list --namespace NS` lists that namespace; without it, every namespace.
+fn a_namespace(p: &Prepared) -> Option<&str> {
+    p.namespace_arg.as_deref()
+}
+
+/// A re-run of instantiate for a request that names no release reuses the names recorded by
+/// the first run (item by item, when the item's chart is the same), so that a record made by an
+/// older driver, whose generated names were random, is still upgraded in place.
+fn keep_recorded_names(ap: &mut Map<String, Value>, saved: Option<&CnfState>) {
+    let Some(Value::Array(old)) = saved.and_then(|s| s.params.get("using_helm_install_param")) else { return };
+    let Some(Value::Array(items)) = ap.get_mut("using_helm_install_param") else { return };
+    let chart = |o: &Map<String, Value>| {
+        ["helmchartname", "helmchartfile_path"].map(|k| o.get(k).cloned().unwrap_or(Value::Null))
+    };
+    for (item, was) in items.iter_mut().zip(old) {
+        let (Some(o), Some(w)) = (item.as_object_mut(), was.as_object()) else { continue };
+        if o.contains_key("helmreleasename") || chart(o) != chart(w) {
+            continue;
+        }
+        if let Some(name) = w.get("helmreleasename").filter(|n| n.is_string()) {
+            o.insert("helmreleasename".into(), name.clone());
+        }
+    }
 }
 
 /// The secret keys the recorded request gives `release` (masked in what Helm reports back).
@@ -387,6 +482,7 @@ async fn instantiate(c: &Ctx<'_>, p: &Prepared, rec: &mut Record<'_>) -> Result<
     rec.st.params = Value::Object(ap);
     rec.st.namespace = c.params.namespace.clone();
     rec.st.masters = p.helm_info.masternode_ip.clone();
+    rec.st.flavour_id = p.flavour.clone();
     rec.save()?;
     let skipped = ops::distribute(c).await?;
     s.rt.phase("install or upgrade the releases", &[s.master()], false);
@@ -731,5 +827,123 @@ mod tests {
         let e = run_op(&f, Op::Instantiate, "cnf3", Some(req)).await.err().expect("refused").to_string();
         assert!(e.contains("CNFIN_FAKE_TOKEN_UNSET") && e.contains("api.token"), "{e}");
         assert_eq!(f.fake.calls().len(), n);
+    }
+
+    /// The fake's answers for a whole-CNF heal of vdu2: a Deployment in its manifest, its
+    /// selector and its pods.
+    fn whole_heal_replies(f: &Fixture) {
+        f.fake
+            .reply(
+                None,
+                "get manifest --namespace cnf -- vdu2",
+                "---\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: vdu2-nginxlab\n",
+            )
+            .reply(None, "kubectl get deployment/vdu2-nginxlab", r#"{"spec": {"selector": {"matchLabels": {"app": "vdu2"}}}}"#)
+            .reply(
+                None,
+                "kubectl get pods --namespace cnf -l app=vdu2",
+                r#"{"items": [{"metadata": {"name": "vdu2-nginxlab-6b9c-x1", "uid": "0af1"}, "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}}]}"#,
+            );
+    }
+
+    #[tokio::test]
+    async fn a_whole_cnf_heal_restarts_every_workload_and_waits_for_its_rollout() {
+        let f = Fixture::new();
+        f.instantiate().await.unwrap();
+        whole_heal_replies(&f);
+        let o = run_op(&f, Op::Heal, "cnf1", Some(json!({}))).await.unwrap();
+        let execs = f.fake.execs(M1);
+        let pos = |needle: &str| execs.iter().position(|e| e.contains(needle));
+        let restart = pos("kubectl rollout restart deployment/vdu2-nginxlab --namespace cnf").expect("restarted");
+        let status = pos("kubectl rollout status deployment/vdu2-nginxlab --namespace cnf --timeout=").expect("waited");
+        assert!(restart < status, "{execs:?}");
+        let w = &o.result["workloads"][0];
+        assert_eq!((w["release"].as_str(), w["kind"].as_str()), (Some("vdu2"), Some("Deployment")), "{}", o.result);
+        assert_eq!(w["pods"][0]["ready"], true);
+    }
+
+    #[tokio::test]
+    async fn a_pod_that_is_not_ready_again_fails_the_heal_by_name() {
+        let f = Fixture::new();
+        f.instantiate().await.unwrap();
+        whole_heal_replies(&f);
+        f.fake.fail(None, "kubectl rollout status", 1, "error: timed out waiting for the condition");
+        f.fake.reply(
+            None,
+            "kubectl get pods --namespace cnf -l app=vdu2",
+            r#"{"items": [{"metadata": {"name": "vdu2-nginxlab-6b9c-x2", "uid": "0af2"}, "status": {"phase": "Pending"}}]}"#,
+        );
+        let e = run_op(&f, Op::Heal, "cnf1", Some(json!({"additionalParams": {"all": true}}))).await.err().unwrap();
+        let e = e.to_string();
+        assert!(
+            e.contains("release vdu2") && e.contains("vdu2-nginxlab-6b9c-x2 (Pending)") && e.contains("timed out"),
+            "{e}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_sol002_heal_deletes_the_pod_its_vnfc_id_names_in_the_instance() {
+        let f = Fixture::new();
+        f.instantiate().await.unwrap();
+        let inst = json!({"id": "cnf1", "instantiatedVnfInfo": {
+            "vnfcResourceInfo": [{"id": "r1", "vduId": "VDU2", "computeResource": {"resourceId": "vdu2-nginxlab-6b9c-x1"}}],
+            "vnfcInfo": [{"id": "vnfc-9", "vduId": "VDU2", "vnfcResourceInfoId": "r1"}]}});
+        let path = f.dir.path().join("inst.json");
+        std::fs::write(&path, inst.to_string()).unwrap();
+        let req = f.dir.path().join("heal.json");
+        std::fs::write(&req, json!({"vnfcInstanceId": ["vnfc-9"]}).to_string()).unwrap();
+        let inputs =
+            Inputs { request: Some(req.clone().into()), vnf_instance: Some(path.clone().into()), ..f.inputs() };
+        let store = Store::open(&f.dir.path().join("state")).unwrap();
+        let p = prepare(&Op::Heal, &inputs, store).unwrap();
+        let rt = Runner::new(Arc::new(f.fake.clone()), Events::channel().0, FanOut::default(), Timeouts::default());
+        let o = run(&Op::Heal, &inputs, p, rt).await.unwrap();
+        assert_eq!(o.result[0]["pod"], "vdu2-nginxlab-6b9c-x1");
+        assert!(f
+            .fake
+            .execs(M1)
+            .iter()
+            .any(|e| e.contains("kubectl delete pod vdu2-nginxlab-6b9c-x1 --namespace cnf")));
+        // An id the instance does not hold: bad input naming the field, nothing run.
+        std::fs::write(&req, json!({"vnfcInstanceId": ["vdu2-nginxlab-6b9c-x1"]}).to_string()).unwrap();
+        let store = Store::open(&f.dir.path().join("state")).unwrap();
+        let e = prepare(&Op::Heal, &inputs, store).err().unwrap();
+        assert_eq!(e.exit_code(), crate::error::exit::BAD_INPUT);
+        assert!(e.to_string().contains("vnfcInstanceId[0]"), "{e}");
+    }
+
+    #[tokio::test]
+    async fn namespace_overrides_the_requests_and_is_recorded_and_checked() {
+        let f = Fixture::new();
+        f.fake.reply(None, "status --namespace other -o json -- vdu2", &status("deployed", 1)).reply(
+            None,
+            "get values --namespace other -o json --all -- vdu2",
+            "{}",
+        );
+        let inputs = Inputs { namespace: Some("other".into()), ..f.inputs() };
+        let p = f.prepare(&inputs).unwrap();
+        let rt = Runner::new(Arc::new(f.fake.clone()), Events::channel().0, FanOut::default(), Timeouts::default());
+        run(&Op::Instantiate, &inputs, p, rt).await.unwrap();
+        let execs = f.fake.execs(M1);
+        assert!(execs.iter().any(|e| e.contains("helm upgrade") && e.contains("--namespace other")), "{execs:?}");
+        let rec: Value =
+            serde_json::from_str(&std::fs::read_to_string(f.dir.path().join("state/cnf1.cnf.json")).unwrap()).unwrap();
+        assert_eq!(rec["params"]["namespace"], "other", "{rec}");
+        let bad = Inputs { namespace: Some("Bad_NS".into()), ..f.inputs() };
+        let e = f.prepare(&bad).err().unwrap().to_string();
+        assert!(e.contains("--namespace"), "{e}");
+    }
+
+    #[test]
+    fn a_rerun_keeps_the_release_names_recorded_by_the_first_run() {
+        let old = CnfState {
+            params: json!({"using_helm_install_param": [{"helmchartname": "c", "helmreleasename": "c-0123456789"},
+                                                         {"helmchartname": "d", "helmreleasename": "d-1"}]}),
+            ..Default::default()
+        };
+        let mut ap = json!({"using_helm_install_param": [{"helmchartname": "c"}, {"helmchartname": "other"}]});
+        keep_recorded_names(ap.as_object_mut().unwrap(), Some(&old));
+        assert_eq!(ap["using_helm_install_param"][0]["helmreleasename"], "c-0123456789");
+        assert!(ap["using_helm_install_param"][1].get("helmreleasename").is_none(), "another chart: a new name");
     }
 }

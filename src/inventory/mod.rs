@@ -108,6 +108,9 @@ struct InventoryFile {
     groups: indexmap_like::OrderedGroups,
     #[serde(default)]
     cps: BTreeMap<String, String>,
+    /// Where each host runs, for the workers' placement labels (`placement.rs`).
+    #[serde(default)]
+    placement: BTreeMap<String, placement::Placement>,
 }
 
 /// Credentials for one login. At least one of them is set, or the agent is used.
@@ -204,6 +207,8 @@ pub struct Inventory {
     pub groups: Vec<(String, Vec<usize>)>,
     /// Named connection points (e.g. `vip_CP`).
     pub cps: BTreeMap<String, String>,
+    /// Host name → where it runs (compute host, zone): checked label values of listed hosts.
+    pub placement: BTreeMap<String, placement::Placement>,
 }
 
 /// Options that come from the command line rather than the file.
@@ -339,6 +344,14 @@ impl Inventory {
                 inv.hosts[m].groups.push(group.clone());
             }
         }
+        for (name, p) in raw.placement {
+            let at = format!("placement.{}", excerpt(&name));
+            if !inv.hosts.iter().any(|h| h.name == name) {
+                return Err(Error::input(file, at, "names no host of the inventory"));
+            }
+            p.check().map_err(|(field, m)| Error::input(file, format!("{at}.{field}"), m))?;
+            inv.placement.insert(name, p);
+        }
         Ok(inv)
     }
 
@@ -376,6 +389,7 @@ impl Inventory {
     }
 }
 
+pub mod placement;
 mod resolve;
 mod ssh_config;
 #[cfg(test)]

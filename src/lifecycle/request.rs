@@ -386,6 +386,9 @@ pub struct VnfcResourceInfo {
     pub vnfc_cp_info: Vec<VnfcCpInfo>,
     #[serde(default)]
     pub metadata: Map<String, Value>,
+    /// SOL003 `zoneId`: the zone the VNFC runs in (Tacker v2 sets it from the VDU's placement).
+    #[serde(default)]
+    pub zone_id: Option<String>,
 }
 
 #[derive(Clone, Debug, Default, Deserialize, Serialize)]

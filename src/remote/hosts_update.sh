@@ -4,9 +4,10 @@
 #
 # Drops every line whose address is one of ours or one to drop (an exact field match, unlike a
 # `sed '/10.0.0.1/d'` that also hits 10.0.0.10) and every line this program wrote earlier for
-# one of our names, then appends one `IP NAME # mgmt-driver` line per entry. Idempotent. The new
-# file is written beside the old one with its mode and owner and renamed over it (see
-# replace_file for a bind-mounted /etc/hosts).
+# one of our names, then appends one `IP NAME # mgmt-driver` line per entry. Lines of the
+# registry step (`# mgmt-driver registry`, registry_apply.sh) are its own: kept here, even at a
+# node's address. Idempotent. The new file is written beside the old one with its mode and
+# owner and renamed over it (see replace_file for a bind-mounted /etc/hosts).
 #
 # Every address and name is checked first: an address is hex digits, dots and colons; a name
 # is letters, digits, dots, dashes and underscores (several names: separated by spaces). Nothing
@@ -60,6 +61,7 @@ if ! MGMT_IPS=$ips MGMT_NAMES=$names awk '
         n = split(ENVIRON["MGMT_IPS"], a, " "); for (i = 1; i <= n; i++) ip[a[i]] = 1
         n = split(ENVIRON["MGMT_NAMES"], b, " "); for (i = 1; i <= n; i++) nm[b[i]] = 1
     }
+    /# mgmt-driver registry$/ { print; next }
     $1 in ip { next }
     /# mgmt-driver$/ && ($2 in nm) { next }
     { print }

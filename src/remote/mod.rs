@@ -44,6 +44,7 @@ pub(crate) const UNPACK_CHARTS: Program = program!("archive_lib.sh", "unpack_cha
 pub(crate) const HELM_REPO_LIST: Program = program!("helm_repo_list.sh");
 pub(crate) const RUN_WITH_ENV: Program = program!("run_with_env.sh");
 pub(crate) const CLEAN_ENV: Program = program!("clean_env.sh");
+pub(crate) const REGISTRY_APPLY: Program = program!("file_lib.sh", "registry_apply.sh");
 
 // Uploads (src/ssh/transfer.rs).
 pub(crate) const UPLOAD_INLINE: Program = program!("upload_lib.sh", "upload_inline.sh");
@@ -69,6 +70,7 @@ const ALL: &[Program] = &[
     HELM_REPO_LIST,
     RUN_WITH_ENV,
     CLEAN_ENV,
+    REGISTRY_APPLY,
     UPLOAD_INLINE,
     UPLOAD_PROBE,
     UPLOAD_FINALIZE,

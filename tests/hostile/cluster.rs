@@ -220,7 +220,7 @@ pub fn cases() -> Vec<Case> {
             json!("@file:pw.txt"),
             "worker_node.password: '@file:pw.txt' must be an absolute path",
         ),
-        param("registry-password", "/private_registry_connection_info", reg(json!({"password": "p"})), "[0].password"),
+        param("registry-password", "/private_registry_connection_info", reg(json!({"password": "p"})), "[0].username"),
         param(
             "registry-cert-escapes",
             "/private_registry_connection_info",

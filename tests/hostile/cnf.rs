@@ -42,6 +42,13 @@ fn local_req(path: &str) -> Value {
 
 const ITEM: &str = "/additionalParams/using_helm_install_param/0";
 
+/// A VnfInstance whose VNFC `vnfc-0` is the pod `pod` (Tacker's vnfcInfo → vnfcResourceInfo).
+fn heal_instance(pod: &str) -> Value {
+    json!({"id": "i1", "instantiatedVnfInfo": {"flavourId": "simple",
+        "vnfcResourceInfo": [{"id": "res-0", "vduId": "VDU2", "computeResource": {"resourceId": pod}}],
+        "vnfcInfo": [{"id": "vnfc-0", "vduId": "VDU2", "vnfcResourceInfoId": "res-0"}]}})
+}
+
 /// The common arguments of a CNF case: instance, state, where Helm runs.
 fn cnf(op: &[&str]) -> Vec<String> {
     let mut a: Vec<String> = vec!["cnf".into()];
@@ -374,6 +381,27 @@ pub fn cases() -> Vec<Case> {
         )
         .file("vci.json", vci().to_string())
         .file("heal.json", json!({"vnfcInstanceId": ["--all"]}).to_string()),
+        // A SOL002 heal names VNFCs of the VnfInstance: an id it does not hold, or a resource id
+        // that is no pod name, is refused before anything connects.
+        Case::rejected(
+            "cnf/heal-vnfc-not-in-the-instance",
+            &strs(&cnf(&["heal", "--request", "{dir}/heal.json", "--vnf-instance", "{dir}/inst.json"])),
+            "vnfcInstanceId[1]",
+        )
+        .file("vci.json", vci().to_string())
+        .file("inst.json", heal_instance("vdu2-nginxlab-6d4f-abcde").to_string())
+        .file("heal.json", json!({"vnfcInstanceId": ["vnfc-0", "vdu2-nginxlab-6d4f-abcde"]}).to_string()),
+        Case::rejected(
+            "cnf/heal-vnfc-resource-is-an-option",
+            &strs(&cnf(&["heal", "--request", "{dir}/heal.json", "--vnf-instance", "{dir}/inst.json"])),
+            "computeResource.resourceId",
+        )
+        .file("vci.json", vci().to_string())
+        .file("inst.json", heal_instance("--all-namespaces").to_string())
+        .file("heal.json", json!({"vnfcInstanceId": ["vnfc-0"]}).to_string()),
+        op("namespace-arg-is-an-option", &["status", "--release", "vdu1", "--namespace=-A"], "--namespace"),
+        op("namespace-arg-with-a-command", &["list", "--namespace", "cnf;id"], "--namespace"),
+        op("namespace-arg-uppercase", &["values", "--release", "vdu1", "--namespace", "Bad_NS"], "--namespace"),
         Case::rejected(
             "cnf/scale-steps-negative",
             &strs(&cnf(&["scale", "--request", "{dir}/scale.json"])),

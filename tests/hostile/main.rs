@@ -18,6 +18,7 @@ mod cnf;
 mod fanout;
 mod hook;
 mod inventory;
+mod registry;
 mod workload;
 
 fn main() {
@@ -27,6 +28,7 @@ fn main() {
     cases.extend(hook::cases());
     cases.extend(cluster::cases());
     cases.extend(cnf::cases());
+    cases.extend(registry::cases());
     cases.extend(workload::cases());
     case::run(cases);
 }

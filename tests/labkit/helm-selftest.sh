@@ -9,7 +9,8 @@
 # cluster with the kit's kubeadm, then, for Helm 3 and then Helm 4 installed with
 # scripts/install_helm.sh in offline mode: repo add/update/search, install of the local
 # chart and of the repo chart, status/list/history JSON, upgrade to nginxlab 0.2.0 and
-# rollback to 1, a hostile --set value, pods that are re-created after `kubectl delete pod`,
+# rollback to 1, a hostile --set value, pods that are re-created after `kubectl delete pod`
+# and `kubectl rollout restart` (waited for by `kubectl rollout status`, and its timeout),
 # helm's own errors, a stuck pending-install left by a killed --wait install, an injected
 # failure with --atomic / --rollback-on-failure, uninstall. Finally checks that nothing
 # reached the host. Always tears the lab and the servers down. Needs root and npm.
@@ -191,6 +192,25 @@ suite() {
     on_out "$IP1" "$H kubectl delete pod -n $ns $pod >/dev/null && kubectl get pods -n $ns -l app.kubernetes.io/instance=lh -o json"
     rc_is 0 && json 'len(d["items"]) == 2 and "'"$pod"'" not in [p["metadata"]["name"] for p in d["items"]]'
     check $? "helm $v: kubectl delete pod: a new pod with a new name replaces it"
+    local uids
+    uids=$(python3 -c 'import json,sys; print(" ".join(p["metadata"]["uid"] for p in json.loads(sys.stdin.read())["items"]))' <<<"$OUT" 2>/dev/null)
+    "$CTL" set-helm-delay "$KIT" 1
+    on "$IP1" "$H kubectl rollout restart deployment/lh-localhelm -n $ns && kubectl rollout status deployment/lh-localhelm -n $ns --timeout=30s"
+    ok_has 'deployment.apps/lh-localhelm restarted' && has 'Waiting for deployment "lh-localhelm" rollout to finish: 0 of 2 updated replicas are available...' &&
+        has 'deployment "lh-localhelm" successfully rolled out'
+    check $? "helm $v: kubectl rollout restart, then rollout status waits until the new pods are Ready"
+    on_out "$IP1" "$H kubectl get pods -n $ns -l app.kubernetes.io/instance=lh -o json"
+    rc_is 0 && json 'len(d["items"]) == 2 and not set(p["metadata"]["uid"] for p in d["items"]) & set("'"$uids"'".split()) and all(c["status"] == "True" for p in d["items"] for c in p["status"]["conditions"] if c["type"] == "Ready")'
+    check $? "helm $v: rollout restart re-created both pods (new uids), all Ready"
+    "$CTL" set-helm-delay "$KIT" 3600
+    on "$IP1" "$H kubectl rollout restart deployment/lh-localhelm -n $ns >/dev/null && kubectl rollout status deployment/lh-localhelm -n $ns --timeout=1s"
+    "$CTL" set-helm-delay "$KIT" 0
+    expect "helm $v: rollout status past --timeout: kubectl's error, exit 1" rc_is 1
+    expect "helm $v: ... with kubectl's words" has 'error: timed out waiting for the condition'
+    on "$IP1" "$H kubectl rollout restart deployment/lh-localhelm -n $ns >/dev/null && kubectl rollout status deployment/lh-localhelm -n $ns --timeout=30s"
+    expect "helm $v: a new restart brings the pods back" ok_has 'successfully rolled out'
+    on "$IP1" "$H kubectl rollout status deployment/nope -n $ns"
+    expect "helm $v: rollout status of an absent Deployment: NotFound" has 'Error from server (NotFound): deployments.apps "nope" not found'
 
     on "$IP1" "$H helm upgrade web lab/nginxlab --version 0.2.0 -n $ns && helm get manifest web -n $ns | grep 'greeting:'"
     ok_has 'Release "web" has been upgraded. Happy Helming!' && has 'greeting: "hello from 0.2.0"'

@@ -471,6 +471,8 @@ def pod_object(c, p):
     if phase == "Running":
         status["podIP"] = p.get("ip")
         status["startTime"] = ks.iso(p["created"])
+    if p.get("node"):
+        status["conditions"] = [{"type": "Ready", "status": "True" if phase == "Running" else "False"}]
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec, "status": status}
 
 
@@ -552,6 +554,60 @@ def reconcile(c):
             data["token"] = b64(jwt_like(meta["namespace"], meta["name"], sa_name, sa["metadata"]["uid"]))
             data["ca.crt"] = b64(c["ca_crt"])
             data["namespace"] = b64(meta["namespace"])
+
+
+# ---------------------------------------------------------------- rollout (kubectl rollout restart|status)
+ROLLOUT_KINDS = ("Deployment", "StatefulSet", "DaemonSet")
+
+
+def workload_pods(c, kind, ns, name):
+    """The pods of a workload: those the helm wrapper made for it (their 'workload' key)."""
+    wl = "%s/%s/%s" % (kind, ns, name)
+    return [(k, p) for k, p in sorted(c["pods"].items()) if p.get("workload") == wl]
+
+
+def restart_workload(c, obj, delay_s):
+    """What `kubectl rollout restart` sets off: the pod template gets the restartedAt
+    annotation, and the controller replaces every pod (new name, new uid; a StatefulSet's keep
+    their names), each Ready after delay_s (the kit's helm_install_delay_s)."""
+    kind, meta = obj["kind"], obj["metadata"]
+    ns, name = meta.get("namespace", "default"), meta["name"]
+    tmpl = obj.setdefault("spec", {}).setdefault("template", {})
+    now = time.time()
+    tmpl.setdefault("metadata", {}).setdefault("annotations", {})["kubectl.kubernetes.io/restartedAt"] = ks.iso(now)
+    put_object(c, obj)
+    h = hashlib.sha256(json.dumps(tmpl, sort_keys=True).encode()).digest()
+    rs_hash = "".join(ks.SUFFIX_ALPHABET[b % len(ks.SUFFIX_ALPHABET)] for b in h[:10])
+    for key, p in workload_pods(c, kind, ns, name):
+        del c["pods"][key]
+        labels = dict(p.get("labels") or {})
+        owner = p.get("owner")
+        if kind == "StatefulSet":
+            pn = p["name"]
+        elif kind == "Deployment":
+            labels["pod-template-hash"] = rs_hash
+            owner = {"kind": "ReplicaSet", "name": "%s-%s" % (name, rs_hash)}
+            pn = "%s-%s-%s" % (name, rs_hash, ks.rand_suffix())
+        else:
+            pn = "%s-%s" % (name, ks.rand_suffix())
+        q = dict(p, name=pn, uid=ks.rand_uid(), created=now, node=None, ip=None, labels=labels, owner=owner,
+                 ready_at=now + delay_s)
+        c["pods"]["%s/%s" % (ns, pn)] = q
+        schedule(c, q)
+
+
+def rollout_progress(c, obj):
+    """(desired, current, ready) pods of a workload, as `kubectl rollout status` counts them."""
+    kind, meta = obj["kind"], obj["metadata"]
+    pods = [p for _, p in workload_pods(c, kind, meta.get("namespace", "default"), meta["name"])]
+    if kind == "DaemonSet":
+        desired = len(pods)
+    else:
+        try:
+            desired = int((obj.get("spec") or {}).get("replicas", 1))
+        except (TypeError, ValueError):
+            desired = 1
+    return desired, len(pods), sum(1 for p in pods if pod_phase(c, p) == "Running")
 
 
 # ---------------------------------------------------------------- API reachability

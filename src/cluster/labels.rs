@@ -1,0 +1,185 @@
+//! Placement labels on workers, as Tacker's sample driver sets them right after a worker joined:
+//! `CIS-node=<compute host>` and `kubernetes.io/zone=<zone>`, so pods can be spread over
+//! hypervisors and zones (Tacker's CNF samples use them in affinity rules).
+//!
+//! Where the values come from:
+//! - an inventory: `placement: {<host>: {host_compute: ..., zone: ...}}` (`inventory/placement.rs`);
+//! - a VnfInstance: the VNFC's SOL003 `vnfcResourceInfo[].zoneId` (Tacker v2 fills it from the
+//!   VDU's placement), else `vnfcResourceInfo[].metadata.zone` (Tacker v2's metadata copy), and
+//!   `vnfcResourceInfo[].metadata.host_compute` for the compute host (SOL003 has no field for it;
+//!   Tacker v1 read Nova's `OS-EXT-SRV-ATTR:host`, which a VNFM's glue can copy there).
+//!
+//! A worker with neither value gets no label and no step. Values are checked as Kubernetes label
+//! values when the topology is read, before anything runs.
+
+use crate::cluster::hook::Hook;
+use crate::cluster::topology::ClusterNode;
+use crate::error::{Error, Result};
+use crate::inventory::placement::Placement;
+use crate::lifecycle::request::VnfcResourceInfo;
+use crate::quote::quote;
+
+pub const HOST_LABEL: &str = "CIS-node";
+pub const ZONE_LABEL: &str = "kubernetes.io/zone";
+
+/// A VNFC's placement from the VnfInstance (`at`: its JSON path, for messages).
+pub fn placement_of(v: &VnfcResourceInfo, file: &str, at: &str) -> Result<Placement> {
+    let meta = |key: &str| -> Result<Option<String>> {
+        match v.metadata.get(key) {
+            None | Some(serde_json::Value::Null) => Ok(None),
+            Some(serde_json::Value::String(s)) => Ok(Some(s.clone())),
+            Some(_) => Err(Error::input(file, format!("{at}.metadata.{key}"), "must be a string")),
+        }
+    };
+    let (zone, zone_field) = match &v.zone_id {
+        Some(z) => (Some(z.clone()), "zoneId"),
+        None => (meta("zone")?, "metadata.zone"),
+    };
+    let p = Placement { host_compute: meta("host_compute")?, zone };
+    p.check().map_err(|(field, m)| {
+        let f = if field == "zone" { zone_field } else { "metadata.host_compute" };
+        Error::input(file, format!("{at}.{f}"), m)
+    })?;
+    Ok(p)
+}
+
+/// The labels for a placement, in Tacker's order.
+pub fn labels(p: &Placement) -> Vec<(String, String)> {
+    let mut v = Vec::new();
+    if let Some(h) = &p.host_compute {
+        v.push((HOST_LABEL.to_string(), h.clone()));
+    }
+    if let Some(z) = &p.zone {
+        v.push((ZONE_LABEL.to_string(), z.clone()));
+    }
+    v
+}
+
+/// `kubectl label nodes <name> k=v... --overwrite` on a master (values checked again here).
+pub fn label_cmd(k8s_name: &str, labels: &[(String, String)]) -> Result<String> {
+    let mut s = format!("export KUBECONFIG=/etc/kubernetes/admin.conf; kubectl label nodes {}", quote(k8s_name)?);
+    for (k, v) in labels {
+        crate::inventory::placement::check_label_value(v).map_err(|m| Error::input("placement", k, m))?;
+        s.push(' ');
+        s.push_str(&quote(&format!("{k}={v}"))?);
+    }
+    s.push_str(" --overwrite");
+    Ok(s)
+}
+
+/// Label the `workers` that have placement data, through the master `via`, one after another
+/// (one short kubectl call each). Called right after they joined.
+pub async fn apply(h: &Hook, via: &ClusterNode, workers: &[&ClusterNode]) -> Result<()> {
+    let todo: Vec<&ClusterNode> = workers.iter().copied().filter(|w| !w.placement.is_empty()).collect();
+    if todo.is_empty() {
+        return Ok(());
+    }
+    h.rt.phase("workers: placement labels (CIS-node, kubernetes.io/zone)", &[via], false);
+    for w in todo {
+        let k8s = crate::cluster::scale::k8s_name_of(h, w)?;
+        let c = h.rt.root_cmd(via, label_cmd(&k8s, &labels(&w.placement))?, h.rt.timeouts.command);
+        h.rt.exec(via, c).await?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn vnfc(v: serde_json::Value) -> VnfcResourceInfo {
+        serde_json::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn placement_from_zone_id_or_metadata_and_checked() {
+        let at = "instantiatedVnfInfo.vnfcResourceInfo[id=w1]";
+        let p = placement_of(
+            &vnfc(json!({"id": "w1", "vduId": "w", "zoneId": "az-1", "metadata": {"zone": "other", "host_compute": "cmp-7"}})),
+            "inst.json",
+            at,
+        )
+        .unwrap();
+        assert_eq!(p, Placement { host_compute: Some("cmp-7".into()), zone: Some("az-1".into()) });
+        let p = placement_of(&vnfc(json!({"id": "w1", "vduId": "w", "metadata": {"zone": "nova"}})), "f", at).unwrap();
+        assert_eq!(labels(&p), vec![(ZONE_LABEL.to_string(), "nova".to_string())]);
+        assert!(placement_of(&vnfc(json!({"id": "w1", "vduId": "w"})), "f", at).unwrap().is_empty());
+        let e = placement_of(&vnfc(json!({"id": "w1", "vduId": "w", "zoneId": "a z"})), "inst.json", at).unwrap_err();
+        assert!(
+            e.to_string().starts_with("inst.json: instantiatedVnfInfo.vnfcResourceInfo[id=w1].zoneId: 'a z'"),
+            "{e}"
+        );
+        let e = placement_of(&vnfc(json!({"id": "w1", "vduId": "w", "metadata": {"host_compute": "$(id)"}})), "f", at)
+            .unwrap_err();
+        assert!(e.to_string().contains("metadata.host_compute"), "{e}");
+        let e = placement_of(&vnfc(json!({"id": "w1", "vduId": "w", "metadata": {"zone": 1}})), "f", at).unwrap_err();
+        assert!(e.to_string().contains("metadata.zone: must be a string"), "{e}");
+    }
+
+    #[test]
+    fn the_label_command_overwrites_both_labels() {
+        let p = Placement { host_compute: Some("cmp-7".into()), zone: Some("az-1".into()) };
+        assert_eq!(
+            label_cmd("worker21", &labels(&p)).unwrap(),
+            "export KUBECONFIG=/etc/kubernetes/admin.conf; kubectl label nodes worker21 CIS-node=cmp-7 \
+             kubernetes.io/zone=az-1 --overwrite"
+        );
+        assert!(label_cmd("w", &[(ZONE_LABEL.into(), "a;b".into())]).is_err());
+    }
+
+    /// Workers with placement data are labelled from the main master right after they joined
+    /// (instantiate) and after a scale-out; a worker without any gets no step.
+    #[tokio::test]
+    async fn workers_are_labelled_after_they_joined() {
+        use crate::cluster::prepare::Op;
+        use crate::cluster::testkit::{position, Fixture};
+        let f = Fixture::new(1, 3);
+        let inv = std::fs::read_to_string(f.path("inv.yaml")).unwrap();
+        let inv = inv + "placement:\n  w1: {host_compute: cmp-1, zone: az-1}\n  w2: {zone: az-2}\n  w3: {zone: az-3}\n";
+        std::fs::write(f.path("inv.yaml"), inv).unwrap();
+        // w3 joins later, by scale-out.
+        let text = std::fs::read_to_string(f.path("inv.yaml")).unwrap();
+        let without_w3: String = text.lines().filter(|l| !l.contains("w3")).map(|l| format!("{l}\n")).collect();
+        std::fs::write(f.path("inv.yaml"), &without_w3).unwrap();
+        f.instantiate().await;
+        let e = f.execs();
+        let l1 = position(&e, "m1", "kubectl label nodes worker21 CIS-node=cmp-1 kubernetes.io/zone=az-1 --overwrite");
+        let l2 = position(&e, "m1", "kubectl label nodes worker22 kubernetes.io/zone=az-2 --overwrite");
+        let joined = position(&e, "w1", "install_k8s_cluster.sh -w").unwrap();
+        assert!(l1.is_some_and(|l| l > joined) && l2.is_some(), "{e:#?}");
+        std::fs::write(f.path("inv.yaml"), text).unwrap();
+        let before = e.len();
+        let o = f
+            .run(
+                Op::ScaleEnd,
+                serde_json::json!({"type": "SCALE_OUT", "aspectId": "worker", "numberOfSteps": 1}),
+                &["w3"],
+            )
+            .await;
+        assert!(o.error.is_none(), "{:?}", o.error);
+        let e = &f.execs()[before..];
+        let l3 = position(e, "m1", "kubectl label nodes worker23 kubernetes.io/zone=az-3 --overwrite");
+        assert!(l3 > position(e, "w3", "install_k8s_cluster.sh -w"), "{e:#?}");
+        assert!(!e.iter().any(|x| x.contains("label nodes worker21")), "only the new worker: {e:#?}");
+    }
+
+    #[test]
+    fn an_inventory_placement_is_checked_and_names_a_host() {
+        let d = tempfile::tempdir().unwrap();
+        let load = |extra: &str| {
+            let p = d.path().join("inv.yaml");
+            std::fs::write(&p, format!("defaults: {{known_hosts: /dev/null}}\ngroups:\n  g:\n    - {{name: h1, ssh_ip: 192.0.2.1}}\n{extra}")).unwrap();
+            let opts = crate::inventory::LoadOptions { credentials_from_request: true, ..Default::default() };
+            crate::inventory::Inventory::load(&p, &opts).map_err(|e| e.to_string())
+        };
+        let inv = load("placement:\n  h1: {host_compute: c1, zone: z1}\n").unwrap();
+        assert_eq!(inv.placement["h1"].zone.as_deref(), Some("z1"));
+        let e = load("placement:\n  h2: {zone: z1}\n").unwrap_err();
+        assert!(e.contains("placement.h2: names no host"), "{e}");
+        let e = load("placement:\n  h1: {zone: 'a b'}\n").unwrap_err();
+        assert!(e.contains("placement.h1.zone: 'a b' is not a Kubernetes label value"), "{e}");
+        let e = load("placement:\n  h1: {rack: r1}\n").unwrap_err();
+        assert!(e.contains("rack"), "{e}");
+    }
+}

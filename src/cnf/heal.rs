@@ -1,0 +1,351 @@
+//! Heal of a Helm CNF. Helm has no heal verb, so the controllers do it: a SOL002 heal names
+//! VNFCs, which map (as Tacker maps them) through the VNF instance's `vnfcInfo[].id` →
+//! `vnfcResourceInfoId` → `vnfcResourceInfo[].computeResource.resourceId`, the pod's name; the
+//! pod is deleted and its controller makes a new one. A SOL003 heal of the whole VNF
+//! restarts every Deployment, StatefulSet and DaemonSet of the CNF's releases
+//! (`kubectl rollout restart`, which replaces every pod the way a real cluster does, rolling)
+//! and waits for each rollout (`kubectl rollout status`) within the operation's timeout; a pod
+//! that is not Ready by then fails the heal by name.
+//!
+//! `targets` and the command lines are pure; `pods` and `whole` run them.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use crate::cnf::manifest::{self, Resource};
+use crate::cnf::names;
+use crate::cnf::ops::Ctx;
+use crate::error::{Error, Result};
+use crate::lifecycle::request::{HealRequest, VnfInstance};
+use crate::lifecycle::Node;
+use crate::quote::quote;
+use crate::redact::Redact;
+
+/// What a heal request asks for.
+#[derive(Clone, Debug, PartialEq)]
+pub enum HealTarget {
+    /// SOL003: the whole VNF (no `vnfcInstanceId`, or `additionalParams.all: true`).
+    Whole,
+    /// SOL002: these VNFCs, each with the pod it names.
+    Pods(Vec<VnfcPod>),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct VnfcPod {
+    /// The request's `vnfcInstanceId` (the pod name itself when no VNF instance was given).
+    pub vnfc: String,
+    pub pod: String,
+}
+
+/// The workload kinds a whole-CNF heal restarts (the ones `kubectl rollout` knows).
+pub const WORKLOADS: [&str; 3] = ["Deployment", "StatefulSet", "DaemonSet"];
+
+/// Map a heal request to what it heals. With the VNF instance (`inst`, and its document's name
+/// for errors), every `vnfcInstanceId` must be one of its VNFCs: `vnfcInfo[].id` (Tacker's
+/// VNFC id), or a `vnfcResourceInfo[].id`; its `computeResource.resourceId` is the pod. Without
+/// an instance (the CLI with no `--vnf-instance`) the ids are pod names, checked as such.
+pub fn targets(h: &HealRequest, inst: Option<(&VnfInstance, &str)>, req_file: &str) -> Result<HealTarget> {
+    if h.whole_vnf() {
+        return Ok(HealTarget::Whole);
+    }
+    let mut out = Vec::new();
+    for (i, id) in h.vnfc_instance_id.iter().enumerate() {
+        let field = format!("vnfcInstanceId[{i}]");
+        let shown = crate::error::excerpt(id);
+        let pod = match inst {
+            Some((vi, vi_file)) => {
+                let v = vi.vnfc_resource_for(id).ok_or_else(|| {
+                    Error::input(
+                        req_file,
+                        &field,
+                        format!("'{shown}' is not a VNFC of the VNF instance ({vi_file}: no vnfcInfo[].id or vnfcResourceInfo[].id is '{shown}')"),
+                    )
+                })?;
+                let at = format!("instantiatedVnfInfo.vnfcResourceInfo[id={}].computeResource.resourceId", v.id);
+                let pod = v.resource_id().ok_or_else(|| Error::input(vi_file, &at, "is missing (the pod's name)"))?;
+                if !names::dns_subdomain(pod) {
+                    let bad = crate::error::excerpt(pod);
+                    return Err(Error::input(vi_file, &at, format!("'{bad}' is not a pod name")));
+                }
+                pod.to_string()
+            }
+            None if names::dns_subdomain(id) => id.clone(),
+            None => {
+                return Err(Error::input(
+                    req_file,
+                    &field,
+                    format!("'{shown}' is not a pod name (give --vnf-instance to name VNFCs by their vnfcInfo id)"),
+                ))
+            }
+        };
+        out.push(VnfcPod { vnfc: id.clone(), pod });
+    }
+    Ok(HealTarget::Pods(out))
+}
+
+const KUBECONFIG: &str = "export KUBECONFIG=/etc/kubernetes/admin.conf; ";
+
+/// `kubectl ARGS...`, every word quoted.
+fn kubectl(words: &[&str]) -> Result<String> {
+    let q: Vec<String> = words.iter().map(|w| quote(w)).collect::<Result<_>>()?;
+    Ok(format!("{KUBECONFIG}kubectl {}", q.join(" ")))
+}
+
+pub fn delete_pod(pod: &str, ns: &str) -> Result<String> {
+    kubectl(&["delete", "pod", pod, "--namespace", ns, "--wait=true"])
+}
+
+pub fn rollout_restart(kind: &str, name: &str, ns: &str) -> Result<String> {
+    kubectl(&["rollout", "restart", &format!("{}/{name}", kind.to_ascii_lowercase()), "--namespace", ns])
+}
+
+/// `kubectl rollout status` for at most `wait` (whole seconds, at least 1).
+pub fn rollout_status(kind: &str, name: &str, ns: &str, wait: Duration) -> Result<String> {
+    let t = format!("--timeout={}s", wait.as_secs().max(1));
+    kubectl(&["rollout", "status", &format!("{}/{name}", kind.to_ascii_lowercase()), "--namespace", ns, &t])
+}
+
+fn get_json(kind: &str, name: &str, ns: &str) -> Result<String> {
+    kubectl(&["get", &format!("{}/{name}", kind.to_ascii_lowercase()), "--namespace", ns, "-o", "json"])
+}
+
+fn pods_json(selector: &str, ns: &str) -> Result<String> {
+    kubectl(&["get", "pods", "--namespace", ns, "-l", selector, "-o", "json"])
+}
+
+/// A workload's `spec.selector.matchLabels` as a `-l` selector, every key and value checked
+/// (they are read back from the cluster and reach a command line).
+pub fn selector_of(workload_json: &str) -> std::result::Result<String, String> {
+    let v: Value = serde_json::from_str(workload_json.trim()).map_err(|e| format!("not JSON: {e}"))?;
+    let m = v.pointer("/spec/selector/matchLabels").and_then(Value::as_object).ok_or("no spec.selector.matchLabels")?;
+    let ok = |s: &str, extra: &[u8], max: usize| {
+        !s.is_empty()
+            && s.len() <= max
+            && s.bytes().all(|c| c.is_ascii_alphanumeric() || b"._-".contains(&c) || extra.contains(&c))
+    };
+    let mut parts = Vec::new();
+    for (k, x) in m {
+        let x = x.as_str().ok_or("a selector value that is not a string")?;
+        if !ok(k, b"/", 317) || !(x.is_empty() || ok(x, b"", 63)) {
+            return Err(format!("'{}' is not a label selector", crate::error::excerpt(&format!("{k}={x}"))));
+        }
+        parts.push(format!("{k}={x}"));
+    }
+    if parts.is_empty() {
+        return Err("an empty selector".into());
+    }
+    Ok(parts.join(","))
+}
+
+/// A pod as a heal reports it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PodState {
+    pub name: String,
+    pub uid: String,
+    pub phase: String,
+    pub ready: bool,
+}
+
+/// `kubectl get pods -o json` → the pods, names checked; Ready is the Ready condition (and
+/// phase Running when a pod has no conditions yet).
+pub fn parse_pods(out: &str) -> std::result::Result<Vec<PodState>, String> {
+    let v: Value = serde_json::from_str(out.trim()).map_err(|e| format!("not JSON: {e}"))?;
+    let items = v.get("items").and_then(Value::as_array).ok_or("no items list")?;
+    let mut pods = Vec::new();
+    for p in items {
+        let s = |ptr: &str| p.pointer(ptr).and_then(Value::as_str).unwrap_or("").to_string();
+        let name = s("/metadata/name");
+        if !names::dns_subdomain(&name) {
+            return Err(format!("'{}' is not a pod name", crate::error::excerpt(&name)));
+        }
+        let uid = s("/metadata/uid");
+        if !uid.bytes().all(|c| c.is_ascii_hexdigit() || c == b'-') || uid.len() > 64 {
+            return Err(format!("pod {name}: uid is not a UID"));
+        }
+        let phase = s("/status/phase");
+        let cond = p
+            .pointer("/status/conditions")
+            .and_then(Value::as_array)
+            .and_then(|cs| cs.iter().find(|c| c["type"] == "Ready").map(|c| c["status"] == "True"));
+        let ready = cond.unwrap_or(phase == "Running") && phase == "Running";
+        let phase = if phase.bytes().all(|c| c.is_ascii_alphabetic()) { phase } else { "Unknown".into() };
+        pods.push(PodState { name, uid, phase, ready });
+    }
+    Ok(pods)
+}
+
+/// SOL002: delete each named pod; its controller makes a replacement.
+pub async fn pods(c: &Ctx<'_>, targets: &[VnfcPod]) -> Result<Value> {
+    let ns = &c.params.namespace;
+    let mut out = Vec::new();
+    for t in targets {
+        c.s.run(delete_pod(&t.pod, ns)?, c.timeout).await?;
+        out.push(json!({"vnfcInstanceId": t.vnfc, "pod": t.pod, "deleted": true}));
+    }
+    Ok(Value::Array(out))
+}
+
+/// The pods of one workload, through its selector.
+async fn workload_pods(c: &Ctx<'_>, kind: &str, name: &str) -> Result<Vec<PodState>> {
+    let (s, ns) = (c.s, c.params.namespace.as_str());
+    let m = s.master();
+    let t = s.rt.timeouts.command;
+    let what = format!("the selector of {kind} {name}");
+    let get = s.rt.root_cmd(m, get_json(kind, name, ns)?, t).with_redact(Redact::All);
+    let sel = s.rt.fact(m, get, &what, || "app=planned".to_string(), selector_of).await?;
+    let list = s.rt.root_cmd(m, pods_json(&sel, ns)?, t).with_redact(Redact::All);
+    s.rt.fact(m, list, &format!("the pods of {kind} {name}"), Vec::new, parse_pods).await
+}
+
+fn pods_json_value(pods: &[PodState]) -> Value {
+    Value::Array(
+        pods.iter().map(|p| json!({"name": p.name, "uid": p.uid, "phase": p.phase, "ready": p.ready})).collect(),
+    )
+}
+
+/// SOL003: restart every workload of `releases` (name, and the resources recorded for it: the
+/// plan's stand-in for the manifest read now), then wait for each rollout within the
+/// operation's timeout. Reports every workload's pods (new names and uids, all Ready).
+pub async fn whole(c: &Ctx<'_>, releases: &[(String, Vec<Resource>)]) -> Result<Value> {
+    let s = c.s;
+    let ns = c.params.namespace.clone();
+    let m = s.master();
+    let t = s.rt.timeouts.command;
+    let mut work: Vec<(String, String, String)> = Vec::new();
+    for (rel, recorded) in releases {
+        let man = s.rt.root_cmd(m, s.helm.get_manifest(rel, &ns)?, t).with_redact(Redact::All);
+        let recorded = recorded.clone();
+        let res = s.rt.fact(m, man, "the release manifest", move || recorded, |o| manifest::parse(o, &ns)).await?;
+        for r in res.into_iter().filter(|r| WORKLOADS.contains(&r.kind.as_str()) && r.namespace == ns) {
+            work.push((rel.clone(), r.kind, r.name));
+        }
+    }
+    s.rt.phase("restart every workload of the releases", &[m], false);
+    let start = Instant::now();
+    for (_, kind, name) in &work {
+        s.run(rollout_restart(kind, name, &ns)?, t).await?;
+    }
+    s.rt.phase("wait until every pod is Ready again", &[m], false);
+    let mut out: Vec<Value> = Vec::new();
+    for (rel, kind, name) in &work {
+        let left = c.timeout.saturating_sub(start.elapsed()).max(Duration::from_secs(1));
+        let cmd = rollout_status(kind, name, &ns, left)?;
+        if let Err(e) = s.run(cmd.clone(), left + Duration::from_secs(30)).await {
+            let pods = workload_pods(c, kind, name).await.unwrap_or_default();
+            let late: Vec<String> =
+                pods.iter().filter(|p| !p.ready).map(|p| format!("{} ({})", p.name, p.phase)).collect();
+            return Err(Error::Remote {
+                node: m.name().into(),
+                command: cmd,
+                status: "heal failed".into(),
+                stderr_tail: format!(
+                    "release {rel}: {kind} {name}: not every pod was Ready again within {}s: {}\n{e}",
+                    c.timeout.as_secs(),
+                    if late.is_empty() { "(the pods could not be listed)".to_string() } else { late.join(", ") }
+                ),
+            });
+        }
+        let pods = workload_pods(c, kind, name).await?;
+        out.push(json!({"release": rel, "kind": kind, "name": name, "pods": pods_json_value(&pods)}));
+    }
+    Ok(json!({"heal": "whole VNF", "workloads": out}))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lifecycle::request::parse;
+
+    fn inst() -> VnfInstance {
+        parse(
+            r#"{"id": "i1", "instantiatedVnfInfo": {"flavourId": "simple",
+                "vnfcResourceInfo": [
+                  {"id": "res-1", "vduId": "VDU1", "computeResource": {"resourceId": "vdu1-localhelm-7b5d6c8f9-abcde", "vimLevelResourceType": "Deployment"}},
+                  {"id": "res-2", "vduId": "VDU2", "computeResource": {"resourceId": "bad name!"}}],
+                "vnfcInfo": [{"id": "vnfc-1", "vduId": "VDU1", "vnfcResourceInfoId": "res-1", "vnfcState": "STARTED"},
+                             {"id": "vnfc-2", "vduId": "VDU2", "vnfcResourceInfoId": "res-2"}]}}"#,
+            "inst.json",
+        )
+        .unwrap()
+    }
+
+    fn heal(v: &str) -> HealRequest {
+        parse(v, "heal.json").unwrap()
+    }
+
+    #[test]
+    fn a_vnfc_id_maps_through_vnfc_info_to_the_pod_as_tacker_does() {
+        let i = inst();
+        let t = targets(&heal(r#"{"vnfcInstanceId": ["vnfc-1"]}"#), Some((&i, "inst.json")), "heal.json").unwrap();
+        assert_eq!(
+            t,
+            HealTarget::Pods(vec![VnfcPod { vnfc: "vnfc-1".into(), pod: "vdu1-localhelm-7b5d6c8f9-abcde".into() }])
+        );
+        // The resource info id itself names the same VNFC.
+        let t = targets(&heal(r#"{"vnfcInstanceId": "res-1"}"#), Some((&i, "inst.json")), "heal.json").unwrap();
+        assert!(matches!(&t, HealTarget::Pods(p) if p[0].pod == "vdu1-localhelm-7b5d6c8f9-abcde"));
+    }
+
+    #[test]
+    fn an_unknown_vnfc_id_or_a_bad_resource_id_is_bad_input_naming_the_path() {
+        let i = inst();
+        let e = targets(&heal(r#"{"vnfcInstanceId": ["vnfc-1", "nope"]}"#), Some((&i, "inst.json")), "heal.json")
+            .unwrap_err();
+        assert_eq!(e.exit_code(), crate::error::exit::BAD_INPUT);
+        let e = e.to_string();
+        assert!(e.contains("heal.json") && e.contains("vnfcInstanceId[1]") && e.contains("'nope'"), "{e}");
+        // A pod name is not a VNFC id once the instance is known.
+        let e =
+            targets(&heal(r#"{"vnfcInstanceId": ["vdu1-localhelm-7b5d6c8f9-abcde"]}"#), Some((&i, "inst.json")), "h")
+                .unwrap_err()
+                .to_string();
+        assert!(e.contains("vnfcInstanceId[0]"), "{e}");
+        let e =
+            targets(&heal(r#"{"vnfcInstanceId": ["vnfc-2"]}"#), Some((&i, "inst.json")), "h").unwrap_err().to_string();
+        assert!(
+            e.contains("inst.json") && e.contains("computeResource.resourceId") && e.contains("not a pod name"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn without_an_instance_the_ids_are_pod_names_and_no_id_heals_the_whole_vnf() {
+        let t = targets(&heal(r#"{"vnfcInstanceId": ["web-0"]}"#), None, "h").unwrap();
+        assert_eq!(t, HealTarget::Pods(vec![VnfcPod { vnfc: "web-0".into(), pod: "web-0".into() }]));
+        let e = targets(&heal(r#"{"vnfcInstanceId": ["a;b"]}"#), None, "h").unwrap_err().to_string();
+        assert!(e.contains("vnfcInstanceId[0]") && e.contains("not a pod name"), "{e}");
+        assert_eq!(targets(&heal("{}"), None, "h").unwrap(), HealTarget::Whole);
+        let all = heal(r#"{"vnfcInstanceId": ["x"], "additionalParams": {"all": true}}"#);
+        assert_eq!(targets(&all, Some((&inst(), "i")), "h").unwrap(), HealTarget::Whole);
+    }
+
+    #[test]
+    fn rollout_commands_quote_every_word() {
+        assert_eq!(
+            rollout_restart("Deployment", "vdu1-localhelm", "cnf").unwrap(),
+            "export KUBECONFIG=/etc/kubernetes/admin.conf; kubectl rollout restart deployment/vdu1-localhelm --namespace cnf"
+        );
+        let st = rollout_status("StatefulSet", "db", "cnf", Duration::from_millis(200)).unwrap();
+        assert!(st.ends_with("kubectl rollout status statefulset/db --namespace cnf --timeout=1s"), "{st}");
+        assert!(delete_pod("p-1", "ns").unwrap().ends_with("kubectl delete pod p-1 --namespace ns --wait=true"));
+    }
+
+    #[test]
+    fn selectors_and_pods_read_back_are_checked() {
+        let d = r#"{"spec": {"selector": {"matchLabels": {"app.kubernetes.io/instance": "vdu1", "app.kubernetes.io/name": "localhelm"}}}}"#;
+        assert_eq!(selector_of(d).unwrap(), "app.kubernetes.io/instance=vdu1,app.kubernetes.io/name=localhelm");
+        for bad in [r#"{"spec": {"selector": {"matchLabels": {"a": "x;id"}}}}"#, r#"{"spec": {}}"#, "nope"] {
+            assert!(selector_of(bad).is_err(), "{bad}");
+        }
+        let pods = parse_pods(
+            r#"{"items": [
+              {"metadata": {"name": "a-1", "uid": "0a-1b"}, "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}},
+              {"metadata": {"name": "a-2", "uid": "0c"}, "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "False"}]}},
+              {"metadata": {"name": "a-3", "uid": "0d"}, "status": {"phase": "Pending"}}]}"#,
+        )
+        .unwrap();
+        assert_eq!(pods.iter().map(|p| p.ready).collect::<Vec<_>>(), vec![true, false, false]);
+        assert!(parse_pods(r#"{"items": [{"metadata": {"name": "$(x)", "uid": "1"}}]}"#).is_err());
+    }
+}

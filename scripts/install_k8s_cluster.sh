@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# install_k8s_cluster.sh - turn this (Ubuntu 24.04) VM into a Kubernetes master or worker.
+# install_k8s_cluster.sh - turn this VM (Ubuntu 22.04, Ubuntu 24.04 or Debian 12) into a Kubernetes
+# master or worker.
 #
 # Same options, environment and stdout lines as the install script of OpenStack Tacker's sample
 # Kubernetes MgmtDriver, so a VNF package can ship either one. See docs/install-scripts.md for
@@ -9,6 +10,11 @@
 # Progress and tool output go to stderr. stdout carries only the lines the driver parses
 # (main master: token:, server:, ssl_ca_cert_hash:, certificate_key:, the CA PEM) and a few
 # status lines that cannot be mistaken for them.
+#
+# The join token and certificate key may come from the environment (K8S_JOIN_TOKEN,
+# K8S_CERT_KEY; mgmt-driver exports them from a 0600 env file) instead of -t/-k, so they are
+# not in this script's argv. The next line tells mgmt-driver so (src/cluster/script_marker.rs):
+# mgmt-driver: secrets-from-env
 set -Eeuo pipefail
 umask 022
 export LC_ALL=C
@@ -16,17 +22,34 @@ export DEBIAN_FRONTEND=noninteractive
 
 # ---------------------------------------------------------------------------------------------
 # Pins. Change them together (see docs/install-scripts.md, "Updating the pins").
-# Each may be overridden from the environment. An empty sha256 pin makes online mode refuse to
-# run: a download is never used unchecked. Offline mode (K8S_OFFLINE_DIR) does not use them.
+# Each may be overridden from the environment. A download is never used unchecked: online mode
+# refuses to run when a pin is missing or malformed. Offline mode (K8S_OFFLINE_DIR) does not use
+# them (it checks its SHA256SUMS instead).
 # ---------------------------------------------------------------------------------------------
 K8S_MINOR=${K8S_MINOR:-v1.31}                       # pkgs.k8s.io repository (minor version)
 K8S_PKG_VERSION=${K8S_PKG_VERSION:-1.31.2-1.1}      # kubelet/kubeadm/kubectl package version
 K8S_KEY_URL=${K8S_KEY_URL:-https://pkgs.k8s.io/core:/stable:/${K8S_MINOR}/deb/Release.key}
-# MUST BE FILLED before online use: sha256 of the file at K8S_KEY_URL (ASCII-armoured key).
+# The signing key of the pkgs.k8s.io repositories, by its OpenPGP fingerprint: the Release.key
+# downloaded from K8S_KEY_URL must hold exactly this one primary key. Kubernetes signs every
+# pkgs.k8s.io repository with this same key ("the same signing key is used for all
+# repositories", kubernetes.io blog 2023-08-15 "pkgs.k8s.io: Introducing Kubernetes
+# Community-Owned Package Repositories"); `gpg --show-keys` of its Release.key shows uid
+# "isv:kubernetes OBS Project <isv:kubernetes@build.opensuse.org>", rsa2048 key id
+# 234654DA9A296436, created 2022-08-25, with this fingerprint. A fingerprint survives the key's
+# expiry being extended (the file's sha256 does not), so this pin needs no refresh until the key
+# itself is replaced.
+K8S_KEY_FINGERPRINT=${K8S_KEY_FINGERPRINT:-DE15B14486CD377B9E876E1A234654DA9A296436}
+# Optional, stricter: the sha256 of the Release.key file itself (checked too when set).
 K8S_KEYRING_SHA256=${K8S_KEYRING_SHA256:-}
 CALICO_VERSION=${CALICO_VERSION:-v3.28.2}
 CALICO_URL=${CALICO_URL:-https://raw.githubusercontent.com/projectcalico/calico/${CALICO_VERSION}/manifests/calico.yaml}
-# MUST BE FILLED before online use: sha256 of the manifest at CALICO_URL.
+# sha256 of manifests/calico.yaml at tag v3.28.2 of github.com/projectcalico/calico (commit
+# 9a96ee39f3833c3eabde151add8a84d546bcf24d, blob f5ed59ca2de6ef3550f524f3a36acd842c3650c8,
+# 253923 bytes): `git show v3.28.2:manifests/calico.yaml | sha256sum`, the bytes
+# raw.githubusercontent.com serves for CALICO_URL. Changing CALICO_VERSION needs a new digest.
+if [[ -z ${CALICO_SHA256:-} && $CALICO_VERSION == v3.28.2 ]]; then
+    CALICO_SHA256=be59408bf990e96276f631d2f9285c2a0f9802194c0ad1cecdb6d9c52623a1c8
+fi
 CALICO_SHA256=${CALICO_SHA256:-}
 PAUSE_IMAGE=${PAUSE_IMAGE:-registry.k8s.io/pause:3.10}   # the sandbox image kubeadm 1.31 expects
 
@@ -65,9 +88,9 @@ usage:
   -i IP    cluster IP: the VIP with HA, else the main master's IP.
   -p CIDR  pod network CIDR (default 192.168.0.0/16).
   -a CIDR  service CIDR (default 10.96.0.0/12).
-  -t TOKEN kubeadm bootstrap token ([a-z0-9]{6}.[a-z0-9]{16}).
+  -t TOKEN kubeadm bootstrap token ([a-z0-9]{6}.[a-z0-9]{16}); or K8S_JOIN_TOKEN in the environment.
   -s HASH  sha256 of the cluster CA's public key, 64 hex digits (no "sha256:" prefix needed).
-  -k KEY   certificate key for a joining master, 64 hex digits.
+  -k KEY   certificate key for a joining master, 64 hex digits; or K8S_CERT_KEY in the environment.
   -d       debug (set -x; may show secrets), -o log to /tmp/k8s_install_<date>.log, -h help.
 
 environment:
@@ -75,7 +98,7 @@ environment:
   ha_flag                  "False": workers join CLUSTER_IP:$API_PORT, otherwise CLUSTER_IP:$LB_PORT
   HTTP_PRIVATE_REGISTRIES  '"host[:port]","host2"': plain-http registries for containerd
   K8S_OFFLINE_DIR          install from DIR (SHA256SUMS, debs/*.deb, cni.yaml); no downloads
-  K8S_ALLOW_ANY_OS=1       run on an OS other than Ubuntu 24.04 (with a warning)
+  K8S_ALLOW_ANY_OS=1       run on an OS other than Ubuntu 22.04/24.04 or Debian 12 (with a warning)
 
 Exit status 0: this node is part of the cluster. Non-zero: failure (255: the join did not complete).
 EOF
@@ -176,6 +199,9 @@ parse_args() {
     done
     shift $((OPTIND - 1))
     [[ $# -eq 0 ]] || usage_error "unexpected argument: $1"
+    # Secrets from the environment when not given as options (not in argv); not passed on.
+    TOKEN=${TOKEN:-${K8S_JOIN_TOKEN:-}}
+    CERT_KEY=${CERT_KEY:-${K8S_CERT_KEY:-}}
 
     if [[ -n $MASTERS_ARG && -n $WORKER_IP ]]; then
         usage_error "-m and -w are exclusive"
@@ -208,14 +234,14 @@ parse_args() {
         is_cidr "$SVC_CIDR" || usage_error "-a: not an IPv4 CIDR: $SVC_CIDR"
         if [[ -n $TOKEN || -n $CA_HASH || -n $CERT_KEY ]]; then
             [[ -n $TOKEN && -n $CA_HASH && -n $CERT_KEY ]] ||
-                usage_error "a joining master needs all of -t, -s and -k"
+                usage_error "a joining master needs all of -t, -s and -k (or K8S_JOIN_TOKEN, K8S_CERT_KEY)"
             ROLE=join-master
         else
             ROLE=main-master
         fi
     else
         is_ipv4 "$WORKER_IP" || usage_error "-w: not an IPv4 address: $WORKER_IP"
-        [[ -n $TOKEN && -n $CA_HASH ]] || usage_error "a worker needs -t and -s"
+        [[ -n $TOKEN && -n $CA_HASH ]] || usage_error "a worker needs -t (or K8S_JOIN_TOKEN) and -s"
         [[ -z $CERT_KEY ]] || log "-k is ignored for a worker"
         ROLE=worker
     fi
@@ -300,6 +326,17 @@ setup_output() {
 # ---------------------------------------------------------------------------------------------
 # Checks
 # ---------------------------------------------------------------------------------------------
+# os_supported ID VERSION_ID ARCH: the systems this script is made for. All three are apt based
+# with the same package names here (containerd, gnupg, curl, ca-certificates from the
+# distribution; kubelet/kubeadm/kubectl from pkgs.k8s.io).
+os_supported() {
+    [[ $3 == x86_64 || $3 == aarch64 ]] || return 1
+    case $1/$2 in
+        ubuntu/22.04 | ubuntu/24.04 | debian/12) return 0 ;;
+        *) return 1 ;;
+    esac
+}
+
 check_os() {
     STEP=os-check
     local id='' version='' arch
@@ -310,14 +347,14 @@ check_os() {
         version=$(. /etc/os-release && printf '%s' "${VERSION_ID:-}")
     fi
     arch=$(uname -m)
-    if [[ $id == ubuntu && $version == 24.04 && ($arch == x86_64 || $arch == aarch64) ]]; then
+    if os_supported "$id" "$version" "$arch"; then
         return 0
     fi
     if [[ ${K8S_ALLOW_ANY_OS:-0} == 1 ]]; then
         warn "unsupported OS ${id:-unknown} ${version:-?} $arch; continuing because K8S_ALLOW_ANY_OS=1"
         return 0
     fi
-    die "this script supports Ubuntu 24.04 on x86_64/aarch64, found ${id:-unknown} ${version:-?} $arch (set K8S_ALLOW_ANY_OS=1 to try anyway)"
+    die "this script supports Ubuntu 22.04, Ubuntu 24.04 and Debian 12 on x86_64/aarch64, found ${id:-unknown} ${version:-?} $arch (set K8S_ALLOW_ANY_OS=1 to try anyway)"
 }
 
 # Find this node's address among -m (master) or equal to -w (worker): its interface and prefix
@@ -358,11 +395,13 @@ find_my_ip() {
 check_pins() {
     STEP=pins
     [[ -n $OFFLINE_DIR ]] && return 0
-    [[ $K8S_KEYRING_SHA256 =~ ^[0-9a-f]{64}$ ]] ||
-        die "online install needs the pin K8S_KEYRING_SHA256 (sha256 of $K8S_KEY_URL); fill it in at the top of $PROG or set it in the environment, or use K8S_OFFLINE_DIR"
+    [[ $K8S_KEY_FINGERPRINT =~ ^[0-9A-F]{40}$ ]] ||
+        die "online install needs the pin K8S_KEY_FINGERPRINT (40 upper-case hex digits: the OpenPGP fingerprint of the key at $K8S_KEY_URL), or use K8S_OFFLINE_DIR"
+    [[ -z $K8S_KEYRING_SHA256 || $K8S_KEYRING_SHA256 =~ ^[0-9a-f]{64}$ ]] ||
+        die "K8S_KEYRING_SHA256 is set but is not a sha256 (64 lower-case hex digits)"
     if [[ $ROLE == main-master ]]; then
         [[ $CALICO_SHA256 =~ ^[0-9a-f]{64}$ ]] ||
-            die "online install needs the pin CALICO_SHA256 (sha256 of $CALICO_URL); fill it in at the top of $PROG or set it in the environment, or use K8S_OFFLINE_DIR"
+            die "online install needs the pin CALICO_SHA256 (sha256 of $CALICO_URL; the script only knows the one of Calico v3.28.2): set it in the environment, or use K8S_OFFLINE_DIR"
     fi
     return 0
 }
@@ -484,6 +523,23 @@ kernel_settings() {
 # ---------------------------------------------------------------------------------------------
 # Packages
 # ---------------------------------------------------------------------------------------------
+# key_fingerprint FILE: the fingerprint of the one primary key in the OpenPGP public key FILE
+# (armoured or binary); fails when FILE holds no key or more than one. gpg only reads FILE
+# (--show-keys) with a throwaway home: nothing is imported anywhere.
+key_fingerprint() {
+    local home out rc=0
+    home=$(mktemp -d) || return 1
+    out=$(GNUPGHOME=$home gpg --batch --no-tty --show-keys --with-colons --with-fingerprint -- "$1" 2>/dev/null) || rc=$?
+    rm -rf -- "$home"
+    ((rc == 0)) || return 1
+    # The fpr line right after each pub line is that primary key's; sub keys have their own.
+    awk -F: '
+        $1 == "pub" { keys++; want = 1; next }
+        $1 == "fpr" && want { fpr = $10; want = 0; next }
+        $1 != "fpr" { want = 0 }
+        END { if (keys != 1 || fpr == "") exit 1; print fpr }' <<<"$out"
+}
+
 install_packages() {
     step packages
     local -a extra=()
@@ -493,13 +549,18 @@ install_packages() {
         apt_get install "${OFFLINE_DEBS[@]}" || die "apt-get install of the offline debs failed"
     else
         apt_get update || die "apt-get update failed"
-        apt_get install ca-certificates curl containerd "${extra[@]}" ||
+        apt_get install ca-certificates curl gnupg containerd "${extra[@]}" ||
             die "apt-get install containerd ${extra[*]} failed"
-        local key=$WORKDIR/Release.key
+        local key=$WORKDIR/Release.key fpr
         run curl -fsSL --retry 3 --connect-timeout 20 --max-time 120 -o "$key" "$K8S_KEY_URL" ||
             die "download of $K8S_KEY_URL failed"
-        printf '%s  %s\n' "$K8S_KEYRING_SHA256" "$key" | sha256sum --quiet -c - >&2 ||
-            die "$K8S_KEY_URL does not match the pinned K8S_KEYRING_SHA256"
+        fpr=$(key_fingerprint "$key") || die "$K8S_KEY_URL is not one OpenPGP public key"
+        [[ $fpr == "$K8S_KEY_FINGERPRINT" ]] ||
+            die "$K8S_KEY_URL holds key $fpr, not the pinned K8S_KEY_FINGERPRINT $K8S_KEY_FINGERPRINT"
+        if [[ -n $K8S_KEYRING_SHA256 ]]; then
+            printf '%s  %s\n' "$K8S_KEYRING_SHA256" "$key" | sha256sum --quiet -c - >&2 ||
+                die "$K8S_KEY_URL does not match the pinned K8S_KEYRING_SHA256"
+        fi
         install -d -m 0755 /etc/apt/keyrings
         install -m 0644 "$key" /etc/apt/keyrings/kubernetes-apt-keyring.asc
         printf 'deb [signed-by=/etc/apt/keyrings/kubernetes-apt-keyring.asc] https://pkgs.k8s.io/core:/stable:/%s/deb/ /\n' \
@@ -851,6 +912,8 @@ already_installed() {
 main() {
     parse_args "$@"
     ensure_root "${ORIG_ARGS[@]}"
+    # (Kept until now for the sudo -E re-run above; not passed on to what this script runs.)
+    unset K8S_JOIN_TOKEN K8S_CERT_KEY
     setup_output
     check_os
     find_my_ip
@@ -896,4 +959,7 @@ main() {
     log "done: $NODE_NAME ($MY_IP) is a $ROLE"
 }
 
-main "$@"
+# Run, unless sourced (the script tests call its functions one by one).
+if [[ ${BASH_SOURCE[0]} == "$0" ]]; then
+    main "$@"
+fi

@@ -28,6 +28,7 @@ usage:
   $PROG down [--name NAME] [--dir DIR]
   $PROG stop NODE [--name NAME] [--dir DIR]
   $PROG start NODE [--name NAME] [--dir DIR]
+  $PROG rebuild NODE [--name NAME] [--dir DIR]
   $PROG exec NODE [--name NAME] [--dir DIR] -- CMD...
   $PROG status [--name NAME] [--dir DIR]
 
@@ -37,6 +38,10 @@ usage:
           keeps the client keys, password and passphrase in DIR.
   stop    kill a node's sshd and every process of its pid namespace (power-off).
   start   boot a stopped node again; returns once its sshd accepts connections.
+  rebuild replace a node like a VNFM heal does: power it off, wipe its disk (the
+          overlay's upper layer, /root, /home) so it boots like a fresh VM, give it
+          a NEW ssh host key, boot it; DIR/known_hosts gets the new key (the lab's
+          own file; any other known_hosts still has the old one).
   exec    run CMD inside a node's namespaces (not over ssh); exit code of CMD.
   status  list the nodes and whether they run (exit 0 all running, 3 some
           stopped, 1 no lab).
@@ -83,7 +88,7 @@ parse_args() {
     CMD=$1
     shift
     case $CMD in
-    up | down | stop | start | exec | status) ;;
+    up | down | stop | start | rebuild | exec | status) ;;
     -h | --help | help)
         usage
         exit 0
@@ -158,7 +163,7 @@ parse_args() {
             usage_error "N must be an integer in 1..$MAX_NODES (got '$COUNT')"
         COUNT=$((10#$COUNT))
         ;;
-    stop | start | exec)
+    stop | start | rebuild | exec)
         [ ${#pos[@]} -eq 1 ] || usage_error "$CMD needs exactly one NODE"
         NODE_ARG=${pos[0]}
         ;;
@@ -705,10 +710,11 @@ build_tmpl() {
 # root PATH), in place of apt-get, systemctl, ... (helm there is a wrapper: it
 # runs the real /usr/local/bin/helm and simulates the cluster verbs). The host's
 # swapoff and modprobe act on the whole machine, so they are masked in /usr/sbin
-# (and /sbin when it is not a symlink) as well. DIR/kit, created empty here, holds the
+# (and /sbin when it is not a symlink) as well, and so is mount.nfs: mount(8) looks
+# for its helpers there, not on PATH. DIR/kit, created empty here, holds the
 # shared cluster state and is bind-mounted at /var/lib/labkit in every node.
-readonly KIT_SHADOWED="apt-get apt-mark systemctl hostnamectl swapoff sysctl modprobe helm"
-readonly KIT_MASKED="swapoff modprobe"
+readonly KIT_SHADOWED="apt-get apt-mark systemctl hostnamectl swapoff sysctl modprobe helm exportfs"
+readonly KIT_MASKED="swapoff modprobe mount.nfs"
 
 # mkdir -p under the layer, with the host's mode and owner for each level.
 layer_dirs() { # args: absolute paths
@@ -851,10 +857,7 @@ prep_node() {
     local k=$1
     local name=${N_NAME[$k]} ip=${N_IP[$k]} ip2=${N_IP2[$k]}
     local st=$NODES_DIR/$name fs=$FS_DIR/$name
-    cp -a "$SKEL_DIR" "$fs"
-    printf '%s\n' "$name" >"$fs/upper/etc/hostname"
-    printf '127.0.0.1\tlocalhost\n127.0.1.1\t%s\n::1\tlocalhost ip6-localhost ip6-loopback\nff02::1\tip6-allnodes\nff02::2\tip6-allrouters\n' \
-        "$name" >"$fs/upper/etc/hosts"
+    node_disk "$k"
 
     {
         printf '# sshd of lab node %s (written by scripts/lab.sh)\n' "$name"
@@ -905,12 +908,30 @@ prep_node() {
     # lab kit: who am I (the stand-ins refuse to run without this file)
     [ "$KIT" = 0 ] || printf 'name=%s\nip=%s\nlab=%s\n' "$name" "$ip" "$NAME" >"$st/labkit-node"
 
-    ssh-keygen -q -t ed25519 -N '' -C "root@$name" -f "$st/ssh_host_ed25519_key" </dev/null
+    node_host_key "$k"
 
     {
         printf 'link set dev lo up\naddr add %s/24 dev eth0\nlink set dev eth0 up\n' "$ip"
         [ -z "$ip2" ] || printf 'addr add %s/24 dev eth1\nlink set dev eth1 up\n' "$ip2"
     } | ip -n "${N_NS[$k]}" -batch -
+}
+
+# A fresh disk for node k: its overlay upper layer, /root and /home from the skeleton.
+node_disk() {
+    local name=${N_NAME[$1]}
+    local fs=$FS_DIR/$name
+    cp -a "$SKEL_DIR" "$fs"
+    printf '%s\n' "$name" >"$fs/upper/etc/hostname"
+    printf '127.0.0.1\tlocalhost\n127.0.1.1\t%s\n::1\tlocalhost ip6-localhost ip6-loopback\nff02::1\tip6-allnodes\nff02::2\tip6-allrouters\n' \
+        "$name" >"$fs/upper/etc/hosts"
+}
+
+# A new ssh host key for node k (its sshd reads it from the state dir at boot).
+node_host_key() {
+    local name=${N_NAME[$1]}
+    local st=$NODES_DIR/$name
+    rm -f "$st/ssh_host_ed25519_key" "$st/ssh_host_ed25519_key.pub"
+    ssh-keygen -q -t ed25519 -N '' -C "root@$name" -f "$st/ssh_host_ed25519_key" </dev/null
 }
 
 # Boot node k in the background: network ns -> new mount/UTS/IPC/pid ns -> init.
@@ -1164,6 +1185,34 @@ cmd_start() {
     log "started $name (${N_IP[$NODE_IDX]}) in $(since "$t0")s"
 }
 
+# What a VNFM heal does to a VM: a new one at the same address, with a fresh disk and a new
+# host key. Only the lab's own DIR/known_hosts learns the new key.
+cmd_rebuild() {
+    open_node
+    local k=$NODE_IDX
+    local name=${N_NAME[$k]} st fs old new kt key rest
+    st=$NODES_DIR/$name fs=$FS_DIR/$name
+    [ -d "$fs" ] || die "$fs is missing; is lab '$NAME' up?"
+    [ -e "/run/netns/${N_NS[$k]}" ] || die "network namespace ${N_NS[$k]} is gone; run: $PROG up"
+    local t0
+    t0=$(now_us)
+    old=$(ssh-keygen -l -f "$st/ssh_host_ed25519_key.pub" | awk '{print $2}')
+    KILL_NS=("${N_NS[$k]}")
+    kill_nodes "$name"
+    rm -f "$st/sshd.pid" "$st/init.pid"
+    rm -rf --one-file-system "$fs"
+    node_disk "$k"
+    node_host_key "$k"
+    new=$(ssh-keygen -l -f "$st/ssh_host_ed25519_key.pub" | awk '{print $2}')
+    read -r kt key rest <"$st/ssh_host_ed25519_key.pub"
+    awk -v ip="${N_IP[$k]}" '$1 != ip' "$DIR/known_hosts" >"$DIR/known_hosts.tmp"
+    printf '%s %s %s\n' "${N_IP[$k]}" "$kt" "$key" >>"$DIR/known_hosts.tmp"
+    mv -f "$DIR/known_hosts.tmp" "$DIR/known_hosts"
+    launch_node "$k"
+    wait_ready "$k"
+    log "rebuilt $name (${N_IP[$k]}) in $(since "$t0")s: fresh disk, host key $new (was $old)"
+}
+
 cmd_exec() {
     require_root
     set_paths
@@ -1217,6 +1266,7 @@ main() {
     down) cmd_down ;;
     stop) cmd_stop ;;
     start) cmd_start ;;
+    rebuild) cmd_rebuild ;;
     exec) cmd_exec ;;
     status) cmd_status ;;
     esac

@@ -105,3 +105,35 @@ fn no_struct_that_holds_a_secret_prints_it_under_debug() {
     assert_clean("ReleaseState", format!("{rel:?}"));
     assert_clean("CnfState", format!("{cnf:?}"));
 }
+
+/// The storage server's password (storage slice): in the params and in the resolved setup.
+#[test]
+fn the_storage_servers_password_is_masked_under_debug() {
+    let mut ap = cluster_params();
+    ap["k8s_cluster_installation_param"]["storage_server"] = json!({
+        "ssh_cp_name": "s_CP", "username": "ubuntu", "password": "Node-Pw-1",
+        "cinder_volume_setup_params": [{"volume_resource_id": "v", "mount_to": "/volume"}],
+        "nfs_server_setup_params": [{"export_dir": "/volume/a", "export_to": "10.0.0.0/24"}]});
+    let p = crate::cluster::params::ClusterParams::from_additional_params(&ap, "req.json", "i1").unwrap();
+    let srv = p.storage.as_ref().and_then(|s| s.server.clone()).expect("a storage server");
+    assert_clean("ClusterParams with storage", format!("{p:?}"));
+    assert_clean("StorageServer", format!("{srv:?}"));
+    let host = crate::inventory::Host {
+        auth: crate::inventory::Auth { password: Some(srv.password.clone()), ..Default::default() },
+        become_password: Some(srv.password.clone()),
+        ..crate::inventory::Host::for_test("nfs1", "192.0.2.5")
+    };
+    let node = crate::cluster::topology::ClusterNode {
+        host,
+        role: crate::lifecycle::Role::Node,
+        nic_ip: "192.0.2.5".into(),
+        k8s_name: "nfs1".into(),
+        placement: Default::default(),
+    };
+    let setup = crate::cluster::storage_setup::StorageSetup {
+        server: Some(crate::cluster::storage_setup::ServerNode { node, params: srv, devices: vec!["/dev/vdb".into()] }),
+        pvs: vec![],
+        healed: false,
+    };
+    assert_clean("StorageSetup", format!("{setup:?}"));
+}

@@ -54,6 +54,14 @@ pub enum EventKind {
     Warning {
         message: String,
     },
+    /// A rebuilt VM's new host key replaced its old entries in `known_hosts` (heal, scale-out):
+    /// which file, the fingerprints removed, the one recorded now.
+    HostKeyRelearned {
+        addr: String,
+        known_hosts: String,
+        old: Vec<String>,
+        new: String,
+    },
     /// A command is starting (display form: no secrets).
     Command {
         command: String,

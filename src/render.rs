@@ -159,6 +159,13 @@ impl Renderer {
                 ),
             ),
             EventKind::Warning { message } => (false, format!("{h}: warning: {message}")),
+            EventKind::HostKeyRelearned { addr, known_hosts, old, new } => (
+                false,
+                format!(
+                    "{h}: host key re-learned for the rebuilt VM at {addr}: {new} replaces {} in {known_hosts}",
+                    old.join(", ")
+                ),
+            ),
             EventKind::Timeout { command, secs } => (false, format!("{h}: TIMEOUT after {secs:.1}s: {command}")),
             EventKind::Done { ok: true, ms, .. } => (false, format!("{h}: ok ({:.2}s)", *ms as f64 / 1000.0)),
             EventKind::Done { ok: false, error, .. } => {

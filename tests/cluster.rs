@@ -579,7 +579,7 @@ fn bad_inputs_change_nothing() -> R {
     cases.push((v, "leaves the VNF package"));
     let mut v = base.clone();
     v["additionalParams"]["k8s_cluster_installation_param"]["storage_server"] = json!({"ssh_cp_name": "s"});
-    cases.push((v, "storage_server: not supported yet"));
+    cases.push((v, "storage_server.username: is required"));
     for (req, needle) in cases {
         let r = c.instantiate(&req);
         r.fails(2, needle);

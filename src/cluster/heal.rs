@@ -33,6 +33,7 @@ pub async fn start(h: &Hook, targets: &[&ClusterNode], whole: bool) -> Result<()
         h.vim_connections.lock().expect("vim").remove_kubernetes(None, &h.params.vim_name);
         return h.save();
     }
+    crate::cluster::storage_ops::heal_start(h).await?;
     for t in targets {
         let survivors: Vec<&ClusterNode> = installed_masters(h).into_iter().filter(|m| m.name() != t.name()).collect();
         let k = k8s_name_of(h, t)?;
@@ -102,6 +103,11 @@ pub async fn end(h: &Hook, targets: &[&ClusterNode], whole: bool) -> Result<serd
     if whole {
         return instantiate::run(h).await;
     }
+    if targets.is_empty() && h.storage.as_ref().is_some_and(|s| s.healed) {
+        // Only the storage server was healed: the cluster is not touched.
+        crate::cluster::storage_ops::heal_end(h, &[]).await?;
+        return Ok(serde_json::Value::Null);
+    }
     let survivors: Vec<&ClusterNode> =
         installed_masters(h).into_iter().filter(|m| !targets.iter().any(|t| t.name() == m.name())).collect();
     let via = h.rt.first_reachable(&survivors).await?;
@@ -155,6 +161,7 @@ pub async fn end(h: &Hook, targets: &[&ClusterNode], whole: bool) -> Result<serd
             }
         }
     }
+    crate::cluster::storage_ops::heal_end(h, &todo).await?;
     // helm_info lists the masters' current addresses (Tacker never updated it).
     let bearer = h
         .with_state(|s| s.bearer_token.clone())

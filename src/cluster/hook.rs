@@ -38,6 +38,8 @@ pub struct Hook {
     pub outcomes: Mutex<Vec<(String, String)>>,
     /// vimConnectionInfo handed in (request or VnfInstance); the result updates it.
     pub vim_connections: Mutex<VimConnections>,
+    /// The storage server, its devices and the PVs, when the params have storage.
+    pub storage: Option<crate::cluster::storage_setup::StorageSetup>,
 }
 
 impl Hook {
@@ -267,7 +269,8 @@ impl Hook {
         }
         let env_name = "env.install";
         let net = cmd::Networks { pod: &self.params.pod_cidr.text, service: &self.params.cluster_cidr.text };
-        let line = cmd::install(&self.run_dir, env_name, mode, &self.topo, n, net, hash)?;
+        let join = cmd::Join { ca_hash: hash, secrets_from_env: self.install_script_reads_secrets_from_env()? };
+        let line = cmd::install(&self.run_dir, env_name, mode, &self.topo, n, net, join)?;
         let c = self.rt.root_cmd(n, line, self.rt.timeouts.install).with_redact(Redact::Kubeadm);
         let out =
             self.with_env_file(n, env_name, self.env(&extra)?, self.rt.fact(n, c, what, placeholder, parse)).await?;

@@ -6,7 +6,8 @@
 //! 4. Workers, all at once; then their placement labels (`labels.rs`) from the main master.
 //! 5. The VIM's bearer token (cluster-admin ServiceAccount token Secret).
 //! 6. Helm on every master at once, when the package ships a Helm script.
-//! 7. The VIM record and the vimConnectionInfo entry.
+//! 7. Storage (`storage_ops.rs`): NFS clients, the storage server, the PersistentVolumes.
+//! 8. The VIM record and the vimConnectionInfo entry.
 //!
 //! Every finished node is recorded in the state store at once, so a second run after a failure
 //! completes the missing nodes only and ends with the same record.
@@ -82,7 +83,10 @@ pub async fn run(h: &Hook) -> Result<serde_json::Value> {
     // 6. Helm on every master.
     install_helm(h, &h.topo.masters.iter().collect::<Vec<_>>()).await?;
 
-    // 7. Record.
+    // 7. Storage: NFS clients, the storage server, the PVs (when the params have storage).
+    crate::cluster::storage_ops::setup(h).await?;
+
+    // 8. Record.
     h.write_record(&bearer)
 }
 

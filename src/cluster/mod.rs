@@ -14,10 +14,15 @@ pub mod labels;
 pub mod node_cmd;
 pub mod params;
 pub mod prepare;
+pub mod rebuilt;
 pub mod record;
 pub mod registry;
 pub mod scale;
+pub mod script_marker;
 pub mod state;
+pub mod storage;
+pub mod storage_ops;
+pub mod storage_setup;
 pub mod terminate;
 pub mod topology;
 
@@ -40,6 +45,8 @@ pub struct Outcome {
 pub async fn run(op: Op, p: &Prepared, reset_nodes: bool) -> Outcome {
     let h = &p.hook;
     let nodes: Vec<&ClusterNode> = p.targets.iter().filter_map(|n| h.topo.find(n)).collect();
+    let server = h.storage.as_ref().and_then(|s| s.server.as_ref()).map(|s| &s.node);
+    rebuilt::announce(&h.rt, h.topo.all().chain(server));
     let result = match (op, &p.req) {
         (Op::InstantiateEnd, _) => instantiate::run(h).await.map(Some),
         (Op::HealStart, Req::Heal(r)) => heal::start(h, &nodes, r.whole_vnf()).await.map(|_| None),

@@ -52,9 +52,20 @@ pub struct Networks<'a> {
     pub service: &'a str,
 }
 
+/// What a joining node is told besides the addresses: the CA hash (`-s`, not a secret), and
+/// whether the script reads the token and key from its environment (`script_marker.rs`).
+#[derive(Clone, Copy, Debug)]
+pub struct Join<'a> {
+    pub ca_hash: &'a str,
+    pub secrets_from_env: bool,
+}
+
 /// The install script's command line, Tacker's contract. The join token and certificate key
-/// come from `$K8S_JOIN_TOKEN` / `$K8S_CERT_KEY`, set by the env file (run_with_env.sh puts their
-/// values in place of these words), so the SSH request and every log line carry only the names.
+/// are in the env file as `K8S_JOIN_TOKEN` / `K8S_CERT_KEY`, which run_with_env.sh exports to
+/// the script. A script that says it reads them from there gets no `-t`/`-k` at all, so they are
+/// never in its argv; any other script gets `-t '$K8S_JOIN_TOKEN'` / `-k '$K8S_CERT_KEY'`, words
+/// run_with_env.sh replaces with the values (in that script's argv, as Tacker's contract wants),
+/// so the SSH request and every log line carry only the names.
 pub fn install(
     run_dir: &str,
     env_name: &str,
@@ -62,8 +73,9 @@ pub fn install(
     t: &Topology,
     node: &ClusterNode,
     net: Networks,
-    ca_hash: &str,
+    join: Join,
 ) -> Result<String> {
+    let (ca_hash, in_argv) = (join.ca_hash, !join.secrets_from_env);
     let (pod, svc) = (net.pod, net.service);
     let mut args = vec!["bash".to_string(), format!("./{INSTALL_SCRIPT}")];
     match mode {
@@ -82,9 +94,12 @@ pub fn install(
         InstallMode::Worker => args.extend(["-w".into(), node.nic_ip.clone(), "-i".into(), t.cluster_ip.clone()]),
     }
     if mode != InstallMode::MainMaster {
-        args.extend(["-t".into(), "$K8S_JOIN_TOKEN".into(), "-s".into(), ca_hash.into()]);
+        if in_argv {
+            args.extend(["-t".into(), "$K8S_JOIN_TOKEN".into()]);
+        }
+        args.extend(["-s".into(), ca_hash.into()]);
     }
-    if mode == InstallMode::JoinMaster {
+    if mode == InstallMode::JoinMaster && in_argv {
         args.extend(["-k".into(), "$K8S_CERT_KEY".into()]);
     }
     with_env(run_dir, env_name, &args)
@@ -291,6 +306,12 @@ pub fn kubeadm_reset() -> String {
     "kubeadm reset -f".into()
 }
 
+/// After `kubeadm reset` on a kept VM: the proxy settings our install scripts wrote (marked
+/// ones only: `src/remote/proxy_cleanup.sh`).
+pub fn proxy_cleanup() -> Result<String> {
+    remote::PROXY_CLEANUP.command::<&str>(&[])
+}
+
 /// The archive [`pack_charts`] writes and [`unpack_charts`] reads, in the run directory.
 pub fn charts_archive(run_dir: &str) -> String {
     format!("{run_dir}/helm-charts.tgz")
@@ -405,7 +426,7 @@ mod tests {
             &t,
             &t.masters[0],
             Networks { pod: "192.168.0.0/16", service: "10.96.0.0/12" },
-            "h",
+            Join { ca_hash: "h", secrets_from_env: false },
         )
         .unwrap();
         assert!(
@@ -422,15 +443,23 @@ mod tests {
             ),
             "{m}"
         );
-        let j =
-            install("r", "e", InstallMode::JoinMaster, &t, &t.masters[1], Networks { pod: "p", service: "a" }, "abc")
-                .unwrap();
+        let net = Networks { pod: "p", service: "a" };
+        let tacker = Join { ca_hash: "abc", secrets_from_env: false };
+        let j = install("r", "e", InstallMode::JoinMaster, &t, &t.masters[1], net, tacker).unwrap();
         assert!(j.ends_with("-t '$K8S_JOIN_TOKEN' -s abc -k '$K8S_CERT_KEY'"), "{j}");
-        let w = install("r", "e", InstallMode::Worker, &t, &t.workers[0], Networks { pod: "p", service: "a" }, "abc")
-            .unwrap();
+        let w = install("r", "e", InstallMode::Worker, &t, &t.workers[0], net, tacker).unwrap();
         assert!(
             w.ends_with("bash ./install_k8s_cluster.sh -w 10.0.0.10 -i 10.0.0.100 -t '$K8S_JOIN_TOKEN' -s abc"),
             "{w}"
+        );
+        // A script with the marker: no -t/-k at all (it reads the env file's variables).
+        let ours = Join { ca_hash: "abc", secrets_from_env: true };
+        let j2 = install("r", "e", InstallMode::JoinMaster, &t, &t.masters[1], net, ours).unwrap();
+        assert!(j2.ends_with("-p p -a a -s abc") && !crate::remote::label(&j2).unwrap().contains("K8S_"), "{j2}");
+        let w2 = install("r", "e", InstallMode::Worker, &t, &t.workers[0], net, ours).unwrap();
+        assert!(
+            w2.ends_with("-w 10.0.0.10 -i 10.0.0.100 -s abc") && !crate::remote::label(&w2).unwrap().contains("K8S_"),
+            "{w2}"
         );
 
         // On a node: run dir entered, env file loaded and gone before the script runs, and the
@@ -453,9 +482,54 @@ mod tests {
              [-t][tok en][-s][abc][-k][k'ey]"
         );
         assert_eq!(go(&w), "[r][install_k8s_cluster.sh][-w][10.0.0.10][-i][10.0.0.100][-t][tok en][-s][abc]");
+        // A script with the marker finds them in its environment instead.
+        std::fs::write(run.join(INSTALL_SCRIPT), "printf '[%s]' \"$@\" \"$K8S_JOIN_TOKEN\" \"$K8S_CERT_KEY\"\n")
+            .unwrap();
+        assert_eq!(go(&j2), "[-m][10.0.0.1,10.0.0.2][-i][10.0.0.100][-p][p][-a][a][-s][abc][tok en][k'ey]");
+        assert_eq!(go(&w2), "[-w][10.0.0.10][-i][10.0.0.100][-s][abc][tok en][k'ey]");
         std::fs::write(run.join(HELM_SCRIPT), "echo \"helm $K8S_CERT_KEY\"\n").unwrap();
         assert_eq!(go(&helm_install("r", "e").unwrap()), "helm k'ey\n");
         assert!(!run.join("e").exists());
+    }
+
+    #[test]
+    fn proxy_cleanup_removes_what_our_scripts_wrote_and_nothing_else() {
+        let d = tempfile::tempdir().unwrap();
+        let r = d.path();
+        let w = |rel: &str, text: &str| {
+            let p = r.join(rel);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        };
+        let operator = "PATH=\"/usr/local/sbin:/usr/bin\"\nhttp_proxy=http://operator:3128\n";
+        let block = "# BEGIN mgmt-driver proxy (managed by install scripts, do not edit)\nhttp_proxy=http://p:1\nHTTP_PROXY=http://p:1\n# END mgmt-driver proxy\n";
+        w("etc/environment", &format!("{operator}{block}LANG=C.UTF-8\n"));
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(r.join("etc/environment"), std::fs::Permissions::from_mode(0o640)).unwrap();
+        w("etc/apt/apt.conf.d/95mgmt-driver-proxy", "// managed by install_k8s_cluster.sh; may hold proxy credentials (root-only)\nAcquire::http::Proxy \"http://p:1\";\n");
+        w(
+            "etc/systemd/system/containerd.service.d/http-proxy.conf",
+            "# managed by install_k8s_cluster.sh; x\n[Service]\n",
+        );
+        w("etc/systemd/system/containerd.service.d/operator.conf", "[Service]\n");
+        // An operator's own file with our name: not ours, kept.
+        w("etc/systemd/system/kubelet.service.d/http-proxy.conf", "[Service]\nEnvironment=HTTP_PROXY=http://mine:1\n");
+        let cmd = format!("{} {}", proxy_cleanup().unwrap(), crate::quote::quote(&r.display().to_string()).unwrap());
+        let o = sh(&cmd);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert!(out.contains("removed /etc/apt/apt.conf.d/95mgmt-driver-proxy"), "{out}");
+        assert_eq!(std::fs::read_to_string(r.join("etc/environment")).unwrap(), format!("{operator}LANG=C.UTF-8\n"));
+        let mode = std::fs::metadata(r.join("etc/environment")).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o640, "mode kept");
+        assert!(!r.join("etc/apt/apt.conf.d/95mgmt-driver-proxy").exists());
+        assert!(!r.join("etc/systemd/system/containerd.service.d/http-proxy.conf").exists());
+        assert!(r.join("etc/systemd/system/containerd.service.d/operator.conf").exists(), "not empty: dir kept");
+        assert!(r.join("etc/systemd/system/kubelet.service.d/http-proxy.conf").exists(), "the operator's file");
+        // A second run: nothing left to do, nothing changed.
+        let o = sh(&cmd);
+        assert!(o.status.success() && o.stdout.is_empty(), "{}", String::from_utf8_lossy(&o.stdout));
+        assert_eq!(std::fs::read_to_string(r.join("etc/environment")).unwrap(), format!("{operator}LANG=C.UTF-8\n"));
     }
 
     fn sh(script: &str) -> std::process::Output {

@@ -98,6 +98,8 @@ pub struct ClusterParams {
     pub offline_artifacts_path: Option<String>,
     /// Our extension: extra environment for the install scripts (`NAME: value`).
     pub script_environment: Vec<(String, String)>,
+    /// `storage_server` and `pv_registration_params` (src/cluster/storage.rs).
+    pub storage: Option<crate::cluster::storage::Storage>,
     /// Non-fatal findings (unknown keys, ignored half-proxy, host bits in a CIDR).
     pub warnings: Vec<String>,
 }
@@ -126,24 +128,25 @@ impl std::fmt::Debug for ClusterParams {
             .field("registries", &self.registries)
             .field("offline_artifacts_path", &self.offline_artifacts_path)
             .field("script_environment", &env)
+            .field("storage", &self.storage)
             .field("warnings", &self.warnings)
             .finish()
     }
 }
 
-/// A JSON object being validated, with its path for messages.
-struct Obj<'a> {
-    map: &'a Map<String, Value>,
-    path: String,
-    file: &'a str,
+/// A JSON object being validated, with its path for messages (shared with `storage.rs`).
+pub(super) struct Obj<'a> {
+    pub(super) map: &'a Map<String, Value>,
+    pub(super) path: String,
+    pub(super) file: &'a str,
 }
 
 impl<'a> Obj<'a> {
-    fn err(&self, key: &str, msg: impl Into<String>) -> Error {
+    pub(super) fn err(&self, key: &str, msg: impl Into<String>) -> Error {
         Error::input(self.file, format!("{}.{key}", self.path), msg)
     }
 
-    fn opt_str(&self, key: &str) -> Result<Option<String>> {
+    pub(super) fn opt_str(&self, key: &str) -> Result<Option<String>> {
         match self.map.get(key) {
             None | Some(Value::Null) => Ok(None),
             Some(Value::String(s)) if s.trim().is_empty() => Err(self.err(key, "must not be empty")),
@@ -152,12 +155,12 @@ impl<'a> Obj<'a> {
         }
     }
 
-    fn req_str(&self, key: &str) -> Result<String> {
+    pub(super) fn req_str(&self, key: &str) -> Result<String> {
         self.opt_str(key)?.ok_or_else(|| self.err(key, "is required"))
     }
 
     /// A VNFD identifier (aspect, VDU, connection point): `[A-Za-z0-9_.-]`, 1..255.
-    fn opt_name(&self, key: &str) -> Result<Option<String>> {
+    pub(super) fn opt_name(&self, key: &str) -> Result<Option<String>> {
         let Some(v) = self.opt_str(key)? else { return Ok(None) };
         let ok = v.len() <= 255 && v.bytes().all(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'.'));
         if !ok {
@@ -168,11 +171,11 @@ impl<'a> Obj<'a> {
         Ok(Some(v))
     }
 
-    fn req_name(&self, key: &str) -> Result<String> {
+    pub(super) fn req_name(&self, key: &str) -> Result<String> {
         self.opt_name(key)?.ok_or_else(|| self.err(key, "is required"))
     }
 
-    fn opt_obj(&self, key: &str) -> Result<Option<Obj<'a>>> {
+    pub(super) fn opt_obj(&self, key: &str) -> Result<Option<Obj<'a>>> {
         match self.map.get(key) {
             None | Some(Value::Null) => Ok(None),
             Some(Value::Object(m)) => Ok(Some(Obj { map: m, path: format!("{}.{key}", self.path), file: self.file })),
@@ -180,18 +183,18 @@ impl<'a> Obj<'a> {
         }
     }
 
-    fn req_obj(&self, key: &str) -> Result<Obj<'a>> {
+    pub(super) fn req_obj(&self, key: &str) -> Result<Obj<'a>> {
         self.opt_obj(key)?.ok_or_else(|| self.err(key, "is required"))
     }
 
-    fn unknown(&self, known: &[&str], warnings: &mut Vec<String>) {
+    pub(super) fn unknown(&self, known: &[&str], warnings: &mut Vec<String>) {
         for k in self.map.keys().filter(|k| !known.contains(&k.as_str())) {
             warnings.push(format!("{}.{k}: unknown key, ignored", self.path));
         }
     }
 }
 
-fn kind(v: &Value) -> &'static str {
+pub(super) fn kind(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",
@@ -204,7 +207,7 @@ fn kind(v: &Value) -> &'static str {
 
 /// A relative path inside the VNF package, checked for shape here (existence is checked
 /// against `--package-dir` by [`super::package`]).
-fn package_path(o: &Obj, key: &str) -> Result<Option<String>> {
+pub(super) fn package_path(o: &Obj, key: &str) -> Result<Option<String>> {
     let Some(p) = o.opt_str(key)? else { return Ok(None) };
     if p.starts_with('/') {
         return Err(o.err(key, format!("'{}' must be relative to the VNF package, not absolute", excerpt(&p))));
@@ -245,7 +248,7 @@ fn role(o: &Obj, master: bool, warnings: &mut Vec<String>) -> Result<RoleParams>
 /// a file written by `echo`). Rendered per-site requests hold references, never the value. A
 /// literal password starting with `@env:`/`@file:` is written with a doubled `@`. A reference
 /// that does not resolve is bad input naming the field; no message ever shows the value.
-fn password(o: &Obj, text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<Secret> {
+pub(super) fn password(o: &Obj, text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<Secret> {
     if let Some(name) = text.strip_prefix("@env:") {
         let ok = !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
         if !ok {
@@ -312,15 +315,6 @@ impl ClusterParams {
         debug_assert_eq!(o.path, ROOT);
         let mut warnings = Vec::new();
 
-        for unsupported in ["storage_server", "pv_registration_params"] {
-            if o.map.get(unsupported).is_some_and(|v| !v.is_null()) {
-                return Err(o.err(
-                    unsupported,
-                    "not supported yet: mgmt-driver does not set up an NFS storage server or register PVs; \
-                     remove the key and provision storage separately",
-                ));
-            }
-        }
         let script_path = package_path(&o, "script_path")?.ok_or_else(|| o.err("script_path", "is required"))?;
         let vim_name = o.opt_str("vim_name")?.unwrap_or_else(|| format!("kubernetes_vim_{vnf_instance_id}"));
         if vim_name.len() > 255 || vim_name.chars().any(char::is_control) {
@@ -347,6 +341,7 @@ impl ClusterParams {
         )?;
         let offline_artifacts_path = package_path(&o, "offline_artifacts_path")?;
         let script_environment = script_environment(&o)?;
+        let storage = crate::cluster::storage::parse(&o, &mut warnings)?;
         o.unknown(
             &[
                 "script_path",
@@ -358,6 +353,8 @@ impl ClusterParams {
                 "private_registry_connection_info",
                 "offline_artifacts_path",
                 "script_environment",
+                "storage_server",
+                "pv_registration_params",
             ],
             &mut warnings,
         );
@@ -375,6 +372,7 @@ impl ClusterParams {
             registries,
             offline_artifacts_path,
             script_environment,
+            storage,
             warnings,
         })
     }
@@ -491,9 +489,9 @@ fn denied_env(name: &str) -> Option<&'static str> {
     if DENIED_ENV.contains(&name) || DENIED_ENV_PREFIXES.iter().any(|p| name.starts_with(p)) || name == "FTP_PROXY" {
         return Some("changes what the install scripts (run as root) execute or trust");
     }
-    // The scripts' pins: every download URL and checksum (K8S_KEY_URL, CALICO_SHA256,
-    // HELM_SHA256_AMD64, HELM_BASE_URL, ...).
-    if name.ends_with("_URL") || name.contains("SHA256") || name.contains("_SHA") {
+    // The scripts' pins: every download URL, checksum and key fingerprint (K8S_KEY_URL,
+    // CALICO_SHA256, K8S_KEY_FINGERPRINT, HELM_SHA256_AMD64, HELM_BASE_URL, ...).
+    if name.ends_with("_URL") || name.contains("SHA256") || name.contains("_SHA") || name.contains("FINGERPRINT") {
         return Some("is a pin of the install scripts (a download URL or checksum); pins come with the package's scripts, not from a request");
     }
     None
@@ -617,8 +615,8 @@ mod tests {
     }
 
     #[test]
-    fn storage_is_refused_not_ignored_and_unknown_keys_warn() {
-        assert!(err(r#", "storage_server": {"ssh_cp_name": "s"}"#).contains("storage_server: not supported yet"));
+    fn storage_is_checked_not_ignored_and_unknown_keys_warn() {
+        assert!(err(r#", "storage_server": {"ssh_cp_name": "s"}"#).contains("storage_server.username: is required"));
         let p = ClusterParams::from_additional_params(&params(r#", "extra_thing": 1"#), "f", "i").unwrap();
         assert_eq!(
             p.warnings,
@@ -654,6 +652,7 @@ mod tests {
             "LD_PRELOAD",
             "PATH",
             "K8S_KEYRING_SHA256",
+            "K8S_KEY_FINGERPRINT",
             "CALICO_URL",
             "PAUSE_IMAGE",
             "K8S_JOIN_TOKEN",

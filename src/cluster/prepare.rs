@@ -133,7 +133,18 @@ pub fn prepare(op: Op, a: &Inputs, store: Store, rt: Runner) -> Result<Prepared>
         (_, Some(i)) => i.vim_connection_info.clone(),
         _ => VimConnections::default(),
     };
-    let hook = Hook {
+    let storage = crate::cluster::storage_setup::from_inputs(
+        a,
+        inst.as_ref(),
+        &params,
+        &req_file,
+        pkg.as_ref(),
+        &topo,
+        &store,
+        &id,
+        op == Op::TerminateEnd,
+    )?;
+    let mut hook = Hook {
         rt,
         store,
         state: Mutex::new(state),
@@ -146,8 +157,21 @@ pub fn prepare(op: Op, a: &Inputs, store: Store, rt: Runner) -> Result<Prepared>
         tacker_compat: a.tacker_compat,
         outcomes: Mutex::new(Vec::new()),
         vim_connections: Mutex::new(vim_connections),
+        storage,
     };
     let targets = targets(op, &hook, &req, a, inst.as_ref())?;
+    // The VMs the VNFM just rebuilt re-learn their host keys, and only they (cluster/rebuilt.rs).
+    // The storage server is not in the topology, but a heal may rebuild it too.
+    let server = hook.storage.as_ref().and_then(|s| s.server.as_ref()).map(|s| s.node.name().to_string());
+    let all = hook.topo.all().map(|n| n.name()).chain(server.as_deref());
+    let rebuilt = crate::cluster::rebuilt::rebuilt(op, &req, &targets, all);
+    crate::cluster::rebuilt::apply(&mut hook.topo, &rebuilt);
+    if let Some(s) = hook.storage.as_mut() {
+        s.healed = matches!(op, Op::HealStart | Op::HealEnd) && s.is_target(&targets);
+        if let Some(server) = s.server.as_mut() {
+            crate::cluster::rebuilt::apply_one(&mut server.node, &rebuilt);
+        }
+    }
     // Every file a node would get must resolve now, before any node is touched.
     if hook.pkg.is_some() {
         for n in hook.topo.all() {
@@ -312,7 +336,7 @@ fn topology(
 /// (SCALE_IN, Tacker v2 heal), else, for SCALE_OUT, the workers not in the cluster yet.
 fn targets(op: Op, h: &Hook, req: &Req, a: &Inputs, inst: Option<&VnfInstance>) -> Result<Vec<String>> {
     for n in &a.node {
-        if h.topo.find(n).is_none() {
+        if h.topo.find(n).is_none() && !h.storage.as_ref().is_some_and(|s| s.is_target(std::slice::from_ref(n))) {
             return Err(Error::input("--node", excerpt(n), "no such node among the cluster's masters and workers"));
         }
     }
@@ -345,6 +369,9 @@ fn targets(op: Op, h: &Hook, req: &Req, a: &Inputs, inst: Option<&VnfInstance>) 
             .map(|id| {
                 if h.topo.find(id).is_some() {
                     return Ok(id.clone());
+                }
+                if let Some(n) = h.storage.as_ref().and_then(|s| s.heal_target(inst, id)) {
+                    return Ok(n);
                 }
                 let v = inst.and_then(|i| i.vnfc_resource_for(id));
                 v.and_then(|v| node_of(h, inst, v)).ok_or_else(|| {

@@ -135,6 +135,7 @@ pub async fn scale_out(h: &Hook, targets: &[&ClusterNode]) -> Result<serde_json:
         .await;
     all_ok(res)?;
     crate::cluster::labels::apply(h, via, &new).await?;
+    crate::cluster::storage_ops::client_step(h, &new).await?;
     let old: Vec<&ClusterNode> =
         h.topo.all().filter(|n| h.installed(n) && !new.iter().any(|t| t.name() == n.name())).collect();
     h.rt.phase("/etc/hosts on the existing nodes", &old, true);

@@ -1,7 +1,8 @@
 //! `terminate_end`: forget the cluster. The VNFM deletes the VMs; we remove the VIM record and
 //! the instance state. With `--reset-nodes`, `kubeadm reset -f` runs on every node first (for
-//! VMs that are kept and reused), and any env file (secrets) this instance left there is deleted,
-//! with the registry files (containerd hosts, /etc/hosts lines, kubelet credentials: `registry.rs`).
+//! VMs that are kept and reused), then the proxy settings our install scripts wrote there (marked
+//! ones only); any env file (secrets) this instance left there is deleted, with the registry
+//! files (containerd hosts, /etc/hosts lines, kubelet credentials: `registry.rs`).
 
 use crate::cluster::hook::Hook;
 use crate::cluster::node_cmd as cmd;
@@ -10,12 +11,15 @@ use crate::error::Result;
 use crate::lifecycle::all_ok;
 
 pub async fn run(h: &Hook, reset_nodes: bool) -> Result<serde_json::Value> {
+    crate::cluster::storage_ops::terminate(h, reset_nodes).await?;
     if reset_nodes {
         let nodes: Vec<&ClusterNode> = h.topo.all().filter(|n| h.installed(n)).collect();
         h.rt.phase("kubeadm reset", &nodes, true);
         let res =
             h.rt.each(&nodes, |n| async move {
                 h.rt.exec(n, h.rt.root_cmd(n, cmd::kubeadm_reset(), h.rt.timeouts.install)).await?;
+                // What install wrote besides Kubernetes: the proxy settings (ours only).
+                h.rt.exec(n, h.rt.root_cmd(n, cmd::proxy_cleanup()?, h.rt.timeouts.command)).await?;
                 // The VMs are kept: no env file (secrets) of this instance stays on them.
                 h.clean_env(n).await?;
                 crate::cluster::registry::remove(h, n).await?;
@@ -48,7 +52,9 @@ mod tests {
         let e = &f.execs()[before..];
         for n in ["m1", "w1"] {
             let reset = position(e, n, "kubeadm reset -f").unwrap_or_else(|| panic!("{n}: {e:#?}"));
-            assert!(position(e, n, "clean_env.sh").is_some_and(|c| c > reset), "{n}: {e:#?}");
+            let proxy = position(e, n, "proxy_cleanup.sh").unwrap_or_else(|| panic!("{n}: {e:#?}"));
+            assert!(proxy > reset, "{n}: {e:#?}");
+            assert!(position(e, n, "clean_env.sh").is_some_and(|c| c > proxy), "{n}: {e:#?}");
             assert!(position(e, n, "registry_apply.sh").is_some_and(|c| c > reset), "{n}: {e:#?}");
         }
         assert!(!f.path("state/vnf1.json").exists());

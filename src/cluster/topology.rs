@@ -87,7 +87,7 @@ fn group_name(r: &RoleParams) -> (&str, &'static str) {
 
 /// Tacker logs in with the request's username and password. An inventory host that has its own
 /// credentials (a key, say) keeps them; one with none gets the request's.
-fn with_request_credentials(mut h: Host, r: &RoleParams) -> Host {
+pub(crate) fn with_request_credentials(mut h: Host, r: &RoleParams) -> Host {
     if h.auth.agent && h.auth.password.is_none() && h.auth.identity_file.is_none() {
         h.user = r.username.clone();
         h.auth = Auth { password: Some(r.password.clone()), ..Auth::default() };
@@ -177,7 +177,7 @@ pub struct NodeDefaults {
 impl NodeDefaults {
     /// A VM without an inventory entry: Tacker's way, the params' username and password (also
     /// for sudo when not root), port 22, these host-key settings.
-    fn request_login(&self, name: &str, addr: &str, nic: &str, r: &RoleParams, groups: Vec<String>) -> Host {
+    pub(crate) fn request_login(&self, name: &str, addr: &str, nic: &str, r: &RoleParams, groups: Vec<String>) -> Host {
         Host {
             name: name.to_string(),
             addr: addr.to_string(),

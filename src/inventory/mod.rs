@@ -28,6 +28,12 @@ pub enum HostKeyCheck {
     AcceptNew,
     /// No check at all; only allowed with `--insecure-no-host-key-check`, warns per host.
     Off,
+    /// Never written in an inventory (not deserialized): set by a heal or scale-out hook on
+    /// exactly the nodes the VNFM rebuilt at a known address (`cluster/rebuilt.rs`). The old
+    /// entries of that host:port are replaced by the key it offers now, with an event; a
+    /// `@revoked` key is still refused. Otherwise as accept-new.
+    #[serde(skip)]
+    Relearn,
 }
 
 impl std::fmt::Display for HostKeyCheck {
@@ -36,6 +42,7 @@ impl std::fmt::Display for HostKeyCheck {
             HostKeyCheck::Strict => "strict",
             HostKeyCheck::AcceptNew => "accept-new",
             HostKeyCheck::Off => "off",
+            HostKeyCheck::Relearn => "re-learn (rebuilt VM)",
         })
     }
 }

@@ -45,6 +45,12 @@ pub(crate) const HELM_REPO_LIST: Program = program!("helm_repo_list.sh");
 pub(crate) const RUN_WITH_ENV: Program = program!("run_with_env.sh");
 pub(crate) const CLEAN_ENV: Program = program!("clean_env.sh");
 pub(crate) const REGISTRY_APPLY: Program = program!("file_lib.sh", "registry_apply.sh");
+pub(crate) const PROXY_CLEANUP: Program = program!("proxy_cleanup.sh");
+
+// Storage server and NFS clients (src/cluster/storage_ops.rs).
+pub(crate) const NFS_PACKAGES: Program = program!("nfs_packages.sh");
+pub(crate) const STORAGE_VOLUME: Program = program!("file_lib.sh", "storage_volume.sh");
+pub(crate) const NFS_EXPORTS: Program = program!("file_lib.sh", "nfs_exports.sh");
 
 // Uploads (src/ssh/transfer.rs).
 pub(crate) const UPLOAD_INLINE: Program = program!("upload_lib.sh", "upload_inline.sh");
@@ -71,6 +77,10 @@ const ALL: &[Program] = &[
     RUN_WITH_ENV,
     CLEAN_ENV,
     REGISTRY_APPLY,
+    PROXY_CLEANUP,
+    NFS_PACKAGES,
+    STORAGE_VOLUME,
+    NFS_EXPORTS,
     UPLOAD_INLINE,
     UPLOAD_PROBE,
     UPLOAD_FINALIZE,

@@ -332,3 +332,70 @@ fn an_owner_that_looks_like_an_option_never_reaches_chown() {
     let o = run(PREPARE_CHART_DIR, &[], &[s(&d.path().join("ok")), me.trim()]);
     assert!(o.status.success(), "{}", text(&o));
 }
+
+/// nfs_exports.sh (storage slice): our exports file only, written whole; a client that carries
+/// options or a second client, and a directory with a newline or `..`, are refused before
+/// anything is written; a re-run with the same exports says `unchanged`. The server start and
+/// `exportfs` are swapped for `true` (they would act on this machine).
+#[test]
+fn the_exports_file_holds_our_lines_only_and_a_hostile_client_adds_no_option() {
+    let d = tempfile::tempdir().unwrap();
+    let file = d.path().join("exports.d/mgmt-driver.exports");
+    let exd = d.path().join("exports.d");
+    let (f, e) = (s(&file).to_string(), s(&exd).to_string());
+    let mk = format!("mkdir -p {e}");
+    let swap = [
+        ("/etc/exports.d/mgmt-driver.exports", f.as_str()),
+        ("mkdir -p /etc/exports.d", mk.as_str()),
+        ("systemctl enable --now nfs-kernel-server", "true"),
+        ("exportfs -ra", "true"),
+    ];
+    let dir = d.path().join("nfs/pv1");
+    let dir = s(&dir);
+    let o = run(NFS_EXPORTS, &swap, &[dir, "10.10.0.0/24"]);
+    assert!(o.status.success() && String::from_utf8_lossy(&o.stdout).ends_with("exports=changed\n"), "{}", text(&o));
+    let want = format!("{dir} 10.10.0.0/24(rw,sync,no_subtree_check,insecure,all_squash)\n");
+    let got = std::fs::read_to_string(&file).unwrap();
+    assert!(got.ends_with(&want) && got.lines().count() == 2, "{got}");
+    let o = run(NFS_EXPORTS, &swap, &[dir, "10.10.0.0/24"]);
+    assert!(String::from_utf8_lossy(&o.stdout).ends_with("exports=unchanged\n"), "{}", text(&o));
+    for (d2, client) in [
+        (dir, "10.0.0.1(rw,no_root_squash)"),
+        (dir, "10.0.0.1 *"),
+        (dir, "-o"),
+        (dir, ""),
+        ("/srv/a\n/ *", "10.0.0.1"),
+        ("/srv/../etc", "10.0.0.1"),
+        ("srv", "10.0.0.1"),
+    ] {
+        let o = run(NFS_EXPORTS, &swap, &[d2, client]);
+        assert_eq!(o.status.code(), Some(2), "{d2:?} {client:?}: {}", text(&o));
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), got, "{d2:?} {client:?} changed the file");
+    }
+    let o = run(NFS_EXPORTS, &swap, &[dir]);
+    assert_eq!(o.status.code(), Some(2), "an odd number of arguments: {}", text(&o));
+    let o = run(NFS_PACKAGES, &[("exec apt-get", "exit 0; apt-get")], &["--allow-unauthenticated"]);
+    assert_eq!(o.status.code(), Some(2), "an option as a package: {}", text(&o));
+}
+
+/// nfs_packages.sh -e (storage slice): the env file's proxy reaches apt-get's environment, and
+/// the file is gone before apt-get runs, also when it cannot be read.
+#[test]
+fn the_storage_servers_proxy_env_file_is_read_then_deleted() {
+    let d = tempfile::tempdir().unwrap();
+    let env = d.path().join("env.storage");
+    std::fs::write(&env, "http_proxy='http://u:Pr0xy@p:3128'\n").unwrap();
+    let probe = [("exec apt-get install -y -q \"$@\"", "printf '%s %s\\n' \"$http_proxy\" \"$*\"")];
+    let o = run(NFS_PACKAGES, &probe, &["-e", s(&env), "nfs-kernel-server"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).starts_with("http://u:Pr0xy@p:3128 nfs-kernel-server\n"),
+        "{}",
+        text(&o)
+    );
+    assert!(!env.exists(), "the env file is still there");
+    std::fs::write(&env, "http_proxy='x'\n").unwrap();
+    let o = run(NFS_PACKAGES, &probe, &["-e", s(&env), "-bad"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(!env.exists(), "a refused run left the env file");
+}

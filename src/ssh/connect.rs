@@ -57,7 +57,14 @@ pub async fn connect(
         .map(|j| {
             let (known_hosts, policy) = match &j.host_key {
                 Some((p, c)) => (p.as_path(), *c),
-                None => (host.known_hosts.as_path(), host.host_key_check),
+                // A bastion was not rebuilt with the target: it never re-learns.
+                None => (
+                    host.known_hosts.as_path(),
+                    match host.host_key_check {
+                        HostKeyCheck::Relearn => HostKeyCheck::AcceptNew,
+                        c => c,
+                    },
+                ),
             };
             Hop { user: &j.user, addr: &j.addr, port: j.port, auth: &j.auth, known_hosts, policy }
         })
@@ -162,6 +169,12 @@ async fn connect_chain(
                     "{endpoint}: new host key {fingerprint} recorded in {} (accept-new)",
                     hop.known_hosts.display()
                 ),
+            }),
+            Some(Verdict::Relearned { old, fingerprint }) => ev.emit(EventKind::HostKeyRelearned {
+                addr: endpoint.clone(),
+                known_hosts: hop.known_hosts.display().to_string(),
+                old,
+                new: fingerprint,
             }),
             Some(Verdict::Unchecked { fingerprint }) => ev.emit(EventKind::Warning {
                 message: format!(

@@ -9,7 +9,7 @@ use std::sync::Mutex;
 use russh::keys::known_hosts::learn_known_hosts_path;
 use russh::keys::{Algorithm, HashAlg, PublicKey};
 
-use super::known_hosts::lookup;
+use super::known_hosts::{lookup, without_host};
 
 use crate::inventory::HostKeyCheck;
 
@@ -34,6 +34,12 @@ pub enum Verdict {
     Trusted,
     /// Unknown host recorded under accept-new.
     Learned {
+        fingerprint: String,
+    },
+    /// A rebuilt VM's new key replaced the old entries of its host:port (policy re-learn).
+    Relearned {
+        /// Fingerprints of the keys removed.
+        old: Vec<String>,
         fingerprint: String,
     },
     /// Check is off; accepted with a warning.
@@ -93,18 +99,19 @@ pub fn verify(policy: HostKeyCheck, known_hosts: &Path, host: &str, port: u16, k
     }
     let _guard = KNOWN_HOSTS_LOCK.lock().unwrap_or_else(|p| p.into_inner());
     let _file_lock = match policy {
-        HostKeyCheck::AcceptNew => match lock_for_append(known_hosts) {
+        HostKeyCheck::AcceptNew | HostKeyCheck::Relearn => match lock_for_append(known_hosts) {
             Ok(f) => Some(f),
             Err(e) => return Verdict::Rejected { message: format!("cannot lock {}: {e}", known_hosts.display()) },
         },
         _ => None,
     };
     let path = known_hosts.display();
-    let rec =
-        match read_known_hosts(known_hosts).and_then(|t| lookup(&t, host, port).map_err(|m| format!("{path}: {m}"))) {
-            Ok(r) => r,
-            Err(message) => return Verdict::Rejected { message },
-        };
+    let (text, rec) = match read_known_hosts(known_hosts)
+        .and_then(|t| lookup(&t, host, port).map(|r| (t, r)).map_err(|m| format!("{path}: {m}")))
+    {
+        Ok(r) => r,
+        Err(message) => return Verdict::Rejected { message },
+    };
     let same = |k: &PublicKey| k.key_data() == key.key_data();
     if let Some((line, _)) = rec.revoked.iter().find(|(_, k)| same(k)) {
         return Verdict::Rejected {
@@ -116,6 +123,11 @@ pub fn verify(policy: HostKeyCheck, known_hosts: &Path, host: &str, port: u16, k
     }
     if rec.keys.iter().any(|(_, k)| same(k)) {
         return Verdict::Trusted;
+    }
+    if let (HostKeyCheck::Relearn, Some(file)) = (policy, &_file_lock) {
+        if !rec.keys.is_empty() {
+            return relearn(file, known_hosts, &text, host, port, key);
+        }
     }
     if let Some((line, k)) = rec.keys.iter().find(|(_, k)| k.algorithm() == key.algorithm()) {
         return Verdict::Rejected {
@@ -149,6 +161,34 @@ pub fn verify(policy: HostKeyCheck, known_hosts: &Path, host: &str, port: u16, k
             Ok(()) => Verdict::Learned { fingerprint: offered },
             Err(e) => Verdict::Rejected { message: format!("cannot record key in {path}: {e}") },
         },
+    }
+}
+
+/// Replace the entries of `host:port` with `key`, in place (the same file, so the lock other
+/// processes wait on stays the one that guards it), under the lock [`verify`] holds: `file` is
+/// that locked handle. Every other line is kept byte-for-byte ([`without_host`]).
+fn relearn(file: &std::fs::File, known_hosts: &Path, text: &str, host: &str, port: u16, key: &PublicKey) -> Verdict {
+    use std::io::Write;
+    let path = known_hosts.display();
+    let (kept, removed) = match without_host(text, host, port) {
+        Ok(r) => r,
+        Err(m) => return Verdict::Rejected { message: format!("cannot re-learn the rebuilt VM's key: {path}: {m}") },
+    };
+    let rewrite = (|| {
+        let mut f = file;
+        f.set_len(0)?;
+        f.write_all(kept.as_bytes())?;
+        f.sync_data()
+    })();
+    if let Err(e) = rewrite {
+        return Verdict::Rejected { message: format!("cannot rewrite {path}: {e}") };
+    }
+    match learn_known_hosts_path(host, port, key, known_hosts) {
+        Ok(()) => Verdict::Relearned {
+            old: removed.iter().map(|(_, k)| fingerprint(k)).collect(),
+            fingerprint: fingerprint(key),
+        },
+        Err(e) => Verdict::Rejected { message: format!("cannot record key in {path}: {e}") },
     }
 }
 
@@ -290,6 +330,55 @@ mod tests {
         assert!(start.elapsed() >= std::time::Duration::from_millis(500), "did not wait: {:?}", start.elapsed());
         child.wait().unwrap();
         assert_eq!(std::fs::read_to_string(&kh).unwrap().lines().filter(|l| !l.is_empty()).count(), 1);
+    }
+
+    #[test]
+    fn relearn_replaces_only_the_rebuilt_host_and_keeps_refusing_revoked_keys() {
+        let dir = tempfile::tempdir().unwrap();
+        let kh = dir.path().join("known_hosts");
+        let (a, b) = keys();
+        let ec = PublicKey::from_openssh(ECDSA).unwrap();
+        let before = format!(
+            "# ops\n10.0.0.1 {}\n10.0.0.2 {}\n10.0.0.1 {ECDSA}\n[10.0.0.1]:2222 {}\n",
+            KEYS[0], KEYS[0], KEYS[0]
+        );
+        std::fs::write(&kh, &before).unwrap();
+        // A node that was not rebuilt: a changed key is still refused, the file untouched.
+        assert!(matches!(verify(HostKeyCheck::AcceptNew, &kh, "10.0.0.2", 22, &b), Verdict::Rejected { .. }));
+        // The rebuilt one: both old keys (ed25519 and ecdsa) replaced by the new one.
+        match verify(HostKeyCheck::Relearn, &kh, "10.0.0.1", 22, &b) {
+            Verdict::Relearned { old, fingerprint: new } => {
+                assert_eq!(old, vec![fingerprint(&a), fingerprint(&ec)]);
+                assert_eq!(new, fingerprint(&b));
+            }
+            v => panic!("{v:?}"),
+        }
+        let after = std::fs::read_to_string(&kh).unwrap();
+        assert_eq!(after, format!("# ops\n10.0.0.2 {}\n[10.0.0.1]:2222 {}\n10.0.0.1 {}\n", KEYS[0], KEYS[0], KEYS[1]));
+        // From now on the new key is simply trusted, also strictly; the old one is not.
+        assert_eq!(verify(HostKeyCheck::Strict, &kh, "10.0.0.1", 22, &b), Verdict::Trusted);
+        assert!(matches!(verify(HostKeyCheck::Strict, &kh, "10.0.0.1", 22, &a), Verdict::Rejected { .. }));
+        // A re-run of the same heal: already trusted, nothing rewritten.
+        assert_eq!(verify(HostKeyCheck::Relearn, &kh, "10.0.0.1", 22, &b), Verdict::Trusted);
+        assert_eq!(std::fs::read_to_string(&kh).unwrap(), after);
+        // A revoked key stays refused even for a rebuilt node, and nothing is removed.
+        let revoked = format!("10.0.0.3 {}\n@revoked * {}\n", KEYS[0], KEYS[1]);
+        std::fs::write(&kh, &revoked).unwrap();
+        match verify(HostKeyCheck::Relearn, &kh, "10.0.0.3", 22, &b) {
+            Verdict::Rejected { message } => assert!(message.contains("REVOKED"), "{message}"),
+            v => panic!("revoked key re-learned: {v:?}"),
+        }
+        assert_eq!(std::fs::read_to_string(&kh).unwrap(), revoked);
+        // A host recorded on a shared line: refused, the file untouched.
+        let shared = format!("10.0.0.4,10.0.0.5 {}\n", KEYS[0]);
+        std::fs::write(&kh, &shared).unwrap();
+        match verify(HostKeyCheck::Relearn, &kh, "10.0.0.4", 22, &b) {
+            Verdict::Rejected { message } => assert!(message.contains("by hand"), "{message}"),
+            v => panic!("{v:?}"),
+        }
+        assert_eq!(std::fs::read_to_string(&kh).unwrap(), shared);
+        // Never seen before: learned as under accept-new.
+        assert!(matches!(verify(HostKeyCheck::Relearn, &kh, "10.0.0.9", 22, &b), Verdict::Learned { .. }));
     }
 
     #[test]

@@ -78,6 +78,45 @@ pub fn lookup(text: &str, host: &str, port: u16) -> Result<Recorded, String> {
     Ok(out)
 }
 
+/// The file without the entries of `host:port`, for re-learning a rebuilt VM's key, and the
+/// keys those entries held (line number, key), for the event that says what was replaced.
+///
+/// Removed: every plain or hashed line whose only host is exactly this `host:port`, whatever
+/// its key type (a rebuilt VM gets new keys of every type). Every other line is kept
+/// byte-for-byte, line endings included. `@revoked` and `@cert-authority` lines are never
+/// touched (a revocation must survive a rebuild). A line that matches the host only together
+/// with other hosts (`a,b key`) or through a wildcard is an error: rewriting it would change
+/// what the file says about other hosts, so the operator edits it (the message names it).
+pub fn without_host(text: &str, host: &str, port: u16) -> Result<(String, Vec<(usize, PublicKey)>), String> {
+    let name = host_port(host, port);
+    let mut kept = String::with_capacity(text.len());
+    let mut removed = Vec::new();
+    for (i, raw) in text.split_inclusive('\n').enumerate() {
+        let n = i + 1;
+        let line = raw.trim_end_matches(['\n', '\r']);
+        let mut fields = line.split([' ', '\t']).filter(|f| !f.is_empty());
+        let (Some(patterns), Some(kind), Some(blob)) = (fields.next(), fields.next(), fields.next()) else {
+            kept.push_str(raw);
+            continue;
+        };
+        if patterns.starts_with('#') || patterns.starts_with('@') || !matches_host(&name, patterns) {
+            kept.push_str(raw);
+            continue;
+        }
+        let exact = patterns.starts_with("|1|") || patterns.eq_ignore_ascii_case(&name);
+        if !exact {
+            return Err(format!(
+                "line {n} records {name} together with other hosts or by a pattern ({patterns}); \
+                 not rewriting it: remove {name} from that line by hand"
+            ));
+        }
+        if let Ok(k) = PublicKey::from_openssh(&format!("{kind} {blob}")) {
+            removed.push((n, k));
+        }
+    }
+    Ok((kept, removed))
+}
+
 /// Whether the comma-separated `patterns` of a line match `name` (already `[host]:port` when
 /// the port is not 22). Host names compare case-insensitively, as in OpenSSH.
 pub fn matches_host(name: &str, patterns: &str) -> bool {
@@ -171,6 +210,40 @@ mod tests {
         // An unreadable revocation is an error, never silently dropped.
         assert!(lookup("@revoked * ssh-ed25519 garbage\n", "h", 22).unwrap_err().contains("line 1"));
         assert!(lookup("@revoked *\n", "h", 22).is_err());
+    }
+
+    #[test]
+    fn without_host_removes_only_that_host_port_every_type_plain_and_hashed() {
+        const EC: &str = "ecdsa-sha2-nistp256 AAAAE2VjZHNhLXNoYTItbmlzdHAyNTYAAAAIbmlzdHAyNTYAAABBBNAr7dlq7F1LlbOkXNfKKGrJDP5pcYI0TIwicqB9/rkVGQXS+R6FOoHLrELz3L5JaapsqBd/e1nq4btxzVdm92w=";
+        let salt = [9u8; 20];
+        let mac = <Hmac<Sha1> as KeyInit>::new_from_slice(&salt).unwrap().chain_update(b"10.0.0.1");
+        let hashed = format!("|1|{}|{}", BASE64.encode(&salt), BASE64.encode(&mac.finalize().into_bytes()));
+        let text = format!(
+            "# keep me\r\n10.0.0.1 {A}\n[10.0.0.1]:2222 {B}\n{hashed} {EC} comment\n10.0.0.11 {B}\n@revoked 10.0.0.1 {B}\n\t10.0.0.1\t{EC}\nother {A}"
+        );
+        let (kept, removed) = without_host(&text, "10.0.0.1", 22).unwrap();
+        assert_eq!(kept, format!("# keep me\r\n[10.0.0.1]:2222 {B}\n10.0.0.11 {B}\n@revoked 10.0.0.1 {B}\nother {A}"));
+        let lines: Vec<usize> = removed.iter().map(|(n, _)| *n).collect();
+        assert_eq!(lines, vec![2, 4, 7]);
+        assert_eq!(removed[0].1, key(A));
+        // The other port's entry only.
+        let (kept, removed) = without_host(&text, "10.0.0.1", 2222).unwrap();
+        assert_eq!(removed.len(), 1);
+        assert_eq!(kept.len(), text.len() - format!("[10.0.0.1]:2222 {B}\n").len());
+        // Nothing recorded: the text comes back unchanged.
+        let (kept, removed) = without_host(&text, "10.9.9.9", 22).unwrap();
+        assert!(removed.is_empty() && kept == text);
+    }
+
+    #[test]
+    fn without_host_refuses_shared_or_wildcard_lines() {
+        for line in [format!("10.0.0.1,node1 {A}\n"), format!("10.0.0.* {A}\n")] {
+            let e = without_host(&line, "10.0.0.1", 22).unwrap_err();
+            assert!(e.contains("line 1") && e.contains("by hand"), "{e}");
+        }
+        // A negated pattern that rules the host out is not about it.
+        let line = format!("10.0.0.*,!10.0.0.1 {A}\n");
+        assert_eq!(without_host(&line, "10.0.0.1", 22).unwrap().0, line);
     }
 
     #[test]

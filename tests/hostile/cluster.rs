@@ -270,7 +270,7 @@ pub fn cases() -> Vec<Case> {
         ),
         param("offline-root", "/offline_artifacts_path", json!("/"), "offline_artifacts_path"),
         // Unsupported and structural.
-        param("storage-server", "/storage_server", json!({"ssh_cp_name": "s"}), "storage_server: not supported"),
+        param("storage-server", "/storage_server", json!({"ssh_cp_name": "s"}), "storage_server.username: is required"),
         param("pv-registration", "/pv_registration_params", json!([{}]), "pv_registration_params"),
         param("master-node-a-string", "/master_node", json!("m"), "master_node: must be an object"),
         hook(

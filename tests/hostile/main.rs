@@ -19,6 +19,7 @@ mod fanout;
 mod hook;
 mod inventory;
 mod registry;
+mod storage;
 mod workload;
 
 fn main() {
@@ -29,6 +30,7 @@ fn main() {
     cases.extend(cluster::cases());
     cases.extend(cnf::cases());
     cases.extend(registry::cases());
+    cases.extend(storage::cases());
     cases.extend(workload::cases());
     case::run(cases);
 }

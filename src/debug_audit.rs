@@ -104,6 +104,36 @@ fn no_struct_that_holds_a_secret_prints_it_under_debug() {
     };
     assert_clean("ReleaseState", format!("{rel:?}"));
     assert_clean("CnfState", format!("{cnf:?}"));
+
+    // Execution environments and primitives: a record's password, the driver's private key,
+    // a run's secret-named parameter.
+    let rec = crate::ee::record::EeRecord {
+        id: "i".into(),
+        name: "e1".into(),
+        host: "192.0.2.1".into(),
+        port: 22,
+        user: "ops".into(),
+        password: Some("Node-Pw-1".into()),
+        identity_file: None,
+        host_key_check: crate::inventory::HostKeyCheck::AcceptNew,
+        host_key: None,
+        namespace: None,
+        driver_keys: vec![],
+        registered: "t".into(),
+    };
+    assert_clean("EeRecord", format!("{rec:?}"));
+    assert_clean("Registry", format!("{:?}", crate::ee::record::Registry { ees: vec![rec.clone()] }));
+    let key = crate::ee::driver_key::DriverKey::generate(crate::ee::driver_key::KeyType::Ed25519).unwrap();
+    let kd = crate::ee::driver_key::KeyDoc { current: key.clone(), previous: Some(key) };
+    let shown = format!("{kd:?}");
+    assert!(!shown.contains("PRIVATE KEY") && !shown.contains(&kd.current.private_key), "{shown}");
+    assert_clean("KeyDoc", shown);
+    let auth = crate::inventory::Auth { driver_keys: kd.login_keys(), ..Default::default() };
+    assert!(!format!("{auth:?}").contains("PRIVATE KEY"));
+    let mut params = Map::new();
+    params.insert("db_password".into(), json!("Env-Pw-6"));
+    let run = crate::primitive::status::RunRecord::new("r1", "p", "e1", params);
+    assert_clean("RunRecord", format!("{run:?}"));
 }
 
 /// The storage server's password (storage slice): in the params and in the resolved setup.

@@ -17,12 +17,14 @@ pub(crate) mod cnf;
 pub mod command;
 #[cfg(test)]
 mod debug_audit;
+pub(crate) mod ee;
 pub mod error;
 pub mod event;
 pub(crate) mod fanout;
 pub(crate) mod input_limit;
 pub mod inventory;
 pub(crate) mod lifecycle;
+pub(crate) mod primitive;
 pub(crate) mod quote;
 pub(crate) mod redact;
 mod remote;

@@ -17,18 +17,46 @@ use crate::lifecycle::runner::DEFAULT_PARALLEL;
 use crate::lifecycle::{Node, Timeouts};
 use crate::render::Output;
 
-/// Which hosts.
+/// Which hosts: inventory hosts, registered execution environments, or both.
 #[derive(Args, Debug, Clone)]
 pub struct Select {
     /// Inventory file (YAML).
-    #[arg(short, long, env = "MGMT_DRIVER_INVENTORY")]
-    pub inventory: PathBuf,
+    #[arg(short, long, env = "MGMT_DRIVER_INVENTORY", required_unless_present = "ee")]
+    pub inventory: Option<PathBuf>,
     /// Only hosts of this group (repeatable).
-    #[arg(short, long)]
+    #[arg(short, long, requires = "inventory")]
     pub group: Vec<String>,
     /// Only this host (repeatable).
-    #[arg(long)]
+    #[arg(long, requires = "inventory")]
     pub host: Vec<String>,
+    /// A registered execution environment, by name or id (repeatable; `ee register`). It is
+    /// reached with the driver's key (or its stored credential) and the store's known_hosts.
+    #[arg(long, value_name = "NAME|ID")]
+    pub ee: Vec<String>,
+    /// The state store holding the EEs and the driver's key (with --ee).
+    #[arg(long, env = "MGMT_DRIVER_STATE_DIR")]
+    pub state_dir: Option<PathBuf>,
+}
+
+impl Select {
+    /// The selected hosts, in order: the inventory's, then the EEs'. Bad input (an unknown
+    /// group, host or EE, a name twice) fails here, before anything connects.
+    pub fn hosts(&self, ctx: &Ctx) -> Result<Vec<Host>> {
+        let mut hosts = match &self.inventory {
+            Some(p) => Inventory::load(p, &ctx.inventory_opts())?.select(&self.group, &self.host)?,
+            None => vec![],
+        };
+        if !self.ee.is_empty() {
+            let store = ctx.store(&self.state_dir)?;
+            hosts.extend(crate::cli::ee::ee_hosts(&store, &self.ee)?);
+        }
+        for (i, h) in hosts.iter().enumerate() {
+            if hosts[..i].iter().any(|o| o.name == h.name) {
+                return Err(Error::input("arguments", "--ee", format!("'{}' is selected twice", h.name)));
+            }
+        }
+        Ok(hosts)
+    }
 }
 
 #[derive(Args, Debug, Clone)]
@@ -152,8 +180,7 @@ impl Node for HostJob {
 
 /// Build every host's job first (bad input fails here, for all hosts at once), then run them.
 async fn fan_out(op: &str, sel: &Select, ctx: &Ctx, job: impl Fn(&Host) -> Result<Job>) -> Result<i32> {
-    let inv = Inventory::load(&sel.inventory, &ctx.inventory_opts())?;
-    let hosts = inv.select(&sel.group, &sel.host)?;
+    let hosts = sel.hosts(ctx)?;
     let jobs: Vec<HostJob> =
         hosts.into_iter().map(|host| Ok(HostJob { job: job(&host)?, host })).collect::<Result<_>>()?;
     let defaults = Defaults { retry_for: Duration::from_secs(60), parallel: DEFAULT_PARALLEL };

@@ -6,11 +6,13 @@
 
 pub mod cnf;
 pub mod common;
+pub mod ee;
 pub mod envelope;
 pub mod fanout;
 pub mod hook;
 pub mod interrupt;
 pub mod meta;
+pub mod primitive;
 pub mod sites;
 pub mod sites_export;
 pub mod vnfm_hook;
@@ -82,6 +84,24 @@ pub enum Command {
         #[command(flatten)]
         args: workload::WorkloadArgs,
     },
+    /// The driver's own SSH key: print it (made on first use), rotate it across the EEs.
+    Key(ee::KeyArgs),
+    /// Execution environments: register existing machines (our key, their host key), list,
+    /// show, delete; `--ee NAME` targets them.
+    Ee {
+        #[command(subcommand)]
+        cmd: ee::EeCmd,
+        #[command(flatten)]
+        store: ee::StoreArgs,
+    },
+    /// Named primitives of a package (primitives.yaml): list, show, run with typed parameters,
+    /// status of runs (docs/primitives.md).
+    Primitive {
+        #[command(subcommand)]
+        cmd: primitive::PrimitiveCmd,
+        #[command(flatten)]
+        src: primitive::Source,
+    },
     /// Per-site runs: check and run one operation on many rendered sites (docs/fleet.md).
     Sites {
         #[command(subcommand)]
@@ -114,6 +134,23 @@ impl Command {
             Command::Cnf { op, .. } => op.name(),
             Command::Workload { op, .. } => op.name(),
             Command::Sites { cmd } => return cmd.name(),
+            Command::Key(a) => match a.cmd {
+                None | Some(ee::KeyCmd::Show) => "key",
+                Some(ee::KeyCmd::Rotate) => "key rotate",
+                Some(ee::KeyCmd::FinishRotation) => "key finish-rotation",
+            },
+            Command::Ee { cmd, .. } => match cmd {
+                ee::EeCmd::Register(_) => "ee register",
+                ee::EeCmd::List { .. } => "ee list",
+                ee::EeCmd::Show { .. } => "ee show",
+                ee::EeCmd::Delete { .. } => "ee delete",
+            },
+            Command::Primitive { cmd, .. } => match cmd {
+                primitive::PrimitiveCmd::List => "primitive list",
+                primitive::PrimitiveCmd::Show { .. } => "primitive show",
+                primitive::PrimitiveCmd::Run(_) => "primitive run",
+                primitive::PrimitiveCmd::Status { .. } => "primitive status",
+            },
             Command::Version => "version",
             Command::Completion { .. } => "completion",
         }
@@ -192,6 +229,9 @@ async fn run(command: Command, ctx: &Ctx) -> Result<i32> {
         Command::Cnf { op, args } => cnf::run(op, args, ctx).await,
         Command::Workload { op, args } => workload::run(op, args, ctx).await,
         Command::Sites { cmd } => sites::run(cmd, ctx).await,
+        Command::Key(a) => ee::key(a, ctx).await?,
+        Command::Ee { cmd, store } => ee::ee(cmd, store, ctx).await?,
+        Command::Primitive { cmd, src } => primitive::run(cmd, src, ctx).await?,
         Command::Version => meta::version(ctx),
         Command::Completion { shell } => meta::completion(shell),
     })

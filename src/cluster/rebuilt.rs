@@ -113,5 +113,14 @@ mod tests {
         assert_eq!(topo.masters[0].host.host_key_check, HostKeyCheck::AcceptNew, "m1 was not rebuilt");
         assert_eq!(topo.workers[0].host.host_key_check, HostKeyCheck::Relearn);
         assert_eq!(topo.workers[1].host.host_key_check, HostKeyCheck::Strict, "strict stays strict");
+        // The storage server (outside the topology): a heal that rebuilt it lets it re-learn.
+        let mut nfs = node("nfs1", Role::Node);
+        nfs.host.host_key_check = HostKeyCheck::AcceptNew;
+        assert!(!apply_one(&mut nfs, &["w1".into()]));
+        assert_eq!(nfs.host.host_key_check, HostKeyCheck::AcceptNew);
+        let whole = heal(serde_json::json!({"cause": "all"}));
+        let all = rebuilt(Op::HealEnd, &whole, &[], ["m1", "w1", "nfs1"].into_iter());
+        assert!(apply_one(&mut nfs, &all));
+        assert_eq!(nfs.host.host_key_check, HostKeyCheck::Relearn);
     }
 }

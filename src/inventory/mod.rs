@@ -128,6 +128,10 @@ pub struct Auth {
     pub identity_passphrase: Option<Secret>,
     /// Use ssh-agent (`SSH_AUTH_SOCK`): set when no key and no password are configured.
     pub agent: bool,
+    /// The driver's own keys (`mgmt-driver key`), OpenSSH private key text unsealed from the
+    /// state store, tried first and in order (the new key, then the old one while a rotation is
+    /// pending). Held in memory only: never written to disk in clear.
+    pub driver_keys: Vec<Secret>,
 }
 
 /// One hop of a ProxyJump chain.
@@ -403,6 +407,8 @@ mod ssh_config;
 mod tests;
 pub mod yaml_limits;
 
+/// An IP address or a host name (for addresses given outside an inventory: `ee register --host`).
+pub use resolve::validate_addr;
 use resolve::*;
 
 /// A POSIX portable login name (`[A-Za-z_][A-Za-z0-9._-]*`, at most 32 characters, as

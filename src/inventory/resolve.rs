@@ -139,7 +139,7 @@ impl Ctx<'_> {
                 "no credential: set password/password_env/password_file or identity_file, or run an ssh-agent (SSH_AUTH_SOCK)",
             ));
         }
-        Ok(Auth { password, identity_file, identity_passphrase, agent })
+        Ok(Auth { password, identity_file, identity_passphrase, agent, driver_keys: vec![] })
     }
 
     pub(super) fn resolve(&self, s: &HostSpec, at: &str, names: &BTreeMap<String, HostSpec>) -> Result<Host> {
@@ -208,7 +208,7 @@ fn validate_name(name: &str) -> std::result::Result<(), String> {
 }
 
 /// An address is an IP literal or a DNS name; nothing else may reach a socket or a shell.
-pub(super) fn validate_addr(addr: &str) -> std::result::Result<(), String> {
+pub fn validate_addr(addr: &str) -> std::result::Result<(), String> {
     if addr.parse::<std::net::IpAddr>().is_ok() {
         return Ok(());
     }
@@ -292,7 +292,7 @@ pub(super) fn jump_auth(named: Option<Auth>, config_key: Option<PathBuf>, target
         Some(k) if Some(&k) != target.identity_file.as_ref() => (Some(k), None),
         _ => (target.identity_file.clone(), target.identity_passphrase.clone()),
     };
-    Auth { password: None, identity_file, identity_passphrase, agent: agent_running }
+    Auth { password: None, identity_file, identity_passphrase, agent: agent_running, driver_keys: vec![] }
 }
 
 /// `host`, `host:port`, `[v6]` or `[v6]:port`; a bare IPv6 literal has no port.
@@ -332,6 +332,7 @@ mod jump_tests {
             identity_file: Some("/k/id".into()),
             identity_passphrase: pw("pp"),
             agent: false,
+            driver_keys: vec![],
         };
         let a = jump_auth(None, None, &keyed, false);
         assert!(a.password.is_none());

@@ -62,6 +62,11 @@ pub(crate) const UPLOAD_STREAM: Program = program!("upload_stream.sh");
 pub(crate) const PREPARE_CHART_DIR: Program = program!("prepare_chart_dir.sh");
 pub(crate) const EXTRACT_CHART: Program = program!("archive_lib.sh", "extract_chart.sh");
 
+// Execution environments and primitives (src/ee/, src/primitive/).
+pub(crate) const AUTHORIZED_KEY: Program = program!("authorized_key.sh");
+pub(crate) const PRIMITIVE_RUN: Program = program!("primitive_run.sh");
+pub(crate) const PRIMITIVE_RESULT: Program = program!("primitive_result.sh");
+
 /// Every program, for the test that no file here is left unused. Only tests read this list, so a
 /// program no builder runs is a dead-code warning (and `clippy -D warnings` fails).
 #[cfg(test)]
@@ -87,6 +92,9 @@ const ALL: &[Program] = &[
     UPLOAD_STREAM,
     PREPARE_CHART_DIR,
     EXTRACT_CHART,
+    AUTHORIZED_KEY,
+    PRIMITIVE_RUN,
+    PRIMITIVE_RESULT,
 ];
 
 impl Program {

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use russh::client::{AuthResult, Handle};
 use russh::keys::agent::client::AgentClient;
 use russh::keys::agent::AgentIdentity;
-use russh::keys::{load_secret_key, PrivateKeyWithHashAlg};
+use russh::keys::{decode_secret_key, load_secret_key, PrivateKeyWithHashAlg};
 
 use super::client::Client;
 use crate::error::{Error, Result};
@@ -16,6 +16,30 @@ use crate::inventory::Auth;
 pub async fn login(handle: &mut Handle<Client>, node: &str, addr: &str, user: &str, auth: &Auth) -> Result<()> {
     let mut tried: Vec<&str> = Vec::new();
     let session_err = |m: String| Error::Session { node: node.into(), during: "authentication".into(), message: m };
+
+    for (i, text) in auth.driver_keys.iter().enumerate() {
+        if i == 0 {
+            tried.push("publickey (driver key)");
+        }
+        let key = decode_secret_key(text.expose(), None).map_err(|e| Error::Auth {
+            node: node.into(),
+            user: user.into(),
+            addr: addr.into(),
+            tried: format!("publickey: the driver's key #{} in the state store is unreadable: {e}", i + 1),
+        })?;
+        let hash = if key.algorithm().is_rsa() {
+            handle.best_supported_rsa_hash().await.map_err(|e| session_err(e.to_string()))?.flatten()
+        } else {
+            None
+        };
+        let res = handle
+            .authenticate_publickey(user, PrivateKeyWithHashAlg::new(Arc::new(key), hash))
+            .await
+            .map_err(|e| session_err(e.to_string()))?;
+        if matches!(res, AuthResult::Success) {
+            return Ok(());
+        }
+    }
 
     if let Some(path) = &auth.identity_file {
         tried.push("publickey");

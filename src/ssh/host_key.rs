@@ -80,6 +80,13 @@ pub fn known_algorithms(known_hosts: &Path, host: &str, port: u16) -> Vec<Algori
     algs
 }
 
+/// The SHA256 fingerprint of the first key `known_hosts` records for `host:port` (what
+/// `ee register` shows it learned); `None` when there is none or the file is unreadable.
+pub fn recorded_fingerprint(known_hosts: &Path, host: &str, port: u16) -> Option<String> {
+    let text = read_known_hosts(known_hosts).ok()?;
+    lookup(&text, host, port).ok()?.keys.first().map(|(_, k)| fingerprint(k))
+}
+
 /// Run known_hosts work (file lock, file I/O) off the async threads, one piece at a time:
 /// [`verify`] holds a process-wide lock anyway, and 200 handshakes at once must not start 200
 /// blocking threads (each with its stack and, in glibc, its own malloc arena) that would only

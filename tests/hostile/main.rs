@@ -15,6 +15,7 @@ mod support;
 mod case;
 mod cluster;
 mod cnf;
+mod ee;
 mod fanout;
 mod hook;
 mod inventory;
@@ -31,6 +32,7 @@ fn main() {
     cases.extend(cnf::cases());
     cases.extend(registry::cases());
     cases.extend(storage::cases());
+    cases.extend(ee::cases());
     cases.extend(workload::cases());
     case::run(cases);
 }

@@ -1,0 +1,200 @@
+//! One primitive run on one target, as steps: upload the script and its parameters into a
+//! private run directory (`~/.mgmt-driver/primitives/<run id>/`, the script 0700, `params.json`
+//! and `params.env` 0600), run it there through `primitive_run.sh` under the primitive's timeout
+//! (as root when it says so), then read back its exit status and structured result with
+//! `primitive_result.sh`, which also removes the directory. The parameters never reach a command
+//! line: the script finds them in `$PARAM_<NAME>` and in the JSON file `$MGMT_DRIVER_PARAMS`,
+//! and may write JSON to `$MGMT_DRIVER_RESULT` (at most [`RESULT_MAX`] bytes, checked as JSON).
+//!
+//! The status record moves `pending → running → completed | failed` as this goes, saved and
+//! emitted at each step (`status.rs`).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+
+use crate::command::RemoteCommand;
+use crate::error::{Error, Result};
+use crate::inventory::Host;
+use crate::lifecycle::job::become_for;
+use crate::lifecycle::state::Store;
+use crate::lifecycle::Runner;
+use crate::primitive::spec::{env_file, Primitive};
+use crate::primitive::status::{tail, ErrorKind, RunRecord, Status};
+use crate::remote::{PRIMITIVE_RESULT, PRIMITIVE_RUN};
+use crate::transport::{Source, UploadFile};
+
+/// The largest structured result a script may write.
+pub const RESULT_MAX: usize = 64 << 10;
+/// Reading the result and cleaning up.
+const RESULT_LIMIT: Duration = Duration::from_secs(60);
+
+/// A primitive ready to run: checked parameters, the script's bytes (opened inside the
+/// primitives' directory), and the parameter files. No `Debug`: the files hold the values.
+#[derive(Clone)]
+pub struct Prepared {
+    pub primitive: Primitive,
+    pub script: Source,
+    params_json: Arc<[u8]>,
+    params_env: Arc<[u8]>,
+}
+
+impl Prepared {
+    pub fn new(primitive: Primitive, script: Source, params: Map<String, Value>) -> Result<Prepared> {
+        let json = serde_json::to_vec_pretty(&Value::Object(params.clone())).expect("parameters serialize");
+        let env = env_file(&params)?;
+        Ok(Prepared { primitive, script, params_json: json.into(), params_env: env.into_bytes().into() })
+    }
+
+    /// The script's file name on the node.
+    fn script_name(&self) -> &str {
+        self.primitive.script.rsplit('/').next().unwrap_or(&self.primitive.script)
+    }
+}
+
+/// Read `primitive_result.sh`'s output: the status line, then the result bytes.
+pub fn parse_result(out: &str) -> std::result::Result<(Option<u32>, Option<Value>), String> {
+    let (first, rest) = out.split_once('\n').unwrap_or((out, ""));
+    let code = match first.trim() {
+        "none" => None,
+        n => Some(n.parse::<u32>().map_err(|_| format!("'{}' is not an exit status", crate::error::excerpt(n)))?),
+    };
+    if rest.is_empty() {
+        return Ok((code, None));
+    }
+    if rest.len() > RESULT_MAX {
+        return Err(format!("the result file is larger than {RESULT_MAX} bytes"));
+    }
+    let v: Value = serde_json::from_str(rest).map_err(|e| format!("the result file is not JSON: {e}"))?;
+    Ok((code, Some(v)))
+}
+
+/// Run `prep` on `host`, moving `rec` through its statuses. The error (if any) is also in the
+/// record, with its kind.
+pub async fn run_on(rt: &Runner, store: &Store, prep: &Prepared, host: &Host, rec: &mut RunRecord) -> Result<()> {
+    let ev = rt.ev(host);
+    let r = steps(rt, store, prep, host, rec).await;
+    let (status, detail) = match &r {
+        Ok(_) => (Status::Completed, "completed (exit code 0)".to_string()),
+        Err(e) => {
+            let kind = ErrorKind::of(e);
+            rec.error_kind = Some(kind);
+            rec.error = Some(e.to_string());
+            (Status::Failed, format!("failed: {}", kind.as_str()))
+        }
+    };
+    // A record that cannot be saved is reported, but never hides the run's own outcome.
+    let saved = rec.set(status, detail, store, &ev);
+    rt.forget(host).await;
+    match (r, saved) {
+        (Err(e), _) => Err(e),
+        (Ok(_), Err(e)) => Err(e),
+        (Ok(()), Ok(())) => Ok(()),
+    }
+}
+
+async fn steps(rt: &Runner, store: &Store, prep: &Prepared, host: &Host, rec: &mut RunRecord) -> Result<()> {
+    let p = &prep.primitive;
+    let ev = rt.ev(host);
+    let dir = format!(".mgmt-driver/primitives/{}", rec.run_id);
+    rec.set(Status::Running, format!("running {} (timeout {}s)", p.script, p.timeout.as_secs_f64()), store, &ev)?;
+    rt.upload(
+        host,
+        vec![
+            UploadFile { source: prep.script.clone(), remote: format!("{dir}/{}", prep.script_name()), mode: 0o700 },
+            UploadFile {
+                source: Source::Bytes(prep.params_json.clone()),
+                remote: format!("{dir}/params.json"),
+                mode: 0o600,
+            },
+            UploadFile {
+                source: Source::Bytes(prep.params_env.clone()),
+                remote: format!("{dir}/params.env"),
+                mode: 0o600,
+            },
+        ],
+    )
+    .await?;
+    let become_ = become_for(host, p.root);
+    let run = RemoteCommand::new(PRIMITIVE_RUN.command(&[dir.as_str(), prep.script_name(), p.name.as_str()])?)
+        .with_timeout(Some(p.timeout))
+        .with_become(become_.clone());
+    let ran = rt.exec(host, run).await;
+    let read = RemoteCommand::new(PRIMITIVE_RESULT.command(&[dir.clone(), RESULT_MAX.to_string()])?)
+        .with_timeout(Some(RESULT_LIMIT))
+        .with_become(become_)
+        .with_capture(RESULT_MAX + 64);
+    let out = match ran {
+        Ok(o) => o,
+        Err(e) => {
+            // Clean up what can be (the run directory holds the parameters); the run's own
+            // error is what counts.
+            if !matches!(e, Error::Connect { .. } | Error::Auth { .. } | Error::HostKey { .. }) {
+                let _ = rt.exec(host, read).await;
+            }
+            return Err(e);
+        }
+    };
+    rec.stdout_tail = Some(tail(&out.stdout_text()));
+    rec.stderr_tail = Some(tail(&out.stderr_tail));
+    let (code, result) =
+        rt.fact(host, read.clone(), "the primitive's result", || (Some(0), None), parse_result).await?;
+    rec.exit_code = code;
+    rec.result = result;
+    match code {
+        Some(0) => Ok(()),
+        _ => Err(Error::Remote {
+            node: host.name.clone(),
+            command: format!("primitive {} ({})", p.name, p.script),
+            status: code.map(|c| format!("exit code {c}")).unwrap_or_else(|| "no exit status".into()),
+            stderr_tail: out.stderr_tail.clone(),
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_result_is_a_status_line_then_json_within_the_cap() {
+        assert_eq!(parse_result("0\n").unwrap(), (Some(0), None));
+        assert_eq!(parse_result("3\n{\"a\": 1}").unwrap(), (Some(3), Some(serde_json::json!({"a": 1}))));
+        assert_eq!(parse_result("none\n").unwrap(), (None, None));
+        assert!(parse_result("0\nnot json").unwrap_err().contains("not JSON"));
+        assert!(parse_result("x\n").is_err());
+        let big = format!("0\n\"{}\"", "a".repeat(RESULT_MAX));
+        assert!(parse_result(&big).unwrap_err().contains("larger"));
+    }
+
+    /// The two node-side programs, run here: parameters arrive through the environment and the
+    /// JSON file, params.env is gone before the script starts, a failing script's status and
+    /// result come back, and the run directory is removed.
+    #[test]
+    fn the_programs_pass_parameters_and_bring_back_status_and_result() {
+        let home = tempfile::tempdir().unwrap();
+        let dir = home.path().join("run");
+        std::fs::create_dir(&dir).unwrap();
+        let hostile = "a'b\"$(id)`id`\nc\\";
+        let mut params = Map::new();
+        params.insert("msg".into(), Value::String(hostile.into()));
+        std::fs::write(dir.join("params.env"), env_file(&params).unwrap()).unwrap();
+        std::fs::write(dir.join("params.json"), serde_json::to_vec(&Value::Object(params)).unwrap()).unwrap();
+        let script = "#!/bin/sh\n[ -e params.env ] && exit 9\nprintf '%s' \"$PARAM_MSG\" > got\n\
+                      printf '{\"name\": \"%s\"}' \"$MGMT_DRIVER_PRIMITIVE\" > \"$MGMT_DRIVER_RESULT\"\nexit 4\n";
+        std::fs::write(dir.join("s.sh"), script).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(dir.join("s.sh"), std::fs::Permissions::from_mode(0o700)).unwrap();
+        let sh = |c: String| {
+            let o = std::process::Command::new("sh").arg("-c").arg(c).current_dir(home.path()).output().unwrap();
+            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+            String::from_utf8(o.stdout).unwrap()
+        };
+        sh(PRIMITIVE_RUN.command(&["run", "s.sh", "touch"]).unwrap());
+        assert_eq!(std::fs::read_to_string(dir.join("got")).unwrap(), hostile);
+        let out = sh(PRIMITIVE_RESULT.command(&["run", "65536"]).unwrap());
+        assert_eq!(parse_result(&out).unwrap(), (Some(4), Some(serde_json::json!({"name": "touch"}))));
+        assert!(!dir.exists());
+    }
+}

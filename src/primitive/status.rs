@@ -1,0 +1,260 @@
+//! A primitive run's status record (OSM writes `status`, `detailed-status` and `status-time` to
+//! its database on every change): `pending → running → completed | failed`, with times, the
+//! primitive, the target, the exit code, the error kind, the output tails and the structured
+//! result. One document per run in the state store (`<run id>.primitive.json`, 0600, secrets
+//! sealed), rewritten on every change and emitted as a `status` event at the same time, so the
+//! JSON-lines stream and `primitive status RUN_ID` never disagree.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::error::{Error, Result};
+use crate::event::{EventKind, HostEvents};
+use crate::lifecycle::state::{now_rfc3339, Store};
+
+pub const KIND: &str = "primitive";
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    Pending,
+    Running,
+    Completed,
+    Failed,
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Pending => "pending",
+            Status::Running => "running",
+            Status::Completed => "completed",
+            Status::Failed => "failed",
+        }
+    }
+}
+
+/// Why a run failed, as OSM's connector distinguishes it; each has its own exit code.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorKind {
+    /// Parameters that do not fit the declaration (nothing connected). Exit 3.
+    BadArguments,
+    /// The machine could not be reached or logged in to. Exit 4.
+    Connection,
+    /// The script ran past the primitive's timeout and was killed. Exit 5.
+    Timeout,
+    /// The script failed (non-zero exit, or a result that is not JSON). Exit 6.
+    Execution,
+    /// The host key changed or is revoked (or unknown under strict checking). Exit 7.
+    InvalidCertificate,
+}
+
+impl ErrorKind {
+    pub fn exit_code(self) -> i32 {
+        match self {
+            ErrorKind::BadArguments => 3,
+            ErrorKind::Connection => 4,
+            ErrorKind::Timeout => 5,
+            ErrorKind::Execution => 6,
+            ErrorKind::InvalidCertificate => 7,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorKind::BadArguments => "bad_arguments",
+            ErrorKind::Connection => "connection",
+            ErrorKind::Timeout => "timeout",
+            ErrorKind::Execution => "execution",
+            ErrorKind::InvalidCertificate => "invalid_certificate",
+        }
+    }
+
+    /// The kind of an engine error met while running a primitive.
+    pub fn of(e: &Error) -> ErrorKind {
+        match e {
+            Error::Input { .. } => ErrorKind::BadArguments,
+            Error::HostKey { .. } => ErrorKind::InvalidCertificate,
+            Error::Connect { .. } | Error::Auth { .. } | Error::Session { .. } | Error::Skipped { .. } => {
+                ErrorKind::Connection
+            }
+            Error::Timeout { .. } => ErrorKind::Timeout,
+            Error::Remote { .. } | Error::Transfer { .. } | Error::Unreadable { .. } | Error::State { .. } => {
+                ErrorKind::Execution
+            }
+        }
+    }
+}
+
+/// One run of one primitive on one target. `Debug` masks secret-named parameters.
+#[derive(Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunRecord {
+    pub run_id: String,
+    pub primitive: String,
+    pub target: String,
+    pub status: Status,
+    pub detailed_status: String,
+    pub created: String,
+    /// When the status last changed (OSM's `status-time`).
+    pub status_time: String,
+    #[serde(default)]
+    pub started: Option<String>,
+    #[serde(default)]
+    pub finished: Option<String>,
+    /// The parameters as the script got them (secret-named ones are sealed by the store).
+    #[serde(default)]
+    pub params: Map<String, Value>,
+    #[serde(default)]
+    pub exit_code: Option<u32>,
+    #[serde(default)]
+    pub error_kind: Option<ErrorKind>,
+    #[serde(default)]
+    pub error: Option<String>,
+    #[serde(default)]
+    pub stdout_tail: Option<String>,
+    #[serde(default)]
+    pub stderr_tail: Option<String>,
+    #[serde(default)]
+    pub result: Option<Value>,
+}
+
+crate::secret::impl_debug_masked!(RunRecord);
+
+/// How much of stdout a record keeps (the whole output was streamed as events).
+pub const TAIL_BYTES: usize = 4096;
+
+/// The last `TAIL_BYTES` of `s`, cut at a character boundary.
+pub fn tail(s: &str) -> String {
+    if s.len() <= TAIL_BYTES {
+        return s.to_string();
+    }
+    let mut at = s.len() - TAIL_BYTES;
+    while !s.is_char_boundary(at) {
+        at += 1;
+    }
+    s[at..].to_string()
+}
+
+impl RunRecord {
+    pub fn new(run_id: &str, primitive: &str, target: &str, params: Map<String, Value>) -> RunRecord {
+        let now = now_rfc3339();
+        RunRecord {
+            run_id: run_id.into(),
+            primitive: primitive.into(),
+            target: target.into(),
+            status: Status::Pending,
+            detailed_status: "waiting for the target".into(),
+            created: now.clone(),
+            status_time: now,
+            started: None,
+            finished: None,
+            params,
+            exit_code: None,
+            error_kind: None,
+            error: None,
+            stdout_tail: None,
+            stderr_tail: None,
+            result: None,
+        }
+    }
+
+    /// Move to `status` with `detail`: saved, then emitted. The transitions only go forward.
+    pub fn set(&mut self, status: Status, detail: impl Into<String>, store: &Store, ev: &HostEvents) -> Result<()> {
+        self.status = status;
+        self.detailed_status = detail.into();
+        self.status_time = now_rfc3339();
+        match status {
+            Status::Running => self.started = Some(self.status_time.clone()),
+            Status::Completed | Status::Failed => self.finished = Some(self.status_time.clone()),
+            Status::Pending => {}
+        }
+        let saved = store.save_doc(&self.run_id, KIND, self);
+        ev.emit(EventKind::Status {
+            subject: format!("primitive {} run {}: {}", self.primitive, self.run_id, self.detailed_status),
+            status: status.as_str().into(),
+        });
+        saved
+    }
+
+    pub fn load(store: &Store, run_id: &str) -> Result<Option<RunRecord>> {
+        store.load_doc(run_id, KIND)
+    }
+
+    /// Every run recorded in the store, oldest first.
+    pub fn list(store: &Store) -> Result<Vec<RunRecord>> {
+        let suffix = format!(".{KIND}.json");
+        let mut out = Vec::new();
+        let entries = match std::fs::read_dir(store.dir()) {
+            Ok(e) => e,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(out),
+            Err(e) => return Err(Error::input(store.dir().display().to_string(), "state", e.to_string())),
+        };
+        for e in entries.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if let Some(id) = name.strip_suffix(&suffix).filter(|id| !id.starts_with('.')) {
+                if let Some(r) = RunRecord::load(store, id)? {
+                    out.push(r);
+                }
+            }
+        }
+        out.sort_by(|a, b| (&a.created, &a.run_id).cmp(&(&b.created, &b.run_id)));
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_have_their_own_exit_codes_apart_from_1_and_2() {
+        let all = [
+            ErrorKind::BadArguments,
+            ErrorKind::Connection,
+            ErrorKind::Timeout,
+            ErrorKind::Execution,
+            ErrorKind::InvalidCertificate,
+        ];
+        let codes: std::collections::BTreeSet<i32> = all.iter().map(|k| k.exit_code()).collect();
+        assert_eq!(codes.len(), all.len());
+        assert!(codes.iter().all(|c| (3..=9).contains(c)));
+        let hk = Error::HostKey { node: "n".into(), addr: "a".into(), message: "changed".into() };
+        assert_eq!(ErrorKind::of(&hk), ErrorKind::InvalidCertificate);
+        let t = Error::Timeout { node: "n".into(), command: "c".into(), elapsed: std::time::Duration::from_secs(1) };
+        assert_eq!(ErrorKind::of(&t), ErrorKind::Timeout);
+        let c = Error::Connect { node: "n".into(), addr: "a".into(), message: "refused".into(), attempts: 1 };
+        assert_eq!(ErrorKind::of(&c), ErrorKind::Connection);
+    }
+
+    #[test]
+    fn records_are_saved_on_every_change_and_listed() {
+        let d = tempfile::tempdir().unwrap();
+        let key = crate::lifecycle::state_key::StateKey::at(d.path().join("k"));
+        let store = Store::open_with_key(&d.path().join("s"), key).unwrap();
+        let (events, mut rx) = crate::event::Events::channel();
+        let ev = events.for_host("e1");
+        let mut params = Map::new();
+        params.insert("db_password".into(), Value::String("Pw-run-1".into()));
+        let mut r = RunRecord::new("run-1", "touch", "e1", params);
+        r.set(Status::Pending, "queued", &store, &ev).unwrap();
+        r.set(Status::Running, "running touch.sh", &store, &ev).unwrap();
+        r.set(Status::Completed, "exit code 0", &store, &ev).unwrap();
+        let seen: Vec<String> = std::iter::from_fn(|| rx.try_recv().ok())
+            .filter_map(|e| match e.kind {
+                EventKind::Status { status, .. } => Some(status),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(seen, ["pending", "running", "completed"]);
+        let back = RunRecord::load(&store, "run-1").unwrap().unwrap();
+        assert_eq!(back.status, Status::Completed);
+        assert!(back.started.is_some() && back.finished.is_some());
+        let text = std::fs::read_to_string(store.doc_path("run-1", KIND)).unwrap();
+        assert!(!text.contains("Pw-run-1"), "{text}");
+        assert_eq!(RunRecord::list(&store).unwrap().len(), 1);
+        let t = tail(&"é".repeat(5000));
+        assert!(t.len() <= TAIL_BYTES && t.starts_with('é'), "{}", t.len());
+    }
+}

@@ -35,3 +35,4 @@ pub mod ssh;
 pub mod transport;
 pub mod url_mask;
 pub(crate) mod vnfm;
+pub mod workload;

@@ -16,6 +16,7 @@ pub mod primitive;
 pub mod sites;
 pub mod sites_export;
 pub mod vnfm_hook;
+pub mod workload;
 
 use clap::{Parser, Subcommand};
 
@@ -76,6 +77,13 @@ pub enum Command {
         #[command(flatten)]
         args: cnf::CnfArgs,
     },
+    /// Kubernetes workloads with kubectl on a master (deploy, scale, set-image, rollback, exec, ...).
+    Workload {
+        #[command(subcommand)]
+        op: crate::workload::Op,
+        #[command(flatten)]
+        args: workload::WorkloadArgs,
+    },
     /// The driver's own SSH key: print it (made on first use), rotate it across the EEs.
     Key(ee::KeyArgs),
     /// Execution environments: register existing machines (our key, their host key), list,
@@ -124,6 +132,7 @@ impl Command {
             Command::TerminateEnd(_) => "terminate_end",
             Command::Hook(_) => "hook",
             Command::Cnf { op, .. } => op.name(),
+            Command::Workload { op, .. } => op.name(),
             Command::Sites { cmd } => return cmd.name(),
             Command::Key(a) => match a.cmd {
                 None | Some(ee::KeyCmd::Show) => "key",
@@ -218,6 +227,7 @@ async fn run(command: Command, ctx: &Ctx) -> Result<i32> {
         Command::TerminateEnd(a) => hook::run(Op::TerminateEnd, a, ctx).await,
         Command::Hook(a) => vnfm_hook::run(a, ctx).await,
         Command::Cnf { op, args } => cnf::run(op, args, ctx).await,
+        Command::Workload { op, args } => workload::run(op, args, ctx).await,
         Command::Sites { cmd } => sites::run(cmd, ctx).await,
         Command::Key(a) => ee::key(a, ctx).await?,
         Command::Ee { cmd, store } => ee::ee(cmd, store, ctx).await?,

@@ -138,6 +138,15 @@ impl Runner {
         out.check(node.name(), &cmd)
     }
 
+    /// Run a command whose exit status is a result, not a failure (a command run in every pod
+    /// of a workload reports each pod's status): only a transport failure or a timeout is an
+    /// error here.
+    pub async fn exec_status(&self, node: &dyn Node, cmd: RemoteCommand) -> Result<ExecOutput> {
+        let t = self.transport(node).await?;
+        tracing::debug!(node = node.name(), command = cmd.display(), "exec");
+        t.exec(&cmd, &self.ev(node)).await
+    }
+
     pub async fn upload(&self, node: &dyn Node, files: Vec<UploadFile>) -> Result<Vec<UploadResult>> {
         if files.is_empty() {
             return Ok(vec![]);

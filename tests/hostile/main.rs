@@ -21,6 +21,7 @@ mod hook;
 mod inventory;
 mod registry;
 mod storage;
+mod workload;
 
 fn main() {
     let mut cases = Vec::new();
@@ -32,5 +33,6 @@ fn main() {
     cases.extend(registry::cases());
     cases.extend(storage::cases());
     cases.extend(ee::cases());
+    cases.extend(workload::cases());
     case::run(cases);
 }

@@ -6,6 +6,7 @@
 """Lab kit: the cluster model kept in the shared state."""
 
 import base64
+import copy
 import hashlib
 import ipaddress
 import json
@@ -530,6 +531,7 @@ def jwt_like(ns, secret, sa, sa_uid):
 
 def reconcile(c):
     """What the controllers would do: DaemonSet pods, scheduling, service-account tokens."""
+    reconcile_workloads(c)  # Deployments/StatefulSets applied with kubectl (see below)
     for dsk, ds in c.get("daemonsets", {}).items():
         have = {p["node"] for p in c["pods"].values() if p.get("daemonset") == dsk}
         for n in sorted(c["nodes"]):
@@ -694,3 +696,189 @@ def check_api(state, server):
         return None, ("The connection to the server %s was refused - did you specify the right "
                       "host or port?" % hostport)
     return c, None
+
+
+# ---------------------------------------------------------------- workloads applied with kubectl
+# (mgmt-driver `workload` ops). A Deployment or StatefulSet applied with a pod template gets what
+# its controller would do: a revision per distinct pod template (a template seen before becomes
+# the newest revision again, as Kubernetes does on `rollout undo`), pods on Ready nodes named
+# `<deploy>-<template hash>-<rand>` (owned by ReplicaSet `<deploy>-<hash>`) or `<sts>-<ordinal>`,
+# an instant rollout (old-template pods replaced at once), and status counts. Services get a
+# cluster IP and their node ports checked for collisions. Kept apart from the Helm stand-in's
+# objects: only what is recorded in c["workloads"] is reconciled here.
+WL_KINDS = ("Deployment", "StatefulSet")
+
+
+def template_hash(tpl):
+    h = hashlib.sha256(json.dumps(tpl, sort_keys=True).encode()).digest()
+    return "".join(ks.SUFFIX_ALPHABET[b % len(ks.SUFFIX_ALPHABET)] for b in h[:10])
+
+
+def wl_key(kind, ns, name):
+    return "%s/%s/%s" % (kind, ns, name)
+
+
+def workload_record(c, kind, ns, name):
+    return c.get("workloads", {}).get(wl_key(kind, ns, name))
+
+
+def workload_admit(c, obj, old):
+    """The API server's checks of an applied Deployment/StatefulSet: an error text, or None."""
+    kind, name = obj["kind"], obj["metadata"]["name"]
+    spec = obj.get("spec") or {}
+    sel = (spec.get("selector") or {}).get("matchLabels") or {}
+    labels = ((spec.get("template") or {}).get("metadata") or {}).get("labels") or {}
+    if not sel:
+        return 'The %s "%s" is invalid: spec.selector: Required value' % (kind, name)
+    if any(labels.get(k) != v for k, v in sel.items()):
+        return ('The %s "%s" is invalid: spec.template.metadata.labels: Invalid value: %s: `selector` does not '
+                'match template `labels`' % (kind, name, json.dumps(labels, sort_keys=True)))
+    if not ((spec.get("template") or {}).get("spec") or {}).get("containers"):
+        return 'The %s "%s" is invalid: spec.template.spec.containers: Required value' % (kind, name)
+    if old is not None and ((old.get("spec") or {}).get("selector") or {}) != (spec.get("selector") or {}):
+        return ('The %s "%s" is invalid: spec.selector: Invalid value: %s: field is immutable'
+                % (kind, name, json.dumps(spec.get("selector"), sort_keys=True)))
+    return None
+
+
+def set_template(w, tpl):
+    """Make `tpl` the current pod template, as a new revision unless it already is the current one."""
+    h = template_hash(tpl)
+    if w.get("current") == h:
+        return
+    top = max([r["revision"] for r in w["revisions"]] or [0]) + 1
+    w["revisions"] = [r for r in w["revisions"] if r["hash"] != h]
+    w["revisions"].append({"revision": top, "hash": h, "template": copy.deepcopy(tpl)})
+    w["current"] = h
+
+
+def current_revision(w):
+    return next(r for r in w["revisions"] if r["hash"] == w["current"])
+
+
+def workload_applied(c, obj, old):
+    """Record an applied Deployment/StatefulSet: generation, revision, then reconcile."""
+    meta = obj["metadata"]
+    key = wl_key(obj["kind"], meta["namespace"], meta["name"])
+    w = c.setdefault("workloads", {}).get(key) or {"kind": obj["kind"], "namespace": meta["namespace"],
+                                                   "name": meta["name"], "revisions": [], "current": None}
+    gen = ((old or {}).get("metadata") or {}).get("generation", 0)
+    if old is None or old.get("spec") != obj.get("spec"):
+        gen += 1
+    meta["generation"] = gen
+    set_template(w, obj["spec"]["template"])
+    c["workloads"][key] = w
+    mark_revision(obj, w)
+    reconcile_workloads(c)
+
+
+def mark_revision(obj, w):
+    if obj["kind"] == "Deployment":
+        obj["metadata"].setdefault("annotations", {})["deployment.kubernetes.io/revision"] = \
+            str(current_revision(w)["revision"])
+
+
+def workload_changed(c, obj, w):
+    """The spec of a recorded workload was changed in place (scale, set image, rollout undo)."""
+    obj["metadata"]["generation"] = obj["metadata"].get("generation", 1) + 1
+    obj["metadata"]["resourceVersion"] = next_rv(c)
+    set_template(w, obj["spec"]["template"])
+    mark_revision(obj, w)
+    reconcile_workloads(c)
+
+
+def workload_deleted(c, kind, ns, name):
+    key = wl_key(kind, ns, name)
+    c.get("workloads", {}).pop(key, None)
+    for pk in [k for k, p in c["pods"].items() if p.get("workload") == key]:
+        remove_pod(c, pk, recreate=False)
+
+
+def _wl_pod(c, w, name, owner, tpl, h):
+    containers = tpl["spec"]["containers"]
+    labels = dict((tpl.get("metadata") or {}).get("labels") or {})
+    if w["kind"] == "Deployment":
+        labels["pod-template-hash"] = h
+    else:
+        labels["controller-revision-hash"] = "%s-%s" % (w["name"], h)
+        labels["statefulset.kubernetes.io/pod-name"] = name
+    p = new_pod(c, w["namespace"], name, None, owner=owner, labels=labels,
+                container=containers[0].get("name"), image=containers[0].get("image", ""))
+    p["workload"] = wl_key(w["kind"], w["namespace"], w["name"])
+    p["tpl_hash"] = h
+    p["containers"] = [x.get("name") for x in containers]
+    p["env"] = {e["name"]: str(e.get("value", "")) for e in containers[0].get("env") or [] if "name" in e}
+    return p
+
+
+def reconcile_workloads(c):
+    for key, w in list(c.get("workloads", {}).items()):
+        obj = get_object(c, w["kind"], w["namespace"], w["name"])
+        owned = {k: p for k, p in c["pods"].items() if p.get("workload") == key}
+        if obj is None:
+            workload_deleted(c, w["kind"], w["namespace"], w["name"])
+            continue
+        h, tpl = w["current"], current_revision(w)["template"]
+        replicas = (obj.get("spec") or {}).get("replicas", 1)
+        if w["kind"] == "Deployment":
+            for k, p in owned.items():
+                if p.get("tpl_hash") != h:
+                    remove_pod(c, k, recreate=False)
+            cur = sorted((k for k, p in owned.items() if p.get("tpl_hash") == h),
+                         key=lambda k: c["pods"][k]["created"])
+            for k in cur[replicas:]:
+                remove_pod(c, k, recreate=False)
+            for _ in range(replicas - len(cur)):
+                _wl_pod(c, w, "%s-%s-%s" % (w["name"], h, ks.rand_suffix()), ("ReplicaSet", "%s-%s" % (w["name"], h)),
+                        tpl, h)
+        else:
+            for k, p in owned.items():
+                ordinal = p["name"].rsplit("-", 1)[-1]
+                if not ordinal.isdigit() or int(ordinal) >= replicas or p.get("tpl_hash") != h:
+                    remove_pod(c, k, recreate=False)
+            for i in range(replicas):
+                pname = "%s-%d" % (w["name"], i)
+                if "%s/%s" % (w["namespace"], pname) not in c["pods"]:
+                    _wl_pod(c, w, pname, ("StatefulSet", w["name"]), tpl, h)
+        mine = [p for p in c["pods"].values() if p.get("workload") == key]
+        current = [p for p in mine if p.get("tpl_hash") == h]
+        running = sum(1 for p in current if pod_phase(c, p) == "Running")
+        counts = {"replicas": len(mine), "updatedReplicas": len(current), "readyReplicas": running,
+                  "availableReplicas": running}
+        st = {k: v for k, v in counts.items() if v}  # the API leaves zero counts out
+        st["observedGeneration"] = obj["metadata"].get("generation", 1)
+        if w["kind"] == "StatefulSet":
+            st["currentRevision"] = st["updateRevision"] = "%s-%s" % (w["name"], h)
+            st["currentReplicas"] = len(current)
+        obj["status"] = st
+
+
+def service_admit(c, obj, old):
+    """Check a Service's node ports as the API server does; an error text when one is outside the
+    range, taken by another Service, or set on a ClusterIP Service, else None. The cluster IP and
+    the node ports left unset are allocated by `service_allocate` when the object is stored."""
+    spec = obj.setdefault("spec", {})
+    name = obj["metadata"]["name"]
+    kind = spec.get("type", "ClusterIP")
+    taken = {}
+    for o in list_objects(c, "Service"):
+        if o["metadata"]["namespace"] == obj["metadata"]["namespace"] and o["metadata"]["name"] == name:
+            continue
+        for p in (o.get("spec") or {}).get("ports") or []:
+            if p.get("nodePort"):
+                taken[p["nodePort"]] = o["metadata"]["name"]
+    for i, p in enumerate(spec.get("ports") or []):
+        np = p.get("nodePort")
+        if np is None:
+            continue
+        if kind not in ("NodePort", "LoadBalancer"):
+            return ('The Service "%s" is invalid: spec.ports[%d].nodePort: Forbidden: may not be used when '
+                    '`type` is \'ClusterIP\'' % (name, i))
+        if not 30000 <= np <= 32767:
+            return ('The Service "%s" is invalid: spec.ports[%d].nodePort: Invalid value: %d: provided port is not '
+                    'in the valid range. The range of valid ports is 30000-32767' % (name, i, np))
+        if np in taken:
+            return ('The Service "%s" is invalid: spec.ports[%d].nodePort: Invalid value: %d: provided port is '
+                    'already allocated' % (name, i, np))
+        taken[np] = name
+    return None

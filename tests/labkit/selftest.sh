@@ -2,7 +2,7 @@
 # selftest.sh - end-to-end self-test of the mgmt-driver LAB KIT (tests/labkit/,
 # docs/labkit.md). Brings up a 3-node kit lab (scripts/lab.sh up 3 --kit --name
 # kst --net 60) and drives the stand-ins over real ssh: apt-get, hostnamectl,
-# kubeadm init/join/token/reset, kubectl get/apply/drain/delete/exec etcdctl,
+# kubeadm init/join/token/reset, kubectl get/apply/drain/delete/exec etcdctl, workloads,
 # helm from the kit's tarball, fault injection and timing through labkit-ctl.
 # Finally checks that nothing reached the host. Always tears the lab down.
 # Exits non-zero if any check fails. Needs root (like scripts/lab.sh).
@@ -184,6 +184,32 @@ printf '# lab kit selftest: an opaque CNI manifest (calico)\napiVersion: v1\nkin
 on "$IP1" "$ADMIN kubectl apply -f /root/cni.yaml && kubectl get nodes"
 ok_has "daemonset.apps/calico-node created" && [ "$(grep -c " Ready " <<<"$OUT")" = 3 ]
 check $? "apply an opaque YAML CNI manifest; nodes become Ready"
+
+# ---------------------------------------------------------------- workloads (mgmt-driver workload ops)
+# A Deployment applied as JSON gets pods and revisions; scale, set image, rollout undo|history,
+# exec (sandboxed: nobody, the container's env, HOSTNAME=pod) and delete act like kubectl's.
+printf '%s\n' '{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"kw"},"spec":{"replicas":2,"selector":{"matchLabels":{"app":"kw"}},"template":{"metadata":{"labels":{"app":"kw"}},"spec":{"containers":[{"name":"c","image":"img:1","env":[{"name":"GREETING","value":"hi there"}]}]}}}}' |
+    put "$IP1" /root/kw.json
+on "$IP1" "$ADMIN kubectl apply -f /root/kw.json && kubectl get deployment kw --no-headers && kubectl get pods -l app=kw -o name"
+ok_has "deployment.apps/kw created" && grep -qE '^kw +2/2 +2 +2 ' <<<"$OUT" && [ "$(grep -cE '^pod/kw-[a-z0-9]{10}-[a-z0-9]{5}$' <<<"$OUT")" = 2 ]
+check $? "a Deployment applied as JSON: 2/2 ready, pods named <deploy>-<hash>-<rand>"
+on "$IP1" "$ADMIN kubectl set image deployment/kw c=img:2 && kubectl rollout history deployment/kw"
+ok_has "deployment.apps/kw image updated" && has $'REVISION  CHANGE-CAUSE\n1         <none>\n2         <none>'
+check $? "set image makes revision 2; rollout history"
+on "$IP1" "$ADMIN kubectl rollout undo deployment/kw --to-revision=9"
+expect "rollout undo to a missing revision" fail_has "error: unable to find specified revision 9 in history"
+on "$IP1" "$ADMIN kubectl rollout undo deployment/kw && kubectl get deployment kw -o jsonpath='{.spec.template.spec.containers[0].image}'"
+expect "rollout undo: the previous image" ok_has $'deployment.apps/kw rolled back\nimg:1'
+on "$IP1" "$ADMIN kubectl scale deployment/kw --replicas=3 && kubectl get pods -l app=kw -o name | wc -l"
+expect "scale --replicas=3" ok_has $'deployment.apps/kw scaled\n3'
+on "$IP1" "$ADMIN kubectl scale deployment/nope --replicas=1"
+expect "scale a missing Deployment: NotFound" fail_has 'Error from server (NotFound): deployments.apps "nope" not found'
+on "$IP1" "$ADMIN p=\$(kubectl get pods -l app=kw -o name | head -n 1) && kubectl exec \${p#pod/} -- sh -c 'echo \$HOSTNAME; echo \$GREETING; id -un; pwd; exit 3'"
+rc_is 3 && [[ $OUT =~ kw-[a-z0-9]{10}-[a-z0-9]{5}$'\nhi there\nnobody\n/tmp/labkit-exec-' ]] && has "command terminated with exit code 3"
+check $? "exec in a workload pod: sandboxed as nobody with the container's env; kubectl's exit contract"
+on "$IP1" "$ADMIN kubectl delete deployment kw && kubectl get pods -l app=kw -o name"
+ok_has 'deployment.apps "kw" deleted' && ! has "pod/kw-"
+check $? "delete deployment: its pods go"
 
 # ---------------------------------------------------------------- drain, delete, etcd
 "$CTL" add-pod "$KIT" worker13 stuck-1 --stuck >/dev/null

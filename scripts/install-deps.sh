@@ -60,6 +60,10 @@ install_deps() {
     command -v curl >/dev/null || need+=(curl)
     # scripts/lint-shell.sh: the node-side programs (src/remote) and every other shell script
     command -v shellcheck >/dev/null || need+=(shellcheck)
+    # tests/install_script.rs checks the apt key's fingerprint with the real gpg
+    command -v gpg >/dev/null || need+=(gnupg)
+    # tests/storage.rs: a real ext4 filesystem on a loop device (losetup, blkid: util-linux/mount)
+    { command -v mkfs.ext4 && command -v losetup && command -v blkid; } >/dev/null || need+=(e2fsprogs mount)
     [ ${#need[@]} -eq 0 ] && return 0
     if [ "$(id -u)" != 0 ]; then
         echo "missing packages: ${need[*]} (run as root so they can be installed)" >&2

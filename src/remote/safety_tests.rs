@@ -19,7 +19,20 @@ fn run(p: Program, swap: &[(&str, &str)], args: &[&str]) -> Output {
         text = text.replace(from, to);
     }
     let cmd = format!("sh -c {} {} {}", quote(&text).unwrap(), p.name, join(args).unwrap());
-    Command::new("sh").arg("-c").arg(cmd).output().unwrap()
+    let mut c = Command::new("sh");
+    c.arg("-c").arg(cmd);
+    // On a node the programs start under sshd with every signal at its default. A test runner
+    // started in the background of a non-interactive shell inherits SIGINT/SIGQUIT ignored, and
+    // a shell cannot undo an inherited ignore: put them back, so the signal tests mean the same.
+    // SAFETY: signal(2) is async-signal-safe, and nothing else runs between fork and exec.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut c, || {
+            libc::signal(libc::SIGINT, libc::SIG_DFL);
+            libc::signal(libc::SIGQUIT, libc::SIG_DFL);
+            Ok(())
+        });
+    }
+    c.output().unwrap()
 }
 
 fn text(o: &Output) -> String {

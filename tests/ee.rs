@@ -166,6 +166,10 @@ const PRIMITIVES: &str = "primitives:
     script: slow.sh
     timeout: 2s
     runs_on: ee
+  - name: long
+    script: long.sh
+    timeout: 60s
+    runs_on: ee
   - name: as-root
     script: echo.sh
     root: true
@@ -196,6 +200,7 @@ fn write_primitives(dir: &Path) {
     .unwrap();
     std::fs::write(dir.join("fail.sh"), "#!/bin/sh\necho about to fail\necho 'disk full' >&2\nexit 3\n").unwrap();
     std::fs::write(dir.join("slow.sh"), "#!/bin/sh\nsleep 30\n").unwrap();
+    std::fs::write(dir.join("long.sh"), "#!/bin/sh\nsleep 41.5\n").unwrap();
 }
 
 /// The `status` events of a `-o json` run's stderr, in order.
@@ -220,7 +225,7 @@ fn primitives_run_with_typed_parameters_status_and_error_kinds() -> R {
     phase("list and show", || {
         let l = c.run(&["-o", "json", "primitive", "list", "--dir", &d]);
         l.ok();
-        check(doc(&l)["result"]["primitives"].as_array().map(Vec::len) == Some(5), || l.stdout.clone())?;
+        check(doc(&l)["result"]["primitives"].as_array().map(Vec::len) == Some(6), || l.stdout.clone())?;
         let sh = c.run(&["-o", "json", "primitive", "show", "echo", "--dir", &d]);
         sh.ok();
         check(doc(&sh)["result"]["parameters"][2]["values"][1] == "slow", || sh.stdout.clone())
@@ -347,6 +352,41 @@ fn primitives_run_with_typed_parameters_status_and_error_kinds() -> R {
         check(doc(&r)["result"]["runs"][0]["errorKind"] == "timeout", || r.stdout.clone())?;
         check(r.elapsed < Duration::from_secs(20), || format!("took {:?}", r.elapsed))
     })?;
+    phase(
+        "SIGTERM while a primitive runs: exit 143, the record failed and interrupted, nothing left on the node",
+        || {
+            let state = c.state();
+            let run = support::spawn(
+                &["-o", "json", "primitive", "run", "long", "--dir", &d, "--ee", "lab-4", "--state-dir", s(&state)],
+                &[],
+            );
+            let node = || lab().node_exec("4", &["pgrep", "-af", "sleep 41.5"]);
+            let started = (0..300).any(|_| {
+                std::thread::sleep(Duration::from_millis(50));
+                !node().stdout.is_empty()
+            });
+            if !started {
+                run.signal("KILL");
+                return Err(format!("the primitive never started: {}", run.wait(Duration::from_secs(5)).all()).into());
+            }
+            run.signal("TERM");
+            let r = run.wait(Duration::from_secs(15));
+            check(r.code == 143, || format!("exit {}: {}", r.code, r.all()))?;
+            let st = c.run(&["-o", "json", "primitive", "status"]);
+            st.ok();
+            let runs = doc(&st)["result"]["runs"].as_array().cloned().unwrap_or_default();
+            let long: Vec<&Value> = runs.iter().filter(|x| x["primitive"] == "long").collect();
+            check(long.len() == 1, || st.stdout.clone())?;
+            check(long[0]["status"] == "failed", || st.stdout.clone())?;
+            check(long[0]["detailedStatus"].as_str().is_some_and(|t| t.contains("interrupted")), || st.stdout.clone())?;
+            check(long[0]["finished"].is_string(), || st.stdout.clone())?;
+            let gone = (0..120).any(|_| {
+                std::thread::sleep(Duration::from_millis(50));
+                node().stdout.is_empty()
+            });
+            check(gone, || format!("still on the node: {}", String::from_utf8_lossy(&node().stdout)))
+        },
+    )?;
     phase("a changed host key: kind invalid_certificate, exit 7", || {
         // The store's known_hosts now records another node's key for node 1's address.
         let kh = c.state().join("known_hosts");

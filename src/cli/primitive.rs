@@ -316,6 +316,8 @@ async fn run_cmd(a: RunArgs, src: Source, ctx: &Ctx) -> Result<i32> {
         r.set(Status::Pending, "waiting for the target", &store, &rt.ev(h))?;
         records.push(r);
     }
+    // Dropped unfinished (a signal drops this future): every run not yet ended is marked so.
+    let mut unfinished = Unfinished { store: &store, run_ids: records.iter().map(|r| r.run_id.clone()).collect() };
     let pairs: Vec<(Host, std::sync::Mutex<RunRecord>)> =
         hosts.into_iter().zip(records).map(|(h, r)| (h, std::sync::Mutex::new(r))).collect();
     let nodes: Vec<&Host> = pairs.iter().map(|(h, _)| h).collect();
@@ -329,6 +331,7 @@ async fn run_cmd(a: RunArgs, src: Source, ctx: &Ctx) -> Result<i32> {
             r
         })
         .await;
+    unfinished.run_ids.clear();
     drop(rt);
     let _ = renderer.await;
     let mut code = exit::OK;
@@ -371,4 +374,27 @@ async fn run_cmd(a: RunArgs, src: Source, ctx: &Ctx) -> Result<i32> {
         }
     }
     Ok(code)
+}
+
+/// The runs of a `primitive run` that has not come back yet. When the command is stopped
+/// (SIGINT/SIGTERM: `main.rs` drops the operation), the runs still pending or running are
+/// recorded as failed and interrupted, so `primitive status` never shows a run that is gone as
+/// running. Cleared once every run has its own outcome.
+struct Unfinished<'a> {
+    store: &'a crate::lifecycle::state::Store,
+    run_ids: Vec<String>,
+}
+
+impl Drop for Unfinished<'_> {
+    fn drop(&mut self) {
+        for id in &self.run_ids {
+            if let Ok(Some(mut r)) = RunRecord::load(self.store, id) {
+                if matches!(r.status, Status::Pending | Status::Running) {
+                    if let Err(e) = r.interrupted(self.store) {
+                        tracing::warn!(run = %id, error = %e, "could not record the interrupted run");
+                    }
+                }
+            }
+        }
+    }
 }

@@ -178,6 +178,20 @@ impl RunRecord {
         saved
     }
 
+    /// The driver stopped (SIGINT/SIGTERM) while this run was pending or running: the record
+    /// ends `failed`, saying so, instead of staying `running` for ever. No event: the process is
+    /// on its way out, and its interruption report says the same. The script itself is killed
+    /// on the node by the leash when the connection goes.
+    pub fn interrupted(&mut self, store: &Store) -> Result<()> {
+        let was = self.status.as_str();
+        self.status = Status::Failed;
+        self.detailed_status = format!("interrupted: the driver was stopped while the run was {was}");
+        self.error = Some(self.detailed_status.clone());
+        self.status_time = now_rfc3339();
+        self.finished = Some(self.status_time.clone());
+        store.save_doc(&self.run_id, KIND, self)
+    }
+
     pub fn load(store: &Store, run_id: &str) -> Result<Option<RunRecord>> {
         store.load_doc(run_id, KIND)
     }

@@ -140,7 +140,9 @@ fn instantiate_without_token_in_argv(t: &mut Keys) -> R {
     let seen = stop_sampler(c, 2, sampling);
     r.ok();
     let script: Vec<&str> = seen.lines().filter(|l| l.starts_with("bash ./install_k8s_cluster.sh -w")).collect();
-    check(!script.is_empty(), || format!("the sampler never saw the worker's install script:\n{seen}"))?;
+    check(!script.is_empty(), || {
+        format!("the sampler never saw the worker's install script:\n{seen}\n{}\n{}", r.stdout, r.stderr)
+    })?;
     // Positive control: the watch sees kubeadm itself while it joins (the kit's join sleeps 2 s).
     check(seen.lines().any(|l| l.contains("/kubeadm join ")), || {
         format!("the sampler never saw the worker's kubeadm join:\n{seen}")

@@ -74,6 +74,7 @@ readonly MANAGED="managed by $PROG"
 ORIG_ARGS=("$@")
 STEP=arguments
 WORKDIR=''
+JOIN_API='' JOIN_DIR=''   # kubeadm join config: its apiVersion; its private dir (holds the join secrets)
 
 usage() {
     cat <<EOF
@@ -131,7 +132,10 @@ on_err() {
     printf '%s: error in step "%s": a command failed with status %s (line %s)\n' \
         "$PROG" "$STEP" "$rc" "${BASH_LINENO[0]}" >&2
 }
-cleanup() { if [[ -n $WORKDIR ]]; then rm -rf -- "$WORKDIR"; fi; }
+cleanup() {
+    if [[ -n $JOIN_DIR ]]; then rm -rf -- "$JOIN_DIR"; fi
+    if [[ -n $WORKDIR ]]; then rm -rf -- "$WORKDIR"; fi
+}
 trap on_err ERR
 trap cleanup EXIT
 
@@ -819,13 +823,47 @@ print_join_info() {
     sed -n '/-----BEGIN CERTIFICATE-----/,/-----END CERTIFICATE-----/p' "$CA_CRT"
 }
 
-# kubeadm join, with its output also kept to look for the success line.
-kubeadm_join() {
+# The JoinConfiguration apiVersion the installed kubeadm reads: v1beta4 from 1.31 on (where
+# v1beta3 is deprecated), v1beta3 before.
+join_config_api() {
+    local v
+    v=$(kubeadm version -o short 2>/dev/null) || die "kubeadm version -o short failed"
+    [[ $v =~ ^v?1\.([0-9]+)\. ]] || die "kubeadm version -o short printed no version"
+    if ((BASH_REMATCH[1] >= 31)); then
+        JOIN_API=kubeadm.k8s.io/v1beta4
+    else
+        JOIN_API=kubeadm.k8s.io/v1beta3
+    fi
+}
+
+# Write the JoinConfiguration for ENDPOINT to stdout. JSON, which kubeadm reads as YAML; every
+# value was checked by parse_args (token, hash and key patterns, IPv4 addresses), so none needs
+# escaping. printf is a builtin: the secrets are in no process's argv.
+join_config() {
     local endpoint=$1
-    shift
-    local out=$WORKDIR/join.log rc=0
-    kubeadm join "$endpoint" --token "$TOKEN" \
-        --discovery-token-ca-cert-hash "sha256:$CA_HASH" "$@" 2>&1 | tee "$out" >&2 || rc=$?
+    printf '{\n  "apiVersion": "%s",\n  "kind": "JoinConfiguration",\n' "$JOIN_API"
+    printf '  "discovery": {\n    "bootstrapToken": {\n      "apiServerEndpoint": "%s",\n' "$endpoint"
+    printf '      "token": "%s",\n      "caCertHashes": ["sha256:%s"]\n    }\n  }' "$TOKEN" "$CA_HASH"
+    if [[ $ROLE == join-master ]]; then
+        printf ',\n  "controlPlane": {\n    "certificateKey": "%s",\n' "$CERT_KEY"
+        printf '    "localAPIEndpoint": {"advertiseAddress": "%s"}\n  }' "$MY_IP"
+    fi
+    printf '\n}\n'
+}
+
+# kubeadm join, with its output also kept to look for the success line. The token and the
+# certificate key go to kubeadm in a --config file (0600, in a 0700 directory of its own, removed
+# right after the join and by the EXIT trap on every other path), not as --token or
+# --certificate-key, which any user could read in kubeadm's argv while it runs.
+kubeadm_join() {
+    local endpoint=$1 out=$WORKDIR/join.log rc=0 cfg
+    join_config_api
+    JOIN_DIR=$(umask 077 && mktemp -d) || die "mktemp -d failed"
+    cfg=$JOIN_DIR/join.json
+    (umask 077 && join_config "$endpoint" >"$cfg") || die "cannot write $cfg"
+    kubeadm join --config "$cfg" 2>&1 | tee "$out" >&2 || rc=$?
+    rm -rf -- "$JOIN_DIR"
+    JOIN_DIR=''
     if ((rc != 0)) || ! grep -q 'This node has joined the cluster' "$out"; then
         die "kubeadm join $endpoint did not complete (status $rc)" 255
     fi
@@ -835,8 +873,7 @@ join_master() {
     step kubeadm-join-master
     local endpoint=$CLUSTER_IP:$API_PORT
     ((HA)) && endpoint=$CLUSTER_IP:$LB_PORT
-    kubeadm_join "$endpoint" --control-plane --certificate-key "$CERT_KEY" \
-        --apiserver-advertise-address "$MY_IP"
+    kubeadm_join "$endpoint"
 }
 
 join_worker() {

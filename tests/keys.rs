@@ -32,11 +32,10 @@ const PROXY_PLACES: &str = "cat /etc/environment; stat -c '%a %u:%g' /etc/enviro
     ls -A /etc/apt/apt.conf.d; ls -A /etc/systemd/system/containerd.service.d /etc/systemd/system/kubelet.service.d 2>&1";
 
 /// A sampler inside lab node `i`: every 20 ms, the argv (`ps`, from /proc/PID/cmdline) of every
-/// process running an install script, until /tmp/stop-sampler appears. Its stdout is the samples.
+/// process on the node, until /tmp/stop-sampler appears. Its stdout is the distinct argv lines seen.
 fn sampler(c: &Cluster, i: usize) -> Child {
     let script = "rm -f /tmp/stop-sampler; n=0; while [ ! -e /tmp/stop-sampler ] && [ $n -lt 6000 ]; do \
-        ps -eww -o args= | grep -F install_k8s_cluster.sh | grep -v -e '^sh -c' -e '^timeout' -e '^sudo'; \
-        n=$((n+1)); sleep 0.02; done";
+        ps -eww -o args=; n=$((n+1)); sleep 0.02; done | awk '!seen[$0]++'";
     Command::new("bash")
         .arg(repo().join("scripts/lab.sh"))
         .args(["exec", &i.to_string(), "--name", &c.lab.name, "--", "sh", "-c", script])
@@ -52,13 +51,15 @@ fn stop_sampler(c: &Cluster, i: usize, child: Child) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
-/// The secret half of every bootstrap token the kit's cluster knows.
+/// The secret half of every bootstrap token the kit's cluster knows, and its certificate key.
 fn token_secrets(c: &Cluster) -> Vec<String> {
     let k = c.kit();
-    k["cluster"]["tokens"]
+    let mut s: Vec<String> = k["cluster"]["tokens"]
         .as_object()
         .map(|t| t.keys().filter_map(|t| t.split('.').nth(1)).map(String::from).collect())
-        .unwrap_or_default()
+        .unwrap_or_default();
+    s.extend(k["cluster"]["certificate_key"]["key"].as_str().map(String::from));
+    s
 }
 
 fn fingerprint_of(pubkey_line: &str) -> String {
@@ -121,7 +122,7 @@ fn rebuilt_vms() -> R {
     phases(
         &mut t,
         &[
-            ("instantiate: our script's argv never holds the join token", instantiate_without_token_in_argv),
+            ("instantiate: no argv (script, kubeadm) holds a join secret", instantiate_without_token_in_argv),
             ("heal-end of a rebuilt worker re-learns its key, and only its key", heal_relearns_the_rebuilt_worker),
             ("scale-out onto a reused address re-learns that worker's key", scale_out_onto_a_reused_address),
             ("a whole-VNF heal (SOL003) re-learns every rebuilt node's key", whole_vnf_heal_relearns_every_node),
@@ -139,12 +140,21 @@ fn instantiate_without_token_in_argv(t: &mut Keys) -> R {
     let seen = stop_sampler(c, 2, sampling);
     r.ok();
     let script: Vec<&str> = seen.lines().filter(|l| l.starts_with("bash ./install_k8s_cluster.sh -w")).collect();
-    check(!script.is_empty(), || format!("the sampler never saw the worker's install script:\n{seen}"))?;
+    check(!script.is_empty(), || {
+        format!("the sampler never saw the worker's install script:\n{seen}\n{}\n{}", r.stdout, r.stderr)
+    })?;
+    // Positive control: the watch sees kubeadm itself while it joins (the kit's join sleeps 2 s).
+    check(seen.lines().any(|l| l.contains("/kubeadm join ")), || {
+        format!("the sampler never saw the worker's kubeadm join:\n{seen}")
+    })?;
     let secrets = token_secrets(c);
-    check(!secrets.is_empty(), || "no join token in the kit state".into())?;
+    check(secrets.len() >= 2, || format!("no join token and certificate key in the kit state: {secrets:?}"))?;
     for l in &script {
-        check(!l.contains(" -t ") && !secrets.iter().any(|s| l.contains(s.as_str())), || {
-            format!("the join token is in the install script's argv: {l}")
+        check(!l.contains(" -t "), || format!("the install script got -t: {l}"))?;
+    }
+    for l in seen.lines() {
+        check(!secrets.iter().any(|s| l.contains(s.as_str())), || {
+            format!("a join secret (token or certificate key) is in a process's argv: {l}")
         })?;
     }
     let kh = std::fs::read_to_string(&t.kh).unwrap();

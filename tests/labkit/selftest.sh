@@ -134,10 +134,50 @@ on "$IP3" "kubeadm join 198.18.$NET.99:6443 --token $TOKEN --discovery-token-ca-
 expect "join to an address without API server fails" fail_has "couldn't validate the identity of the API Server"
 on "$IP3" "kubeadm join $IP1:6443 --token $TOKEN --discovery-token-ca-cert-hash $HASH --control-plane --certificate-key $(printf '%064d' 1)"
 expect "control-plane join with a wrong certificate key fails" fail_has "message authentication failed"
-for ip in "$IP2" "$IP3"; do
-    on "$ip" "kubeadm join $IP1:6443 --token $TOKEN --discovery-token-ca-cert-hash $HASH"
-    expect "worker join on $ip" ok_has "This node has joined the cluster:"
-done
+# join --config: a JoinConfiguration file (YAML, or JSON as our install script writes it).
+put "$IP3" /root/join-badkey.json <<EOF
+{"apiVersion": "kubeadm.k8s.io/v1beta4", "kind": "JoinConfiguration",
+ "discovery": {"bootstrapToken": {"apiServerEndpoint": "$IP1:6443", "token": "$TOKEN", "caCertHashes": ["$HASH"]}},
+ "controlPlane": {"certificateKey": "$(printf '%064d' 1)", "localAPIEndpoint": {"advertiseAddress": "$IP3"}}}
+EOF
+on "$IP3" "kubeadm join --config /root/join-badkey.json"
+expect "join --config: a wrong controlPlane.certificateKey fails" fail_has "message authentication failed"
+put "$IP3" /root/join-badhash.yaml <<EOF
+apiVersion: kubeadm.k8s.io/v1beta4
+kind: JoinConfiguration
+discovery:
+  bootstrapToken:
+    apiServerEndpoint: "$IP1:6443"
+    token: "$TOKEN"
+    caCertHashes:
+      - "sha256:$(printf '%064d' 0)"
+EOF
+on "$IP3" "kubeadm join --config /root/join-badhash.yaml"
+expect "join --config: a wrong caCertHashes fails" fail_has "none of the public keys"
+put "$IP3" /root/join.yaml <<EOF
+apiVersion: kubeadm.k8s.io/v1beta4
+kind: JoinConfiguration
+discovery:
+  bootstrapToken:
+    apiServerEndpoint: "$IP1:6443"
+    token: "$TOKEN"
+    caCertHashes:
+      - "$HASH"
+EOF
+on "$IP3" "kubeadm join --config /root/join.yaml --token $TOKEN --discovery-token-ca-cert-hash $HASH"
+expect "join --config with --token is refused like kubeadm" \
+    fail_has "can not mix '--config' with arguments [discovery-token-ca-cert-hash token]"
+on "$IP3" "kubeadm join --config /root/join.yaml --control-plane"
+expect "join --config with --control-plane is refused like kubeadm" \
+    fail_has "can not mix '--config' with arguments [control-plane]"
+on "$IP3" "kubeadm join --config /root/nonexistent.yaml"
+expect "join --config with a missing file fails" fail_has "unable to read config from"
+on "$IP2" "kubeadm join $IP1:6443 --token $TOKEN --discovery-token-ca-cert-hash $HASH"
+expect "worker join on $IP2 (flags)" ok_has "This node has joined the cluster:"
+on "$IP3" "kubeadm join --config /root/join.yaml --v=1"
+expect "worker join on $IP3 (--config)" ok_has "This node has joined the cluster:"
+on "$IP1" "$ADMIN kubectl get node worker13 -o name"
+expect "the --config worker is a node of the cluster" ok_has "node/worker13"
 on "$IP2" "kubeadm join $IP1:6443 --token $TOKEN --discovery-token-ca-cert-hash $HASH"
 expect "joining again is refused by preflight" fail_has "/etc/kubernetes/kubelet.conf already exists"
 

@@ -34,15 +34,23 @@ const PROXY_PLACES: &str = "cat /etc/environment; stat -c '%a %u:%g' /etc/enviro
 /// A sampler inside lab node `i`: every 20 ms, the argv (`ps`, from /proc/PID/cmdline) of every
 /// process on the node, until /tmp/stop-sampler appears. Its stdout is the distinct argv lines seen.
 fn sampler(c: &Cluster, i: usize) -> Child {
-    let script = "rm -f /tmp/stop-sampler; n=0; while [ ! -e /tmp/stop-sampler ] && [ $n -lt 6000 ]; do \
-        ps -eww -o args=; n=$((n+1)); sleep 0.02; done | awk '!seen[$0]++'";
-    Command::new("bash")
+    let script =
+        "rm -f /tmp/stop-sampler /tmp/sampler-up; n=0; while [ ! -e /tmp/stop-sampler ] && [ $n -lt 6000 ]; do \
+        ps -eww -o args=; [ $n -gt 0 ] || : >/tmp/sampler-up; n=$((n+1)); sleep 0.02; done | awk '!seen[$0]++'";
+    let child = Command::new("bash")
         .arg(repo().join("scripts/lab.sh"))
         .args(["exec", &i.to_string(), "--name", &c.lab.name, "--", "sh", "-c", script])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
-        .expect("start the argv sampler")
+        .expect("start the argv sampler");
+    // The watch must be sampling before the run it watches starts.
+    let up = (0..250).any(|_| {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        c.on(i, "test -e /tmp/sampler-up && echo up").trim() == "up"
+    });
+    assert!(up, "the argv sampler on node {i} did not start within 5 s");
+    child
 }
 
 fn stop_sampler(c: &Cluster, i: usize, child: Child) -> String {

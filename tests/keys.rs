@@ -32,15 +32,17 @@ const PROXY_PLACES: &str = "cat /etc/environment; stat -c '%a %u:%g' /etc/enviro
     ls -A /etc/apt/apt.conf.d; ls -A /etc/systemd/system/containerd.service.d /etc/systemd/system/kubelet.service.d 2>&1";
 
 /// A sampler inside lab node `i`: every 20 ms, the argv (`ps`, from /proc/PID/cmdline) of every
-/// process on the node, until /tmp/stop-sampler appears. Its stdout is the distinct argv lines seen.
+/// process on the node, until /tmp/stop-sampler appears. The distinct argv lines seen go to a file
+/// on the node, not to a pipe nobody reads while the run goes on: the driver's command lines are
+/// kilobytes long, and a full pipe would stop the sampling half-way.
 fn sampler(c: &Cluster, i: usize) -> Child {
     let script =
         "rm -f /tmp/stop-sampler /tmp/sampler-up; n=0; while [ ! -e /tmp/stop-sampler ] && [ $n -lt 6000 ]; do \
-        ps -eww -o args=; [ $n -gt 0 ] || : >/tmp/sampler-up; n=$((n+1)); sleep 0.02; done | awk '!seen[$0]++'";
+        ps -eww -o args=; [ $n -gt 0 ] || : >/tmp/sampler-up; n=$((n+1)); sleep 0.02; done | awk '!seen[$0]++' >/tmp/argv-seen";
     let child = Command::new("bash")
         .arg(repo().join("scripts/lab.sh"))
         .args(["exec", &i.to_string(), "--name", &c.lab.name, "--", "sh", "-c", script])
-        .stdout(Stdio::piped())
+        .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .expect("start the argv sampler");
@@ -55,8 +57,8 @@ fn sampler(c: &Cluster, i: usize) -> Child {
 
 fn stop_sampler(c: &Cluster, i: usize, child: Child) -> String {
     c.on(i, "touch /tmp/stop-sampler");
-    let o = child.wait_with_output().unwrap();
-    String::from_utf8_lossy(&o.stdout).into_owned()
+    child.wait_with_output().unwrap();
+    c.on(i, "cat /tmp/argv-seen")
 }
 
 /// The secret half of every bootstrap token the kit's cluster knows, and its certificate key.

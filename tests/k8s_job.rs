@@ -5,33 +5,18 @@
 //! with one wrong field must fail the same check, so the check can fail. Needs python3 and the
 //! network the first time (scripts/k8s-validate-venv.sh); not root.
 
-use std::path::{Path, PathBuf};
+mod support;
+
 use std::process::Command;
 
 use mgmt_driver::sites::catalogue::Catalogue;
 use mgmt_driver::sites::export::{k8s_job, read_site_files, ConfigSource, JobOptions};
 use mgmt_driver::sites::render::render_all;
+use support::k8s_validate::{validate, validator, VERSIONS};
 
-/// The Kubernetes versions the manifest must be valid for: `backoffLimitPerIndex` and
-/// `podFailurePolicy` are GA from 1.31 (Job API fields we use), and the newest shipped schema.
-const VERSIONS: [&str; 2] = ["1.31.0", "1.37.0"];
-
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn validator() -> PathBuf {
-    let out = Command::new("bash").arg(repo().join("scripts/k8s-validate-venv.sh")).output().unwrap();
-    assert!(out.status.success(), "k8s-validate-venv.sh failed:\n{}", String::from_utf8_lossy(&out.stderr));
-    PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
-}
-
-/// (passed, output) of a strict validation of `file` for `version`.
-fn validate(kv: &Path, file: &Path, version: &str) -> (bool, String) {
-    let out = Command::new(kv).args(["--strict", "-k", version]).arg(file).output().unwrap();
-    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    (out.status.success() && !text.contains("ERROR"), text)
-}
+// The Kubernetes versions the manifest must be valid for (support::k8s_validate::VERSIONS):
+// `backoffLimitPerIndex` and `podFailurePolicy` are GA from 1.31 (Job API fields we use), and
+// the newest shipped schema.
 
 fn options() -> JobOptions {
     JobOptions {

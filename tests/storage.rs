@@ -19,6 +19,7 @@ use std::process::Command;
 
 use serde_json::{json, Value};
 use support::harness::Suite;
+use support::k8s_validate::{validate, validator, VERSIONS};
 use support::kit::{check, doc, outcome, Cluster, R};
 use support::phase::{phase, phases};
 use support::repo;
@@ -281,12 +282,6 @@ fn terminate_removes_the_pvs(t: &mut Storage) -> R {
 
 // ------------------------------------------------------------------ without root
 
-fn validator() -> PathBuf {
-    let out = Command::new("bash").arg(repo().join("scripts/k8s-validate-venv.sh")).output().unwrap();
-    assert!(out.status.success(), "k8s-validate-venv.sh failed:\n{}", String::from_utf8_lossy(&out.stderr));
-    PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
-}
-
 /// The PV as sent: `kubectl apply` keeps exactly what it got in the
 /// last-applied-configuration annotation. Checked against Kubernetes' own schemas (strict, the
 /// oldest and newest versions we claim), and a wrong variant must fail the same check.
@@ -303,10 +298,9 @@ fn pv_as_sent_is_valid_kubernetes(c: &Cluster, name: &str) -> R {
     let kv = validator();
     let good = d.path().join("pv.json");
     std::fs::write(&good, sent.trim()).unwrap();
-    for ver in ["1.31.0", "1.37.0"] {
-        let out = Command::new(&kv).args(["--strict", "-k", ver]).arg(&good).output().unwrap();
-        let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-        check(out.status.success() && text.contains(&format!("passed for resource persistentvolume/{name}")), || {
+    for ver in VERSIONS {
+        let (ok, text) = validate(&kv, &good, ver);
+        check(ok && text.contains(&format!("passed for resource persistentvolume/{name}")), || {
             format!("Kubernetes {ver}: {text}\n{sent}")
         })?;
     }
@@ -315,8 +309,8 @@ fn pv_as_sent_is_valid_kubernetes(c: &Cluster, name: &str) -> R {
     bad["spec"]["nfsServer"] = json!("10.10.0.45");
     let badf = d.path().join("bad.json");
     std::fs::write(&badf, bad.to_string()).unwrap();
-    let out = Command::new(&kv).args(["--strict", "-k", "1.37.0"]).arg(&badf).output().unwrap();
-    check(!out.status.success(), || format!("a wrong PV passed: {}", String::from_utf8_lossy(&out.stdout)))
+    let (ok, text) = validate(&kv, &badf, VERSIONS[1]);
+    check(!ok, || format!("a wrong PV passed: {text}"))
 }
 
 // ------------------------------------------------------------------ without root

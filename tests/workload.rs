@@ -10,15 +10,15 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::PathBuf;
 
 use mgmt_driver::workload::{manifest, spec};
 use serde_json::{json, Value};
 use support::harness::Suite;
+use support::k8s_validate::{validate, validator, VERSIONS};
 use support::kit::{check, s, Cluster, R};
+use support::mgmt;
 use support::phase::{phase, phases};
-use support::{mgmt, repo};
 
 /// Two ports (one a NodePort, DCAE's `5000/udp:30080`), env with shell metacharacters, both
 /// probes, a configMap and an emptyDir volume.
@@ -340,18 +340,6 @@ fn inventory_failover(t: &mut Wl) -> R {
 
 // ------------------------------------------------------------------ schemas (no root)
 
-fn validator() -> PathBuf {
-    let out = Command::new("bash").arg(repo().join("scripts/k8s-validate-venv.sh")).output().unwrap();
-    assert!(out.status.success(), "k8s-validate-venv.sh failed:\n{}", String::from_utf8_lossy(&out.stderr));
-    PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
-}
-
-fn validate(kv: &Path, file: &Path, version: &str) -> (bool, String) {
-    let out = Command::new(kv).args(["--strict", "-k", version]).arg(file).output().unwrap();
-    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    (out.status.success() && !text.contains("ERROR"), text)
-}
-
 /// Every object a spec generates (a Deployment with everything, a StatefulSet without ports) is
 /// valid for the oldest and newest Kubernetes we claim; one wrong field fails the same check.
 fn generated_manifests_are_valid_kubernetes() -> R {
@@ -362,7 +350,7 @@ fn generated_manifests_are_valid_kubernetes() -> R {
     let mut objects = manifest::objects(&full);
     objects.extend(manifest::objects(&sts));
     check(objects.len() == 5, || format!("{} objects", objects.len()))?;
-    for version in ["1.31.0", "1.37.0"] {
+    for version in VERSIONS {
         for (i, o) in objects.iter().enumerate() {
             let f = d.path().join(format!("{i}.json"));
             std::fs::write(&f, serde_json::to_string_pretty(o).unwrap()).unwrap();

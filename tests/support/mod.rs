@@ -4,6 +4,7 @@
 #![allow(dead_code)] // shared by several test binaries; each uses a part
 
 pub mod harness;
+pub mod k8s_validate;
 pub mod kit;
 pub mod phase;
 

@@ -241,25 +241,16 @@ fn primitives_run_with_typed_parameters_status_and_error_kinds() -> R {
             ),
         )
         .unwrap();
-        let r = c.run(&[
-            "-o",
-            "json",
-            "--retry-for",
-            "1s",
-            "--connect-timeout",
-            "1s",
-            "primitive",
-            "run",
-            "anywhere",
-            "--dir",
-            &d,
-            "-i",
-            s(&inv),
-            "--param",
-            "count=many",
-            "--param",
-            "colour=red",
-        ]);
+        // `primitive run anywhere` on the dead inventory, with these `--param`s.
+        let run_dead = |params: &[&str]| {
+            let mut a = vec!["-o", "json", "--retry-for", "1s", "--connect-timeout", "1s", "primitive", "run"];
+            a.extend(["anywhere", "--dir", &d, "-i", s(&inv)]);
+            for p in params {
+                a.extend(["--param", p]);
+            }
+            c.run(&a)
+        };
+        let r = run_dead(&["count=many", "colour=red"]);
         r.fails(3, "bad arguments for primitive anywhere");
         let dd = doc(&r);
         let names: Vec<&str> =
@@ -268,23 +259,7 @@ fn primitives_run_with_typed_parameters_status_and_error_kinds() -> R {
         check(!r.stderr.contains("connecting"), || format!("it connected:\n{}", r.stderr))?;
         check(r.elapsed < Duration::from_secs(3), || format!("took {:?}", r.elapsed))?;
         // The same target with good parameters really is unreachable: a connection error, exit 4.
-        let r = c.run(&[
-            "-o",
-            "json",
-            "--retry-for",
-            "1s",
-            "--connect-timeout",
-            "1s",
-            "primitive",
-            "run",
-            "anywhere",
-            "--dir",
-            &d,
-            "-i",
-            s(&inv),
-            "--param",
-            "msg=x",
-        ]);
+        let r = run_dead(&["msg=x"]);
         r.fails(4, "cannot connect");
         check(doc(&r)["result"]["runs"][0]["errorKind"] == "connection", || r.stdout.clone())
     })?;

@@ -17,6 +17,21 @@ pub const TIME_LIMIT: Duration = Duration::from_secs(5);
 /// Where no node ever answers (TEST-NET-1): a case that connected would hang or fail with exit 1.
 pub const NOWHERE: &str = "192.0.2.10";
 
+/// `instantiate-end` with the files a case writes: `inv.yaml`, `pkg/`, `req.json`, a `state` dir.
+pub const INSTANTIATE_ARGS: [&str; 11] = [
+    "instantiate-end",
+    "-i",
+    "{dir}/inv.yaml",
+    "--package-dir",
+    "{dir}/pkg",
+    "--state-dir",
+    "{dir}/state",
+    "--vnf-instance-id",
+    "i1",
+    "--request",
+    "{dir}/req.json",
+];
+
 pub enum Expect {
     /// Exit 2, the message names `field`, nothing planned, connected or run.
     Rejected { field: String },

@@ -21,19 +21,7 @@ fn body(registries: Value) -> Value {
 }
 
 fn case(registries: Value, c: impl FnOnce(&[&str]) -> Case) -> Case {
-    let args = [
-        "instantiate-end",
-        "-i",
-        "{dir}/inv.yaml",
-        "--package-dir",
-        "{dir}/pkg",
-        "--state-dir",
-        "{dir}/state",
-        "--vnf-instance-id",
-        "i1",
-        "--request",
-        "{dir}/req.json",
-    ];
+    let args = crate::case::INSTANTIATE_ARGS;
     c(&args)
         .never(REG_PW)
         .never(REG_AUTH)

@@ -37,19 +37,7 @@ fn base() -> Value {
 const INV: &str = "defaults: {known_hosts: '{dir}/kh'}\ngroups:\n  master_instance:\n    - {name: m1, ssh_ip: 192.0.2.11}\n  worker_instance:\n    - {name: w1, ssh_ip: 192.0.2.21}\n  storage_server_CP:\n    - {name: nfs1, ssh_ip: 192.0.2.31}\n";
 
 fn case(name: &str, body: Value, field: Option<&str>) -> Case {
-    let args = [
-        "instantiate-end",
-        "-i",
-        "{dir}/inv.yaml",
-        "--package-dir",
-        "{dir}/pkg",
-        "--state-dir",
-        "{dir}/state",
-        "--vnf-instance-id",
-        "i1",
-        "--request",
-        "{dir}/req.json",
-    ];
+    let args = crate::case::INSTANTIATE_ARGS;
     let c = match field {
         Some(f) => Case::rejected(format!("storage/{name}"), &args, f),
         None => Case::accepted(

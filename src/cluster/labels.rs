@@ -55,32 +55,39 @@ pub fn labels(p: &Placement) -> Vec<(String, String)> {
     v
 }
 
-/// `kubectl label nodes <name> k=v... --overwrite` on a master (values checked again here).
-pub fn label_cmd(k8s_name: &str, labels: &[(String, String)]) -> Result<String> {
-    let mut s = format!("export KUBECONFIG=/etc/kubernetes/admin.conf; kubectl label nodes {}", quote(k8s_name)?);
-    for (k, v) in labels {
-        crate::inventory::placement::check_label_value(v).map_err(|m| Error::input("placement", k, m))?;
-        s.push(' ');
-        s.push_str(&quote(&format!("{k}={v}"))?);
+/// `kubectl label nodes <name> k=v... --overwrite` for each node, in one command for a master
+/// (values checked again here); the first that fails stops the rest, and kubectl's message
+/// names the node.
+pub fn label_cmd(nodes: &[(String, Vec<(String, String)>)]) -> Result<String> {
+    let mut s = String::from("export KUBECONFIG=/etc/kubernetes/admin.conf");
+    for (i, (k8s_name, labels)) in nodes.iter().enumerate() {
+        s.push_str(if i == 0 { "; " } else { " && " });
+        s.push_str("kubectl label nodes ");
+        s.push_str(&quote(k8s_name)?);
+        for (k, v) in labels {
+            crate::inventory::placement::check_label_value(v).map_err(|m| Error::input("placement", k, m))?;
+            s.push(' ');
+            s.push_str(&quote(&format!("{k}={v}"))?);
+        }
+        s.push_str(" --overwrite");
     }
-    s.push_str(" --overwrite");
     Ok(s)
 }
 
-/// Label the `workers` that have placement data, through the master `via`, one after another
-/// (one short kubectl call each). Called right after they joined.
+/// Label the `workers` that have placement data, through the master `via`: one command for all
+/// of them (a fleet's scale-out is one round trip, not one per worker). Called right after they
+/// joined.
 pub async fn apply(h: &Hook, via: &ClusterNode, workers: &[&ClusterNode]) -> Result<()> {
-    let todo: Vec<&ClusterNode> = workers.iter().copied().filter(|w| !w.placement.is_empty()).collect();
+    let mut todo = Vec::new();
+    for w in workers.iter().filter(|w| !w.placement.is_empty()) {
+        todo.push((crate::cluster::scale::k8s_name_of(h, w)?, labels(&w.placement)));
+    }
     if todo.is_empty() {
         return Ok(());
     }
     h.rt.phase("workers: placement labels (CIS-node, kubernetes.io/zone)", &[via], false);
-    for w in todo {
-        let k8s = crate::cluster::scale::k8s_name_of(h, w)?;
-        let c = h.rt.root_cmd(via, label_cmd(&k8s, &labels(&w.placement))?, h.rt.timeouts.command);
-        h.rt.exec(via, c).await?;
-    }
-    Ok(())
+    let c = h.rt.root_cmd(via, label_cmd(&todo)?, h.rt.timeouts.command);
+    h.rt.exec(via, c).await.map(|_| ())
 }
 
 #[cfg(test)]
@@ -121,11 +128,17 @@ mod tests {
     fn the_label_command_overwrites_both_labels() {
         let p = Placement { host_compute: Some("cmp-7".into()), zone: Some("az-1".into()) };
         assert_eq!(
-            label_cmd("worker21", &labels(&p)).unwrap(),
+            label_cmd(&[("worker21".into(), labels(&p))]).unwrap(),
             "export KUBECONFIG=/etc/kubernetes/admin.conf; kubectl label nodes worker21 CIS-node=cmp-7 \
              kubernetes.io/zone=az-1 --overwrite"
         );
-        assert!(label_cmd("w", &[(ZONE_LABEL.into(), "a;b".into())]).is_err());
+        let zone = |z: &str| vec![(ZONE_LABEL.to_string(), z.to_string())];
+        assert_eq!(
+            label_cmd(&[("w1".into(), zone("a")), ("w 2".into(), zone("b"))]).unwrap(),
+            "export KUBECONFIG=/etc/kubernetes/admin.conf; kubectl label nodes w1 kubernetes.io/zone=a --overwrite \
+             && kubectl label nodes 'w 2' kubernetes.io/zone=b --overwrite"
+        );
+        assert!(label_cmd(&[("w".into(), zone("a;b"))]).is_err());
     }
 
     /// Workers with placement data are labelled from the main master right after they joined

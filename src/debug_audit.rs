@@ -43,10 +43,10 @@ fn no_struct_that_holds_a_secret_prints_it_under_debug() {
 
     let conn = json!({"vimType": "kubernetes", "accessInfo": {"username": "a", "password": "Access-Pw-7", "bearer_token": "Bearer-3"},
                       "extra": {"helm_info": {"masternode_ip": ["192.0.2.1"], "masternode_username": "root", "masternode_password": "Helm-Pw-4"}}});
-    let req: crate::lifecycle::request::InstantiateRequest =
+    let req: crate::request::InstantiateRequest =
         serde_json::from_value(json!({"flavourId": "s", "vimConnectionInfo": [conn], "additionalParams": ap})).unwrap();
     assert_clean("InstantiateRequest", format!("{req:?}"));
-    let vc: crate::lifecycle::request::VimConnection = serde_json::from_value(conn.clone()).unwrap();
+    let vc: crate::request::VimConnection = serde_json::from_value(conn.clone()).unwrap();
     assert_clean("VimConnection", format!("{vc:?}"));
     // The hook protocol's documents: the request's params, the answer's v2 entry with its token.
     let doc = json!({"operation": "instantiate_end", "vnf_instance": {"id": "i1", "vimConnectionInfo": {"k": conn.clone()}},
@@ -61,7 +61,7 @@ fn no_struct_that_holds_a_secret_prints_it_under_debug() {
             "ScaleRequest",
             format!(
                 "{:?}",
-                serde_json::from_value::<crate::lifecycle::request::ScaleRequest>(
+                serde_json::from_value::<crate::request::ScaleRequest>(
                     json!({"type": "SCALE_OUT", "aspectId": "a", "additionalParams": {"token": "Bearer-3"}})
                 )
                 .unwrap()
@@ -71,7 +71,7 @@ fn no_struct_that_holds_a_secret_prints_it_under_debug() {
             "HealRequest",
             format!(
                 "{:?}",
-                serde_json::from_value::<crate::lifecycle::request::HealRequest>(
+                serde_json::from_value::<crate::request::HealRequest>(
                     json!({"additionalParams": {"password": "Node-Pw-1"}})
                 )
                 .unwrap()
@@ -81,7 +81,7 @@ fn no_struct_that_holds_a_secret_prints_it_under_debug() {
             "TerminateRequest",
             format!(
                 "{:?}",
-                serde_json::from_value::<crate::lifecycle::request::TerminateRequest>(
+                serde_json::from_value::<crate::request::TerminateRequest>(
                     json!({"additionalParams": {"password": "Node-Pw-1"}})
                 )
                 .unwrap()

@@ -10,6 +10,8 @@
 //! transport seam (SSH and the fake), the inventory, events and errors. Everything else is
 //! crate-private, so the compiler reports what nothing uses.
 
+#[cfg(test)]
+mod architecture;
 pub(crate) mod backoff;
 pub mod cli;
 pub(crate) mod cluster;
@@ -24,14 +26,17 @@ pub(crate) mod fanout;
 pub(crate) mod input_limit;
 pub mod inventory;
 pub(crate) mod lifecycle;
+pub(crate) mod mask;
 pub(crate) mod primitive;
 pub(crate) mod quote;
 pub(crate) mod redact;
 mod remote;
 pub(crate) mod render;
+pub(crate) mod request;
 pub mod secret;
 pub mod sites;
 pub mod ssh;
+pub(crate) mod target;
 pub mod transport;
 pub mod url_mask;
 pub(crate) mod vnfm;

@@ -4,7 +4,7 @@
 //! copy only. In every mode, the userinfo of URLs a node prints (a proxy or repository URL with
 //! its password, echoed by apt, curl or helm) is masked too.
 
-use crate::secret::MASK;
+use crate::mask::MASK;
 use crate::url_mask::mask_userinfo;
 
 /// How a command's streamed output is treated.

@@ -13,7 +13,7 @@ use serde_json::Value;
 #[derive(Clone, PartialEq, Eq)]
 pub struct Secret(String);
 
-pub const MASK: &str = "********";
+pub use crate::mask::MASK;
 
 impl Secret {
     pub fn new(s: impl Into<String>) -> Self {

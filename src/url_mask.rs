@@ -5,7 +5,7 @@
 
 use std::borrow::Cow;
 
-use crate::secret::MASK;
+use crate::mask::MASK;
 
 /// `text` with the userinfo of every `scheme://userinfo@host` masked. When a URL's text is
 /// ambiguous (an `@` later in its path), more is masked rather than less.

@@ -69,9 +69,9 @@ impl CnfArgs {
     fn inputs(&self, ctx: &Ctx) -> Inputs {
         Inputs {
             vnf_instance_id: self.vnf_instance_id.clone(),
-            request: self.request.clone().map(crate::lifecycle::request::Doc::File),
+            request: self.request.clone().map(crate::request::Doc::File),
             package_dir: self.package_dir.clone(),
-            vnf_instance: self.vnf_instance.clone().map(crate::lifecycle::request::Doc::File),
+            vnf_instance: self.vnf_instance.clone().map(crate::request::Doc::File),
             namespace: self.namespace.clone(),
             vim_connection_info: self.vim_connection_info.clone(),
             cluster_instance: self.cluster_instance.clone(),

@@ -12,9 +12,9 @@ use crate::cli::envelope::Envelope;
 use crate::cluster::kubeconfig;
 use crate::cluster::prepare::{self, Inputs, Op};
 use crate::error::{exit, Error, Result};
-use crate::lifecycle::request::Doc;
 use crate::lifecycle::Timeouts;
 use crate::render::Output;
+use crate::request::Doc;
 
 #[derive(Args, Debug, Clone)]
 pub struct HookArgs {

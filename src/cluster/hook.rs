@@ -14,10 +14,10 @@ use crate::cluster::state::{self, ClusterFacts, InstanceState};
 use crate::cluster::topology::{ClusterNode, Topology};
 use crate::error::{Error, Result};
 use crate::lifecycle::package::Package;
-use crate::lifecycle::request::VimConnections;
 use crate::lifecycle::state::Store;
 use crate::lifecycle::{Role, Runner};
 use crate::redact::Redact;
+use crate::request::VimConnections;
 use crate::secret::Secret;
 use crate::transport::{Source, UploadFile};
 

@@ -16,8 +16,8 @@ use crate::cluster::hook::Hook;
 use crate::cluster::topology::ClusterNode;
 use crate::error::{Error, Result};
 use crate::inventory::placement::Placement;
-use crate::lifecycle::request::VnfcResourceInfo;
 use crate::quote::quote;
+use crate::request::VnfcResourceInfo;
 
 pub const HOST_LABEL: &str = "CIS-node";
 pub const ZONE_LABEL: &str = "kubernetes.io/zone";

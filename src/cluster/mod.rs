@@ -29,7 +29,7 @@ pub mod topology;
 use serde_json::Value;
 
 use crate::error::Error;
-use crate::lifecycle::request::ScaleType;
+use crate::request::ScaleType;
 use prepare::{Op, Prepared, Req};
 use topology::ClusterNode;
 

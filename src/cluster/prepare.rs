@@ -16,12 +16,12 @@ use crate::error::excerpt;
 use crate::error::{Error, Result};
 use crate::inventory::{HostKeyCheck, Inventory, LoadOptions};
 use crate::lifecycle::package::Package;
-use crate::lifecycle::request::{
+use crate::lifecycle::state::{check_instance_id, Lock, Store};
+use crate::lifecycle::Runner;
+use crate::request::{
     Doc, GrantRequest, HealRequest, InstantiateRequest, ScaleRequest, ScaleType, TerminateRequest, VimConnections,
     VnfInstance, VnfcResourceInfo,
 };
-use crate::lifecycle::state::{check_instance_id, Lock, Store};
-use crate::lifecycle::Runner;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Op {

@@ -13,8 +13,8 @@
 use crate::cluster::prepare::{Op, Req};
 use crate::cluster::topology::{ClusterNode, Topology};
 use crate::inventory::HostKeyCheck;
-use crate::lifecycle::request::ScaleType;
 use crate::lifecycle::Runner;
+use crate::request::ScaleType;
 
 /// The node names (topology names) whose VMs are new in this hook. `targets` are the hook's
 /// target nodes (`prepare::targets`), `all` every node of the cluster.
@@ -59,7 +59,7 @@ pub fn announce<'a>(rt: &Runner, nodes: impl Iterator<Item = &'a ClusterNode>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lifecycle::request::{HealRequest, ScaleRequest};
+    use crate::request::{HealRequest, ScaleRequest};
 
     fn heal(body: serde_json::Value) -> Req {
         Req::Heal(serde_json::from_value::<HealRequest>(body).unwrap())

@@ -7,7 +7,7 @@
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
-use crate::lifecycle::request::VimConnection;
+use crate::request::VimConnection;
 use crate::secret::MASK;
 
 /// A stable UUID-shaped id from `seed`, so a re-run produces the same record.

@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use crate::error::{Error, Result};
 use crate::lifecycle::state::{now_rfc3339, Store};
-use crate::lifecycle::target::Role;
+use crate::target::Role;
 
 pub const STATE_VERSION: u32 = 1;
 

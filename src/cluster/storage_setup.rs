@@ -24,9 +24,9 @@ use crate::cluster::topology::{self, ClusterNode, NodeDefaults, Topology};
 use crate::error::{excerpt, Error, Result};
 use crate::inventory::Inventory;
 use crate::lifecycle::package::Package;
-use crate::lifecycle::request::VnfInstance;
 use crate::lifecycle::state::Store;
 use crate::lifecycle::Role;
+use crate::request::VnfInstance;
 
 /// The store document (`<id>.storage.json`) that remembers the registered PVs' names, so
 /// terminate and heal can delete them without the package.
@@ -124,7 +124,7 @@ pub fn from_inputs(
         known_hosts: a.known_hosts.clone().unwrap_or_else(|| store.dir().join("known_hosts")),
         host_key_check: crate::inventory::HostKeyCheck::AcceptNew,
     };
-    let inst_name = a.vnf_instance.as_ref().map(crate::lifecycle::request::Doc::name).unwrap_or_default();
+    let inst_name = a.vnf_instance.as_ref().map(crate::request::Doc::name).unwrap_or_default();
     locate(&Sources {
         params,
         req_file,

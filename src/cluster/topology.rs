@@ -10,8 +10,8 @@ use crate::cluster::params::{ClusterParams, RoleParams};
 use crate::cluster::state::InstanceState;
 use crate::error::{Error, Result};
 use crate::inventory::{Auth, Host, HostKeyCheck, Inventory};
-use crate::lifecycle::request::VnfInstance;
-use crate::lifecycle::{Node, Role};
+use crate::request::VnfInstance;
+use crate::target::{Node, Role};
 
 #[derive(Clone, Debug)]
 pub struct ClusterNode {

@@ -18,10 +18,10 @@ use crate::cnf::manifest::{self, Resource};
 use crate::cnf::names;
 use crate::cnf::ops::Ctx;
 use crate::error::{Error, Result};
-use crate::lifecycle::request::{HealRequest, VnfInstance};
 use crate::lifecycle::Node;
 use crate::quote::quote;
 use crate::redact::Redact;
+use crate::request::{HealRequest, VnfInstance};
 
 /// What a heal request asks for.
 #[derive(Clone, Debug, PartialEq)]
@@ -254,7 +254,7 @@ pub async fn whole(c: &Ctx<'_>, releases: &[(String, Vec<Resource>)]) -> Result<
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lifecycle::request::parse;
+    use crate::request::parse;
 
     fn inst() -> VnfInstance {
         parse(

@@ -15,9 +15,9 @@ use crate::cnf::ops::CnfState;
 use crate::cnf::Inputs;
 use crate::error::{Error, Result};
 use crate::inventory::{Auth, Host, HostKeyCheck, Inventory, LoadOptions};
-use crate::lifecycle::request::VimConnections;
 use crate::lifecycle::state::Store;
 use crate::lifecycle::{Role, Target};
+use crate::request::VimConnections;
 use crate::secret::Secret;
 
 /// helm_info from the first place that has it.

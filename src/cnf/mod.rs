@@ -137,9 +137,9 @@ pub struct Inputs {
     /// The VNF instance (CNF) id: names the chart directory and the state document.
     pub vnf_instance_id: Option<String>,
     /// The operation's request (instantiate, scale, heal).
-    pub request: Option<crate::lifecycle::request::Doc>,
+    pub request: Option<crate::request::Doc>,
     /// The VnfInstance (SOL003): maps a heal's vnfcInstanceId to its pod.
-    pub vnf_instance: Option<crate::lifecycle::request::Doc>,
+    pub vnf_instance: Option<crate::request::Doc>,
     /// `--namespace`: overrides the request's (or the recorded) `namespace`.
     pub namespace: Option<String>,
     pub package_dir: Option<PathBuf>,

@@ -221,7 +221,7 @@ pub fn aspect_vdu<'p>(p: &'p CnfParams, aspect: &str) -> Option<(Option<&'p str>
 /// that leaves 0..=max is refused naming the aspect and the bound; an instance without them
 /// bounds nothing.
 pub fn instance_level_bound(
-    inst: &crate::lifecycle::request::VnfInstance,
+    inst: &crate::request::VnfInstance,
     aspect: &str,
     steps: i64,
 ) -> std::result::Result<(), String> {
@@ -701,7 +701,7 @@ topology_template:
 
     #[test]
     fn without_a_vnfd_the_instances_scale_levels_bound_the_aspect() {
-        let inst: crate::lifecycle::request::VnfInstance = crate::lifecycle::request::parse(
+        let inst: crate::request::VnfInstance = crate::request::parse(
             r#"{"id": "i", "instantiatedVnfInfo": {"flavourId": "s",
                 "scaleStatus": [{"aspectId": "vdu1_aspect", "scaleLevel": 1}],
                 "maxScaleLevels": [{"aspectId": "vdu1_aspect", "scaleLevel": 2}]}}"#,

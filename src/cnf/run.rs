@@ -19,9 +19,9 @@ use crate::cnf::session::Session;
 use crate::cnf::{Inputs, Op};
 use crate::error::{Error, Result};
 use crate::lifecycle::package::Package;
-use crate::lifecycle::request::{Doc, HealRequest, InstantiateRequest, ScaleRequest, ScaleType, VnfInstance};
 use crate::lifecycle::state::{check_instance_id, Lock, Store};
 use crate::lifecycle::{Node, Runner};
+use crate::request::{Doc, HealRequest, InstantiateRequest, ScaleRequest, ScaleType, VnfInstance};
 
 /// The CNF document's kind in the store: `<id>.cnf.json`.
 pub const KIND: &str = "cnf";

@@ -7,7 +7,7 @@
 use crate::command::RemoteCommand;
 use crate::error::{Error, Result};
 use crate::lifecycle::runner::Runner;
-use crate::lifecycle::target::Node;
+use crate::target::Node;
 
 impl Runner {
     /// Run `cmd` on `node` and parse its stdout with `parse`; `what` names the value for the

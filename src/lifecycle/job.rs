@@ -4,11 +4,11 @@
 
 use std::path::PathBuf;
 
-use crate::command::{Become, RemoteCommand};
+use crate::command::RemoteCommand;
 use crate::error::Result;
 use crate::inventory::Host;
 use crate::lifecycle::runner::Runner;
-use crate::lifecycle::target::Node;
+use crate::target::{become_for, Node};
 use crate::transport::{ExecOutput, UploadFile};
 
 #[derive(Clone, Debug)]
@@ -61,15 +61,6 @@ impl Runner {
     }
 }
 
-/// How become applies to a host: nothing for root, `sudo -S` with a password, `sudo -n` without.
-pub fn become_for(host: &Host, want: bool) -> Become {
-    match (want, host.user == "root", host.become_password.is_some()) {
-        (false, _, _) | (true, true, _) => Become::No,
-        (true, false, true) => Become::SudoWithPassword,
-        (true, false, false) => Become::SudoNoPassword,
-    }
-}
-
 /// Options shared by commands that run something.
 #[derive(Clone, Debug, Default)]
 pub struct CommandOpts {
@@ -86,6 +77,7 @@ impl CommandOpts {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::command::Become;
     use crate::secret::Secret;
 
     /// A test host logging in as `user`, with a sudo password when `pw`.

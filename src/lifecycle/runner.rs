@@ -18,8 +18,8 @@ use tokio::sync::{Mutex, OnceCell, Semaphore};
 use crate::command::RemoteCommand;
 use crate::error::{Error, Result};
 use crate::event::{EventKind, Events, HostEvents};
-use crate::lifecycle::job::become_for;
-use crate::lifecycle::target::Node;
+use crate::target::become_for;
+use crate::target::Node;
 use crate::transport::{Connector, ExecOutput, Transport, UploadFile, UploadResult};
 
 type Slot = Arc<OnceCell<Arc<dyn Transport>>>;

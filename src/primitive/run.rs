@@ -17,12 +17,12 @@ use serde_json::{Map, Value};
 use crate::command::RemoteCommand;
 use crate::error::{Error, Result};
 use crate::inventory::Host;
-use crate::lifecycle::job::become_for;
 use crate::lifecycle::state::Store;
 use crate::lifecycle::Runner;
 use crate::primitive::spec::{env_file, Primitive};
 use crate::primitive::status::{tail, ErrorKind, RunRecord, Status};
 use crate::remote::{PRIMITIVE_RESULT, PRIMITIVE_RUN};
+use crate::target::become_for;
 use crate::transport::{Source, UploadFile};
 
 /// The largest structured result a script may write.

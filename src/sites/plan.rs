@@ -15,9 +15,9 @@ use crate::cnf;
 use crate::error::{Error, Result};
 use crate::fanout::ScriptJob;
 use crate::inventory::{Host, Inventory, LoadOptions};
-use crate::lifecycle::request::Doc;
 use crate::lifecycle::state::Store;
 use crate::lifecycle::Runner;
+use crate::request::Doc;
 use crate::sites::render::RenderedSite;
 
 /// One rendered site (the contract `sites render` writes: render.rs).

@@ -336,7 +336,7 @@ mod tests {
     /// says what the site's variables say.
     #[test]
     fn the_shipped_example_renders_what_the_operations_accept() {
-        use crate::lifecycle::request::{self, InstantiateRequest, ScaleRequest, TerminateRequest};
+        use crate::request::{self, InstantiateRequest, ScaleRequest, TerminateRequest};
         let (d, cat) = shipped();
         let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
         let r = render_all(&cat, &d.path().join("yaml"), &[], &[]).unwrap();

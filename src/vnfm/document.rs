@@ -170,7 +170,7 @@ fn unknown_operation(name: &str) -> Error {
 impl HookRequest {
     /// Parse and check the document: version, operation, the instance id, the options.
     pub fn parse(text: &str, name: &str) -> Result<HookRequest> {
-        let r: HookRequest = crate::lifecycle::request::parse(text, name)?;
+        let r: HookRequest = crate::request::parse(text, name)?;
         if let Some(v) = r.api_version.as_deref().filter(|v| *v != API_VERSION) {
             return Err(Error::input(
                 name,
@@ -199,9 +199,7 @@ impl HookRequest {
     pub fn params_options(&self, name: &str) -> Result<Options> {
         match self.additional_params().get("mgmt_driver") {
             None | Some(Value::Null) => Ok(Options::default()),
-            Some(v) => {
-                crate::lifecycle::request::from_value(v, &format!("{name}: request.additionalParams.mgmt_driver"))
-            }
+            Some(v) => crate::request::from_value(v, &format!("{name}: request.additionalParams.mgmt_driver")),
         }
     }
 

@@ -11,12 +11,12 @@
 use serde_json::{json, Map, Value};
 
 use crate::cluster::state::InstanceState;
-use crate::lifecycle::request::VimConnection;
+use crate::request::VimConnection;
 use crate::vnfm::document::Vnfm;
 
 /// The key of the entry in a v2 map (the prefix is not doubled: see `VimConnections::key_for`).
 pub fn key(vim_name: &str) -> String {
-    crate::lifecycle::request::VimConnections::key_for(vim_name)
+    crate::request::VimConnections::key_for(vim_name)
 }
 
 /// The entry for `vnfm`, or None when nothing is recorded (not instantiated, or terminated).

@@ -4,7 +4,17 @@
 //! Kubernetes name), so the runner takes anything that is a [`Node`], and no operation has to
 //! dress a host up as something it is not.
 
+use crate::command::Become;
 use crate::inventory::Host;
+
+/// How become applies to a host: nothing for root, `sudo -S` with a password, `sudo -n` without.
+pub fn become_for(host: &Host, want: bool) -> Become {
+    match (want, host.user == "root", host.become_password.is_some()) {
+        (false, _, _) | (true, true, _) => Become::No,
+        (true, false, true) => Become::SudoWithPassword,
+        (true, false, false) => Become::SudoNoPassword,
+    }
+}
 
 /// A host's part in an operation. Stored in instance state, hence the stable lowercase names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

@@ -171,15 +171,25 @@ impl<'a> Visit<'a> for Paths {
 
     fn visit_path(&mut self, p: &'a syn::Path) {
         let segs: Vec<String> = p.segments.iter().map(|s| s.ident.to_string()).collect();
-        if let Some(a) = self.absolute(&segs) {
-            self.out.push(a);
+        match self.absolute(&segs) {
+            Some(a) => self.out.push(a),
+            // `child::f()` from a module file names its child module; anything else
+            // (`std::mem::take`, `Foo::new`) resolves to this file itself and is dropped.
+            None if segs.len() > 1 => self.out.push(self.base.iter().cloned().chain(segs).collect()),
+            None => {}
         }
         syn::visit::visit_path(self, p);
     }
 
+    /// `pub(super)` and `pub(in crate::x)` say who may see an item, not what it uses.
+    fn visit_visibility(&mut self, _: &'a syn::Visibility) {}
+
+    /// An inline `mod x { .. }`: its `super` is this file's module.
     fn visit_item_mod(&mut self, m: &'a syn::ItemMod) {
         if !is_test_only(&m.attrs) {
+            self.base.push(m.ident.to_string());
             syn::visit::visit_item_mod(self, m);
+            self.base.pop();
         }
     }
 
@@ -410,7 +420,18 @@ fn every_import_follows_the_layers_of_docs_architecture_md() {
     // No cycle spans more than one file.
     for c in cycles(&g.edges) {
         let files: Vec<String> = c.iter().map(show).collect();
-        problems.push(format!("an import cycle spans {} files: {}", c.len(), files.join(", ")));
+        let inside: Vec<String> = c
+            .iter()
+            .flat_map(|a| {
+                g.edges[a].iter().filter(|b| c.contains(b)).map(move |b| format!("{} → {}", show(a), show(b)))
+            })
+            .collect();
+        problems.push(format!(
+            "an import cycle spans {} files: {}\n    its imports: {}",
+            c.len(),
+            files.join(", "),
+            inside.join(", ")
+        ));
     }
 
     assert!(problems.is_empty(), "{} architecture problems:\n  {}", problems.len(), problems.join("\n  "));
@@ -426,7 +447,8 @@ fn the_checker_finds_a_cycle_a_forbidden_edge_and_ignores_tests() {
     std::fs::write(src.join("lib.rs"), "mod pure; mod ops; #[cfg(test)] mod testkit;").expect("write");
     std::fs::write(src.join("pure.rs"), "use crate::ops::run::go;\n#[cfg(test)]\nmod tests { use crate::ops::x; }")
         .expect("write");
-    std::fs::write(src.join("ops/mod.rs"), "pub mod run; pub use run::go;").expect("write");
+    std::fs::write(src.join("ops/mod.rs"), "pub mod run; pub mod other; fn f() { other::g() }").expect("write");
+    std::fs::write(src.join("ops/other.rs"), "pub fn g() {}").expect("write");
     std::fs::write(src.join("ops/run.rs"), "pub fn go() { let _ = crate::pure::f(); let _ = matches!(1, super::X); }")
         .expect("write");
     std::fs::write(src.join("testkit.rs"), "use crate::ops::run::go;").expect("write");
@@ -435,7 +457,8 @@ fn the_checker_finds_a_cycle_a_forbidden_edge_and_ignores_tests() {
     assert!(!g.files.contains_key(&m("testkit")), "a #[cfg(test)] file is left out");
     assert_eq!(g.edges[&m("pure")], BTreeSet::from([m("ops/run")]));
     assert_eq!(g.edges[&m("ops/run")], BTreeSet::from([m("pure"), m("ops")]));
-    assert_eq!(cycles(&g.edges), vec![vec![m("ops"), m("ops/run"), m("pure")]]);
+    assert_eq!(g.edges[&m("ops")], BTreeSet::from([m("ops/other")]), "a child named in an expression");
+    assert_eq!(cycles(&g.edges), vec![vec![m("ops/run"), m("pure")]]);
 
     let layers = read_doc(&format!(
         "{SECTION}\n\n| layer | files |\n|---|---|\n| pure | `pure.rs` |\n| operations | `ops/*` |\n\n\

@@ -1,7 +1,14 @@
 //! Turning the file's host specs into [`Host`]s: defaults merged under each host, secrets
 //! loaded, addresses and names checked, jumps parsed, the OpenSSH client configuration applied.
 
-use super::*;
+use super::checks::validate_addr;
+use super::model::*;
+use super::ssh_config;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, Result};
+use crate::secret::Secret;
 
 pub(super) fn merge(d: &HostSpec, h: &HostSpec) -> HostSpec {
     macro_rules! pick {
@@ -207,22 +214,6 @@ fn validate_name(name: &str) -> std::result::Result<(), String> {
     Ok(())
 }
 
-/// An address is an IP literal or a DNS name; nothing else may reach a socket or a shell.
-pub fn validate_addr(addr: &str) -> std::result::Result<(), String> {
-    if addr.parse::<std::net::IpAddr>().is_ok() {
-        return Ok(());
-    }
-    let ok = !addr.is_empty()
-        && addr.len() <= 253
-        && addr.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.'))
-        && !addr.starts_with('-');
-    if ok {
-        Ok(())
-    } else {
-        Err(format!("'{addr}' is not an IP address or host name"))
-    }
-}
-
 /// Where a jump hop came from, which decides its credentials (see [`jump_auth`]).
 enum HopVia {
     /// It names this inventory host.
@@ -315,6 +306,7 @@ fn split_host_port(rest: &str) -> std::result::Result<(String, Option<u16>), Str
 #[cfg(test)]
 mod jump_tests {
     use super::*;
+    use crate::inventory::Inventory;
 
     fn pw(s: &str) -> Option<Secret> {
         Some(Secret::new(s.to_string()))

@@ -22,8 +22,8 @@ use std::path::{Path, PathBuf};
 
 use ssh2_config::{DefaultAlgorithms, HostParams, ParseRule, SshConfig};
 
-use super::resolve::validate_addr;
-use super::{HostSpec, SshConfigSource};
+use super::checks::validate_addr;
+use super::model::{HostSpec, SshConfigSource};
 use crate::error::{Error, Result};
 
 /// Stands in for a `Match` line: a `Host` block no name can match.

@@ -16,7 +16,7 @@ use tokio::net::TcpStream;
 use super::auth::login;
 use super::client::Client;
 use super::host_key::{known_algorithms, Verdict};
-use super::SshOptions;
+use super::options::SshOptions;
 use crate::error::{Error, Result};
 use crate::event::{EventKind, HostEvents};
 use crate::inventory::{fmt_addr, Auth, Host, HostKeyCheck};

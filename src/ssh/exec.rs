@@ -14,7 +14,7 @@ use std::time::Instant;
 
 use russh::ChannelMsg;
 
-use super::SshSession;
+use super::session::SshSession;
 use crate::command::{Become, RemoteCommand, KILL_AFTER};
 use crate::error::{Error, Result};
 use crate::event::{EventKind, HostEvents};
@@ -145,6 +145,13 @@ pub async fn exec(session: &SshSession, cmd: &RemoteCommand, ev: &HostEvents) ->
         return Err(Error::Timeout { node: node.into(), command: cmd.display().to_string(), elapsed: out.elapsed });
     }
     Ok(out)
+}
+
+impl SshSession {
+    /// Run an internal command (a probe, a finalizer) whose output is data, not news.
+    pub(super) async fn exec_quiet(&self, cmd: &RemoteCommand) -> Result<ExecOutput> {
+        exec(self, cmd, &self.quiet).await
+    }
 }
 
 #[cfg(test)]

@@ -7,74 +7,28 @@ mod connect;
 mod exec;
 pub mod host_key;
 mod known_hosts;
+mod options;
+mod session;
 mod transfer;
 
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use russh::client::{Handle, Msg};
-use russh::Channel;
-use russh_sftp::client::SftpSession;
 use tokio::sync::OnceCell;
 
-use crate::backoff::Backoff;
 use crate::command::RemoteCommand;
 use crate::error::{Error, Result};
 use crate::event::HostEvents;
 use crate::inventory::Host;
-use crate::secret::Secret;
 use crate::transport::{Connector, ExecOutput, Transport, UploadFile, UploadResult};
 
 pub use exec::LineSplitter;
+pub use options::SshOptions;
+use session::SshSession;
 pub use transfer::{parse_probe, probe_script};
-
-/// Connection behaviour, shared by every host of a run.
-#[derive(Clone, Debug)]
-pub struct SshOptions {
-    /// Per attempt: TCP connect + SSH handshake + login.
-    pub connect_timeout: Duration,
-    /// Keep retrying "not up yet" errors (refused, unreachable, reset in banner) this long.
-    pub retry_for: Duration,
-    pub backoff: Backoff,
-    /// Send a keepalive after this much silence; 3 unanswered ones drop the connection, so a
-    /// dead link ends a command instead of hanging it.
-    pub keepalive: Duration,
-    /// Key exchange preference, most preferred first.
-    pub kex: Vec<String>,
-    /// Extra local wait beyond a command's timeout before we give up on the remote kill.
-    pub grace: Duration,
-    /// A transfer step (a chunk sent or received, a reply, an SFTP request) or a channel open
-    /// that makes no progress this long fails, naming node and path: a stalled or hostile
-    /// node cannot hold a run. `--stall-timeout`.
-    pub stall: Duration,
-}
-
-impl Default for SshOptions {
-    fn default() -> Self {
-        SshOptions {
-            connect_timeout: Duration::from_secs(10),
-            retry_for: Duration::from_secs(60),
-            backoff: Backoff::default(),
-            keepalive: Duration::from_secs(15),
-            // Post-quantum hybrid second: it costs several times the CPU of curve25519 and
-            // a fleet run pays that per host (see docs/benchmarks.md).
-            kex: vec![
-                "curve25519-sha256".into(),
-                "curve25519-sha256@libssh.org".into(),
-                "mlkem768x25519-sha256".into(),
-                "diffie-hellman-group16-sha512".into(),
-                "diffie-hellman-group14-sha256".into(),
-            ],
-            grace: Duration::from_secs(10),
-            // A flaky WAN link shared by 200 uploads still moves each one every few seconds;
-            // two minutes of total silence is a dead or hostile node, not congestion.
-            stall: Duration::from_secs(120),
-        }
-    }
-}
 
 /// At most this long for each goodbye in [`SshSession::close`].
 const CLOSE_WAIT: Duration = Duration::from_secs(5);
@@ -106,62 +60,6 @@ impl Connector for SshConnector {
             quiet: HostEvents::discard(&host.name),
             warmed: AtomicBool::new(false),
         }))
-    }
-}
-
-pub struct SshSession {
-    node: String,
-    handle: Handle<client::Client>,
-    hops: Vec<Handle<client::Client>>,
-    sftp: OnceCell<Option<SftpSession>>,
-    become_password: Option<Secret>,
-    grace: Duration,
-    stall: Duration,
-    /// Sink for internal commands (probes, finalizers) whose output is data, not news.
-    quiet: HostEvents,
-    /// Whether the first channel has been opened (see [`SshSession::channel`]).
-    warmed: AtomicBool,
-}
-
-impl SshSession {
-    async fn exec_quiet(&self, cmd: &RemoteCommand) -> Result<ExecOutput> {
-        exec::exec(self, cmd, &self.quiet).await
-    }
-
-    /// Open a session channel, within the stall timeout (a node that never confirms the
-    /// open must not hold the run).
-    ///
-    /// OpenSSH follows a key login with a burst of small packets (host keys, key-option
-    /// notices) and keeps Nagle on for exec sessions, so each packet of the burst after the
-    /// first waits for our ACK, which the kernel delays by 40 ms when we have nothing to
-    /// send; the first channel's confirmation sits behind them. While the first channel opens
-    /// we therefore send a tiny keepalive (no reply asked) every 3 ms, at most 20: each one
-    /// carries the ACK at once. Later channels do not need it.
-    async fn channel(&self) -> std::result::Result<Channel<Msg>, russh::Error> {
-        let stall = self.stall;
-        tokio::time::timeout(stall, self.open_channel()).await.unwrap_or_else(|_| {
-            Err(russh::Error::IO(std::io::Error::new(
-                std::io::ErrorKind::TimedOut,
-                format!("the node did not open a channel within {stall:?} (--stall-timeout)"),
-            )))
-        })
-    }
-
-    async fn open_channel(&self) -> std::result::Result<Channel<Msg>, russh::Error> {
-        if self.warmed.swap(true, Ordering::Relaxed) {
-            return self.handle.channel_open_session().await;
-        }
-        let open = self.handle.channel_open_session();
-        tokio::pin!(open);
-        for _ in 0..20 {
-            tokio::select! {
-                r = &mut open => return r,
-                _ = tokio::time::sleep(Duration::from_millis(3)) => {
-                    let _ = self.handle.send_keepalive(false).await;
-                }
-            }
-        }
-        open.await
     }
 }
 

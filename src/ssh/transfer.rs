@@ -22,7 +22,7 @@ use russh_sftp::client::SftpSession;
 use russh_sftp::protocol::{FileAttributes, OpenFlags};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use super::SshSession;
+use super::session::SshSession;
 use crate::command::RemoteCommand;
 use crate::error::{Error, Result};
 use crate::event::{EventKind, HostEvents};

@@ -25,6 +25,7 @@ pub mod event;
 pub(crate) mod fanout;
 pub(crate) mod input_limit;
 pub mod inventory;
+pub(crate) mod k8s_names;
 pub(crate) mod lifecycle;
 pub(crate) mod mask;
 pub(crate) mod primitive;

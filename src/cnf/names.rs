@@ -30,19 +30,7 @@ pub fn namespace(s: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// A lowercase DNS-1123 label (`[a-z0-9]([-a-z0-9]*[a-z0-9])?`) of at most `max` characters.
-pub fn dns_label(s: &str, max: usize) -> bool {
-    !s.is_empty()
-        && s.len() <= max
-        && s.bytes().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'-')
-        && !s.starts_with('-')
-        && !s.ends_with('-')
-}
-
-/// A DNS-1123 subdomain: dot-separated labels, at most 253 characters (Kubernetes object names).
-pub fn dns_subdomain(s: &str) -> bool {
-    !s.is_empty() && s.len() <= 253 && s.split('.').all(|l| dns_label(l, 63))
-}
+pub use crate::k8s_names::{dns_label, dns_subdomain};
 
 /// Repository names a request or `repo-sync` may use: a letter or digit first, then letters,
 /// digits, `_`, `-`, `.`; at most 63. So never `.`, `..`, an option, a path, and never `@`,

@@ -36,13 +36,7 @@ impl Placement {
 /// A Kubernetes label value: at most 63 characters, letters, digits, `-`, `_`, `.`, beginning and
 /// ending with a letter or digit (empty is a valid label value, but says nothing: refused here).
 pub fn check_label_value(v: &str) -> Result<(), String> {
-    let edge = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric());
-    let ok = !v.is_empty()
-        && v.len() <= 63
-        && v.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
-        && edge(v.chars().next())
-        && edge(v.chars().last());
-    if ok {
+    if !v.is_empty() && crate::k8s_names::label_value(v) {
         Ok(())
     } else {
         Err(format!(

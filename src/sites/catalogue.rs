@@ -230,30 +230,27 @@ pub fn merge(a: &mut Map<String, Value>, b: &Map<String, Value>) {
 /// A site name is a DNS label: it names directories, state documents, logs, pods and the
 /// site's VNF instance id.
 pub fn check_site_name(name: &str) -> std::result::Result<(), String> {
-    let b = name.as_bytes();
-    let ok = !b.is_empty()
-        && b.len() <= 63
-        && b.iter().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
-        && b[0] != b'-'
-        && b[b.len() - 1] != b'-';
-    if ok {
+    if crate::k8s_names::dns_label(name, crate::k8s_names::LABEL_MAX) {
         Ok(())
     } else {
         Err(format!("'{}' is not a DNS label (1..63 of a-z, 0-9, '-', not starting or ending with '-')", excerpt(name)))
     }
 }
 
-/// A label as Kubernetes has them (simplified): key 1..63 of letters, digits, `-_.` and an
-/// optional `prefix/`, value 0..63 of letters, digits, `-_.`. Labels end up in pod labels.
+/// A label as Kubernetes takes it (`k8s_names`): labels end up in pod labels.
 fn check_label(k: &str, v: &str) -> std::result::Result<(), String> {
-    let part = |s: &str| s.bytes().all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'));
-    let name = k.rsplit_once('/').map_or(k, |(_, n)| n);
-    let prefix_ok = k.rsplit_once('/').is_none_or(|(p, _)| !p.is_empty() && p.len() <= 253 && part(p));
-    if name.is_empty() || name.len() > 63 || !part(name) || !prefix_ok {
-        return Err(format!("label key '{}': 1..63 letters, digits, '-', '_', '.' (an optional prefix/)", excerpt(k)));
+    if !crate::k8s_names::label_key(k) {
+        return Err(format!(
+            "label key '{}': 1..63 letters, digits, '-', '_', '.', starting and ending with a letter or digit \
+             (an optional prefix/: a DNS subdomain)",
+            excerpt(k)
+        ));
     }
-    if v.len() > 63 || !part(v) {
-        return Err(format!("label value '{}': 0..63 letters, digits, '-', '_', '.'", excerpt(v)));
+    if !crate::k8s_names::label_value(v) {
+        return Err(format!(
+            "label value '{}': 0..63 letters, digits, '-', '_', '.', starting and ending with a letter or digit",
+            excerpt(v)
+        ));
     }
     Ok(())
 }

@@ -131,12 +131,7 @@ fn bad(field: &str, message: impl Into<String>) -> Error {
 
 /// A DNS-1123 label (Job, ConfigMap, Secret, PVC and container names): `[a-z0-9-]`, at most 63.
 fn check_label(field: &str, v: &str) -> Result<()> {
-    let ok = !v.is_empty()
-        && v.len() <= 63
-        && v.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-        && !v.starts_with('-')
-        && !v.ends_with('-');
-    if ok {
+    if crate::k8s_names::dns_label(v, crate::k8s_names::LABEL_MAX) {
         Ok(())
     } else {
         Err(bad(field, format!("'{}' is not a Kubernetes name ([a-z0-9-], at most 63)", v.escape_debug())))

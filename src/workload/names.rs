@@ -53,33 +53,18 @@ pub fn image(s: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// `[a-zA-Z0-9]([-._a-zA-Z0-9]*[a-zA-Z0-9])?` of at most 63: a label value or a key's name part.
-fn label_word(s: &str) -> bool {
-    s.len() <= 63
-        && s.bytes().all(|c| c.is_ascii_alphanumeric() || b"-._".contains(&c))
-        && (s.is_empty()
-            || (s.starts_with(|c: char| c.is_ascii_alphanumeric()) && s.ends_with(|c: char| c.is_ascii_alphanumeric())))
-}
-
 /// Labels we set ourselves and an operator's labels may not replace.
 pub const OWN_LABELS: [&str; 2] = ["app.kubernetes.io/name", "app.kubernetes.io/managed-by"];
 
 /// A label `key: value` as Kubernetes accepts it (`[prefix/]name`, prefix a DNS subdomain).
 pub fn label(k: &str, v: &str) -> Result<(), String> {
-    let (prefix, name) = match k.split_once('/') {
-        Some((p, n)) => (Some(p), n),
-        None => (None, k),
-    };
-    let key_ok = !name.is_empty()
-        && label_word(name)
-        && prefix.is_none_or(|p| p.len() <= 253 && crate::cnf::names::dns_subdomain(p));
-    if !key_ok {
+    if !crate::k8s_names::label_key(k) {
         return Err(format!("'{}' is not a label key", excerpt(k)));
     }
     if OWN_LABELS.contains(&k) {
         return Err(format!("'{k}' is set by mgmt-driver (the workload's name and manager)"));
     }
-    if !label_word(v) {
+    if !crate::k8s_names::label_value(v) {
         return Err(format!("'{}' is not a label value (at most 63 letters, digits, '-', '_', '.')", excerpt(v)));
     }
     Ok(())

@@ -134,19 +134,21 @@ impl std::fmt::Debug for ClusterParams {
     }
 }
 
-/// A JSON object being validated, with its path for messages (shared with `storage.rs`).
-pub(super) struct Obj<'a> {
-    pub(super) map: &'a Map<String, Value>,
-    pub(super) path: String,
-    pub(super) file: &'a str,
+/// A JSON object being validated, with its path for messages (shared with `storage.rs`). This
+/// file's shared items are `pub(crate)`, not `pub(super)`: `super` would name `cluster/mod.rs`,
+/// which runs the hooks, from a pure file (docs/architecture.md).
+pub(crate) struct Obj<'a> {
+    pub(crate) map: &'a Map<String, Value>,
+    pub(crate) path: String,
+    pub(crate) file: &'a str,
 }
 
 impl<'a> Obj<'a> {
-    pub(super) fn err(&self, key: &str, msg: impl Into<String>) -> Error {
+    pub(crate) fn err(&self, key: &str, msg: impl Into<String>) -> Error {
         Error::input(self.file, format!("{}.{key}", self.path), msg)
     }
 
-    pub(super) fn opt_str(&self, key: &str) -> Result<Option<String>> {
+    pub(crate) fn opt_str(&self, key: &str) -> Result<Option<String>> {
         match self.map.get(key) {
             None | Some(Value::Null) => Ok(None),
             Some(Value::String(s)) if s.trim().is_empty() => Err(self.err(key, "must not be empty")),
@@ -155,12 +157,12 @@ impl<'a> Obj<'a> {
         }
     }
 
-    pub(super) fn req_str(&self, key: &str) -> Result<String> {
+    pub(crate) fn req_str(&self, key: &str) -> Result<String> {
         self.opt_str(key)?.ok_or_else(|| self.err(key, "is required"))
     }
 
     /// A VNFD identifier (aspect, VDU, connection point): `[A-Za-z0-9_.-]`, 1..255.
-    pub(super) fn opt_name(&self, key: &str) -> Result<Option<String>> {
+    pub(crate) fn opt_name(&self, key: &str) -> Result<Option<String>> {
         let Some(v) = self.opt_str(key)? else { return Ok(None) };
         let ok = v.len() <= 255 && v.bytes().all(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'.'));
         if !ok {
@@ -171,11 +173,11 @@ impl<'a> Obj<'a> {
         Ok(Some(v))
     }
 
-    pub(super) fn req_name(&self, key: &str) -> Result<String> {
+    pub(crate) fn req_name(&self, key: &str) -> Result<String> {
         self.opt_name(key)?.ok_or_else(|| self.err(key, "is required"))
     }
 
-    pub(super) fn opt_obj(&self, key: &str) -> Result<Option<Obj<'a>>> {
+    pub(crate) fn opt_obj(&self, key: &str) -> Result<Option<Obj<'a>>> {
         match self.map.get(key) {
             None | Some(Value::Null) => Ok(None),
             Some(Value::Object(m)) => Ok(Some(Obj { map: m, path: format!("{}.{key}", self.path), file: self.file })),
@@ -183,18 +185,18 @@ impl<'a> Obj<'a> {
         }
     }
 
-    pub(super) fn req_obj(&self, key: &str) -> Result<Obj<'a>> {
+    pub(crate) fn req_obj(&self, key: &str) -> Result<Obj<'a>> {
         self.opt_obj(key)?.ok_or_else(|| self.err(key, "is required"))
     }
 
-    pub(super) fn unknown(&self, known: &[&str], warnings: &mut Vec<String>) {
+    pub(crate) fn unknown(&self, known: &[&str], warnings: &mut Vec<String>) {
         for k in self.map.keys().filter(|k| !known.contains(&k.as_str())) {
             warnings.push(format!("{}.{k}: unknown key, ignored", self.path));
         }
     }
 }
 
-pub(super) fn kind(v: &Value) -> &'static str {
+pub(crate) fn kind(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",
@@ -207,7 +209,7 @@ pub(super) fn kind(v: &Value) -> &'static str {
 
 /// A relative path inside the VNF package, checked for shape here (existence is checked
 /// against `--package-dir` by [`super::package`]).
-pub(super) fn package_path(o: &Obj, key: &str) -> Result<Option<String>> {
+pub(crate) fn package_path(o: &Obj, key: &str) -> Result<Option<String>> {
     let Some(p) = o.opt_str(key)? else { return Ok(None) };
     if p.starts_with('/') {
         return Err(o.err(key, format!("'{}' must be relative to the VNF package, not absolute", excerpt(&p))));
@@ -248,7 +250,7 @@ fn role(o: &Obj, master: bool, warnings: &mut Vec<String>) -> Result<RoleParams>
 /// a file written by `echo`). Rendered per-site requests hold references, never the value. A
 /// literal password starting with `@env:`/`@file:` is written with a doubled `@`. A reference
 /// that does not resolve is bad input naming the field; no message ever shows the value.
-pub(super) fn password(o: &Obj, text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<Secret> {
+pub(crate) fn password(o: &Obj, text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<Secret> {
     if let Some(name) = text.strip_prefix("@env:") {
         let ok = !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
         if !ok {

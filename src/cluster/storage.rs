@@ -57,7 +57,7 @@ pub struct PvParam {
 }
 
 /// Parse both blocks of `o` (`k8s_cluster_installation_param`).
-pub(super) fn parse(o: &Obj, warnings: &mut Vec<String>) -> Result<Option<Storage>> {
+pub(crate) fn parse(o: &Obj, warnings: &mut Vec<String>) -> Result<Option<Storage>> {
     let server = match o.opt_obj("storage_server")? {
         Some(s) => Some(server(&s, warnings)?),
         None => None,

@@ -6,6 +6,7 @@ use std::sync::Mutex;
 
 use serde_json::{json, Value};
 
+use crate::cluster::hostname::parse_hostname;
 use crate::cluster::install_output::{self, MasterOutput};
 use crate::cluster::node_cmd::{self as cmd, InstallMode};
 use crate::cluster::params::{Cidr, ClusterParams};
@@ -457,24 +458,6 @@ fn parse_certificate_key(out: &str) -> std::result::Result<Secret, String> {
         Ok(Secret::new(k))
     } else {
         Err("the last line is not a 64-hex certificate key".into())
-    }
-}
-
-/// A node's hostname becomes its Kubernetes name and is used in later commands: it must be a
-/// DNS name (RFC 1123 labels), nothing else.
-pub fn parse_hostname(out: &str) -> std::result::Result<String, String> {
-    let h = out.trim();
-    let label = |l: &str| {
-        !l.is_empty()
-            && l.len() <= 63
-            && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
-            && !l.starts_with('-')
-            && !l.ends_with('-')
-    };
-    if !h.is_empty() && h.len() <= 253 && h.split('.').all(label) {
-        Ok(h.to_ascii_lowercase())
-    } else {
-        Err(format!("{:?} is not a DNS host name", h.chars().take(80).collect::<String>()))
     }
 }
 

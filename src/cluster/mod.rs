@@ -7,6 +7,7 @@
 
 pub mod heal;
 pub mod hook;
+pub mod hostname;
 pub mod install_output;
 pub mod instantiate;
 pub mod kubeconfig;

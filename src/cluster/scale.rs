@@ -8,7 +8,8 @@
 //! the full `/etc/hosts` on the new workers, join them all at once, label them, then add their
 //! lines to `/etc/hosts` on the existing nodes and bring those nodes' registries to the params.
 
-use crate::cluster::hook::{parse_hostname, Hook};
+use crate::cluster::hook::Hook;
+use crate::cluster::hostname::parse_hostname;
 use crate::cluster::node_cmd::{self as cmd, InstallMode};
 use crate::cluster::topology::ClusterNode;
 use crate::error::{Error, Result};

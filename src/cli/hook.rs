@@ -65,19 +65,15 @@ pub struct HookArgs {
 
 impl HookArgs {
     fn inputs(&self, ctx: &Ctx) -> Inputs {
-        Inputs {
-            request: self.request.clone().map(Doc::File),
-            inventory: self.inventory.clone(),
-            inventory_opts: ctx.inventory_opts(),
-            package_dir: self.package_dir.clone(),
-            vnf_instance: self.vnf_instance.clone().map(Doc::File),
-            grant_request: self.grant_request.clone().map(Doc::File),
-            vnf_instance_id: self.vnf_instance_id.clone(),
-            node: self.node.clone(),
-            tacker_compat: self.tacker_compat,
-            known_hosts: self.known_hosts.clone(),
-            dry_run: ctx.run.dry_run,
-        }
+        Inputs::new(self.request.clone().map(Doc::File), ctx.inventory_opts(), ctx.run.dry_run)
+            .inventory(self.inventory.clone())
+            .package_dir(self.package_dir.clone())
+            .vnf_instance(self.vnf_instance.clone().map(Doc::File))
+            .grant_request(self.grant_request.clone().map(Doc::File))
+            .vnf_instance_id(self.vnf_instance_id.clone())
+            .node(self.node.clone())
+            .tacker_compat(self.tacker_compat)
+            .known_hosts(self.known_hosts.clone())
     }
 }
 

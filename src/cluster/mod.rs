@@ -8,11 +8,13 @@
 pub mod heal;
 pub mod hook;
 pub mod hostname;
+pub mod inputs;
 pub mod install_output;
 pub mod instantiate;
 pub mod kubeconfig;
 pub mod labels;
 pub mod node_cmd;
+pub mod op;
 pub mod params;
 pub mod prepare;
 pub mod rebuilt;
@@ -30,6 +32,8 @@ pub mod topology;
 use serde_json::Value;
 
 use crate::error::Error;
+use crate::inventory::HostKeyCheck;
+use crate::lifecycle::Runner;
 use crate::request::ScaleType;
 use prepare::{Op, Prepared, Req};
 use topology::ClusterNode;
@@ -47,7 +51,7 @@ pub async fn run(op: Op, p: &Prepared, reset_nodes: bool) -> Outcome {
     let h = &p.hook;
     let nodes: Vec<&ClusterNode> = p.targets.iter().filter_map(|n| h.topo.find(n)).collect();
     let server = h.storage.as_ref().and_then(|s| s.server.as_ref()).map(|s| &s.node);
-    rebuilt::announce(&h.rt, h.topo.all().chain(server));
+    announce_rebuilt(&h.rt, h.topo.all().chain(server));
     let result = match (op, &p.req) {
         (Op::InstantiateEnd, _) => instantiate::run(h).await.map(Some),
         (Op::HealStart, Req::Heal(r)) => heal::start(h, &nodes, r.whole_vnf()).await.map(|_| None),
@@ -76,5 +80,14 @@ pub async fn run(op: Op, p: &Prepared, reset_nodes: bool) -> Outcome {
         error: result.err(),
     }
 }
+/// The VMs `prepare` lets re-learn their host key (`rebuilt.rs`), as a step of their own, in
+/// the run and in `--dry-run`, before anything connects.
+fn announce_rebuilt<'a>(rt: &Runner, nodes: impl Iterator<Item = &'a ClusterNode>) {
+    let nodes: Vec<_> = nodes.filter(|n| n.host.host_key_check == HostKeyCheck::Relearn).collect();
+    if !nodes.is_empty() {
+        rt.phase("rebuilt VMs: re-learn their host keys (old known_hosts entries replaced)", &nodes, true);
+    }
+}
+
 #[cfg(test)]
 pub(crate) mod testkit;

@@ -3,10 +3,9 @@
 //! VnfInstance), the nodes (inventory or VnfInstance), the package paths and which nodes a heal
 //! or scale is about. Bad input stops here with exit 2 and nothing touched.
 
-use std::path::PathBuf;
 use std::sync::Mutex;
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::cluster::hook::Hook;
 use crate::cluster::params::{ClusterParams, PARAM_KEY};
@@ -18,78 +17,15 @@ use crate::inventory::{HostKeyCheck, Inventory, LoadOptions};
 use crate::lifecycle::package::Package;
 use crate::lifecycle::state::{check_instance_id, Lock, Store};
 use crate::lifecycle::Runner;
-use crate::request::{
-    Doc, GrantRequest, HealRequest, InstantiateRequest, ScaleRequest, ScaleType, TerminateRequest, VimConnections,
-    VnfInstance, VnfcResourceInfo,
-};
+use crate::request::{Doc, GrantRequest, ScaleType, TerminateRequest, VimConnections, VnfInstance, VnfcResourceInfo};
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Op {
-    InstantiateEnd,
-    HealStart,
-    HealEnd,
-    ScaleStart,
-    ScaleEnd,
-    TerminateEnd,
-}
-
-impl Op {
-    pub fn name(self) -> &'static str {
-        match self {
-            Op::InstantiateEnd => "instantiate_end",
-            Op::HealStart => "heal_start",
-            Op::HealEnd => "heal_end",
-            Op::ScaleStart => "scale_start",
-            Op::ScaleEnd => "scale_end",
-            Op::TerminateEnd => "terminate_end",
-        }
-    }
-}
-
-/// What the caller (the CLI, a VNFM hook) hands over.
-#[derive(Clone, Debug, Default)]
-pub struct Inputs {
-    /// The operation's request body (SOL002/SOL003 JSON).
-    pub request: Option<Doc>,
-    pub inventory: Option<PathBuf>,
-    pub inventory_opts: LoadOptions,
-    pub package_dir: Option<PathBuf>,
-    /// The VnfInstance (SOL003 JSON): its id, vimConnectionInfo and vnfcResourceInfo.
-    pub vnf_instance: Option<Doc>,
-    /// The SOL003 GrantRequest: a SCALE_IN's or heal's `removeResources` name the VMs.
-    pub grant_request: Option<Doc>,
-    pub vnf_instance_id: Option<String>,
-    /// Inventory host names to scale or heal (default: from the request).
-    pub node: Vec<String>,
-    pub tacker_compat: bool,
-    /// known_hosts for nodes taken from the VnfInstance (accept-new).
-    pub known_hosts: Option<PathBuf>,
-    /// Only planning: a scale or heal may be planned without a recorded instantiate.
-    pub dry_run: bool,
-}
+// Callers name a hook, its inputs and its prepared run through this module.
+pub use crate::cluster::inputs::Inputs;
+pub use crate::cluster::op::{Op, Req};
 
 fn need<'a, T>(p: &'a Option<T>, flag: &str, op: Op) -> Result<&'a T> {
     p.as_ref()
         .ok_or_else(|| Error::input("arguments", flag, format!("is required for {}", op.name().replace('_', "-"))))
-}
-
-/// Parsed request of any operation.
-pub enum Req {
-    Instantiate(InstantiateRequest),
-    Heal(HealRequest),
-    Scale(ScaleRequest),
-    Terminate(TerminateRequest),
-}
-
-impl Req {
-    fn additional_params(&self) -> &Map<String, Value> {
-        match self {
-            Req::Instantiate(r) => &r.additional_params,
-            Req::Heal(r) => &r.additional_params,
-            Req::Scale(r) => &r.additional_params,
-            Req::Terminate(r) => &r.additional_params,
-        }
-    }
 }
 
 /// A hook ready to run: validated inputs, its nodes, and the instance lock held until dropped.

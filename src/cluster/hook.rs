@@ -12,6 +12,7 @@ use crate::cluster::node_cmd::{self as cmd, InstallMode};
 use crate::cluster::params::{Cidr, ClusterParams};
 use crate::cluster::record::{self, HelmInfo, HelmPassword, Record};
 use crate::cluster::state::{self, ClusterFacts, InstanceState};
+use crate::cluster::state_store;
 use crate::cluster::topology::{ClusterNode, Topology};
 use crate::error::{Error, Result};
 use crate::lifecycle::package::Package;
@@ -46,7 +47,7 @@ pub struct Hook {
 impl Hook {
     /// Record the instance state now (a plan's store writes nothing).
     pub fn save(&self) -> Result<()> {
-        self.state.lock().expect("state lock").save(&self.store)
+        state_store::save(&mut self.state.lock().expect("state lock"), &self.store)
     }
 
     pub fn with_state<T>(&self, f: impl FnOnce(&mut InstanceState) -> T) -> T {

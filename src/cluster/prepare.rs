@@ -10,6 +10,7 @@ use serde_json::Value;
 use crate::cluster::hook::Hook;
 use crate::cluster::params::{ClusterParams, PARAM_KEY};
 use crate::cluster::state::{self, InstanceState};
+use crate::cluster::state_store;
 use crate::cluster::topology::{self, NodeDefaults, Topology};
 use crate::error::excerpt;
 use crate::error::{Error, Result};
@@ -44,7 +45,7 @@ pub fn prepare(op: Op, a: &Inputs, store: Store, rt: Runner) -> Result<Prepared>
     let id = instance_id(a, inst.as_ref())?;
     check_instance_id(&id)?;
     let lock = store.lock(&id, state::KIND)?;
-    let state = InstanceState::load(&store, &id)?;
+    let state = state_store::load(&store, &id)?;
     if state.is_none() && !matches!(op, Op::InstantiateEnd | Op::HealEnd | Op::TerminateEnd) && !a.dry_run {
         return Err(Error::input(
             store.doc_path(&id, state::KIND).display().to_string(),

@@ -10,10 +10,13 @@
 //!
 //! SOL003 (whole VNF): start forgets the VIM record and every node; end is a full instantiate.
 
+use crate::cluster::drain::remove_from_cluster;
 use crate::cluster::hook::Hook;
 use crate::cluster::instantiate;
+use crate::cluster::labels_apply;
+use crate::cluster::members::{installed_masters, k8s_name_of};
 use crate::cluster::node_cmd::{self as cmd, InstallMode};
-use crate::cluster::scale::{installed_masters, k8s_name_of, remove_from_cluster};
+use crate::cluster::prepare_nodes::prepare_nodes;
 use crate::cluster::topology::ClusterNode;
 use crate::error::{Error, Result};
 use crate::lifecycle::all_ok;
@@ -126,7 +129,7 @@ pub async fn end(h: &Hook, targets: &[&ClusterNode], whole: bool) -> Result<serd
     });
     let all: Vec<&ClusterNode> = h.topo.all().collect();
     // Every node learns the healed node's (possibly new) address.
-    h.prepare(&all, &[]).await?;
+    prepare_nodes(h, &all).await?;
     for t in &todo {
         h.rt.phase(&format!("heal: reinstall {}", t.name()), &[t], false);
         match t.role {
@@ -156,7 +159,7 @@ pub async fn end(h: &Hook, targets: &[&ClusterNode], whole: bool) -> Result<serd
             }
             Role::Worker | Role::Node => {
                 h.install(t, InstallMode::Worker, Some((&token, &hash)), None).await?;
-                crate::cluster::labels::apply(h, via, &[t]).await?;
+                labels_apply::apply(h, via, &[t]).await?;
                 h.outcome(t, "rejoined as worker");
             }
         }

@@ -2,15 +2,18 @@
 //! and the steps several hooks reuse (prepare a node, install or join one, get a join token,
 //! write the record).
 
+use std::io::Read;
 use std::sync::Mutex;
 
 use serde_json::{json, Value};
 
+use crate::cluster::cidr::Cidr;
 use crate::cluster::hostname::parse_hostname;
 use crate::cluster::install_output::{self, MasterOutput};
 use crate::cluster::node_cmd::{self as cmd, InstallMode};
-use crate::cluster::params::{Cidr, ClusterParams};
+use crate::cluster::params::ClusterParams;
 use crate::cluster::record::{self, HelmInfo, HelmPassword, Record};
+use crate::cluster::script_marker;
 use crate::cluster::state::{self, ClusterFacts, InstanceState};
 use crate::cluster::state_store;
 use crate::cluster::topology::{ClusterNode, Topology};
@@ -161,34 +164,24 @@ impl Hook {
         Ok(files)
     }
 
-    /// `/etc/hosts` entries: every node by its Kubernetes name. (Registry `hosts_string` lines
-    /// are the registry step's, see [`crate::cluster::registry`].)
-    pub fn hosts_entries(&self) -> Vec<(String, String)> {
-        self.topo.all().map(|n| (n.nic_ip.clone(), n.k8s_name.clone())).collect()
+    /// Read the head of the install script the nodes get (the very file uploaded: the
+    /// package's checked, open file) and look for the marker.
+    fn install_script_reads_secrets_from_env(&self) -> Result<bool> {
+        let Some(pkg) = &self.pkg else { return Ok(false) };
+        let field = "additionalParams.k8s_cluster_installation_param.script_path";
+        let src = pkg.file(&self.params.script_path, &self.req_file, field)?;
+        let Some(path) = src.local_path() else { return Ok(false) };
+        let mut head = Vec::with_capacity(script_marker::HEADER_BYTES);
+        std::fs::File::open(&path)
+            .and_then(|f| f.take(script_marker::HEADER_BYTES as u64).read_to_end(&mut head))
+            .map_err(|e| Error::input(&self.req_file, field, format!("cannot read {}: {e}", src.shown())))?;
+        Ok(script_marker::reads_secrets_from_env(&head))
     }
 
-    /// Upload scripts and set `/etc/hosts` on `nodes`, in parallel.
-    pub async fn prepare(&self, nodes: &[&ClusterNode], drop_ips: &[String]) -> Result<()> {
-        if nodes.is_empty() {
-            return Ok(());
-        }
-        self.rt.phase("upload scripts, /etc/hosts", nodes, true);
-        let entries = self.hosts_entries();
-        let res = self
-            .rt
-            .each(nodes, |n| {
-                let entries = &entries;
-                async move {
-                    self.clean_env(n).await?;
-                    self.rt.upload(n, self.script_uploads(n)?).await?;
-                    let hosts = cmd::hosts_update(entries, drop_ips)?;
-                    self.rt.exec(n, self.rt.root_cmd(n, hosts, self.rt.timeouts.command)).await?;
-                    crate::cluster::registry::apply(self, n).await?;
-                    Ok(())
-                }
-            })
-            .await;
-        crate::lifecycle::all_ok(res).map(|_| ())
+    /// `/etc/hosts` entries: every node by its Kubernetes name. (Registry `hosts_string` lines
+    /// are the registry step's, see `registry_apply.rs`.)
+    pub fn hosts_entries(&self) -> Vec<(String, String)> {
+        self.topo.all().map(|n| (n.nic_ip.clone(), n.k8s_name.clone())).collect()
     }
 
     /// Delete env files (secrets) that an earlier run of this instance left on `n` because the

@@ -3,7 +3,7 @@
 //! 1. Upload the scripts to every node and write `/etc/hosts` (all nodes at once).
 //! 2. Main master: run the install script; parse token, server, CA hash and CA certificate.
 //! 3. Other masters, one after another, each with a fresh certificate key.
-//! 4. Workers, all at once; then their placement labels (`labels.rs`) from the main master.
+//! 4. Workers, all at once; then their placement labels (`labels_apply.rs`) from the main master.
 //! 5. The VIM's bearer token (cluster-admin ServiceAccount token Secret).
 //! 6. Helm on every master at once, when the package ships a Helm script.
 //! 7. Storage (`storage_ops.rs`): NFS clients, the storage server, the PersistentVolumes.
@@ -13,7 +13,9 @@
 //! completes the missing nodes only and ends with the same record.
 
 use crate::cluster::hook::Hook;
+use crate::cluster::labels_apply;
 use crate::cluster::node_cmd::{self as cmd, InstallMode};
+use crate::cluster::prepare_nodes::prepare_nodes;
 use crate::cluster::topology::ClusterNode;
 use crate::error::Result;
 use crate::lifecycle::all_ok;
@@ -22,7 +24,7 @@ use crate::secret::Secret;
 
 pub async fn run(h: &Hook) -> Result<serde_json::Value> {
     let all: Vec<&ClusterNode> = h.topo.all().collect();
-    h.prepare(&all, &[]).await?;
+    prepare_nodes(h, &all).await?;
 
     // 2. Main master.
     let main = &h.topo.masters[0];
@@ -71,7 +73,7 @@ pub async fn run(h: &Hook) -> Result<serde_json::Value> {
             })
             .await;
         all_ok(res)?;
-        crate::cluster::labels::apply(h, main, &workers).await?;
+        labels_apply::apply(h, main, &workers).await?;
     }
 
     // 5. Bearer token for the VIM.

@@ -5,6 +5,8 @@
 //! node commands, output parsing, records) are unit-tested. The node contract is in
 //! docs/cluster-contract.md.
 
+pub mod cidr;
+pub mod drain;
 pub mod heal;
 pub mod hook;
 pub mod hostname;
@@ -14,18 +16,25 @@ pub mod instantiate;
 pub mod kubeconfig;
 pub mod kubeconfig_doc;
 pub mod labels;
+pub mod labels_apply;
+pub mod members;
 pub mod node_cmd;
 pub mod op;
+pub mod param_obj;
 pub mod params;
 pub mod prepare;
+pub mod prepare_nodes;
 pub mod rebuilt;
 pub mod record;
 pub mod registry;
+pub mod registry_apply;
 pub mod scale;
 pub mod script_marker;
 pub mod state;
 pub mod state_store;
 pub mod storage;
+pub mod storage_cmd;
+pub mod storage_locate;
 pub mod storage_ops;
 pub mod storage_setup;
 pub mod terminate;

@@ -70,7 +70,7 @@ pub fn prepare(op: Op, a: &Inputs, store: Store, rt: Runner) -> Result<Prepared>
         (_, Some(i)) => i.vim_connection_info.clone(),
         _ => VimConnections::default(),
     };
-    let storage = crate::cluster::storage_setup::from_inputs(
+    let storage = crate::cluster::storage_locate::from_inputs(
         a,
         inst.as_ref(),
         &params,

@@ -9,7 +9,8 @@
 
 use serde_json::Value;
 
-use crate::cluster::params::{kind, package_path, password, Cidr, Obj};
+use crate::cluster::cidr::Cidr;
+use crate::cluster::param_obj::{kind, package_path, password, Obj};
 use crate::error::{excerpt, Result};
 use crate::secret::Secret;
 

@@ -116,7 +116,7 @@ pub async fn run(op: Op, a: HookArgs, ctx: &Ctx) -> i32 {
         let written = if ctx.run.dry_run {
             Ok(std::path::absolute(out).unwrap_or_else(|_| out.clone()))
         } else {
-            kubeconfig::write_for_instance(&p.hook.store, &p.hook.instance_id, out)
+            kubeconfig::write_for_instance(p.hook.store(), p.hook.instance_id(), out)
         };
         match written {
             Ok(path) => outcome.result["kubeconfig"] = path.display().to_string().into(),

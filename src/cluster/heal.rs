@@ -17,6 +17,7 @@ use crate::cluster::labels_apply;
 use crate::cluster::members::{installed_masters, k8s_name_of};
 use crate::cluster::node_cmd::{self as cmd, InstallMode};
 use crate::cluster::prepare_nodes::prepare_nodes;
+use crate::cluster::state::InstanceState;
 use crate::cluster::topology::ClusterNode;
 use crate::error::{Error, Result};
 use crate::lifecycle::all_ok;
@@ -26,14 +27,8 @@ use crate::transport::{Source, UploadFile};
 pub async fn start(h: &Hook, targets: &[&ClusterNode], whole: bool) -> Result<()> {
     if whole {
         h.rt.phase::<ClusterNode>("heal (whole VNF): forget the VIM record and the nodes", &[], false);
-        h.with_state(|s| {
-            s.vim = None;
-            s.vim_connection_info = None;
-            s.bearer_token = None;
-            s.facts = None;
-            s.nodes.clear();
-        });
-        h.vim_connections.lock().expect("vim").remove_kubernetes(None, &h.params.vim_name);
+        h.with_state(InstanceState::forget_cluster);
+        h.forget_vim_connection();
         return h.save();
     }
     crate::cluster::storage_ops::heal_start(h).await?;
@@ -72,7 +67,7 @@ pub async fn start(h: &Hook, targets: &[&ClusterNode], whole: bool) -> Result<()
 async fn remove_master(h: &Hook, t: &ClusterNode, survivors: &[&ClusterNode], k: &str) -> Result<()> {
     if survivors.is_empty() {
         return Err(Error::input(
-            &h.req_file,
+            h.req_file(),
             "vnfcInstanceId",
             format!(
                 "{} is the only master; a single-master cluster cannot heal a master (heal the whole VNF instead)",
@@ -115,9 +110,7 @@ pub async fn end(h: &Hook, targets: &[&ClusterNode], whole: bool) -> Result<serd
         installed_masters(h).into_iter().filter(|m| !targets.iter().any(|t| t.name() == m.name())).collect();
     let via = h.rt.first_reachable(&survivors).await?;
     let token = h.join_token(via).await?;
-    let hash = h
-        .with_state(|s| s.facts.as_ref().map(|f| f.ca_hash.clone()))
-        .ok_or_else(|| Error::input("state", "facts", "the cluster was never instantiated"))?;
+    let hash = h.ca_hash()?;
     // The VNFM replaced these VMs: reinstall them whatever the state says (our install script
     // is a no-op on a node that already joined, so a re-run after a later failure is safe).
     let todo: Vec<&ClusterNode> = targets.to_vec();

@@ -16,6 +16,7 @@ use crate::cluster::hook::Hook;
 use crate::cluster::labels_apply;
 use crate::cluster::node_cmd::{self as cmd, InstallMode};
 use crate::cluster::prepare_nodes::prepare_nodes;
+use crate::cluster::script_env;
 use crate::cluster::topology::ClusterNode;
 use crate::error::Result;
 use crate::lifecycle::all_ok;
@@ -143,7 +144,8 @@ pub async fn install_helm(h: &Hook, masters: &[&ClusterNode]) -> Result<()> {
     let res =
         h.rt.each(&todo, |m| async move {
             let c = h.rt.root_cmd(m, cmd::helm_install(&h.run_dir, "env.helm")?, h.rt.timeouts.helm);
-            h.with_env_file(m, "env.helm", h.env(&[])?, h.rt.exec(m, c)).await?;
+            let env = script_env::env_file(&h.params, &h.topo, &[])?;
+            h.with_env_file(m, "env.helm", env, h.rt.exec(m, c)).await?;
             h.with_state(|s| s.node(m.name()).helm_installed = true);
             h.save()
         })

@@ -27,7 +27,7 @@ pub fn k8s_name_of(h: &Hook, n: &ClusterNode) -> Result<String> {
         Some(k) => match parse_hostname(&k) {
             Ok(good) if good == k => Ok(k),
             _ => Err(Error::input(
-                h.store.doc_path(&h.instance_id, crate::cluster::state::KIND).display().to_string(),
+                h.doc_path(crate::cluster::state::KIND),
                 format!("nodes.{}.k8s_name", n.name()),
                 format!("{:?} is not a DNS host name; fix or remove it", k.chars().take(80).collect::<String>()),
             )),

@@ -3,11 +3,9 @@
 //! VnfInstance), the nodes (inventory or VnfInstance), the package paths and which nodes a heal
 //! or scale is about. Bad input stops here with exit 2 and nothing touched.
 
-use std::sync::Mutex;
-
 use serde_json::Value;
 
-use crate::cluster::hook::Hook;
+use crate::cluster::hook::{Checked, Hook};
 use crate::cluster::params::{ClusterParams, PARAM_KEY};
 use crate::cluster::state::{self, InstanceState};
 use crate::cluster::state_store;
@@ -81,21 +79,17 @@ pub fn prepare(op: Op, a: &Inputs, store: Store, rt: Runner) -> Result<Prepared>
         &id,
         op == Op::TerminateEnd,
     )?;
-    let mut hook = Hook {
-        rt,
-        store,
-        state: Mutex::new(state),
+    let has_package = pkg.is_some();
+    let checked = Checked {
         params,
         topo,
+        storage,
         pkg,
-        run_dir: crate::cluster::node_cmd::run_dir(&id),
-        instance_id: id,
         req_file: req_file.clone(),
         tacker_compat: a.tacker_compat,
-        outcomes: Mutex::new(Vec::new()),
-        vim_connections: Mutex::new(vim_connections),
-        storage,
+        vim_connections,
     };
+    let mut hook = Hook::new(rt, store, id, state, checked);
     let targets = targets(op, &hook, &req, a, inst.as_ref())?;
     // The VMs the VNFM just rebuilt re-learn their host keys, and only they (cluster/rebuilt.rs).
     // The storage server is not in the topology, but a heal may rebuild it too.
@@ -110,7 +104,7 @@ pub fn prepare(op: Op, a: &Inputs, store: Store, rt: Runner) -> Result<Prepared>
         }
     }
     // Every file a node would get must resolve now, before any node is touched.
-    if hook.pkg.is_some() {
+    if has_package {
         for n in hook.topo.all() {
             hook.script_uploads(n)?;
         }
@@ -316,7 +310,7 @@ fn targets(op: Op, h: &Hook, req: &Req, a: &Inputs, inst: Option<&VnfInstance>) 
                         "'{}' names no inventory host and no vnfcInfo/vnfcResourceInfo of the VNF instance with a known address",
                         excerpt(id)
                     );
-                    Error::input(&h.req_file, "vnfcInstanceId", msg)
+                    Error::input(h.req_file(), "vnfcInstanceId", msg)
                 })
             })
             .collect(),

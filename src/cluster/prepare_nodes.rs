@@ -15,7 +15,7 @@ pub async fn prepare_nodes(h: &Hook, nodes: &[&ClusterNode]) -> Result<()> {
         return Ok(());
     }
     h.rt.phase("upload scripts, /etc/hosts", nodes, true);
-    let entries = h.hosts_entries();
+    let entries = h.topo.hosts_entries();
     let res =
         h.rt.each(nodes, |n| {
             let entries = &entries;

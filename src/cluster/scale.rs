@@ -46,7 +46,8 @@ pub async fn scale_in(h: &Hook, targets: &[&ClusterNode]) -> Result<serde_json::
     let rest: Vec<&ClusterNode> =
         h.topo.all().filter(|n| h.installed(n) && !targets.iter().any(|t| t.name() == n.name())).collect();
     h.rt.phase("/etc/hosts on the remaining nodes", &rest, true);
-    let entries: Vec<(String, String)> = h.hosts_entries().into_iter().filter(|(ip, _)| !gone.contains(ip)).collect();
+    let entries: Vec<(String, String)> =
+        h.topo.hosts_entries().into_iter().filter(|(ip, _)| !gone.contains(ip)).collect();
     let res =
         h.rt.each(&rest, |n| {
             let entries = &entries;
@@ -75,9 +76,7 @@ pub async fn scale_out(h: &Hook, targets: &[&ClusterNode]) -> Result<serde_json:
     let masters = installed_masters(h);
     let via = h.rt.first_reachable(&masters).await?;
     let token = h.join_token(via).await?;
-    let hash = h
-        .with_state(|s| s.facts.as_ref().map(|f| f.ca_hash.clone()))
-        .ok_or_else(|| Error::input("state", "facts", "the cluster was never instantiated"))?;
+    let hash = h.ca_hash()?;
     prepare_nodes(h, &new).await?;
     h.rt.phase("scale out: join workers", &new, true);
     let res =
@@ -96,7 +95,7 @@ pub async fn scale_out(h: &Hook, targets: &[&ClusterNode]) -> Result<serde_json:
     let old: Vec<&ClusterNode> =
         h.topo.all().filter(|n| h.installed(n) && !new.iter().any(|t| t.name() == n.name())).collect();
     h.rt.phase("/etc/hosts on the existing nodes", &old, true);
-    let entries = h.hosts_entries();
+    let entries = h.topo.hosts_entries();
     let res =
         h.rt.each(&old, |n| {
             let entries = &entries;

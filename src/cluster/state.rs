@@ -79,4 +79,14 @@ impl InstanceState {
     pub fn installed(&self, name: &str) -> bool {
         self.nodes.get(name).is_some_and(|n| n.installed)
     }
+
+    /// Forget the cluster but keep its params: the VIM record, the facts and every node (a
+    /// whole-VNF heal rebuilds them all).
+    pub fn forget_cluster(&mut self) {
+        self.vim = None;
+        self.vim_connection_info = None;
+        self.bearer_token = None;
+        self.facts = None;
+        self.nodes.clear();
+    }
 }

@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 use crate::backoff::Backoff;
 use crate::cluster::hook::Hook;
 use crate::cluster::members::installed_masters;
+use crate::cluster::script_env;
 use crate::cluster::storage_cmd::{
     exports, packages, packages_with_env, parse_exports, parse_phase, parse_pv_list, parse_volume, pv_apply, pv_delete,
     pv_get, pv_phase, volume,
@@ -110,7 +111,7 @@ async fn server_package(h: &Hook, n: &ClusterNode) -> Result<()> {
     let vars = vec![
         ("http_proxy".to_string(), px.http_proxy.expose().to_string()),
         ("https_proxy".to_string(), px.https_proxy.expose().to_string()),
-        ("no_proxy".to_string(), h.no_proxy()),
+        ("no_proxy".to_string(), script_env::no_proxy(&h.params, &h.topo)),
     ];
     let env_name = "env.storage";
     let c = h.rt.root_cmd(n, packages_with_env(&format!("{}/{env_name}", h.run_dir), &pkg)?, h.rt.timeouts.install);
@@ -179,7 +180,7 @@ async fn wait_available(h: &Hook, via: &ClusterNode, name: &str) -> Result<Strin
 /// Remember the PV names (terminate and heal may run without the package).
 fn record(h: &Hook, list: &[&Pv]) -> Result<()> {
     let doc = StorageRecord { pvs: list.iter().map(|p| p.name.clone()).collect() };
-    h.store.save_doc(&h.instance_id, KIND, &doc)
+    h.save_doc(KIND, &doc)
 }
 
 /// Delete the PVs through the first reachable master; with `refuse_bound`, refuse first when
@@ -239,7 +240,7 @@ pub async fn terminate(h: &Hook, reset_nodes: bool) -> Result<()> {
     if reset_nodes {
         delete_pvs(h, false).await?;
     }
-    h.store.remove_doc(&h.instance_id, KIND).map(|_| ())
+    h.remove_doc(KIND).map(|_| ())
 }
 
 #[cfg(test)]

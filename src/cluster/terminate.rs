@@ -31,9 +31,9 @@ pub async fn run(h: &Hook, reset_nodes: bool) -> Result<serde_json::Value> {
         all_ok(res)?;
     }
     let vim = h.with_state(|s| s.vim.clone());
-    h.vim_connections.lock().expect("vim").remove_kubernetes(None, &h.params.vim_name);
+    h.forget_vim_connection();
     h.rt.phase::<ClusterNode>("remove the VIM record and the instance state", &[], false);
-    h.store.remove_doc(&h.instance_id, crate::cluster::state::KIND)?;
+    h.remove_doc(crate::cluster::state::KIND)?;
     Ok(serde_json::json!({"removed": vim.and_then(|v| v.get("name").cloned())}))
 }
 

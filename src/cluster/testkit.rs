@@ -148,7 +148,7 @@ impl Fixture {
     }
 
     /// Run a hook to its end; panics with the error when it fails.
-    pub async fn run(&self, op: Op, body: Value, nodes: &[&str]) -> crate::cluster::Outcome {
+    pub async fn run(&self, op: Op, body: Value, nodes: &[&str]) -> crate::cluster::results::Outcome {
         let p = self.prepare(op, body, nodes).unwrap();
         crate::cluster::run(op, &p, false).await
     }

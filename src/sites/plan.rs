@@ -143,7 +143,7 @@ impl Work {
     /// One line for the plan's summary.
     pub fn describe(&self) -> String {
         match self {
-            Work::Cluster(op, p) => format!("{} ({})", op.name(), p.hook.instance_id),
+            Work::Cluster(op, p) => format!("{} ({})", op.name(), p.hook.instance_id()),
             Work::Cnf(c) => {
                 let ids: Vec<&str> = c.iter().map(|w| w.id.as_str()).collect();
                 format!("{} CNF(s): {}", c.len(), ids.join(", "))

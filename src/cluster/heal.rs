@@ -22,6 +22,7 @@ use crate::cluster::topology::ClusterNode;
 use crate::error::{Error, Result};
 use crate::lifecycle::all_ok;
 use crate::lifecycle::Role;
+use crate::secret::Secret;
 use crate::transport::{Source, UploadFile};
 
 pub async fn start(h: &Hook, targets: &[&ClusterNode], whole: bool) -> Result<()> {
@@ -126,30 +127,7 @@ pub async fn end(h: &Hook, targets: &[&ClusterNode], whole: bool) -> Result<serd
     for t in &todo {
         h.rt.phase(&format!("heal: reinstall {}", t.name()), &[t], false);
         match t.role {
-            Role::Master => {
-                let key = h.certificate_key(via).await?;
-                h.install(t, InstallMode::JoinMaster, Some((&token, &hash)), Some(&key)).await?;
-                let k = k8s_name_of(h, t)?;
-                let others: Vec<&ClusterNode> = survivors.clone();
-                h.rt.phase("heal master: haproxy backend back on the survivors", &others, true);
-                let ip = t.nic_ip.clone();
-                let res =
-                    h.rt.each(&others, |m| {
-                        let (k, ip) = (&k, &ip);
-                        async move {
-                            h.rt.exec(m, h.rt.root_cmd(m, cmd::haproxy_backend(k, Some(ip))?, h.rt.timeouts.command))
-                                .await
-                                .map(|_| ())
-                        }
-                    })
-                    .await;
-                all_ok(res)?;
-                instantiate::install_helm(h, &[t]).await?;
-                if h.params.helm_script_path.is_some() {
-                    restore_helm(h, via, t).await?;
-                }
-                h.outcome(t, "rejoined as master");
-            }
+            Role::Master => rejoin_master(h, t, via, &survivors, &token, &hash).await?,
             Role::Worker | Role::Node => {
                 h.install(t, InstallMode::Worker, Some((&token, &hash)), None).await?;
                 labels_apply::apply(h, via, &[t]).await?;
@@ -159,14 +137,46 @@ pub async fn end(h: &Hook, targets: &[&ClusterNode], whole: bool) -> Result<serd
     }
     crate::cluster::storage_ops::heal_end(h, &todo).await?;
     // helm_info lists the masters' current addresses (Tacker never updated it).
-    let bearer = h
-        .with_state(|s| s.bearer_token.clone())
-        .map(crate::secret::Secret::new)
-        .unwrap_or_else(|| crate::secret::Secret::new(""));
+    let bearer = h.with_state(|s| s.bearer_token.clone()).map(Secret::new).unwrap_or_else(|| Secret::new(""));
     if h.with_state(|s| s.vim.is_some()) {
         return h.write_record(&bearer);
     }
     Ok(serde_json::Value::Null)
+}
+
+/// A healed master joins again through the survivor `via`: a fresh certificate key, the
+/// install, its haproxy backend back on every survivor (reloaded), Helm, and `via`'s charts and
+/// repositories.
+async fn rejoin_master(
+    h: &Hook,
+    t: &ClusterNode,
+    via: &ClusterNode,
+    survivors: &[&ClusterNode],
+    token: &Secret,
+    hash: &str,
+) -> Result<()> {
+    let key = h.certificate_key(via).await?;
+    h.install(t, InstallMode::JoinMaster, Some((token, hash)), Some(&key)).await?;
+    let k = k8s_name_of(h, t)?;
+    h.rt.phase("heal master: haproxy backend back on the survivors", survivors, true);
+    let ip = t.nic_ip.clone();
+    let res =
+        h.rt.each(survivors, |m| {
+            let (k, ip) = (&k, &ip);
+            async move {
+                h.rt.exec(m, h.rt.root_cmd(m, cmd::haproxy_backend(k, Some(ip))?, h.rt.timeouts.command))
+                    .await
+                    .map(|_| ())
+            }
+        })
+        .await;
+    all_ok(res)?;
+    instantiate::install_helm(h, &[t]).await?;
+    if h.params.helm_script_path.is_some() {
+        restore_helm(h, via, t).await?;
+    }
+    h.outcome(t, "rejoined as master");
+    Ok(())
 }
 
 /// Copy the chart root and the repository list from a survivor to a healed master.

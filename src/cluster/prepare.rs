@@ -43,26 +43,14 @@ pub fn prepare(op: Op, a: &Inputs, store: Store, rt: Runner) -> Result<Prepared>
     let id = instance_id(a, inst.as_ref())?;
     check_instance_id(&id)?;
     let lock = store.lock(&id, state::KIND)?;
-    let state = state_store::load(&store, &id)?;
-    if state.is_none() && !matches!(op, Op::InstantiateEnd | Op::HealEnd | Op::TerminateEnd) && !a.dry_run {
-        return Err(Error::input(
-            store.doc_path(&id, state::KIND).display().to_string(),
-            "state",
-            format!("no state for VNF instance {id}: instantiate-end never ran here (or --state-dir differs)"),
-        ));
-    }
-    let mut state = state.unwrap_or_else(|| InstanceState::new(&id));
+    let mut state = recorded_state(op, a, &store, &id)?;
     let src = ParamSources { op, a, req: &req, req_file: &req_file, inst: inst.as_ref(), store: &store, id: &id };
     let (params, params_file, param_json) = cluster_params(&src, &state)?;
     if op == Op::InstantiateEnd || state.params.is_null() {
         state.params = param_json;
     }
     let topo = topology(a, inst.as_ref(), &params, &params_file, &store, &state)?;
-    let pkg = a.package_dir.as_ref().map(|d| Package::open(d)).transpose()?;
-    if pkg.is_none() && matches!(op, Op::InstantiateEnd | Op::HealEnd | Op::ScaleEnd) {
-        need(&a.package_dir, "--package-dir", op)?;
-    }
-
+    let pkg = package(op, a)?;
     let vim_connections = match (&req, &inst) {
         (Req::Instantiate(r), _) => r.vim_connection_info.clone(),
         (_, Some(i)) => i.vim_connection_info.clone(),
@@ -91,18 +79,7 @@ pub fn prepare(op: Op, a: &Inputs, store: Store, rt: Runner) -> Result<Prepared>
     };
     let mut hook = Hook::new(rt, store, id, state, checked);
     let targets = targets(op, &hook, &req, a, inst.as_ref())?;
-    // The VMs the VNFM just rebuilt re-learn their host keys, and only they (cluster/rebuilt.rs).
-    // The storage server is not in the topology, but a heal may rebuild it too.
-    let server = hook.storage.as_ref().and_then(|s| s.server.as_ref()).map(|s| s.node.name().to_string());
-    let all = hook.topo.all().map(|n| n.name()).chain(server.as_deref());
-    let rebuilt = crate::cluster::rebuilt::rebuilt(op, &req, &targets, all);
-    crate::cluster::rebuilt::apply(&mut hook.topo, &rebuilt);
-    if let Some(s) = hook.storage.as_mut() {
-        s.healed = matches!(op, Op::HealStart | Op::HealEnd) && s.is_target(&targets);
-        if let Some(server) = s.server.as_mut() {
-            crate::cluster::rebuilt::apply_one(&mut server.node, &rebuilt);
-        }
-    }
+    apply_targets(op, &req, &targets, &mut hook);
     // Every file a node would get must resolve now, before any node is touched.
     if has_package {
         for n in hook.topo.all() {
@@ -110,6 +87,45 @@ pub fn prepare(op: Op, a: &Inputs, store: Store, rt: Runner) -> Result<Prepared>
         }
     }
     Ok(Prepared { hook, req, targets, _lock: lock })
+}
+
+/// The instance's recorded state. Only the hooks that may come first (instantiate-end, a
+/// heal-end that rebuilds everything, terminate-end) and plans start without one.
+fn recorded_state(op: Op, a: &Inputs, store: &Store, id: &str) -> Result<InstanceState> {
+    let state = state_store::load(store, id)?;
+    if state.is_none() && !matches!(op, Op::InstantiateEnd | Op::HealEnd | Op::TerminateEnd) && !a.dry_run {
+        return Err(Error::input(
+            store.doc_path(id, state::KIND).display().to_string(),
+            "state",
+            format!("no state for VNF instance {id}: instantiate-end never ran here (or --state-dir differs)"),
+        ));
+    }
+    Ok(state.unwrap_or_else(|| InstanceState::new(id)))
+}
+
+/// The VNF package, opened; the hooks that upload scripts need one.
+fn package(op: Op, a: &Inputs) -> Result<Option<Package>> {
+    let pkg = a.package_dir.as_ref().map(|d| Package::open(d)).transpose()?;
+    if pkg.is_none() && matches!(op, Op::InstantiateEnd | Op::HealEnd | Op::ScaleEnd) {
+        need(&a.package_dir, "--package-dir", op)?;
+    }
+    Ok(pkg)
+}
+
+/// What the hook's targets change: the VMs the VNFM just rebuilt re-learn their host keys, and
+/// only they (`rebuilt.rs`); the storage server is not in the topology, but a heal may rebuild
+/// it too, and a heal that names it heals the storage.
+fn apply_targets(op: Op, req: &Req, targets: &[String], hook: &mut Hook) {
+    let server = hook.storage.as_ref().and_then(|s| s.server.as_ref()).map(|s| s.node.name().to_string());
+    let all = hook.topo.all().map(|n| n.name()).chain(server.as_deref());
+    let rebuilt = crate::cluster::rebuilt::rebuilt(op, req, targets, all);
+    crate::cluster::rebuilt::apply(&mut hook.topo, &rebuilt);
+    if let Some(s) = hook.storage.as_mut() {
+        s.healed = matches!(op, Op::HealStart | Op::HealEnd) && s.is_target(targets);
+        if let Some(server) = s.server.as_mut() {
+            crate::cluster::rebuilt::apply_one(&mut server.node, &rebuilt);
+        }
+    }
 }
 
 fn load_request(op: Op, a: &Inputs) -> Result<(Req, String)> {

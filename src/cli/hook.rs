@@ -65,19 +65,15 @@ pub struct HookArgs {
 
 impl HookArgs {
     fn inputs(&self, ctx: &Ctx) -> Inputs {
-        Inputs {
-            request: self.request.clone().map(Doc::File),
-            inventory: self.inventory.clone(),
-            inventory_opts: ctx.inventory_opts(),
-            package_dir: self.package_dir.clone(),
-            vnf_instance: self.vnf_instance.clone().map(Doc::File),
-            grant_request: self.grant_request.clone().map(Doc::File),
-            vnf_instance_id: self.vnf_instance_id.clone(),
-            node: self.node.clone(),
-            tacker_compat: self.tacker_compat,
-            known_hosts: self.known_hosts.clone(),
-            dry_run: ctx.run.dry_run,
-        }
+        Inputs::new(self.request.clone().map(Doc::File), ctx.inventory_opts(), ctx.run.dry_run)
+            .inventory(self.inventory.clone())
+            .package_dir(self.package_dir.clone())
+            .vnf_instance(self.vnf_instance.clone().map(Doc::File))
+            .grant_request(self.grant_request.clone().map(Doc::File))
+            .vnf_instance_id(self.vnf_instance_id.clone())
+            .node(self.node.clone())
+            .tacker_compat(self.tacker_compat)
+            .known_hosts(self.known_hosts.clone())
     }
 }
 
@@ -120,7 +116,7 @@ pub async fn run(op: Op, a: HookArgs, ctx: &Ctx) -> i32 {
         let written = if ctx.run.dry_run {
             Ok(std::path::absolute(out).unwrap_or_else(|_| out.clone()))
         } else {
-            kubeconfig::write_for_instance(&p.hook.store, &p.hook.instance_id, out)
+            kubeconfig::write_for_instance(p.hook.store(), p.hook.instance_id(), out)
         };
         match written {
             Ok(path) => outcome.result["kubeconfig"] = path.display().to_string().into(),

@@ -10,27 +10,26 @@
 //!
 //! SOL003 (whole VNF): start forgets the VIM record and every node; end is a full instantiate.
 
+use crate::cluster::drain::remove_from_cluster;
 use crate::cluster::hook::Hook;
 use crate::cluster::instantiate;
+use crate::cluster::labels_apply;
+use crate::cluster::members::{installed_masters, k8s_name_of};
 use crate::cluster::node_cmd::{self as cmd, InstallMode};
-use crate::cluster::scale::{installed_masters, k8s_name_of, remove_from_cluster};
+use crate::cluster::prepare_nodes::prepare_nodes;
+use crate::cluster::state::InstanceState;
 use crate::cluster::topology::ClusterNode;
 use crate::error::{Error, Result};
 use crate::lifecycle::all_ok;
 use crate::lifecycle::Role;
+use crate::secret::Secret;
 use crate::transport::{Source, UploadFile};
 
 pub async fn start(h: &Hook, targets: &[&ClusterNode], whole: bool) -> Result<()> {
     if whole {
         h.rt.phase::<ClusterNode>("heal (whole VNF): forget the VIM record and the nodes", &[], false);
-        h.with_state(|s| {
-            s.vim = None;
-            s.vim_connection_info = None;
-            s.bearer_token = None;
-            s.facts = None;
-            s.nodes.clear();
-        });
-        h.vim_connections.lock().expect("vim").remove_kubernetes(None, &h.params.vim_name);
+        h.with_state(InstanceState::forget_cluster);
+        h.forget_vim_connection();
         return h.save();
     }
     crate::cluster::storage_ops::heal_start(h).await?;
@@ -69,7 +68,7 @@ pub async fn start(h: &Hook, targets: &[&ClusterNode], whole: bool) -> Result<()
 async fn remove_master(h: &Hook, t: &ClusterNode, survivors: &[&ClusterNode], k: &str) -> Result<()> {
     if survivors.is_empty() {
         return Err(Error::input(
-            &h.req_file,
+            h.req_file(),
             "vnfcInstanceId",
             format!(
                 "{} is the only master; a single-master cluster cannot heal a master (heal the whole VNF instead)",
@@ -112,9 +111,7 @@ pub async fn end(h: &Hook, targets: &[&ClusterNode], whole: bool) -> Result<serd
         installed_masters(h).into_iter().filter(|m| !targets.iter().any(|t| t.name() == m.name())).collect();
     let via = h.rt.first_reachable(&survivors).await?;
     let token = h.join_token(via).await?;
-    let hash = h
-        .with_state(|s| s.facts.as_ref().map(|f| f.ca_hash.clone()))
-        .ok_or_else(|| Error::input("state", "facts", "the cluster was never instantiated"))?;
+    let hash = h.ca_hash()?;
     // The VNFM replaced these VMs: reinstall them whatever the state says (our install script
     // is a no-op on a node that already joined, so a re-run after a later failure is safe).
     let todo: Vec<&ClusterNode> = targets.to_vec();
@@ -126,51 +123,60 @@ pub async fn end(h: &Hook, targets: &[&ClusterNode], whole: bool) -> Result<serd
     });
     let all: Vec<&ClusterNode> = h.topo.all().collect();
     // Every node learns the healed node's (possibly new) address.
-    h.prepare(&all, &[]).await?;
+    prepare_nodes(h, &all).await?;
     for t in &todo {
         h.rt.phase(&format!("heal: reinstall {}", t.name()), &[t], false);
         match t.role {
-            Role::Master => {
-                let key = h.certificate_key(via).await?;
-                h.install(t, InstallMode::JoinMaster, Some((&token, &hash)), Some(&key)).await?;
-                let k = k8s_name_of(h, t)?;
-                let others: Vec<&ClusterNode> = survivors.clone();
-                h.rt.phase("heal master: haproxy backend back on the survivors", &others, true);
-                let ip = t.nic_ip.clone();
-                let res =
-                    h.rt.each(&others, |m| {
-                        let (k, ip) = (&k, &ip);
-                        async move {
-                            h.rt.exec(m, h.rt.root_cmd(m, cmd::haproxy_backend(k, Some(ip))?, h.rt.timeouts.command))
-                                .await
-                                .map(|_| ())
-                        }
-                    })
-                    .await;
-                all_ok(res)?;
-                instantiate::install_helm(h, &[t]).await?;
-                if h.params.helm_script_path.is_some() {
-                    restore_helm(h, via, t).await?;
-                }
-                h.outcome(t, "rejoined as master");
-            }
+            Role::Master => rejoin_master(h, t, via, &survivors, &token, &hash).await?,
             Role::Worker | Role::Node => {
                 h.install(t, InstallMode::Worker, Some((&token, &hash)), None).await?;
-                crate::cluster::labels::apply(h, via, &[t]).await?;
+                labels_apply::apply(h, via, &[t]).await?;
                 h.outcome(t, "rejoined as worker");
             }
         }
     }
     crate::cluster::storage_ops::heal_end(h, &todo).await?;
     // helm_info lists the masters' current addresses (Tacker never updated it).
-    let bearer = h
-        .with_state(|s| s.bearer_token.clone())
-        .map(crate::secret::Secret::new)
-        .unwrap_or_else(|| crate::secret::Secret::new(""));
+    let bearer = h.with_state(|s| s.bearer_token.clone()).map(Secret::new).unwrap_or_else(|| Secret::new(""));
     if h.with_state(|s| s.vim.is_some()) {
         return h.write_record(&bearer);
     }
     Ok(serde_json::Value::Null)
+}
+
+/// A healed master joins again through the survivor `via`: a fresh certificate key, the
+/// install, its haproxy backend back on every survivor (reloaded), Helm, and `via`'s charts and
+/// repositories.
+async fn rejoin_master(
+    h: &Hook,
+    t: &ClusterNode,
+    via: &ClusterNode,
+    survivors: &[&ClusterNode],
+    token: &Secret,
+    hash: &str,
+) -> Result<()> {
+    let key = h.certificate_key(via).await?;
+    h.install(t, InstallMode::JoinMaster, Some((token, hash)), Some(&key)).await?;
+    let k = k8s_name_of(h, t)?;
+    h.rt.phase("heal master: haproxy backend back on the survivors", survivors, true);
+    let ip = t.nic_ip.clone();
+    let res =
+        h.rt.each(survivors, |m| {
+            let (k, ip) = (&k, &ip);
+            async move {
+                h.rt.exec(m, h.rt.root_cmd(m, cmd::haproxy_backend(k, Some(ip))?, h.rt.timeouts.command))
+                    .await
+                    .map(|_| ())
+            }
+        })
+        .await;
+    all_ok(res)?;
+    instantiate::install_helm(h, &[t]).await?;
+    if h.params.helm_script_path.is_some() {
+        restore_helm(h, via, t).await?;
+    }
+    h.outcome(t, "rejoined as master");
+    Ok(())
 }
 
 /// Copy the chart root and the repository list from a survivor to a healed master.

@@ -1,16 +1,26 @@
-//! What every cluster hook shares: the validated inputs, the node runner, the instance state,
-//! and the steps several hooks reuse (prepare a node, install or join one, get a join token,
-//! write the record).
+//! One hook run, as every step sees it: what `prepare` read and checked (params, nodes, storage,
+//! the package), the runner that reaches the nodes, the instance's records (`state.rs`, kept in
+//! the store) and what the run returns (`results.rs`). Steps read the inputs directly and change
+//! records and results only through methods. Also the steps every hook reuses: env files on a
+//! node, the install script on one node, a join token, the cluster facts, the VIM record.
 
+use std::io::Read;
 use std::sync::Mutex;
 
+use serde::Serialize;
 use serde_json::{json, Value};
 
+use crate::cluster::hostname::parse_hostname;
 use crate::cluster::install_output::{self, MasterOutput};
 use crate::cluster::node_cmd::{self as cmd, InstallMode};
-use crate::cluster::params::{Cidr, ClusterParams};
-use crate::cluster::record::{self, HelmInfo, HelmPassword, Record};
+use crate::cluster::params::ClusterParams;
+use crate::cluster::record::{self, Record};
+use crate::cluster::results::Results;
+use crate::cluster::script_env;
+use crate::cluster::script_marker;
 use crate::cluster::state::{self, ClusterFacts, InstanceState};
+use crate::cluster::state_store;
+use crate::cluster::storage_setup::StorageSetup;
 use crate::cluster::topology::{ClusterNode, Topology};
 use crate::error::{Error, Result};
 use crate::lifecycle::package::Package;
@@ -22,30 +32,75 @@ use crate::secret::Secret;
 use crate::transport::{Source, UploadFile};
 
 pub struct Hook {
+    /// How every step reaches a node: connections, fan-out, phases, facts.
     pub rt: Runner,
-    pub store: Store,
-    pub state: Mutex<InstanceState>,
     pub params: ClusterParams,
     pub topo: Topology,
-    pub pkg: Option<Package>,
-    pub instance_id: String,
-    pub run_dir: String,
-    /// The request file, for error messages.
-    pub req_file: String,
-    /// `--tacker-compat`: the node password in helm_info and the bearer token in the output.
-    pub tacker_compat: bool,
-    /// What happened to each node, for the result document.
-    pub outcomes: Mutex<Vec<(String, String)>>,
-    /// vimConnectionInfo handed in (request or VnfInstance); the result updates it.
-    pub vim_connections: Mutex<VimConnections>,
     /// The storage server, its devices and the PVs, when the params have storage.
-    pub storage: Option<crate::cluster::storage_setup::StorageSetup>,
+    pub storage: Option<StorageSetup>,
+    /// The instance's private run directory on a node (relative to the login's home): scripts,
+    /// env files and uploads go there.
+    pub run_dir: String,
+    /// The instance's records: the store, the instance id, its state. Public only while
+    /// `cli/vnfm_hook.rs` reads them; steps and other callers use [`Hook::store`],
+    /// [`Hook::instance_id`], [`Hook::with_state`] and [`Hook::save`].
+    pub store: Store,
+    pub instance_id: String,
+    pub state: Mutex<InstanceState>,
+    pkg: Option<Package>,
+    /// The request file, for error messages.
+    req_file: String,
+    /// `--tacker-compat`: the node password in helm_info and the bearer token in the output.
+    tacker_compat: bool,
+    results: Results,
+}
+
+/// What `prepare` read and checked for one hook run: everything a [`Hook`] holds besides the
+/// runner and the instance's records.
+pub struct Checked {
+    pub params: ClusterParams,
+    pub topo: Topology,
+    pub storage: Option<StorageSetup>,
+    pub pkg: Option<Package>,
+    pub req_file: String,
+    pub tacker_compat: bool,
+    /// vimConnectionInfo handed in (request or VnfInstance); the result updates it.
+    pub vim_connections: VimConnections,
 }
 
 impl Hook {
+    /// The run of instance `instance_id` (its recorded `state`, or a fresh one) on what `prepare`
+    /// checked.
+    pub fn new(rt: Runner, store: Store, instance_id: String, state: InstanceState, c: Checked) -> Hook {
+        Hook {
+            rt,
+            params: c.params,
+            topo: c.topo,
+            storage: c.storage,
+            run_dir: cmd::run_dir(&instance_id),
+            store,
+            instance_id,
+            state: Mutex::new(state),
+            pkg: c.pkg,
+            req_file: c.req_file,
+            tacker_compat: c.tacker_compat,
+            results: Results::new(c.vim_connections),
+        }
+    }
+
+    // ------------------------------------------------------------------ records
+
+    pub fn instance_id(&self) -> &str {
+        &self.instance_id
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
     /// Record the instance state now (a plan's store writes nothing).
     pub fn save(&self) -> Result<()> {
-        self.state.lock().expect("state lock").save(&self.store)
+        state_store::save(&mut self.state.lock().expect("state lock"), &self.store)
     }
 
     pub fn with_state<T>(&self, f: impl FnOnce(&mut InstanceState) -> T) -> T {
@@ -56,54 +111,44 @@ impl Hook {
         self.with_state(|s| s.installed(n.name()))
     }
 
+    /// The recorded CA hash a joining node checks the cluster by.
+    pub fn ca_hash(&self) -> Result<String> {
+        self.with_state(|s| s.facts.as_ref().map(|f| f.ca_hash.clone()))
+            .ok_or_else(|| Error::input("state", "facts", "the cluster was never instantiated"))
+    }
+
+    /// Where this instance's document of `kind` is (or would be) in the store, for messages.
+    pub fn doc_path(&self, kind: &str) -> String {
+        self.store.doc_path(&self.instance_id, kind).display().to_string()
+    }
+
+    /// Store this instance's document of `kind` (the storage record; the state has [`Hook::save`]).
+    pub fn save_doc<T: Serialize>(&self, kind: &str, doc: &T) -> Result<()> {
+        self.store.save_doc(&self.instance_id, kind, doc)
+    }
+
+    /// Remove this instance's document of `kind`; whether there was one.
+    pub fn remove_doc(&self, kind: &str) -> Result<bool> {
+        self.store.remove_doc(&self.instance_id, kind)
+    }
+
+    /// The request file the params and nodes came from, for messages.
+    pub fn req_file(&self) -> &str {
+        &self.req_file
+    }
+
+    // ------------------------------------------------------------------ results
+
     pub fn outcome(&self, n: &ClusterNode, what: impl Into<String>) {
-        self.outcomes.lock().expect("outcomes").push((n.name().to_string(), what.into()));
+        self.results.outcome(n.name(), what.into());
     }
 
-    /// `no_proxy` from networks, not from every address in them (Tacker listed 256 or 65536).
-    pub fn no_proxy(&self) -> String {
-        let p = &self.params;
-        let mut items: Vec<String> = Vec::new();
-        if let Some(px) = &p.proxy {
-            items.extend(px.no_proxy.iter().flat_map(|s| s.split(',').map(str::to_string)));
-            match &px.k8s_node_cidr {
-                Some(c) => items.push(c.text.clone()),
-                None => items.extend(self.topo.masters.first().map(|m| slash24(&m.nic_ip))),
-            }
-        }
-        items.extend([p.pod_cidr.text.clone(), p.cluster_cidr.text.clone(), "127.0.0.1".into(), "localhost".into()]);
-        items.push(self.topo.cluster_ip.clone());
-        items.extend([".svc".into(), ".cluster.local".into()]);
-        let mut seen = std::collections::BTreeSet::new();
-        items.retain(|i| !i.is_empty() && seen.insert(i.clone()));
-        items.join(",")
+    /// The vimConnectionInfo the hook returns no longer has our entry (terminate, whole-VNF heal).
+    pub fn forget_vim_connection(&self) {
+        self.results.remove_vim_connection(&self.params.vim_name);
     }
 
-    /// The env file every script run gets (values quoted; secrets only ever here).
-    pub fn env(&self, extra: &[(&str, &Secret)]) -> Result<String> {
-        let p = &self.params;
-        let mut vars: Vec<(String, String)> = Vec::new();
-        if let Some(px) = &p.proxy {
-            vars.push(("http_proxy".into(), px.http_proxy.expose().into()));
-            vars.push(("https_proxy".into(), px.https_proxy.expose().into()));
-            vars.push(("no_proxy".into(), self.no_proxy()));
-        }
-        vars.push(("ha_flag".into(), if self.topo.ha() { "True" } else { "False" }.into()));
-        let http: Vec<String> = p.registries.iter().filter(|r| !r.https).map(|r| format!("\"{}\"", r.server)).collect();
-        if !http.is_empty() {
-            vars.push(("HTTP_PRIVATE_REGISTRIES".into(), http.join(",")));
-        }
-        vars.extend(p.script_environment.iter().cloned());
-        for (k, v) in extra {
-            vars.push((k.to_string(), v.expose().to_string()));
-        }
-        let mut text = cmd::env_file(&vars)?;
-        if p.offline_artifacts_path.is_some() {
-            // Expanded by the node's shell when sourced: the run directory's absolute path.
-            text.push_str(&format!("K8S_OFFLINE_DIR=\"$PWD/{}\"\n", cmd::OFFLINE_DIR));
-        }
-        Ok(text)
-    }
+    // ------------------------------------------------------------------ nodes
 
     fn env_upload(&self, name: &str, text: String) -> UploadFile {
         UploadFile {
@@ -159,34 +204,18 @@ impl Hook {
         Ok(files)
     }
 
-    /// `/etc/hosts` entries: every node by its Kubernetes name. (Registry `hosts_string` lines
-    /// are the registry step's, see [`crate::cluster::registry`].)
-    pub fn hosts_entries(&self) -> Vec<(String, String)> {
-        self.topo.all().map(|n| (n.nic_ip.clone(), n.k8s_name.clone())).collect()
-    }
-
-    /// Upload scripts and set `/etc/hosts` on `nodes`, in parallel.
-    pub async fn prepare(&self, nodes: &[&ClusterNode], drop_ips: &[String]) -> Result<()> {
-        if nodes.is_empty() {
-            return Ok(());
-        }
-        self.rt.phase("upload scripts, /etc/hosts", nodes, true);
-        let entries = self.hosts_entries();
-        let res = self
-            .rt
-            .each(nodes, |n| {
-                let entries = &entries;
-                async move {
-                    self.clean_env(n).await?;
-                    self.rt.upload(n, self.script_uploads(n)?).await?;
-                    let hosts = cmd::hosts_update(entries, drop_ips)?;
-                    self.rt.exec(n, self.rt.root_cmd(n, hosts, self.rt.timeouts.command)).await?;
-                    crate::cluster::registry::apply(self, n).await?;
-                    Ok(())
-                }
-            })
-            .await;
-        crate::lifecycle::all_ok(res).map(|_| ())
+    /// Read the head of the install script the nodes get (the very file uploaded: the
+    /// package's checked, open file) and look for the marker.
+    fn install_script_reads_secrets_from_env(&self) -> Result<bool> {
+        let Some(pkg) = &self.pkg else { return Ok(false) };
+        let field = "additionalParams.k8s_cluster_installation_param.script_path";
+        let src = pkg.file(&self.params.script_path, &self.req_file, field)?;
+        let Some(path) = src.local_path() else { return Ok(false) };
+        let mut head = Vec::with_capacity(script_marker::HEADER_BYTES);
+        std::fs::File::open(&path)
+            .and_then(|f| f.take(script_marker::HEADER_BYTES as u64).read_to_end(&mut head))
+            .map_err(|e| Error::input(&self.req_file, field, format!("cannot read {}: {e}", src.shown())))?;
+        Ok(script_marker::reads_secrets_from_env(&head))
     }
 
     /// Delete env files (secrets) that an earlier run of this instance left on `n` because the
@@ -272,8 +301,8 @@ impl Hook {
         let join = cmd::Join { ca_hash: hash, secrets_from_env: self.install_script_reads_secrets_from_env()? };
         let line = cmd::install(&self.run_dir, env_name, mode, &self.topo, n, net, join)?;
         let c = self.rt.root_cmd(n, line, self.rt.timeouts.install).with_redact(Redact::Kubeadm);
-        let out =
-            self.with_env_file(n, env_name, self.env(&extra)?, self.rt.fact(n, c, what, placeholder, parse)).await?;
+        let env = script_env::env_file(&self.params, &self.topo, &extra)?;
+        let out = self.with_env_file(n, env_name, env, self.rt.fact(n, c, what, placeholder, parse)).await?;
         let hostname = self.rt.root_cmd(n, cmd::hostname(), self.rt.timeouts.command);
         let k8s = self.rt.fact(n, hostname, "the node's hostname", || n.k8s_name.clone(), parse_hostname).await?;
         self.with_state(|s| {
@@ -344,36 +373,9 @@ impl Hook {
         let facts = self
             .with_state(|s| s.facts.clone())
             .ok_or_else(|| Error::input("state", "facts", "no cluster facts recorded"))?;
-        let helm = self.params.helm_script_path.is_some().then(|| {
-            let masters: Vec<String> = self.topo.masters.iter().map(|m| m.host.addr.clone()).collect();
-            // The login the first master really uses (the inventory's, else the request's).
-            let login = &self.topo.masters[0].host;
-            HelmInfo {
-                master_ips: masters,
-                username: &login.user,
-                password: match (self.tacker_compat, &login.auth.password) {
-                    (false, _) => HelmPassword::Reference,
-                    (true, Some(p)) => HelmPassword::Reveal(p.expose()),
-                    (true, None) => HelmPassword::None,
-                },
-                vnf_instance_id: &self.instance_id,
-            }
-            .to_json()
-        });
-        let rec = Record {
-            vim_name: &self.params.vim_name,
-            auth_url: record::auth_url(&facts.server, self.topo.cluster_fip.as_deref()),
-            bearer_token: bearer.expose(),
-            ca_pem: if self.topo.cluster_fip.is_some() { None } else { Some(&facts.ca_pem) },
-            helm_info: helm,
-            vnf_instance_id: &self.instance_id,
-        };
+        let rec = Record::of_cluster(&self.params, &self.topo, &facts, bearer, &self.instance_id, self.tacker_compat);
         let conn = rec.vim_connection();
-        {
-            let mut vc = self.vim_connections.lock().expect("vim connections");
-            vc.remove_kubernetes(rec.auth_url.as_str().into(), &self.params.vim_name);
-            vc.push(&VimConnections::key_for(&self.params.vim_name), conn.clone());
-        }
+        self.results.set_vim_connection(&rec.auth_url, &self.params.vim_name, conn.clone());
         let login_password = self.topo.masters[0].host.auth.password.as_ref().map(|p| p.expose().to_string());
         self.with_state(|s| {
             s.bearer_token = Some(bearer.expose().to_string());
@@ -387,22 +389,9 @@ impl Hook {
 
     /// Warnings about the record: with `--tacker-compat` and Helm, `helm_info` carries the first
     /// master's login for Tacker v1's Helm client, which logs in to every master with a
-    /// password. Each master that login does not fit is named (see [`record::helm_login_warnings`]).
+    /// password. Each master that login does not fit is named (see [`record::compat_warnings`]).
     pub fn record_warnings(&self) -> Vec<String> {
-        if !self.tacker_compat || self.params.helm_script_path.is_none() {
-            return Vec::new();
-        }
-        let logins: Vec<record::Login> = self
-            .topo
-            .masters
-            .iter()
-            .map(|m| record::Login {
-                node: m.name(),
-                user: &m.host.user,
-                password: m.host.auth.password.as_ref().map(|p| p.expose()),
-            })
-            .collect();
-        record::helm_login_warnings(&logins)
+        record::compat_warnings(&self.params, &self.topo, self.tacker_compat)
     }
 
     /// Where the hook ran, for the result document's context.
@@ -425,15 +414,8 @@ impl Hook {
 
     /// The hook's result: the updated vimConnectionInfo, the VIM record and each node's outcome.
     pub fn result(&self, vim: Option<Value>) -> Value {
-        let mut outcomes = self.outcomes.lock().expect("outcomes").clone();
-        // Cluster order (masters, then workers), whatever order parallel steps finished in.
         let order: Vec<&str> = self.topo.all().map(|n| n.name()).collect();
-        outcomes.sort_by_key(|(n, _)| order.iter().position(|o| o == n).unwrap_or(usize::MAX));
-        json!({
-            "vimConnectionInfo": *self.vim_connections.lock().expect("vim connections"),
-            "vim": vim,
-            "nodes": outcomes.iter().map(|(n, o)| json!({"node": n, "outcome": o})).collect::<Vec<_>>(),
-        })
+        self.results.document(&order, vim)
     }
 }
 
@@ -457,42 +439,5 @@ fn parse_certificate_key(out: &str) -> std::result::Result<Secret, String> {
         Ok(Secret::new(k))
     } else {
         Err("the last line is not a 64-hex certificate key".into())
-    }
-}
-
-/// A node's hostname becomes its Kubernetes name and is used in later commands: it must be a
-/// DNS name (RFC 1123 labels), nothing else.
-pub fn parse_hostname(out: &str) -> std::result::Result<String, String> {
-    let h = out.trim();
-    let label = |l: &str| {
-        !l.is_empty()
-            && l.len() <= 63
-            && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
-            && !l.starts_with('-')
-            && !l.ends_with('-')
-    };
-    if !h.is_empty() && h.len() <= 253 && h.split('.').all(label) {
-        Ok(h.to_ascii_lowercase())
-    } else {
-        Err(format!("{:?} is not a DNS host name", h.chars().take(80).collect::<String>()))
-    }
-}
-
-/// `a.b.c.d` → `a.b.c.0/24` (Tacker's default node network for `no_proxy`, as a CIDR); an IPv6
-/// address gives its /64 network, host bits cleared like the IPv4 case.
-fn slash24(ip: &str) -> String {
-    let prefix = if ip.contains(':') { 64 } else { 24 };
-    Cidr::parse(&format!("{ip}/{prefix}")).map(|c| c.network().to_string()).unwrap_or_default()
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn node_network_default_is_a_cidr() {
-        assert_eq!(super::slash24("10.10.0.35"), "10.10.0.0/24");
-        assert_eq!(super::slash24("10.10.0.0"), "10.10.0.0/24");
-        assert_eq!(super::slash24("fd00:1:2:3:4:5:6:7"), "fd00:1:2:3::/64");
-        assert_eq!(super::slash24("fd00:1:2:3::"), "fd00:1:2:3::/64");
-        assert_eq!(super::slash24("node1.example"), "");
     }
 }

@@ -3,7 +3,7 @@
 //! 1. Upload the scripts to every node and write `/etc/hosts` (all nodes at once).
 //! 2. Main master: run the install script; parse token, server, CA hash and CA certificate.
 //! 3. Other masters, one after another, each with a fresh certificate key.
-//! 4. Workers, all at once; then their placement labels (`labels.rs`) from the main master.
+//! 4. Workers, all at once; then their placement labels (`labels_apply.rs`) from the main master.
 //! 5. The VIM's bearer token (cluster-admin ServiceAccount token Secret).
 //! 6. Helm on every master at once, when the package ships a Helm script.
 //! 7. Storage (`storage_ops.rs`): NFS clients, the storage server, the PersistentVolumes.
@@ -13,7 +13,10 @@
 //! completes the missing nodes only and ends with the same record.
 
 use crate::cluster::hook::Hook;
+use crate::cluster::labels_apply;
 use crate::cluster::node_cmd::{self as cmd, InstallMode};
+use crate::cluster::prepare_nodes::prepare_nodes;
+use crate::cluster::script_env;
 use crate::cluster::topology::ClusterNode;
 use crate::error::Result;
 use crate::lifecycle::all_ok;
@@ -22,7 +25,7 @@ use crate::secret::Secret;
 
 pub async fn run(h: &Hook) -> Result<serde_json::Value> {
     let all: Vec<&ClusterNode> = h.topo.all().collect();
-    h.prepare(&all, &[]).await?;
+    prepare_nodes(h, &all).await?;
 
     // 2. Main master.
     let main = &h.topo.masters[0];
@@ -71,7 +74,7 @@ pub async fn run(h: &Hook) -> Result<serde_json::Value> {
             })
             .await;
         all_ok(res)?;
-        crate::cluster::labels::apply(h, main, &workers).await?;
+        labels_apply::apply(h, main, &workers).await?;
     }
 
     // 5. Bearer token for the VIM.
@@ -141,7 +144,8 @@ pub async fn install_helm(h: &Hook, masters: &[&ClusterNode]) -> Result<()> {
     let res =
         h.rt.each(&todo, |m| async move {
             let c = h.rt.root_cmd(m, cmd::helm_install(&h.run_dir, "env.helm")?, h.rt.timeouts.helm);
-            h.with_env_file(m, "env.helm", h.env(&[])?, h.rt.exec(m, c)).await?;
+            let env = script_env::env_file(&h.params, &h.topo, &[])?;
+            h.with_env_file(m, "env.helm", env, h.rt.exec(m, c)).await?;
             h.with_state(|s| s.node(m.name()).helm_installed = true);
             h.save()
         })

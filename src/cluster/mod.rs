@@ -1,52 +1,77 @@
 //! The Kubernetes-cluster lifecycle hooks: a drop-in for Tacker's sample Kubernetes MgmtDriver.
-//! `prepare` reads and checks every input; `hook` holds what the hooks share (the runner, the
-//! instance state, the steps several hooks reuse); each operation is a file that reads like the
-//! spec's step list (`instantiate`, `heal`, `scale`, `terminate`). Pure parts (params, topology,
-//! node commands, output parsing, records) are unit-tested. The node contract is in
-//! docs/cluster-contract.md.
+//! The node contract is in docs/cluster-contract.md.
+//!
+//! - Pure, unit-tested: what a hook is given and what it sends and reads back. The hooks and
+//!   their requests (`op`), the caller's `inputs`; the params (`params`, with `param_obj`,
+//!   `cidr`, `registry`, `storage`); the nodes (`topology`, `labels`, `hostname`, `rebuilt`);
+//!   node commands and what nodes print (`node_cmd`, `script_env`, `script_marker`,
+//!   `install_output`, `storage_cmd`); what is stored (`state`, `record`, `storage_setup`,
+//!   `kubeconfig_doc`) and what a run returns (`results`).
+//! - `prepare` reads and checks every input (`storage_locate`, `state_store`) into a `hook`: the
+//!   runner, the inputs, the instance's records, the results, and the steps every hook reuses.
+//! - Each operation is a file that reads like the spec's step list (`instantiate`, `heal`,
+//!   `scale`, `terminate`), on shared steps: `prepare_nodes`, `registry_apply`, `labels_apply`,
+//!   `members`, `drain`, `storage_ops`. `kubeconfig` writes a recorded cluster's kubeconfig.
 
-pub mod heal;
-pub mod hook;
-pub mod install_output;
-pub mod instantiate;
-pub mod kubeconfig;
+// What a hook is given, checked before anything runs (pure).
+pub mod cidr;
+pub mod hostname;
+pub mod inputs;
 pub mod labels;
-pub mod node_cmd;
+pub mod op;
+pub mod param_obj;
 pub mod params;
-pub mod prepare;
 pub mod rebuilt;
-pub mod record;
 pub mod registry;
-pub mod scale;
-pub mod script_marker;
-pub mod state;
 pub mod storage;
-pub mod storage_ops;
-pub mod storage_setup;
-pub mod terminate;
 pub mod topology;
 
-use serde_json::Value;
+// What goes to the nodes and comes back (pure).
+pub mod install_output;
+pub mod node_cmd;
+pub mod script_env;
+pub mod script_marker;
+pub mod storage_cmd;
 
-use crate::error::Error;
+// What is stored and what a run returns (pure).
+pub mod kubeconfig_doc;
+pub mod record;
+pub mod results;
+pub mod state;
+pub mod storage_setup;
+
+// Reading the inputs, the hook, the records in the store.
+pub mod hook;
+pub mod kubeconfig;
+pub mod prepare;
+pub mod state_store;
+pub mod storage_locate;
+
+// The operations and the steps they share.
+pub mod drain;
+pub mod heal;
+pub mod instantiate;
+pub mod labels_apply;
+pub mod members;
+pub mod prepare_nodes;
+pub mod registry_apply;
+pub mod scale;
+pub mod storage_ops;
+pub mod terminate;
+
+use crate::inventory::HostKeyCheck;
+use crate::lifecycle::Runner;
 use crate::request::ScaleType;
 use prepare::{Op, Prepared, Req};
+use results::Outcome;
 use topology::ClusterNode;
-
-/// What a hook run produced, for the result document.
-pub struct Outcome {
-    pub context: Value,
-    pub result: Value,
-    pub warnings: Vec<String>,
-    pub error: Option<Error>,
-}
 
 /// Run a prepared hook: the operation for `op`, then the result document.
 pub async fn run(op: Op, p: &Prepared, reset_nodes: bool) -> Outcome {
     let h = &p.hook;
     let nodes: Vec<&ClusterNode> = p.targets.iter().filter_map(|n| h.topo.find(n)).collect();
     let server = h.storage.as_ref().and_then(|s| s.server.as_ref()).map(|s| &s.node);
-    rebuilt::announce(&h.rt, h.topo.all().chain(server));
+    announce_rebuilt(&h.rt, h.topo.all().chain(server));
     let result = match (op, &p.req) {
         (Op::InstantiateEnd, _) => instantiate::run(h).await.map(Some),
         (Op::HealStart, Req::Heal(r)) => heal::start(h, &nodes, r.whole_vnf()).await.map(|_| None),
@@ -75,5 +100,15 @@ pub async fn run(op: Op, p: &Prepared, reset_nodes: bool) -> Outcome {
         error: result.err(),
     }
 }
+
+/// The VMs `prepare` lets re-learn their host key (`rebuilt.rs`), as a step of their own, in
+/// the run and in `--dry-run`, before anything connects.
+fn announce_rebuilt<'a>(rt: &Runner, nodes: impl Iterator<Item = &'a ClusterNode>) {
+    let nodes: Vec<_> = nodes.filter(|n| n.host.host_key_check == HostKeyCheck::Relearn).collect();
+    if !nodes.is_empty() {
+        rt.phase("rebuilt VMs: re-learn their host keys (old known_hosts entries replaced)", &nodes, true);
+    }
+}
+
 #[cfg(test)]
 pub(crate) mod testkit;

@@ -3,6 +3,7 @@
 //! a 0600 env file the command sources and deletes, or on stdin. Anything longer than one
 //! command is a program in `src/remote/` that gets its values as arguments.
 
+use crate::cluster::hostname::parse_hostname;
 use crate::cluster::topology::{ClusterNode, Topology};
 use crate::error::{Error, Result};
 use crate::quote::quote;
@@ -154,7 +155,7 @@ fn check_hosts_ip(ip: &str) -> Result<()> {
 /// without haproxy (single master) has nothing to do. `name` must be a DNS name and `ip` an
 /// address (checked here and on the node), so neither can add a line to the configuration.
 pub fn haproxy_backend(name: &str, add_ip: Option<&str>) -> Result<String> {
-    if !crate::cluster::hook::parse_hostname(name).is_ok_and(|h| h.eq_ignore_ascii_case(name)) {
+    if !parse_hostname(name).is_ok_and(|h| h.eq_ignore_ascii_case(name)) {
         return Err(refused("haproxy backend", name, "not a DNS name"));
     }
     match add_ip {

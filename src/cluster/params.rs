@@ -2,55 +2,15 @@
 //! accept, with their defaults and checks, validated before anything runs. Errors name the JSON
 //! path and the file; unknown keys are kept as warnings (packages carry extras).
 
-use std::net::IpAddr;
-
-use ipnet::IpNet;
 use serde_json::{Map, Value};
 
-use crate::error::excerpt;
-use crate::error::{Error, Result};
+use crate::cluster::cidr::Cidr;
+use crate::cluster::param_obj::{package_path, password, Obj};
+use crate::error::{excerpt, Result};
 use crate::secret::Secret;
 
 pub const PARAM_KEY: &str = "k8s_cluster_installation_param";
 const ROOT: &str = "additionalParams.k8s_cluster_installation_param";
-
-/// An IPv4/IPv6 network as written (`192.168.3.0/16` is kept as written, like kubeadm does).
-/// Parsing and arithmetic are [`ipnet`]'s; `text` is what the request said and what the
-/// scripts get.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Cidr {
-    pub text: String,
-    pub net: IpNet,
-}
-
-impl Cidr {
-    pub fn parse(s: &str) -> std::result::Result<Cidr, String> {
-        match s.parse::<IpNet>() {
-            Ok(net) => Ok(Cidr { text: s.to_string(), net }),
-            Err(_) => Err(Self::why_not(s)),
-        }
-    }
-
-    /// `ipnet` says only "invalid IP address syntax"; name the part that is wrong.
-    fn why_not(s: &str) -> String {
-        let Some((a, _)) = s.split_once('/') else { return format!("'{s}' is not a CIDR (address/prefix)") };
-        match a.parse::<IpAddr>() {
-            Err(_) => format!("'{s}': '{a}' is not an IP address"),
-            Ok(ip) => format!("'{s}': prefix must be 0..{}", if ip.is_ipv4() { 32 } else { 128 }),
-        }
-    }
-
-    /// True when bits beyond the prefix are set (Python's strict `ip_network` would refuse it;
-    /// Tacker's own guide uses `192.168.3.0/16`, so we accept it with a warning).
-    pub fn has_host_bits(&self) -> bool {
-        self.net.addr() != self.net.network()
-    }
-
-    /// The network itself, host bits cleared: `192.168.3.0/16` → `192.168.0.0/16`.
-    pub fn network(&self) -> IpNet {
-        self.net.trunc()
-    }
-}
 
 /// How the VNFD groups a role's VMs: Tacker v1 names a scaling aspect, v2 a VDU.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -134,93 +94,6 @@ impl std::fmt::Debug for ClusterParams {
     }
 }
 
-/// A JSON object being validated, with its path for messages (shared with `storage.rs`).
-pub(super) struct Obj<'a> {
-    pub(super) map: &'a Map<String, Value>,
-    pub(super) path: String,
-    pub(super) file: &'a str,
-}
-
-impl<'a> Obj<'a> {
-    pub(super) fn err(&self, key: &str, msg: impl Into<String>) -> Error {
-        Error::input(self.file, format!("{}.{key}", self.path), msg)
-    }
-
-    pub(super) fn opt_str(&self, key: &str) -> Result<Option<String>> {
-        match self.map.get(key) {
-            None | Some(Value::Null) => Ok(None),
-            Some(Value::String(s)) if s.trim().is_empty() => Err(self.err(key, "must not be empty")),
-            Some(Value::String(s)) => Ok(Some(s.clone())),
-            Some(other) => Err(self.err(key, format!("must be a string, got {}", kind(other)))),
-        }
-    }
-
-    pub(super) fn req_str(&self, key: &str) -> Result<String> {
-        self.opt_str(key)?.ok_or_else(|| self.err(key, "is required"))
-    }
-
-    /// A VNFD identifier (aspect, VDU, connection point): `[A-Za-z0-9_.-]`, 1..255.
-    pub(super) fn opt_name(&self, key: &str) -> Result<Option<String>> {
-        let Some(v) = self.opt_str(key)? else { return Ok(None) };
-        let ok = v.len() <= 255 && v.bytes().all(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'.'));
-        if !ok {
-            return Err(
-                self.err(key, format!("'{}' is not a VNFD identifier (letters, digits, '_', '-', '.')", excerpt(&v)))
-            );
-        }
-        Ok(Some(v))
-    }
-
-    pub(super) fn req_name(&self, key: &str) -> Result<String> {
-        self.opt_name(key)?.ok_or_else(|| self.err(key, "is required"))
-    }
-
-    pub(super) fn opt_obj(&self, key: &str) -> Result<Option<Obj<'a>>> {
-        match self.map.get(key) {
-            None | Some(Value::Null) => Ok(None),
-            Some(Value::Object(m)) => Ok(Some(Obj { map: m, path: format!("{}.{key}", self.path), file: self.file })),
-            Some(other) => Err(self.err(key, format!("must be an object, got {}", kind(other)))),
-        }
-    }
-
-    pub(super) fn req_obj(&self, key: &str) -> Result<Obj<'a>> {
-        self.opt_obj(key)?.ok_or_else(|| self.err(key, "is required"))
-    }
-
-    pub(super) fn unknown(&self, known: &[&str], warnings: &mut Vec<String>) {
-        for k in self.map.keys().filter(|k| !known.contains(&k.as_str())) {
-            warnings.push(format!("{}.{k}: unknown key, ignored", self.path));
-        }
-    }
-}
-
-pub(super) fn kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
-
-/// A relative path inside the VNF package, checked for shape here (existence is checked
-/// against `--package-dir` by [`super::package`]).
-pub(super) fn package_path(o: &Obj, key: &str) -> Result<Option<String>> {
-    let Some(p) = o.opt_str(key)? else { return Ok(None) };
-    if p.starts_with('/') {
-        return Err(o.err(key, format!("'{}' must be relative to the VNF package, not absolute", excerpt(&p))));
-    }
-    if p.split('/').any(|c| c == "..") {
-        return Err(o.err(key, format!("'{}' must stay inside the VNF package ('..' is not allowed)", excerpt(&p))));
-    }
-    if p.len() > 4096 || p.chars().any(|c| c.is_control() || c == '\\') {
-        return Err(o.err(key, format!("'{}': a package path has no control characters or backslashes", excerpt(&p))));
-    }
-    Ok(Some(p))
-}
-
 fn role(o: &Obj, master: bool, warnings: &mut Vec<String>) -> Result<RoleParams> {
     let aspect = o.opt_name("aspect_id")?;
     let vdu = o.opt_name("vdu_id")?;
@@ -241,60 +114,6 @@ fn role(o: &Obj, master: bool, warnings: &mut Vec<String>) -> Result<RoleParams>
     }
     o.unknown(&known, warnings);
     Ok(RoleParams { group, ssh_cp_name, nic_cp_name, username, password })
-}
-
-/// A node password, or a reference to one: `@env:NAME` (the driver's environment) or
-/// `@file:/abs/path` (the whole file, one trailing newline dropped: a mounted Kubernetes Secret,
-/// a file written by `echo`). Rendered per-site requests hold references, never the value. A
-/// literal password starting with `@env:`/`@file:` is written with a doubled `@`. A reference
-/// that does not resolve is bad input naming the field; no message ever shows the value.
-pub(super) fn password(o: &Obj, text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<Secret> {
-    if let Some(name) = text.strip_prefix("@env:") {
-        let ok = !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
-        if !ok {
-            return Err(o.err("password", format!("'@env:{}' does not name an environment variable", excerpt(name))));
-        }
-        return match env(name) {
-            Some(v) if !v.is_empty() => Ok(Secret::new(v)),
-            _ => Err(o.err("password", format!("refers to environment variable {name}, which is unset or empty"))),
-        };
-    }
-    if let Some(path) = text.strip_prefix("@file:") {
-        let p = std::path::Path::new(path);
-        if !p.is_absolute() {
-            return Err(o.err("password", format!("'@file:{}' must be an absolute path", excerpt(path))));
-        }
-        let mut v = std::fs::read(p)
-            .map_err(|e| o.err("password", format!("refers to {}, which cannot be read: {e}", excerpt(path))))?;
-        if v.len() > 4096 {
-            return Err(o.err("password", format!("refers to {}, which is over 4096 bytes", excerpt(path))));
-        }
-        if v.ends_with(b"\n") {
-            v.pop();
-            if v.ends_with(b"\r") {
-                v.pop();
-            }
-        }
-        let v = String::from_utf8(v)
-            .map_err(|_| o.err("password", format!("refers to {}, which is not UTF-8 text", excerpt(path))))?;
-        if v.is_empty() {
-            return Err(o.err("password", format!("refers to {}, which is empty", excerpt(path))));
-        }
-        return Ok(Secret::new(v));
-    }
-    let literal = match text.strip_prefix('@') {
-        Some(rest) if rest.starts_with("@env:") || rest.starts_with("@file:") => rest,
-        _ => text,
-    };
-    Ok(Secret::new(literal.to_string()))
-}
-
-/// A registry password ([`super::registry`]): a literal or a reference, as a node password;
-/// `parent` is the JSON path of the object holding it.
-pub(crate) fn password_at(file: &str, parent: &str, text: &str) -> Result<Secret> {
-    let empty = Map::new();
-    let o = Obj { map: &empty, path: parent.to_string(), file };
-    password(&o, text, &|k| std::env::var(k).ok())
 }
 
 fn cidr(o: &Obj, key: &str, default: &str, warnings: &mut Vec<String>) -> Result<Cidr> {
@@ -553,37 +372,6 @@ mod tests {
     }
 
     #[test]
-    fn node_passwords_may_be_references_resolved_at_parse_time_and_never_shown() {
-        let d = tempfile::tempdir().unwrap();
-        let f = d.path().join("pw");
-        std::fs::write(&f, "fr0m-file\n").unwrap();
-        let map: Map<String, Value> = serde_json::from_str(r#"{"password": "x"}"#).unwrap();
-        let o = Obj {
-            map: &map,
-            path: "additionalParams.k8s_cluster_installation_param.master_node".into(),
-            file: "par1/cluster/instantiate.json",
-        };
-        let env = |k: &str| (k == "EDGE_PW").then(|| "fr0m-env".to_string());
-        let got = |t: &str| password(&o, t, &env).map(|s| s.expose().to_string());
-        assert_eq!(got("@env:EDGE_PW").unwrap(), "fr0m-env");
-        assert_eq!(got(&format!("@file:{}", f.display())).unwrap(), "fr0m-file");
-        assert_eq!(got("plain").unwrap(), "plain");
-        assert_eq!(got("@@env:EDGE_PW").unwrap(), "@env:EDGE_PW", "a doubled @ is a literal");
-        let e = got("@env:NOT_SET_HERE").unwrap_err().to_string();
-        assert_eq!(
-            e,
-            "par1/cluster/instantiate.json: additionalParams.k8s_cluster_installation_param.master_node.password: \
-             refers to environment variable NOT_SET_HERE, which is unset or empty"
-        );
-        for bad in ["@env:", "@env:A-B", "@file:relative/pw", "@file:/nonexistent/pw"] {
-            let e = got(bad).unwrap_err().to_string();
-            assert!(e.contains("master_node.password") && !e.contains("fr0m"), "{bad}: {e}");
-        }
-        std::fs::write(&f, "").unwrap();
-        assert!(got(&format!("@file:{}", f.display())).unwrap_err().to_string().contains("empty"));
-    }
-
-    #[test]
     fn defaults_follow_tacker() {
         let p = ClusterParams::from_additional_params(&params(""), "req.json", "id1").unwrap();
         assert_eq!(p.vim_name, "kubernetes_vim_id1");
@@ -688,57 +476,6 @@ mod tests {
         assert!(e.contains("proxy.http_proxy: must be an http:// or https:// URL") && !e.contains("$(id)"), "{e}");
         let e = err(r#", "proxy": {"http_proxy": "http://p:1", "https_proxy": "http://p:1", "no_proxy": "a;b"}"#);
         assert!(e.contains("proxy.no_proxy"), "{e}");
-    }
-
-    #[test]
-    fn cidr_parsing() {
-        let c = Cidr::parse("192.168.3.0/16").unwrap();
-        assert!(c.has_host_bits());
-        assert!(c.net.contains(&"192.168.200.1".parse::<IpAddr>().unwrap()));
-        assert!(!Cidr::parse("10.96.0.0/12").unwrap().has_host_bits());
-        assert!(Cidr::parse("fd00::/8").is_ok());
-        for bad in ["10.0.0.0", "10.0.0.0/x", "300.0.0.0/8", "10.0.0.0/33"] {
-            assert!(Cidr::parse(bad).is_err(), "{bad}");
-        }
-    }
-
-    #[test]
-    fn cidr_host_bits_v4_and_v6() {
-        // (text, has host bits, network)
-        for (text, host_bits, network) in [
-            ("10.96.0.0/12", false, "10.96.0.0/12"),
-            ("192.168.3.0/16", true, "192.168.0.0/16"),
-            ("10.0.0.1/32", false, "10.0.0.1/32"),
-            ("0.0.0.0/0", false, "0.0.0.0/0"),
-            ("fd00:10::/64", false, "fd00:10::/64"),
-            ("fd00:10::35/64", true, "fd00:10::/64"),
-            ("fd00:10:0:0:1::/48", true, "fd00:10::/48"),
-            ("::1/128", false, "::1/128"),
-        ] {
-            let c = Cidr::parse(text).unwrap();
-            assert_eq!(c.text, text, "kept as written");
-            assert_eq!(c.has_host_bits(), host_bits, "{text}");
-            assert_eq!(c.network().to_string(), network, "{text}");
-        }
-        assert!(Cidr::parse("fd00::/64").unwrap().net.contains(&"fd00::ffff".parse::<IpAddr>().unwrap()));
-        assert!(!Cidr::parse("fd00::/64").unwrap().net.contains(&"10.0.0.1".parse::<IpAddr>().unwrap()));
-    }
-
-    #[test]
-    fn cidr_garbage_names_what_is_wrong() {
-        for (bad, msg) in [
-            ("", "'' is not a CIDR (address/prefix)"),
-            ("fd00::", "'fd00::' is not a CIDR (address/prefix)"),
-            ("fd00::/129", "'fd00::/129': prefix must be 0..128"),
-            ("fd00::/-1", "'fd00::/-1': prefix must be 0..128"),
-            ("10.0.0.0/33", "'10.0.0.0/33': prefix must be 0..32"),
-            ("10.0.0.0/ 8", "'10.0.0.0/ 8': prefix must be 0..32"),
-            ("gg::/64", "'gg::/64': 'gg::' is not an IP address"),
-            ("10.0.0/8", "'10.0.0/8': '10.0.0' is not an IP address"),
-            ("10.0.0.0/8; reboot", "'10.0.0.0/8; reboot': prefix must be 0..32"),
-        ] {
-            assert_eq!(Cidr::parse(bad).unwrap_err(), msg, "{bad}");
-        }
     }
 
     #[test]

@@ -3,14 +3,12 @@
 //! VnfInstance), the nodes (inventory or VnfInstance), the package paths and which nodes a heal
 //! or scale is about. Bad input stops here with exit 2 and nothing touched.
 
-use std::path::PathBuf;
-use std::sync::Mutex;
+use serde_json::Value;
 
-use serde_json::{Map, Value};
-
-use crate::cluster::hook::Hook;
+use crate::cluster::hook::{Checked, Hook};
 use crate::cluster::params::{ClusterParams, PARAM_KEY};
 use crate::cluster::state::{self, InstanceState};
+use crate::cluster::state_store;
 use crate::cluster::topology::{self, NodeDefaults, Topology};
 use crate::error::excerpt;
 use crate::error::{Error, Result};
@@ -18,78 +16,15 @@ use crate::inventory::{HostKeyCheck, Inventory, LoadOptions};
 use crate::lifecycle::package::Package;
 use crate::lifecycle::state::{check_instance_id, Lock, Store};
 use crate::lifecycle::Runner;
-use crate::request::{
-    Doc, GrantRequest, HealRequest, InstantiateRequest, ScaleRequest, ScaleType, TerminateRequest, VimConnections,
-    VnfInstance, VnfcResourceInfo,
-};
+use crate::request::{Doc, GrantRequest, ScaleType, TerminateRequest, VimConnections, VnfInstance, VnfcResourceInfo};
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Op {
-    InstantiateEnd,
-    HealStart,
-    HealEnd,
-    ScaleStart,
-    ScaleEnd,
-    TerminateEnd,
-}
-
-impl Op {
-    pub fn name(self) -> &'static str {
-        match self {
-            Op::InstantiateEnd => "instantiate_end",
-            Op::HealStart => "heal_start",
-            Op::HealEnd => "heal_end",
-            Op::ScaleStart => "scale_start",
-            Op::ScaleEnd => "scale_end",
-            Op::TerminateEnd => "terminate_end",
-        }
-    }
-}
-
-/// What the caller (the CLI, a VNFM hook) hands over.
-#[derive(Clone, Debug, Default)]
-pub struct Inputs {
-    /// The operation's request body (SOL002/SOL003 JSON).
-    pub request: Option<Doc>,
-    pub inventory: Option<PathBuf>,
-    pub inventory_opts: LoadOptions,
-    pub package_dir: Option<PathBuf>,
-    /// The VnfInstance (SOL003 JSON): its id, vimConnectionInfo and vnfcResourceInfo.
-    pub vnf_instance: Option<Doc>,
-    /// The SOL003 GrantRequest: a SCALE_IN's or heal's `removeResources` name the VMs.
-    pub grant_request: Option<Doc>,
-    pub vnf_instance_id: Option<String>,
-    /// Inventory host names to scale or heal (default: from the request).
-    pub node: Vec<String>,
-    pub tacker_compat: bool,
-    /// known_hosts for nodes taken from the VnfInstance (accept-new).
-    pub known_hosts: Option<PathBuf>,
-    /// Only planning: a scale or heal may be planned without a recorded instantiate.
-    pub dry_run: bool,
-}
+// Callers name a hook, its inputs and its prepared run through this module.
+pub use crate::cluster::inputs::Inputs;
+pub use crate::cluster::op::{Op, Req};
 
 fn need<'a, T>(p: &'a Option<T>, flag: &str, op: Op) -> Result<&'a T> {
     p.as_ref()
         .ok_or_else(|| Error::input("arguments", flag, format!("is required for {}", op.name().replace('_', "-"))))
-}
-
-/// Parsed request of any operation.
-pub enum Req {
-    Instantiate(InstantiateRequest),
-    Heal(HealRequest),
-    Scale(ScaleRequest),
-    Terminate(TerminateRequest),
-}
-
-impl Req {
-    fn additional_params(&self) -> &Map<String, Value> {
-        match self {
-            Req::Instantiate(r) => &r.additional_params,
-            Req::Heal(r) => &r.additional_params,
-            Req::Scale(r) => &r.additional_params,
-            Req::Terminate(r) => &r.additional_params,
-        }
-    }
 }
 
 /// A hook ready to run: validated inputs, its nodes, and the instance lock held until dropped.
@@ -108,32 +43,20 @@ pub fn prepare(op: Op, a: &Inputs, store: Store, rt: Runner) -> Result<Prepared>
     let id = instance_id(a, inst.as_ref())?;
     check_instance_id(&id)?;
     let lock = store.lock(&id, state::KIND)?;
-    let state = InstanceState::load(&store, &id)?;
-    if state.is_none() && !matches!(op, Op::InstantiateEnd | Op::HealEnd | Op::TerminateEnd) && !a.dry_run {
-        return Err(Error::input(
-            store.doc_path(&id, state::KIND).display().to_string(),
-            "state",
-            format!("no state for VNF instance {id}: instantiate-end never ran here (or --state-dir differs)"),
-        ));
-    }
-    let mut state = state.unwrap_or_else(|| InstanceState::new(&id));
+    let mut state = recorded_state(op, a, &store, &id)?;
     let src = ParamSources { op, a, req: &req, req_file: &req_file, inst: inst.as_ref(), store: &store, id: &id };
     let (params, params_file, param_json) = cluster_params(&src, &state)?;
     if op == Op::InstantiateEnd || state.params.is_null() {
         state.params = param_json;
     }
     let topo = topology(a, inst.as_ref(), &params, &params_file, &store, &state)?;
-    let pkg = a.package_dir.as_ref().map(|d| Package::open(d)).transpose()?;
-    if pkg.is_none() && matches!(op, Op::InstantiateEnd | Op::HealEnd | Op::ScaleEnd) {
-        need(&a.package_dir, "--package-dir", op)?;
-    }
-
+    let pkg = package(op, a)?;
     let vim_connections = match (&req, &inst) {
         (Req::Instantiate(r), _) => r.vim_connection_info.clone(),
         (_, Some(i)) => i.vim_connection_info.clone(),
         _ => VimConnections::default(),
     };
-    let storage = crate::cluster::storage_setup::from_inputs(
+    let storage = crate::cluster::storage_locate::from_inputs(
         a,
         inst.as_ref(),
         &params,
@@ -144,41 +67,65 @@ pub fn prepare(op: Op, a: &Inputs, store: Store, rt: Runner) -> Result<Prepared>
         &id,
         op == Op::TerminateEnd,
     )?;
-    let mut hook = Hook {
-        rt,
-        store,
-        state: Mutex::new(state),
+    let has_package = pkg.is_some();
+    let checked = Checked {
         params,
         topo,
+        storage,
         pkg,
-        run_dir: crate::cluster::node_cmd::run_dir(&id),
-        instance_id: id,
         req_file: req_file.clone(),
         tacker_compat: a.tacker_compat,
-        outcomes: Mutex::new(Vec::new()),
-        vim_connections: Mutex::new(vim_connections),
-        storage,
+        vim_connections,
     };
+    let mut hook = Hook::new(rt, store, id, state, checked);
     let targets = targets(op, &hook, &req, a, inst.as_ref())?;
-    // The VMs the VNFM just rebuilt re-learn their host keys, and only they (cluster/rebuilt.rs).
-    // The storage server is not in the topology, but a heal may rebuild it too.
-    let server = hook.storage.as_ref().and_then(|s| s.server.as_ref()).map(|s| s.node.name().to_string());
-    let all = hook.topo.all().map(|n| n.name()).chain(server.as_deref());
-    let rebuilt = crate::cluster::rebuilt::rebuilt(op, &req, &targets, all);
-    crate::cluster::rebuilt::apply(&mut hook.topo, &rebuilt);
-    if let Some(s) = hook.storage.as_mut() {
-        s.healed = matches!(op, Op::HealStart | Op::HealEnd) && s.is_target(&targets);
-        if let Some(server) = s.server.as_mut() {
-            crate::cluster::rebuilt::apply_one(&mut server.node, &rebuilt);
-        }
-    }
+    apply_targets(op, &req, &targets, &mut hook);
     // Every file a node would get must resolve now, before any node is touched.
-    if hook.pkg.is_some() {
+    if has_package {
         for n in hook.topo.all() {
             hook.script_uploads(n)?;
         }
     }
     Ok(Prepared { hook, req, targets, _lock: lock })
+}
+
+/// The instance's recorded state. Only the hooks that may come first (instantiate-end, a
+/// heal-end that rebuilds everything, terminate-end) and plans start without one.
+fn recorded_state(op: Op, a: &Inputs, store: &Store, id: &str) -> Result<InstanceState> {
+    let state = state_store::load(store, id)?;
+    if state.is_none() && !matches!(op, Op::InstantiateEnd | Op::HealEnd | Op::TerminateEnd) && !a.dry_run {
+        return Err(Error::input(
+            store.doc_path(id, state::KIND).display().to_string(),
+            "state",
+            format!("no state for VNF instance {id}: instantiate-end never ran here (or --state-dir differs)"),
+        ));
+    }
+    Ok(state.unwrap_or_else(|| InstanceState::new(id)))
+}
+
+/// The VNF package, opened; the hooks that upload scripts need one.
+fn package(op: Op, a: &Inputs) -> Result<Option<Package>> {
+    let pkg = a.package_dir.as_ref().map(|d| Package::open(d)).transpose()?;
+    if pkg.is_none() && matches!(op, Op::InstantiateEnd | Op::HealEnd | Op::ScaleEnd) {
+        need(&a.package_dir, "--package-dir", op)?;
+    }
+    Ok(pkg)
+}
+
+/// What the hook's targets change: the VMs the VNFM just rebuilt re-learn their host keys, and
+/// only they (`rebuilt.rs`); the storage server is not in the topology, but a heal may rebuild
+/// it too, and a heal that names it heals the storage.
+fn apply_targets(op: Op, req: &Req, targets: &[String], hook: &mut Hook) {
+    let server = hook.storage.as_ref().and_then(|s| s.server.as_ref()).map(|s| s.node.name().to_string());
+    let all = hook.topo.all().map(|n| n.name()).chain(server.as_deref());
+    let rebuilt = crate::cluster::rebuilt::rebuilt(op, req, targets, all);
+    crate::cluster::rebuilt::apply(&mut hook.topo, &rebuilt);
+    if let Some(s) = hook.storage.as_mut() {
+        s.healed = matches!(op, Op::HealStart | Op::HealEnd) && s.is_target(targets);
+        if let Some(server) = s.server.as_mut() {
+            crate::cluster::rebuilt::apply_one(&mut server.node, &rebuilt);
+        }
+    }
 }
 
 fn load_request(op: Op, a: &Inputs) -> Result<(Req, String)> {
@@ -379,7 +326,7 @@ fn targets(op: Op, h: &Hook, req: &Req, a: &Inputs, inst: Option<&VnfInstance>) 
                         "'{}' names no inventory host and no vnfcInfo/vnfcResourceInfo of the VNF instance with a known address",
                         excerpt(id)
                     );
-                    Error::input(&h.req_file, "vnfcInstanceId", msg)
+                    Error::input(h.req_file(), "vnfcInstanceId", msg)
                 })
             })
             .collect(),

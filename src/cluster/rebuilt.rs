@@ -3,17 +3,16 @@
 //! whole-VNF `heal_end` (SOL003), the new workers of a SCALE_OUT `scale_end` (a reused address).
 //!
 //! The decision is pure ([`rebuilt`]); it is applied by switching exactly those nodes' host-key
-//! policy to [`HostKeyCheck::Relearn`] ([`apply`]), which the SSH edge (`ssh/host_key.rs`)
-//! honours when it connects: the old entries of that host:port are replaced, with an event that
-//! names the node and both fingerprints. Every other node keeps its policy, so a changed key on
+//! policy to [`HostKeyCheck::Relearn`] ([`apply`]; `cluster::run` shows them as a step), which
+//! the SSH edge (`ssh/host_key.rs`) honours when it connects: the old entries of that host:port
+//! are replaced, with an event that names the node and both fingerprints. Every other node keeps its policy, so a changed key on
 //! a node that was not rebuilt is still refused. Only accept-new nodes re-learn: `strict` means
 //! the operator records keys themselves (the new VM's key must be in known_hosts before the
 //! hook), and `off` checks nothing anyway.
 
-use crate::cluster::prepare::{Op, Req};
+use crate::cluster::op::{Op, Req};
 use crate::cluster::topology::{ClusterNode, Topology};
 use crate::inventory::HostKeyCheck;
-use crate::lifecycle::Runner;
 use crate::request::ScaleType;
 
 /// The node names (topology names) whose VMs are new in this hook. `targets` are the hook's
@@ -46,14 +45,6 @@ pub fn apply_one(n: &mut ClusterNode, rebuilt: &[String]) -> bool {
         n.host.host_key_check = HostKeyCheck::Relearn;
     }
     switch
-}
-
-/// The step that says so, in the run and in `--dry-run`, before anything connects.
-pub fn announce<'a>(rt: &Runner, nodes: impl Iterator<Item = &'a ClusterNode>) {
-    let nodes: Vec<_> = nodes.filter(|n| n.host.host_key_check == HostKeyCheck::Relearn).collect();
-    if !nodes.is_empty() {
-        rt.phase("rebuilt VMs: re-learn their host keys (old known_hosts entries replaced)", &nodes, true);
-    }
 }
 
 #[cfg(test)]

@@ -7,8 +7,11 @@
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
+use crate::cluster::params::ClusterParams;
+use crate::cluster::state::ClusterFacts;
+use crate::cluster::topology::Topology;
 use crate::request::VimConnection;
-use crate::secret::MASK;
+use crate::secret::{Secret, MASK};
 
 /// A stable UUID-shaped id from `seed`, so a re-run produces the same record.
 pub fn stable_uuid(seed: &str) -> String {
@@ -94,6 +97,25 @@ pub fn helm_login_warnings(masters: &[Login]) -> Vec<String> {
     out
 }
 
+/// [`helm_login_warnings`] for the masters of `topo` as they log in, when the record carries
+/// `helm_info` for Tacker v1 (`--tacker-compat` and a Helm script); otherwise there is nothing
+/// to warn about.
+pub fn compat_warnings(params: &ClusterParams, topo: &Topology, tacker_compat: bool) -> Vec<String> {
+    if !tacker_compat || params.helm_script_path.is_none() {
+        return Vec::new();
+    }
+    let logins: Vec<Login> = topo
+        .masters
+        .iter()
+        .map(|m| Login {
+            node: m.name(),
+            user: &m.host.user,
+            password: m.host.auth.password.as_ref().map(|p| p.expose()),
+        })
+        .collect();
+    helm_login_warnings(&logins)
+}
+
 pub struct Record<'a> {
     pub vim_name: &'a str,
     pub auth_url: String,
@@ -102,6 +124,46 @@ pub struct Record<'a> {
     pub ca_pem: Option<&'a str>,
     pub helm_info: Option<Value>,
     pub vnf_instance_id: &'a str,
+}
+
+impl<'a> Record<'a> {
+    /// The record of the cluster `topo` whose main master gave `facts`: the API server's URL
+    /// (the floating IP's when there is one, and then no CA: its certificate does not name that
+    /// address), the bearer token, and `helm_info` when the params install Helm, which holds the
+    /// first master's own login (its password only with `tacker_compat`).
+    pub fn of_cluster(
+        params: &'a ClusterParams,
+        topo: &'a Topology,
+        facts: &'a ClusterFacts,
+        bearer: &'a Secret,
+        vnf_instance_id: &'a str,
+        tacker_compat: bool,
+    ) -> Record<'a> {
+        let helm = params.helm_script_path.is_some().then(|| {
+            let masters: Vec<String> = topo.masters.iter().map(|m| m.host.addr.clone()).collect();
+            // The login the first master really uses (the inventory's, else the request's).
+            let login = &topo.masters[0].host;
+            HelmInfo {
+                master_ips: masters,
+                username: &login.user,
+                password: match (tacker_compat, &login.auth.password) {
+                    (false, _) => HelmPassword::Reference,
+                    (true, Some(p)) => HelmPassword::Reveal(p.expose()),
+                    (true, None) => HelmPassword::None,
+                },
+                vnf_instance_id,
+            }
+            .to_json()
+        });
+        Record {
+            vim_name: &params.vim_name,
+            auth_url: auth_url(&facts.server, topo.cluster_fip.as_deref()),
+            bearer_token: bearer.expose(),
+            ca_pem: if topo.cluster_fip.is_some() { None } else { Some(&facts.ca_pem) },
+            helm_info: helm,
+            vnf_instance_id,
+        }
+    }
 }
 
 impl Record<'_> {

@@ -115,7 +115,7 @@ fn entry(m: &Map<String, Value>, path: &str, file: &str) -> Result<Registry> {
     let password = match m.get("password") {
         None | Some(Value::Null) => None,
         Some(Value::String(s)) if s.is_empty() => return Err(err("password", "must not be empty".into())),
-        Some(Value::String(s)) => Some(crate::cluster::params::password_at(file, path, s)?),
+        Some(Value::String(s)) => Some(crate::cluster::param_obj::password_at(file, path, s)?),
         Some(_) => return Err(err("password", "must be a string (value not shown)".into())),
     };
     if let Some(p) = &password {
@@ -294,45 +294,6 @@ pub fn apply_cmd(run_dir: &str, regs: &[Registry], with_auth: bool) -> Result<St
         args.extend([if r.certificate_path.is_some() { "-C" } else { "-s" }.to_string(), r.server.clone()]);
     }
     crate::remote::REGISTRY_APPLY.command(&args)
-}
-
-/// The registry step on one node about to be installed (from `Hook::prepare`, after the CA
-/// copies were uploaded with the scripts): upload each `hosts.toml`, then run the node program,
-/// with the kubelet credentials in a 0600 env file it consumes. Runs also when the params list
-/// no registry, so what an earlier run configured on the node is removed.
-pub async fn apply(h: &crate::cluster::hook::Hook, n: &crate::cluster::topology::ClusterNode) -> Result<()> {
-    let regs = &h.params.registries;
-    let files: Vec<crate::transport::UploadFile> = regs
-        .iter()
-        .enumerate()
-        .map(|(i, r)| crate::transport::UploadFile {
-            source: crate::transport::Source::Bytes(r.hosts_toml().into_bytes().into()),
-            remote: format!("{}/{}", h.run_dir, hosts_toml_upload(i)),
-            mode: 0o600,
-        })
-        .collect();
-    h.rt.upload(n, files).await?;
-    let auth = kubelet_auth(regs);
-    let c = |with_auth| -> Result<crate::command::RemoteCommand> {
-        Ok(h.rt.root_cmd(n, apply_cmd(&h.run_dir, regs, with_auth)?, h.rt.timeouts.command))
-    };
-    match auth {
-        Some(a) => {
-            let text = a.expose().to_string();
-            h.with_env_file(n, AUTH_UPLOAD, text, async { h.rt.exec(n, c(true)?).await }).await?;
-        }
-        None => {
-            h.rt.exec(n, c(false)?).await?;
-        }
-    }
-    Ok(())
-}
-
-/// Remove every registry file of ours from `n` (terminate `--reset-nodes`: the VM is kept, the
-/// credentials must not be).
-pub async fn remove(h: &crate::cluster::hook::Hook, n: &crate::cluster::topology::ClusterNode) -> Result<()> {
-    let c = h.rt.root_cmd(n, apply_cmd(&h.run_dir, &[], false)?, h.rt.timeouts.command);
-    h.rt.exec(n, c).await.map(|_| ())
 }
 
 #[cfg(test)]

@@ -8,60 +8,17 @@
 //! the full `/etc/hosts` on the new workers, join them all at once, label them, then add their
 //! lines to `/etc/hosts` on the existing nodes and bring those nodes' registries to the params.
 
-use crate::cluster::hook::{parse_hostname, Hook};
+use crate::cluster::drain::remove_from_cluster;
+use crate::cluster::hook::Hook;
+use crate::cluster::labels_apply;
+use crate::cluster::members::{installed_masters, k8s_name_of};
 use crate::cluster::node_cmd::{self as cmd, InstallMode};
+use crate::cluster::prepare_nodes::prepare_nodes;
+use crate::cluster::registry_apply;
 use crate::cluster::topology::ClusterNode;
 use crate::error::{Error, Result};
 use crate::lifecycle::all_ok;
 use crate::lifecycle::Role;
-
-/// Installed masters, in cluster order.
-pub fn installed_masters(h: &Hook) -> Vec<&ClusterNode> {
-    // No node recorded at all happens only in a plan (a real scale or heal needs the recorded
-    // instantiate): the plan shows the masters the real run would use.
-    if h.with_state(|s| s.nodes.is_empty()) {
-        return h.topo.masters.iter().collect();
-    }
-    h.topo.masters.iter().filter(|m| h.installed(m)).collect()
-}
-
-/// Drain (bounded), verify, delete the Node. Tacker skipped the delete when the node had no
-/// pods and gave up on eviction silently; both are errors or steps here.
-pub async fn remove_from_cluster(h: &Hook, via: &ClusterNode, k8s_name: &str, node: &ClusterNode) -> Result<()> {
-    let d = h.rt.timeouts.drain;
-    let secs = d.as_secs().max(1) as u32;
-    h.rt.exec(via, h.rt.root_cmd(via, cmd::drain(k8s_name, secs)?, h.rt.timeouts.command + d)).await?;
-    let pods = h.rt.root_cmd(via, cmd::pods_on(k8s_name)?, h.rt.timeouts.command);
-    let left = h.rt.fact(via, pods, "the pods left on the node", Vec::new, cmd::evictable_pods).await?;
-    if !left.is_empty() {
-        return Err(Error::Remote {
-            node: node.name().into(),
-            command: format!("drain {k8s_name}"),
-            status: "pods still on the node".into(),
-            stderr_tail: left.join("\n"),
-        });
-    }
-    h.rt.exec(via, h.rt.root_cmd(via, cmd::delete_node(k8s_name)?, h.rt.timeouts.command)).await?;
-    Ok(())
-}
-
-/// The node's Kubernetes name: the hostname recorded when it joined, else the one the topology
-/// gives. A recorded name is checked again before it goes into a command (`parse_hostname`): the
-/// state file may come from an older version or have been edited.
-pub fn k8s_name_of(h: &Hook, n: &ClusterNode) -> Result<String> {
-    let recorded = h.with_state(|s| s.nodes.get(n.name()).map(|x| x.k8s_name.clone())).filter(|k| !k.is_empty());
-    match recorded {
-        None => Ok(n.k8s_name.clone()),
-        Some(k) => match parse_hostname(&k) {
-            Ok(good) if good == k => Ok(k),
-            _ => Err(Error::input(
-                h.store.doc_path(&h.instance_id, crate::cluster::state::KIND).display().to_string(),
-                format!("nodes.{}.k8s_name", n.name()),
-                format!("{:?} is not a DNS host name; fix or remove it", k.chars().take(80).collect::<String>()),
-            )),
-        },
-    }
-}
 
 pub async fn scale_in(h: &Hook, targets: &[&ClusterNode]) -> Result<serde_json::Value> {
     for t in targets {
@@ -89,7 +46,8 @@ pub async fn scale_in(h: &Hook, targets: &[&ClusterNode]) -> Result<serde_json::
     let rest: Vec<&ClusterNode> =
         h.topo.all().filter(|n| h.installed(n) && !targets.iter().any(|t| t.name() == n.name())).collect();
     h.rt.phase("/etc/hosts on the remaining nodes", &rest, true);
-    let entries: Vec<(String, String)> = h.hosts_entries().into_iter().filter(|(ip, _)| !gone.contains(ip)).collect();
+    let entries: Vec<(String, String)> =
+        h.topo.hosts_entries().into_iter().filter(|(ip, _)| !gone.contains(ip)).collect();
     let res =
         h.rt.each(&rest, |n| {
             let entries = &entries;
@@ -118,10 +76,8 @@ pub async fn scale_out(h: &Hook, targets: &[&ClusterNode]) -> Result<serde_json:
     let masters = installed_masters(h);
     let via = h.rt.first_reachable(&masters).await?;
     let token = h.join_token(via).await?;
-    let hash = h
-        .with_state(|s| s.facts.as_ref().map(|f| f.ca_hash.clone()))
-        .ok_or_else(|| Error::input("state", "facts", "the cluster was never instantiated"))?;
-    h.prepare(&new, &[]).await?;
+    let hash = h.ca_hash()?;
+    prepare_nodes(h, &new).await?;
     h.rt.phase("scale out: join workers", &new, true);
     let res =
         h.rt.each(&new, |w| {
@@ -134,19 +90,19 @@ pub async fn scale_out(h: &Hook, targets: &[&ClusterNode]) -> Result<serde_json:
         })
         .await;
     all_ok(res)?;
-    crate::cluster::labels::apply(h, via, &new).await?;
+    labels_apply::apply(h, via, &new).await?;
     crate::cluster::storage_ops::client_step(h, &new).await?;
     let old: Vec<&ClusterNode> =
         h.topo.all().filter(|n| h.installed(n) && !new.iter().any(|t| t.name() == n.name())).collect();
     h.rt.phase("/etc/hosts on the existing nodes", &old, true);
-    let entries = h.hosts_entries();
+    let entries = h.topo.hosts_entries();
     let res =
         h.rt.each(&old, |n| {
             let entries = &entries;
             async move {
                 h.rt.exec(n, h.rt.root_cmd(n, cmd::hosts_update(entries, &[])?, h.rt.timeouts.command)).await?;
                 // The registries as the params list them now, on every node (not only the new).
-                crate::cluster::registry::apply(h, n).await
+                registry_apply::apply(h, n).await
             }
         })
         .await;

@@ -6,12 +6,8 @@
 //!
 //! Both ways the secrets travel in the 0600 env file (`run_with_env.sh` exports its variables
 //! `K8S_JOIN_TOKEN` / `K8S_CERT_KEY` to the script); only the marker-less way also puts them on
-//! the script's command line.
-
-use std::io::Read;
-
-use crate::cluster::hook::Hook;
-use crate::error::{Error, Result};
+//! the script's command line. The hook reads the head of the script the nodes get
+//! (`Hook::install_script_reads_secrets_from_env`) and asks [`reads_secrets_from_env`].
 
 /// The marker: a line of its own, exactly this text (trailing blanks allowed), in the script's
 /// first [`HEADER_BYTES`] bytes — the header comment, not something a value could inject later.
@@ -28,22 +24,6 @@ pub fn reads_secrets_from_env(head: &[u8]) -> bool {
         let end = line.iter().rposition(|b| !b" \t".contains(b)).map_or(0, |i| i + 1);
         &line[..end] == SECRETS_FROM_ENV.as_bytes()
     })
-}
-
-impl Hook {
-    /// Read the head of the install script the nodes get (the very file uploaded: the
-    /// package's checked, open file) and look for the marker.
-    pub fn install_script_reads_secrets_from_env(&self) -> Result<bool> {
-        let Some(pkg) = &self.pkg else { return Ok(false) };
-        let field = "additionalParams.k8s_cluster_installation_param.script_path";
-        let src = pkg.file(&self.params.script_path, &self.req_file, field)?;
-        let Some(path) = src.local_path() else { return Ok(false) };
-        let mut head = Vec::with_capacity(HEADER_BYTES);
-        std::fs::File::open(&path)
-            .and_then(|f| f.take(HEADER_BYTES as u64).read_to_end(&mut head))
-            .map_err(|e| Error::input(&self.req_file, field, format!("cannot read {}: {e}", src.shown())))?;
-        Ok(reads_secrets_from_env(&head))
-    }
 }
 
 #[cfg(test)]

@@ -9,7 +9,8 @@
 
 use serde_json::Value;
 
-use crate::cluster::params::{kind, package_path, password, Cidr, Obj};
+use crate::cluster::cidr::Cidr;
+use crate::cluster::param_obj::{kind, package_path, password, Obj};
 use crate::error::{excerpt, Result};
 use crate::secret::Secret;
 
@@ -57,7 +58,7 @@ pub struct PvParam {
 }
 
 /// Parse both blocks of `o` (`k8s_cluster_installation_param`).
-pub(super) fn parse(o: &Obj, warnings: &mut Vec<String>) -> Result<Option<Storage>> {
+pub(crate) fn parse(o: &Obj, warnings: &mut Vec<String>) -> Result<Option<Storage>> {
     let server = match o.opt_obj("storage_server")? {
         Some(s) => Some(server(&s, warnings)?),
         None => None,

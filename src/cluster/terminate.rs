@@ -2,10 +2,11 @@
 //! the instance state. With `--reset-nodes`, `kubeadm reset -f` runs on every node first (for
 //! VMs that are kept and reused), then the proxy settings our install scripts wrote there (marked
 //! ones only); any env file (secrets) this instance left there is deleted, with the registry
-//! files (containerd hosts, /etc/hosts lines, kubelet credentials: `registry.rs`).
+//! files (containerd hosts, /etc/hosts lines, kubelet credentials: `registry_apply.rs`).
 
 use crate::cluster::hook::Hook;
 use crate::cluster::node_cmd as cmd;
+use crate::cluster::registry_apply;
 use crate::cluster::topology::ClusterNode;
 use crate::error::Result;
 use crate::lifecycle::all_ok;
@@ -22,7 +23,7 @@ pub async fn run(h: &Hook, reset_nodes: bool) -> Result<serde_json::Value> {
                 h.rt.exec(n, h.rt.root_cmd(n, cmd::proxy_cleanup()?, h.rt.timeouts.command)).await?;
                 // The VMs are kept: no env file (secrets) of this instance stays on them.
                 h.clean_env(n).await?;
-                crate::cluster::registry::remove(h, n).await?;
+                registry_apply::remove(h, n).await?;
                 h.outcome(n, "reset");
                 Ok(())
             })
@@ -30,9 +31,9 @@ pub async fn run(h: &Hook, reset_nodes: bool) -> Result<serde_json::Value> {
         all_ok(res)?;
     }
     let vim = h.with_state(|s| s.vim.clone());
-    h.vim_connections.lock().expect("vim").remove_kubernetes(None, &h.params.vim_name);
+    h.forget_vim_connection();
     h.rt.phase::<ClusterNode>("remove the VIM record and the instance state", &[], false);
-    h.store.remove_doc(&h.instance_id, crate::cluster::state::KIND)?;
+    h.remove_doc(crate::cluster::state::KIND)?;
     Ok(serde_json::json!({"removed": vim.and_then(|v| v.get("name").cloned())}))
 }
 

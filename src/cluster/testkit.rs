@@ -124,14 +124,11 @@ impl Fixture {
         nodes: &[&str],
         edit: impl FnOnce(&mut Inputs),
     ) -> crate::error::Result<Prepared> {
-        let mut inputs = Inputs {
-            request: Some(self.request(body).into()),
-            inventory: Some(self.path("inv.yaml")),
-            package_dir: Some(self.path("pkg")),
-            vnf_instance_id: Some("vnf1".into()),
-            node: nodes.iter().map(|s| s.to_string()).collect(),
-            ..Default::default()
-        };
+        let mut inputs = Inputs::new(Some(self.request(body).into()), Default::default(), false)
+            .inventory(Some(self.path("inv.yaml")))
+            .package_dir(Some(self.path("pkg")))
+            .vnf_instance_id(Some("vnf1".into()))
+            .node(nodes.iter().map(|s| s.to_string()).collect());
         edit(&mut inputs);
         // Other tests in this process spawn children; a child shares our lock file's open file
         // description from fork until its exec closes it, so a lock just released can look
@@ -151,7 +148,7 @@ impl Fixture {
     }
 
     /// Run a hook to its end; panics with the error when it fails.
-    pub async fn run(&self, op: Op, body: Value, nodes: &[&str]) -> crate::cluster::Outcome {
+    pub async fn run(&self, op: Op, body: Value, nodes: &[&str]) -> crate::cluster::results::Outcome {
         let p = self.prepare(op, body, nodes).unwrap();
         crate::cluster::run(op, &p, false).await
     }

@@ -64,6 +64,12 @@ impl Topology {
         self.all().find(|n| n.host.name == name)
     }
 
+    /// `/etc/hosts` entries: every node by its Kubernetes name. (Registry `hosts_string` lines
+    /// are the registry step's, see `registry_apply.rs`.)
+    pub fn hosts_entries(&self) -> Vec<(String, String)> {
+        self.all().map(|n| (n.nic_ip.clone(), n.k8s_name.clone())).collect()
+    }
+
     /// `-m`: every master's cluster-NIC address, the main master first.
     pub fn master_ips(&self) -> String {
         self.masters.iter().map(|m| m.nic_ip.as_str()).collect::<Vec<_>>().join(",")

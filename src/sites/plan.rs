@@ -143,7 +143,7 @@ impl Work {
     /// One line for the plan's summary.
     pub fn describe(&self) -> String {
         match self {
-            Work::Cluster(op, p) => format!("{} ({})", op.name(), p.hook.instance_id),
+            Work::Cluster(op, p) => format!("{} ({})", op.name(), p.hook.instance_id()),
             Work::Cnf(c) => {
                 let ids: Vec<&str> = c.iter().map(|w| w.id.as_str()).collect();
                 format!("{} CNF(s): {}", c.len(), ids.join(", "))
@@ -245,16 +245,12 @@ fn cluster(
             "is missing: the templates render no such request",
         ));
     }
-    let inputs = cluster_prepare::Inputs {
-        request: req.is_file().then(|| Doc::File(req.clone())),
-        inventory: Some(site.dir.join("inventory.yaml")),
-        inventory_opts: env.inventory_opts.clone(),
-        package_dir: site.package.clone(),
-        vnf_instance_id: Some(cluster_id(&site.name)),
-        node: node.to_vec(),
-        dry_run: env.dry_run,
-        ..Default::default()
-    };
+    let request = req.is_file().then(|| Doc::File(req.clone()));
+    let inputs = cluster_prepare::Inputs::new(request, env.inventory_opts.clone(), env.dry_run)
+        .inventory(Some(site.dir.join("inventory.yaml")))
+        .package_dir(site.package.clone())
+        .vnf_instance_id(Some(cluster_id(&site.name)))
+        .node(node.to_vec());
     let p = cluster_prepare::prepare(cop, &inputs, (env.store)()?, rt)?;
     Ok(Work::Cluster(cop, Box::new(p)))
 }

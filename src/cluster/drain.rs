@@ -1,0 +1,27 @@
+//! Taking a node out of the cluster before its VM goes (a scale-in, the heal of a worker): drain
+//! it with a bounded wait for eviction, check that only DaemonSet pods are left, delete the Node.
+
+use crate::cluster::hook::Hook;
+use crate::cluster::node_cmd as cmd;
+use crate::cluster::topology::ClusterNode;
+use crate::error::{Error, Result};
+
+/// Drain (bounded), verify, delete the Node. Tacker skipped the delete when the node had no
+/// pods and gave up on eviction silently; both are errors or steps here.
+pub async fn remove_from_cluster(h: &Hook, via: &ClusterNode, k8s_name: &str, node: &ClusterNode) -> Result<()> {
+    let d = h.rt.timeouts.drain;
+    let secs = d.as_secs().max(1) as u32;
+    h.rt.exec(via, h.rt.root_cmd(via, cmd::drain(k8s_name, secs)?, h.rt.timeouts.command + d)).await?;
+    let pods = h.rt.root_cmd(via, cmd::pods_on(k8s_name)?, h.rt.timeouts.command);
+    let left = h.rt.fact(via, pods, "the pods left on the node", Vec::new, cmd::evictable_pods).await?;
+    if !left.is_empty() {
+        return Err(Error::Remote {
+            node: node.name().into(),
+            command: format!("drain {k8s_name}"),
+            status: "pods still on the node".into(),
+            stderr_tail: left.join("\n"),
+        });
+    }
+    h.rt.exec(via, h.rt.root_cmd(via, cmd::delete_node(k8s_name)?, h.rt.timeouts.command)).await?;
+    Ok(())
+}

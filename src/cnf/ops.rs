@@ -69,7 +69,7 @@ fn cmd_timeout(c: &Ctx) -> Duration {
 /// The chart argument of a release on the masters.
 pub fn chart_ref(instance: &str, r: &Release) -> String {
     match &r.source {
-        ChartSource::Local { chart_dir, .. } => format!("{}/{chart_dir}", hc::chart_dir(instance)),
+        ChartSource::Local { chart_dir, .. } => format!("{}/{chart_dir}", names::chart_dir(instance)),
         ChartSource::External { repo, chart, .. } => format!("{}/{chart}", names::instance_repo(instance, repo)),
         ChartSource::Oci { reference } => reference.clone(),
     }
@@ -119,7 +119,7 @@ async fn put_chart(c: &Ctx<'_>, n: &Target, i: usize, path: &str, chart_dir: &st
     let local = pkg.file(path, c.req_file, &field)?;
     let name = path.rsplit('/').next().unwrap_or(path).to_string();
     s.rt.exec(n, s.rt.root_cmd(n, hc::prepare_chart_dir(c.instance, &n.host.user)?, t)).await?;
-    let remote = format!("{}/{name}", hc::chart_dir(c.instance));
+    let remote = format!("{}/{name}", names::chart_dir(c.instance));
     s.rt.upload(n, vec![UploadFile { source: local, remote, mode: 0o644 }]).await?;
     s.rt.exec(n, s.rt.root_cmd(n, hc::extract_chart(c.instance, &name, chart_dir)?, t)).await?;
     Ok(())

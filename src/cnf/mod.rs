@@ -167,11 +167,40 @@ pub struct Inputs {
 }
 
 impl Inputs {
+    /// A CNF operation on `vnf_instance_id` with nothing else given: no request, package or
+    /// masters yet (every caller names its own), no `--wait` or `--atomic`, Helm's timeout of
+    /// [`TIMEOUT`] and its status polled every [`STATUS_INTERVAL`] (the CLI's defaults). The one
+    /// place these are decided: callers fill what they have with `..Inputs::new(..)`.
+    pub fn new(vnf_instance_id: Option<String>, inventory_opts: LoadOptions) -> Inputs {
+        Inputs {
+            vnf_instance_id,
+            request: None,
+            vnf_instance: None,
+            namespace: None,
+            package_dir: None,
+            vim_connection_info: None,
+            cluster_instance: None,
+            cluster_uuid: None,
+            inventory: None,
+            inventory_opts,
+            known_hosts: None,
+            wait: false,
+            atomic: false,
+            timeout: TIMEOUT,
+            status_interval: STATUS_INTERVAL,
+        }
+    }
+
     /// The operation's request; without one, bad input naming `op`.
     pub fn need_request(&self, op: &str) -> Result<&Doc> {
         self.request.as_ref().ok_or_else(|| Error::input("arguments", "--request", format!("is required for {op}")))
     }
 }
+
+/// Each Helm operation's `--timeout` unless the caller says otherwise.
+pub const TIMEOUT: Duration = Duration::from_secs(300);
+/// How often `helm status` is polled while a long Helm command runs, unless the caller says.
+pub const STATUS_INTERVAL: Duration = Duration::from_secs(5);
 
 /// An operator's argument checked by a `names` rule: bad input naming the argument.
 pub fn check_arg(field: &str, r: std::result::Result<(), String>) -> Result<()> {

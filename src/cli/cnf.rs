@@ -68,7 +68,6 @@ pub struct CnfArgs {
 impl CnfArgs {
     fn inputs(&self, ctx: &Ctx) -> Inputs {
         Inputs {
-            vnf_instance_id: self.vnf_instance_id.clone(),
             request: self.request.clone().map(crate::request::Doc::File),
             package_dir: self.package_dir.clone(),
             vnf_instance: self.vnf_instance.clone().map(crate::request::Doc::File),
@@ -77,12 +76,12 @@ impl CnfArgs {
             cluster_instance: self.cluster_instance.clone(),
             cluster_uuid: self.cluster_uuid.clone(),
             inventory: self.inventory.clone(),
-            inventory_opts: ctx.inventory_opts(),
             known_hosts: self.known_hosts.clone(),
             wait: self.wait,
             atomic: self.atomic,
             timeout: self.timeout,
             status_interval: self.status_interval,
+            ..Inputs::new(self.vnf_instance_id.clone(), ctx.inventory_opts())
         }
     }
 }

@@ -7,12 +7,10 @@
 //! named `-x`).
 
 use crate::cnf::cluster_env::HelmEnv;
+use crate::cnf::names::chart_dir;
 use crate::error::Result;
 use crate::quote::{join, quote};
 use crate::remote;
-
-/// Where charts live on masters (Tacker's layout: `/var/tacker/helm/<vnf_instance_id>/`).
-pub const CHART_ROOT: &str = "/var/tacker/helm";
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Helm {
@@ -251,11 +249,6 @@ impl Helm {
         let dir = self.env.dir();
         crate::remote::HELM_REPO_LIST.command(dir.as_slice()).expect("a program text has no NUL byte")
     }
-}
-
-/// The instance's chart dir.
-pub fn chart_dir(instance: &str) -> String {
-    format!("{CHART_ROOT}/{instance}")
 }
 
 /// `mkdir` the instance's chart dir owned by the login user (Tacker's `put_helmchart`):

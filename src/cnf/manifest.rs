@@ -74,4 +74,15 @@ mod tests {
             assert!(parse(&format!("apiVersion: v1\n{bad}"), "d").is_err(), "{bad}");
         }
     }
+
+    #[test]
+    fn tackers_sample_manifest_parses() {
+        let text = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/data/tacker/v1/cnf-helm/helm_get_manifest_output.yaml"
+        ))
+        .unwrap();
+        let r = parse(&text, "default").unwrap();
+        assert!(r.iter().any(|x| x.kind == "Deployment"), "{r:?}");
+    }
 }

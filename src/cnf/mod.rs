@@ -1,13 +1,13 @@
 //! Helm CNF lifecycle over SSH: Tacker's HelmClient and OSM's Helm connector, done right. Pure
 //! parts (helm_info parsing, params, Helm 3/4 command lines, manifests) are unit-tested; `masters`
 //! finds where Helm runs, `session` picks a master (with failover) and runs Helm there, `ops`
-//! holds the operations' steps and `run` reads the inputs and dispatches.
+//! holds what the operations share, and `run/` has one file per operation (its checks and its
+//! steps) beside `run/mod.rs`, which reads the inputs and dispatches.
 //!
 //! The operation list derives clap's `Subcommand` so the CLI can parse it directly; it is still
 //! plain data to everything here.
 
 pub mod cluster_env;
-pub mod heal;
 pub mod helm_cmd;
 pub mod helm_info;
 pub mod manifest;
@@ -24,7 +24,9 @@ pub mod vnfd;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::error::{Error, Result};
 use crate::inventory::LoadOptions;
+use crate::request::Doc;
 
 #[derive(clap::Subcommand, Debug, Clone)]
 pub enum Op {
@@ -137,9 +139,9 @@ pub struct Inputs {
     /// The VNF instance (CNF) id: names the chart directory and the state document.
     pub vnf_instance_id: Option<String>,
     /// The operation's request (instantiate, scale, heal).
-    pub request: Option<crate::request::Doc>,
+    pub request: Option<Doc>,
     /// The VnfInstance (SOL003): maps a heal's vnfcInstanceId to its pod.
-    pub vnf_instance: Option<crate::request::Doc>,
+    pub vnf_instance: Option<Doc>,
     /// `--namespace`: overrides the request's (or the recorded) `namespace`.
     pub namespace: Option<String>,
     pub package_dir: Option<PathBuf>,
@@ -162,4 +164,45 @@ pub struct Inputs {
     pub timeout: Duration,
     /// Poll `helm status` this often while a long Helm command runs.
     pub status_interval: Duration,
+}
+
+impl Inputs {
+    /// A CNF operation on `vnf_instance_id` with nothing else given: no request, package or
+    /// masters yet (every caller names its own), no `--wait` or `--atomic`, Helm's timeout of
+    /// [`TIMEOUT`] and its status polled every [`STATUS_INTERVAL`] (the CLI's defaults). The one
+    /// place these are decided: callers fill what they have with `..Inputs::new(..)`.
+    pub fn new(vnf_instance_id: Option<String>, inventory_opts: LoadOptions) -> Inputs {
+        Inputs {
+            vnf_instance_id,
+            request: None,
+            vnf_instance: None,
+            namespace: None,
+            package_dir: None,
+            vim_connection_info: None,
+            cluster_instance: None,
+            cluster_uuid: None,
+            inventory: None,
+            inventory_opts,
+            known_hosts: None,
+            wait: false,
+            atomic: false,
+            timeout: TIMEOUT,
+            status_interval: STATUS_INTERVAL,
+        }
+    }
+
+    /// The operation's request; without one, bad input naming `op`.
+    pub fn need_request(&self, op: &str) -> Result<&Doc> {
+        self.request.as_ref().ok_or_else(|| Error::input("arguments", "--request", format!("is required for {op}")))
+    }
+}
+
+/// Each Helm operation's `--timeout` unless the caller says otherwise.
+pub const TIMEOUT: Duration = Duration::from_secs(300);
+/// How often `helm status` is polled while a long Helm command runs, unless the caller says.
+pub const STATUS_INTERVAL: Duration = Duration::from_secs(5);
+
+/// An operator's argument checked by a `names` rule: bad input naming the argument.
+pub fn check_arg(field: &str, r: std::result::Result<(), String>) -> Result<()> {
+    r.map_err(|m| Error::input("arguments", field, m))
 }

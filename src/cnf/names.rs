@@ -2,7 +2,8 @@
 //! references, versions, `--set` items (login names: `inventory::check_user`). Each reaches
 //! Helm as one quoted argument, but quoting does not stop a word from being an *option*
 //! (`--insecure-skip-tls-verify`) or a *local directory* (`.`, `..`) to Helm; these checks do,
-//! before anything connects. Pure.
+//! before anything connects. Also the names a CNF instance's own things get on the masters (its
+//! repositories, its chart directory), which those checks recognise. Pure.
 //!
 //! Every check returns the reason a word is refused; callers put it in an
 //! [`Error::input`](crate::error::Error::input) naming the field.
@@ -62,6 +63,16 @@ pub fn is_instance_repo(name: &str) -> bool {
     name.contains('@')
 }
 
+/// Where charts live on masters (Tacker's layout: `/var/tacker/helm/<vnf_instance_id>/`).
+pub const CHART_ROOT: &str = "/var/tacker/helm";
+
+/// The directory a CNF instance's local charts are extracted into on every master, named after
+/// the instance as its repositories are ([`instance_repo`]); [`chart_ref`] accepts a chart in
+/// it only for that instance.
+pub fn chart_dir(instance: &str) -> String {
+    format!("{CHART_ROOT}/{instance}")
+}
+
 /// Chart names (in a repository): a letter or digit first, then letters, digits, `_`, `-`, `.`.
 pub fn chart(s: &str) -> Result<(), String> {
     let ok = s.len() <= 250
@@ -96,7 +107,7 @@ pub fn chart_ref(s: &str, bare_ok: bool, instance: &str) -> Result<(), String> {
             (_, Some(_)) => Err(format!("'{}': no credentials in a chart URL", crate::url_mask::mask_userinfo(s))),
         };
     }
-    if let Some(rest) = s.strip_prefix(&format!("{}/", crate::cnf::helm_cmd::CHART_ROOT)) {
+    if let Some(rest) = s.strip_prefix(&format!("{CHART_ROOT}/")) {
         let mut parts = rest.split('/');
         let (Some(inst), Some(dir), None) = (parts.next(), parts.next(), parts.next()) else {
             return Err(format!("'{}' is not an instance's chart directory", excerpt(s)));

@@ -45,8 +45,8 @@ pub enum SecretFrom {
 pub struct SecretSet {
     pub key: String,
     pub from: SecretFrom,
-    /// Filled from `from` before anything connects (`run::prepare`), for the operations that
-    /// install or upgrade with the request's values.
+    /// Filled from `from` before anything connects (`run::instantiate::read_secrets`), for the
+    /// operations that install or upgrade with the request's values.
     pub value: Option<Secret>,
 }
 
@@ -104,8 +104,8 @@ pub struct CnfParams {
     pub vdu_mapping: BTreeMap<String, VduMap>,
     /// Our extension: initial replicas per aspect (Tacker took them from the instantiation level).
     pub replicas: BTreeMap<String, u32>,
-    /// Aspects, deltas and VDU bounds from the package's VNFD (filled by `run::prepare` for a
-    /// scale; empty without a package). `vdu_mapping`'s own keys override them.
+    /// Aspects, deltas and VDU bounds from the package's VNFD (filled by `run::scale::check`;
+    /// empty without a package). `vdu_mapping`'s own keys override them.
     pub scaling: crate::cnf::vnfd::Scaling,
     pub warnings: Vec<String>,
 }
@@ -424,26 +424,30 @@ fn helm_parameters(
     Ok((plain, secrets))
 }
 
-impl SecretSet {
-    /// Read the value from where it comes from; `pkg` resolves `@file:` paths; `at` names the
-    /// field in errors (the value is never in one).
-    pub fn resolve(&mut self, pkg: Option<&crate::lifecycle::package::Package>, file: &str, at: &str) -> Result<()> {
-        let v = match &self.from {
-            SecretFrom::Literal(s) => s.clone(),
-            SecretFrom::Env(name) => Secret::new(std::env::var(name).map_err(|_| {
-                Error::input(file, at, format!("the environment variable {name} is not set (or not UTF-8)"))
-            })?),
-            SecretFrom::File(path) => {
-                let pkg =
-                    pkg.ok_or_else(|| Error::input("arguments", "--package-dir", format!("is required for {at}")))?;
-                let p = pkg.resolve(path, file, at, false)?;
-                let bytes = std::fs::read(&p).map_err(|e| Error::input(file, at, format!("{}: {e}", p.display())))?;
-                Secret::new(String::from_utf8(bytes).map_err(|_| Error::input(file, at, "the file is not UTF-8"))?)
-            }
-        };
-        self.value = Some(v);
-        Ok(())
+/// The release an aspect scales.
+pub fn aspect_release<'p>(p: &'p CnfParams, aspect: &str) -> Option<&'p Release> {
+    aspect_vdu(p, aspect).map(|(_, r)| r)
+}
+
+/// The VDU (when known) and release an aspect scales: the vdu_mapping entry whose `aspect_id`
+/// (our extension) names it; else a VDU the VNFD's VduScalingAspectDeltas give the aspect that
+/// vdu_mapping maps to a release (Tacker's way); else the only release.
+pub fn aspect_vdu<'p>(p: &'p CnfParams, aspect: &str) -> Option<(Option<&'p str>, &'p Release)> {
+    let by_ext = p.vdu_mapping.iter().find(|(_, v)| v.aspect_id.as_deref() == Some(aspect));
+    let by_vnfd = || {
+        let a = p.scaling.aspects.get(aspect)?;
+        a.vdus().find_map(|vdu| p.vdu_mapping.get_key_value(vdu))
+    };
+    match by_ext.or_else(by_vnfd) {
+        Some((vdu, v)) => p.releases.iter().find(|r| r.name == v.release).map(|r| (Some(vdu.as_str()), r)),
+        None if p.releases.len() == 1 => p.releases.first().map(|r| (None, r)),
+        None => None,
     }
+}
+
+/// The secret keys the recorded request gives `release` (masked in what Helm reports back).
+pub fn secret_keys<'p>(p: &'p CnfParams, release: &str) -> &'p [SecretSet] {
+    p.releases.iter().find(|r| r.name == release).map(|r| r.secret_set.as_slice()).unwrap_or(&[])
 }
 
 /// `helm_replica_values`: aspect → the values path holding its replica count.

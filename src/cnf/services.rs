@@ -4,7 +4,7 @@
 //! `kubectl get service NAME -o json`. Every value read back is checked before it is shown:
 //! addresses must parse as IP addresses, ports be ports, names Kubernetes names.
 //!
-//! Parsing and command text are pure (unit-tested); [`services`] runs them on the active master.
+//! Parsing and command text, pure (unit-tested); `run/services.rs` runs them on the active master.
 
 use std::net::IpAddr;
 
@@ -13,10 +13,8 @@ use serde_json::Value;
 
 use crate::cnf::manifest;
 use crate::cnf::names;
-use crate::cnf::ops::Ctx;
 use crate::error::Result;
 use crate::quote::quote;
-use crate::redact::Redact;
 
 /// One Service of a release.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -179,32 +177,6 @@ pub fn get_service(prefix: &str, name: &str, ns: &str) -> Result<String> {
         "out=$({cmd} 2>&1) && printf '%s\\n' \"$out\" || case $out in \
          *'(NotFound)'*) echo '{{\"absent\":true}}' ;; *) echo \"$out\" >&2; exit 1 ;; esac"
     ))
-}
-
-/// The Services of `releases` on the active master, release by release.
-pub async fn services(c: &Ctx<'_>, releases: &[String]) -> Result<Vec<Service>> {
-    let s = c.s;
-    let m = s.master();
-    let ns = &c.params.namespace;
-    let t = s.rt.timeouts.command;
-    let prefix = s.helm.env.prefix();
-    let mut out = Vec::new();
-    for rel in releases {
-        // Manifests may hold rendered Secrets: read, not streamed.
-        let man = s.rt.root_cmd(m, s.helm.get_manifest(rel, ns)?, t).with_redact(Redact::All);
-        let found = s.rt.fact(m, man, "the release manifest", Vec::new, |o| from_manifest(o, rel, ns)).await?;
-        for svc in found {
-            let cmd = s.rt.root_cmd(m, get_service(&prefix, &svc.name, &svc.namespace)?, t);
-            let planned = svc.clone();
-            let what = format!("service {}", svc.name);
-            out.push(s.rt.fact(m, cmd, &what, || planned, |o| with_live(svc, o)).await?);
-        }
-    }
-    s.rt.ev(m).emit(crate::event::EventKind::Status {
-        subject: "services".into(),
-        status: format!("{} in {} release(s)", out.len(), releases.len()),
-    });
-    Ok(out)
 }
 
 #[cfg(test)]

@@ -9,12 +9,13 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
-use serde_json::{Map, Value};
+use serde_json::{json, Map, Value};
 
 use crate::error::{excerpt, Error, Result};
 use crate::input_limit::{read_capped, INVENTORY_MAX_BYTES, MAX_DEPTH};
 use crate::inventory::yaml_limits;
 use crate::secret::{is_secret_name, is_secret_string};
+use crate::sites::lexical_path::clean;
 
 /// The only `apiVersion` / `kind` a catalogue may declare (a later format gets a new version).
 pub const API_VERSION: &str = "mgmt-driver/v1";
@@ -193,6 +194,21 @@ impl Catalogue {
     }
 }
 
+/// The context one site's templates see: every variable (defaults deep-merged with the
+/// site's), `site` (name, index, labels), `secrets` (name → `@env:VAR` / `@file:PATH`) and
+/// `catalogue.dir` (the catalogue's folder, absolute: relative paths in variables are meant from
+/// there, and a rendered inventory lives elsewhere; see the `abspath` filter).
+pub fn context(cat: &Catalogue, site: &Site, index: usize) -> Value {
+    let mut m = cat.vars_of(site);
+    m.insert("site".into(), json!({"name": site.name, "index": index, "labels": site.labels}));
+    let secrets: Map<String, Value> = cat.secrets.iter().map(|(k, r)| (k.clone(), Value::String(r.marker()))).collect();
+    m.insert("secrets".into(), Value::Object(secrets));
+    let dir = cat.file.parent().map(Path::to_path_buf).unwrap_or_default();
+    let dir = std::fs::canonicalize(&dir).or_else(|_| std::env::current_dir().map(|c| c.join(&dir))).unwrap_or(dir);
+    m.insert("catalogue".into(), json!({"dir": dir.display().to_string()}));
+    Value::Object(m)
+}
+
 /// The YAML parser starts its messages with the path it was at (`sites[0]: unknown field`);
 /// the field is named already, so that prefix goes.
 fn strip_path_prefix(m: &str) -> String {
@@ -357,7 +373,7 @@ fn secret_ref(v: &Value, base: &Path) -> std::result::Result<SecretRef, String> 
             }
             let p = base.join(p);
             let abs = std::env::current_dir().map(|d| d.join(&p)).unwrap_or(p);
-            Ok(SecretRef::File(crate::sites::template::clean(&abs)))
+            Ok(SecretRef::File(clean(&abs)))
         }
         Some((k, _)) => Err(format!("'{}': expected env: VAR or file: PATH (a string)", excerpt(k))),
         None => Err("must have exactly one of env: or file:".into()),

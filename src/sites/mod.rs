@@ -5,7 +5,10 @@
 pub mod apply;
 pub mod catalogue;
 pub mod export;
+pub mod lexical_path;
 pub mod plan;
 pub mod render;
+pub mod rendered_check;
 pub mod status;
 pub mod template;
+pub mod template_helpers;

@@ -203,15 +203,12 @@ async fn prepare_inner(site: &SiteDir, op: &Op, env: &Env<'_>, rt: Runner) -> Re
                 let id = format!("site-{}-cnf-{stem}", site.name);
                 let cop = if *op == Op::CnfInstantiate { cnf::Op::Instantiate } else { cnf::Op::Terminate };
                 let inputs = cnf::Inputs {
-                    vnf_instance_id: Some(id.clone()),
                     request: matches!(cop, cnf::Op::Instantiate).then(|| Doc::File(f.clone())),
                     package_dir: site.package.clone(),
                     cluster_instance: Some(cluster_id(&site.name)),
                     inventory: Some(inventory.clone()),
-                    inventory_opts: env.inventory_opts.clone(),
                     timeout: env.helm_timeout,
-                    status_interval: Duration::from_secs(5),
-                    ..Default::default()
+                    ..cnf::Inputs::new(Some(id.clone()), env.inventory_opts.clone())
                 };
                 let prepared = cnf::run::prepare(&cop, &inputs, (env.store)()?)?;
                 works.push(CnfWork { id, op: cop, inputs, prepared });

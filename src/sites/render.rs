@@ -15,8 +15,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{excerpt, Error, Result};
 use crate::input_limit::{read_capped, REQUEST_MAX_BYTES};
-use crate::sites::catalogue::{check_site_name, Catalogue};
-use crate::sites::template::{context, Templates};
+use crate::sites::catalogue::{check_site_name, context, Catalogue};
+use crate::sites::lexical_path::clean;
+use crate::sites::template::Templates;
 
 /// The name of the description every rendered site folder holds.
 pub const SITE_FILE: &str = "site.json";
@@ -166,9 +167,8 @@ pub fn load_rendered(dir: &Path) -> Result<Vec<RenderedSite>> {
 }
 
 fn absolute(p: &Path) -> PathBuf {
-    std::fs::canonicalize(p).unwrap_or_else(|_| {
-        crate::sites::template::clean(&std::env::current_dir().map(|d| d.join(p)).unwrap_or_else(|_| p.to_path_buf()))
-    })
+    std::fs::canonicalize(p)
+        .unwrap_or_else(|_| clean(&std::env::current_dir().map(|d| d.join(p)).unwrap_or_else(|_| p.to_path_buf())))
 }
 
 #[cfg(test)]

@@ -1,26 +1,25 @@
-//! The template environment: every `*.tera` file of a templates folder, rendered for one site
-//! into the files of the same relative path without `.tera`. Strict: a variable the context
-//! lacks is an error naming the site, the template file and the line. Autoescape is off (the
-//! outputs are YAML and JSON, not HTML); values are quoted on purpose with the `json`, `yaml`
-//! and `quote` filters. The helpers an operator needs for addresses (`nth_host`, `netmask`,
-//! `cidr_prefix`, `network_addr`) are ours, tested here.
+//! The template engine: every `*.tera` file of a templates folder, rendered for one site into
+//! the files of the same relative path without `.tera`. Strict: a variable the context lacks is
+//! an error naming the site, the template file and the line. Autoescape is off (the outputs are
+//! YAML and JSON, not HTML); values are quoted on purpose with the `json`, `yaml` and `quote`
+//! filters. Our functions and filters are in `template_helpers.rs`; every rendered file passes
+//! `rendered_check.rs` (it parses, and holds no literal secret) before it is returned.
 //!
 //! Secrets: the context's `secrets.NAME` is the reference marker (`@env:VAR` / `@file:PATH`),
-//! never the value, and tera's `get_env` is replaced by an error, so no template can read the
-//! process environment into a file. A rendered JSON/YAML file is also scanned for a literal
-//! under a secret-looking key (a password typed into a template) and refused.
+//! never the value (`catalogue::context`), and tera's `get_env` is replaced by an error, so no
+//! template can read the process environment into a file.
 
-use std::collections::{BTreeMap, HashMap};
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
-use std::path::{Component, Path, PathBuf};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 
-use serde_json::{json, Map, Value};
+use serde_json::Value;
 use tera::Tera;
 
-use crate::error::{excerpt, Error, Result};
+use crate::error::{Error, Result};
 use crate::input_limit::{read_capped, REQUEST_MAX_BYTES};
-use crate::secret::{is_secret_name, is_secret_string};
-use crate::sites::catalogue::{Catalogue, Site};
+use crate::sites::lexical_path::clean;
+use crate::sites::rendered_check::scan_for_secrets;
+use crate::sites::template_helpers;
 
 /// More template files than this in one folder is a mistake (a wrong `templates:` path).
 const MAX_TEMPLATES: usize = 1000;
@@ -70,7 +69,7 @@ impl Templates {
         }
         let mut tera = Tera::default();
         tera.autoescape_on(vec![]);
-        register_helpers(&mut tera);
+        template_helpers::register(&mut tera);
         tera.add_raw_templates(sources.iter().map(|(n, t)| (n.as_str(), t.as_str()))).map_err(|e| {
             let (name, line) = parse_error_at(&e, &sources);
             let at = match line {
@@ -87,7 +86,7 @@ impl Templates {
         self.outputs.iter().map(|(_, p)| p.as_path())
     }
 
-    /// Render every output for `site` with `ctx` (see [`context`]). Errors:
+    /// Render every output for `site` with `ctx` (see `catalogue::context`). Errors:
     /// `site par1: templates/edge/inventory.yaml.tera:12: Variable `network` not found ...`.
     pub fn render(&self, site: &str, ctx: &Value) -> Result<Vec<(PathBuf, String)>> {
         let tctx = tera::Context::from_value(ctx.clone())
@@ -250,23 +249,6 @@ fn parse_error_at(e: &tera::Error, sources: &BTreeMap<String, String>) -> (Strin
     (name, line)
 }
 
-/// `dir` without `.` and with `x/..` folded (lexically: for messages and for paths shown in
-/// rendered files; a `..` after a symlink would be folded wrongly, which the catalogue's own
-/// folder, made canonical, never has).
-pub fn clean(dir: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for c in dir.components() {
-        match c {
-            Component::CurDir => {}
-            Component::ParentDir if matches!(out.components().next_back(), Some(Component::Normal(_))) => {
-                out.pop();
-            }
-            c => out.push(c),
-        }
-    }
-    out
-}
-
 fn walk(root: &Path, rel: &Path, out: &mut Vec<PathBuf>) -> std::result::Result<(), String> {
     let here = root.join(rel);
     let rd = std::fs::read_dir(&here).map_err(|e| format!("cannot read {}: {e}", here.display()))?;
@@ -292,494 +274,10 @@ fn walk(root: &Path, rel: &Path, out: &mut Vec<PathBuf>) -> std::result::Result<
     Ok(())
 }
 
-/// The context one site's templates see: every variable (defaults deep-merged with the
-/// site's), `site` (name, index, labels), `secrets` (name → `@env:VAR` / `@file:PATH`) and
-/// `catalogue.dir` (the catalogue's folder, absolute: relative paths in variables are meant from
-/// there, and a rendered inventory lives elsewhere; see the `abspath` filter).
-pub fn context(cat: &Catalogue, site: &Site, index: usize) -> Value {
-    let mut m = cat.vars_of(site);
-    m.insert("site".into(), json!({"name": site.name, "index": index, "labels": site.labels}));
-    let secrets: Map<String, Value> = cat.secrets.iter().map(|(k, r)| (k.clone(), Value::String(r.marker()))).collect();
-    m.insert("secrets".into(), Value::Object(secrets));
-    let dir = cat.file.parent().map(Path::to_path_buf).unwrap_or_default();
-    let dir = std::fs::canonicalize(&dir).or_else(|_| std::env::current_dir().map(|c| c.join(&dir))).unwrap_or(dir);
-    m.insert("catalogue".into(), json!({"dir": dir.display().to_string()}));
-    Value::Object(m)
-}
-
-// ---------------------------------------------------------------------------------------------
-// Helpers.
-
-type Args = HashMap<String, Value>;
-
-fn register_helpers(t: &mut Tera) {
-    // Reading the environment would put secrets into files that are meant for git and diffs.
-    t.register_function("get_env", |_: &Args| -> tera::Result<Value> {
-        Err("get_env is disabled: declare the secret under secrets: and write {{ secrets.NAME }} (a reference)".into())
-    });
-    t.register_function("nth_host", |a: &Args| {
-        let cidr = arg_str(a, "cidr")?;
-        let n = arg_int(a, "n")?;
-        nth_host(&cidr, n).map(Value::String).map_err(Into::into)
-    });
-    t.register_filter("nth_host", |v: &Value, a: &Args| {
-        nth_host(&value_str(v, "nth_host")?, arg_int(a, "n")?).map(Value::String).map_err(Into::into)
-    });
-    for (name, f) in [
-        ("netmask", netmask as fn(&str) -> std::result::Result<Value, String>),
-        ("cidr_prefix", |c: &str| cidr_prefix(c).map(Value::from)),
-        ("network_addr", |c: &str| network_addr(c).map(Value::String)),
-    ] {
-        t.register_function(name, move |a: &Args| f(&arg_str(a, "cidr")?).map_err(Into::into));
-        t.register_filter(name, move |v: &Value, _: &Args| f(&value_str(v, name)?).map_err(Into::into));
-    }
-    t.register_filter("indent", |v: &Value, a: &Args| {
-        let n = match a.get("n") {
-            None => 2,
-            Some(x) => x.as_u64().filter(|n| *n <= 64).ok_or("indent: n= must be a number of spaces, 0..64")?,
-        };
-        let first = match a.get("first") {
-            None => false,
-            Some(x) => x.as_bool().ok_or("indent: first= must be true or false")?,
-        };
-        Ok(Value::String(indent(&value_str(v, "indent")?, n as usize, first)))
-    });
-    t.register_filter("json", |v: &Value, _: &Args| Ok(Value::String(json_literal(v))));
-    t.register_filter("yaml", |v: &Value, a: &Args| {
-        let block = match a.get("block") {
-            None => false,
-            Some(x) => x.as_bool().ok_or("yaml: block= must be true or false")?,
-        };
-        Ok(Value::String(if block { yaml_block(v, 0) } else { yaml_literal(v) }))
-    });
-    t.register_filter("abspath", |v: &Value, a: &Args| {
-        let p = value_str(v, "abspath")?;
-        let base = arg_str(a, "base")?;
-        if p.is_empty() {
-            return Err("abspath: the path is empty".into());
-        }
-        Ok(Value::String(clean(&Path::new(&base).join(p)).display().to_string()))
-    });
-    t.register_filter("quote", |v: &Value, _: &Args| {
-        let s = match v {
-            Value::String(s) => s.clone(),
-            Value::Number(_) | Value::Bool(_) => v.to_string(),
-            _ => return Err("quote: takes a string, number or boolean".into()),
-        };
-        crate::quote::quote(&s).map(Value::String).map_err(|e| tera::Error::msg(format!("quote: {e}")))
-    });
-    t.register_filter("inventory_secret", |v: &Value, a: &Args| {
-        let key = match a.get("key") {
-            None => "password".to_string(),
-            Some(Value::String(k)) => k.clone(),
-            Some(_) => return Err("inventory_secret: key= must be a string".into()),
-        };
-        inventory_secret(&value_str(v, "inventory_secret")?, &key).map(Value::String).map_err(Into::into)
-    });
-}
-
-fn arg_str(a: &Args, name: &str) -> tera::Result<String> {
-    match a.get(name) {
-        Some(Value::String(s)) => Ok(s.clone()),
-        Some(_) => Err(format!("{name}= must be a string").into()),
-        None => Err(format!("{name}= is required").into()),
-    }
-}
-
-fn arg_int(a: &Args, name: &str) -> tera::Result<i64> {
-    match a.get(name) {
-        Some(Value::Number(n)) if n.is_i64() => Ok(n.as_i64().unwrap_or_default()),
-        // A CSV or a computed value may hand a number as text.
-        Some(Value::String(s)) => {
-            s.trim().parse().map_err(|_| format!("{name}= '{}' is not a whole number", excerpt(s)).into())
-        }
-        Some(_) => Err(format!("{name}= must be a whole number").into()),
-        None => Err(format!("{name}= is required").into()),
-    }
-}
-
-fn value_str(v: &Value, filter: &str) -> tera::Result<String> {
-    v.as_str().map(str::to_string).ok_or_else(|| format!("{filter}: takes a string").into())
-}
-
-/// An address and prefix length parsed from `a.b.c.d/p` or `x::y/p` (a prefix is required:
-/// a bare address would silently mean /32).
-fn parse_cidr(cidr: &str) -> std::result::Result<(IpAddr, u32), String> {
-    let bad = || format!("'{}' is not a CIDR (address/prefix, as 10.20.1.0/24)", excerpt(cidr));
-    let (a, p) = cidr.trim().split_once('/').ok_or_else(bad)?;
-    let addr: IpAddr = a.parse().map_err(|_| bad())?;
-    if p.is_empty() || !p.bytes().all(|c| c.is_ascii_digit()) || p.len() > 3 {
-        return Err(bad());
-    }
-    let prefix: u32 = p.parse().map_err(|_| bad())?;
-    let max = if addr.is_ipv4() { 32 } else { 128 };
-    if prefix > max {
-        return Err(format!("'{}': the prefix is past /{max}", excerpt(cidr)));
-    }
-    Ok((addr, prefix))
-}
-
-fn bits(addr: IpAddr) -> (u128, u32) {
-    match addr {
-        IpAddr::V4(a) => (u32::from(a) as u128, 32),
-        IpAddr::V6(a) => (u128::from(a), 128),
-    }
-}
-
-fn mask(prefix: u32, width: u32) -> u128 {
-    let all = if width == 128 { u128::MAX } else { (1u128 << width) - 1 };
-    if prefix == 0 {
-        0
-    } else {
-        all & !((1u128 << (width - prefix)) - 1).min(all)
-    }
-}
-
-fn from_bits(v: u128, width: u32) -> IpAddr {
-    if width == 32 {
-        IpAddr::V4(Ipv4Addr::from(v as u32))
-    } else {
-        IpAddr::V6(Ipv6Addr::from(v))
-    }
-}
-
-/// The n-th host of the network: `nth_host("10.20.1.0/24", 1)` is 10.20.1.1, `-1` the last host
-/// (10.20.1.254). IPv4 excludes the network and broadcast addresses (except /31 and /32, whose
-/// addresses are all hosts, RFC 3021); IPv6 counts from the network address, which is not a host.
-pub fn nth_host(cidr: &str, n: i64) -> std::result::Result<String, String> {
-    let (addr, prefix) = parse_cidr(cidr)?;
-    let (v, width) = bits(addr);
-    let net = v & mask(prefix, width);
-    let size: u128 = if width - prefix >= 128 { u128::MAX } else { 1u128 << (width - prefix) };
-    // First and last host offsets inside the network.
-    let (first, last) = match (width, width - prefix) {
-        (32, 0) => (0, 0),
-        (32, 1) => (0, 1),
-        (32, _) => (1, size - 2),
-        (_, 0) => (0, 0),
-        _ => (1, size - 1),
-    };
-    let count = last - first + 1;
-    let off = if n > 0 && (n as u128) <= count {
-        first + (n as u128 - 1)
-    } else if n < 0 && n.unsigned_abs() as u128 <= count {
-        last + 1 - n.unsigned_abs() as u128
-    } else {
-        let net_s = from_bits(net, width);
-        return Err(if n == 0 {
-            "n=0: hosts are counted from 1 (and -1 is the last)".to_string()
-        } else {
-            format!("n={n} is past the hosts of {net_s}/{prefix} ({count} hosts: n=1..{count} or -1..-{count})")
-        });
-    };
-    Ok(from_bits(net + off, width).to_string())
-}
-
-/// The IPv4 netmask of a CIDR (`/24` → `255.255.255.0`); IPv6 has none.
-pub fn netmask(cidr: &str) -> std::result::Result<Value, String> {
-    let (addr, prefix) = parse_cidr(cidr)?;
-    if addr.is_ipv6() {
-        return Err(format!("'{}' is IPv6, which has no netmask; use cidr_prefix", excerpt(cidr)));
-    }
-    Ok(Value::String(from_bits(mask(prefix, 32), 32).to_string()))
-}
-
-pub fn cidr_prefix(cidr: &str) -> std::result::Result<u32, String> {
-    parse_cidr(cidr).map(|(_, p)| p)
-}
-
-/// The network address of a CIDR (`10.20.1.7/24` → `10.20.1.0`).
-pub fn network_addr(cidr: &str) -> std::result::Result<String, String> {
-    let (addr, prefix) = parse_cidr(cidr)?;
-    let (v, width) = bits(addr);
-    Ok(from_bits(v & mask(prefix, width), width).to_string())
-}
-
-/// Every line but the first (unless `first`) indented by `n` spaces; blank lines stay empty
-/// (trailing spaces would change a YAML block scalar).
-pub fn indent(s: &str, n: usize, first: bool) -> String {
-    let pad = " ".repeat(n);
-    let mut out = String::with_capacity(s.len() + n * 8);
-    for (i, line) in s.split('\n').enumerate() {
-        if i > 0 {
-            out.push('\n');
-        }
-        if (i > 0 || first) && !line.is_empty() {
-            out.push_str(&pad);
-        }
-        out.push_str(line);
-    }
-    out
-}
-
-/// A JSON literal of `v` (a string gets its quotes and escapes).
-pub fn json_literal(v: &Value) -> String {
-    serde_json::to_string(v).unwrap_or_else(|_| "null".into())
-}
-
-/// A YAML scalar or flow collection of `v` that a YAML 1.1 or 1.2 parser reads back as exactly
-/// `v`: a string stays plain only when it cannot be read as anything else (`yes`, `1.0`,
-/// `null`, `0x1`, `a: b` are quoted); everything else is JSON, which YAML reads as flow.
-pub fn yaml_literal(v: &Value) -> String {
-    match v {
-        Value::String(s) if yaml_plain_ok(s) => s.clone(),
-        _ => json_literal(v),
-    }
-}
-
-/// `v` as block YAML (`key: value` lines, `- item` lists), for a values file a person reads;
-/// scalars as [`yaml_literal`]. No trailing newline.
-pub fn yaml_block(v: &Value, indent: usize) -> String {
-    let pad = " ".repeat(indent);
-    let mut out = String::new();
-    match v {
-        Value::Object(m) if !m.is_empty() => {
-            for (k, x) in m {
-                let key = yaml_literal(&Value::String(k.clone()));
-                match x {
-                    Value::Object(n) if !n.is_empty() => {
-                        out.push_str(&format!("{pad}{key}:\n{}\n", yaml_block(x, indent + 2)));
-                    }
-                    Value::Array(n) if !n.is_empty() => {
-                        out.push_str(&format!("{pad}{key}:\n{}\n", yaml_block(x, indent + 2)));
-                    }
-                    _ => out.push_str(&format!("{pad}{key}: {}\n", yaml_literal(x))),
-                }
-            }
-        }
-        Value::Array(a) if !a.is_empty() => {
-            for x in a {
-                // The item as a block two columns further in, its first indent turned into "- ".
-                let inner = yaml_block(x, indent + 2);
-                let first = inner.get(indent + 2..).unwrap_or_default();
-                out.push_str(&format!("{pad}- {first}\n"));
-            }
-        }
-        _ => return format!("{pad}{}", yaml_literal(v)),
-    }
-    out.pop();
-    out
-}
-
-fn yaml_plain_ok(s: &str) -> bool {
-    const WORDS: [&str; 13] = ["true", "false", "yes", "no", "on", "off", "y", "n", "null", "nan", "inf", "~", ""];
-    let lower = s.to_ascii_lowercase();
-    s.len() <= 1024
-        && s.bytes().next().is_some_and(|c| c.is_ascii_alphabetic() || c == b'/')
-        && s.bytes().all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.' | b'/'))
-        && !WORDS.contains(&lower.as_str())
-}
-
-/// `@env:VAR` → `password_env: VAR`, `@file:PATH` → `password_file: "PATH"` (with `key=` for
-/// another inventory field, e.g. `become_password`): the inventory's reference forms.
-pub fn inventory_secret(marker: &str, key: &str) -> std::result::Result<String, String> {
-    const KEYS: [&str; 3] = ["password", "become_password", "identity_passphrase"];
-    if !KEYS.contains(&key) {
-        return Err(format!("inventory_secret: key= '{}' is not one of {}", excerpt(key), KEYS.join(", ")));
-    }
-    if let Some(var) = marker.strip_prefix("@env:") {
-        Ok(format!("{key}_env: {}", yaml_literal(&Value::String(var.into()))))
-    } else if let Some(path) = marker.strip_prefix("@file:") {
-        Ok(format!("{key}_file: {}", json_literal(&Value::String(path.into()))))
-    } else {
-        Err("inventory_secret: takes a secret reference (secrets.NAME), not a value".into())
-    }
-}
-
-// ---------------------------------------------------------------------------------------------
-// The rendered-file scan.
-
-/// A rendered `.json`/`.yaml`/`.yml` file must parse, and hold no literal secret: a value under
-/// a secret-looking key is a reference (`@env:`/`@file:`, or a key ending `_env`/`_file`, the
-/// inventory's forms), and no string is a URL with a password or `db.password=literal`.
-/// `Err((":LINE" or "", message))`; the message never shows the value.
-fn scan_for_secrets(rel: &Path, text: &str) -> std::result::Result<(), (String, String)> {
-    let ext = rel.extension().and_then(|e| e.to_str()).unwrap_or_default();
-    let doc: Value = match ext {
-        "json" => serde_json::from_str(text)
-            .map_err(|e| (format!(":{}", e.line()), format!("not JSON after rendering: {e}")))?,
-        "yaml" | "yml" => {
-            crate::inventory::yaml_limits::check(text).map_err(|m| (String::new(), m))?;
-            yaml_serde::from_str(text).map_err(|e| {
-                let line = e.location().map(|l| format!(":{}", l.line())).unwrap_or_default();
-                (line, format!("not YAML after rendering: {e}"))
-            })?
-        }
-        _ => return Ok(()),
-    };
-    let mut path = String::new();
-    literal_secret(&doc, Under::Plain, &mut path).map_or(Ok(()), |p| {
-        Err((String::new(), format!("{p}: a literal secret in a rendered file; use a secrets: reference")))
-    })
-}
-
-fn is_reference(s: &str) -> bool {
-    s.starts_with("@env:") || s.starts_with("@file:") || s.is_empty()
-}
-
-/// How a value is to be read in the scan.
-#[derive(Clone, Copy, PartialEq)]
-enum Under {
-    /// Nothing special: only URLs with a password and `secret.name=literal` are secrets.
-    Plain,
-    /// A secret-looking key: the value must be a reference.
-    SecretKey,
-    /// `helmsecretparameter`: every item is `name=VALUE` with VALUE a reference.
-    SecretItems,
-}
-
-/// The JSON path of the first literal secret in `v`, if any.
-fn literal_secret(v: &Value, under: Under, path: &mut String) -> Option<String> {
-    let here = |path: &str| if path.is_empty() { "$".to_string() } else { path.trim_start_matches('.').to_string() };
-    match v {
-        Value::Object(m) => {
-            for (k, x) in m {
-                let len = path.len();
-                path.push('.');
-                path.push_str(k);
-                let kk = k.to_ascii_lowercase();
-                let next = if kk.ends_with("secretparameter") {
-                    Under::SecretItems
-                } else if kk.ends_with("_env") || kk.ends_with("_file") {
-                    // The inventory's reference forms (`password_env: VAR`) name, not hold.
-                    Under::Plain
-                } else if under != Under::Plain || is_secret_name(k) {
-                    Under::SecretKey
-                } else {
-                    Under::Plain
-                };
-                if let Some(p) = literal_secret(x, next, path) {
-                    return Some(p);
-                }
-                path.truncate(len);
-            }
-            None
-        }
-        Value::Array(a) => {
-            for (i, x) in a.iter().enumerate() {
-                let len = path.len();
-                path.push_str(&format!("[{i}]"));
-                if let Some(p) = literal_secret(x, under, path) {
-                    return Some(p);
-                }
-                path.truncate(len);
-            }
-            None
-        }
-        Value::String(s) => {
-            // `name=@env:VAR` (a helmparameter taking its value from a reference).
-            let item_ref = s.split_once('=').is_some_and(|(_, val)| is_reference(val));
-            let bad = match under {
-                Under::SecretKey => !is_reference(s),
-                Under::SecretItems => !item_ref,
-                Under::Plain => is_secret_string(s) && !item_ref,
-            };
-            bad.then(|| here(path))
-        }
-        Value::Null | Value::Bool(_) => None,
-        Value::Number(_) => (under != Under::Plain).then(|| here(path)),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn nth_host_counts_hosts_and_refuses_past_the_broadcast() {
-        assert_eq!(nth_host("10.20.1.0/24", 1).unwrap(), "10.20.1.1");
-        assert_eq!(nth_host("10.20.1.77/24", 100).unwrap(), "10.20.1.100");
-        assert_eq!(nth_host("10.20.1.0/24", 254).unwrap(), "10.20.1.254");
-        assert_eq!(nth_host("10.20.1.0/24", -1).unwrap(), "10.20.1.254");
-        assert_eq!(nth_host("10.20.1.0/24", -254).unwrap(), "10.20.1.1");
-        assert_eq!(nth_host("10.0.0.0/8", 65536).unwrap(), "10.1.0.0");
-        assert_eq!(nth_host("10.0.0.4/31", 2).unwrap(), "10.0.0.5");
-        assert_eq!(nth_host("10.0.0.4/32", 1).unwrap(), "10.0.0.4");
-        assert_eq!(nth_host("0.0.0.0/0", 1).unwrap(), "0.0.0.1");
-        let e = nth_host("10.20.1.0/24", 255).unwrap_err();
-        assert_eq!(e, "n=255 is past the hosts of 10.20.1.0/24 (254 hosts: n=1..254 or -1..-254)");
-        assert!(nth_host("10.20.1.0/24", -255).is_err());
-        assert!(nth_host("10.20.1.0/30", 3).is_err());
-        assert!(nth_host("10.0.0.4/32", 2).is_err());
-        assert!(nth_host("10.20.1.0/24", 0).unwrap_err().contains("counted from 1"));
-        // IPv6: no broadcast; the network address is not a host.
-        assert_eq!(nth_host("fd00:1::/64", 1).unwrap(), "fd00:1::1");
-        assert_eq!(nth_host("fd00:1::/64", 256).unwrap(), "fd00:1::100");
-        assert_eq!(nth_host("fd00:1::/126", 3).unwrap(), "fd00:1::3");
-        assert!(nth_host("fd00:1::/126", 4).is_err());
-        assert_eq!(nth_host("fd00:1::/64", -1).unwrap(), "fd00:1::ffff:ffff:ffff:ffff");
-        assert_eq!(nth_host("::/0", 1).unwrap(), "::1");
-        for bad in ["10.20.1.0", "10.20.1.0/33", "10.20.1/24", "x/24", "10.20.1.0/", "10.20.1.0/+4", "fd00::/129", ""] {
-            assert!(nth_host(bad, 1).is_err(), "{bad}");
-        }
-        assert_eq!(nth_host("10.1.0.0/33", 1).unwrap_err(), "'10.1.0.0/33': the prefix is past /32");
-    }
-
-    #[test]
-    fn netmask_prefix_network() {
-        assert_eq!(netmask("10.20.1.0/24").unwrap(), "255.255.255.0");
-        assert_eq!(netmask("10.0.0.0/0").unwrap(), "0.0.0.0");
-        assert_eq!(netmask("10.0.0.0/32").unwrap(), "255.255.255.255");
-        assert_eq!(netmask("10.0.0.0/20").unwrap(), "255.255.240.0");
-        assert!(netmask("fd00::/64").unwrap_err().contains("IPv6"));
-        assert!(netmask("nope").is_err());
-        assert_eq!(cidr_prefix("10.0.0.0/20").unwrap(), 20);
-        assert_eq!(cidr_prefix("fd00::/56").unwrap(), 56);
-        assert!(cidr_prefix("10.0.0.0").is_err());
-        assert_eq!(network_addr("10.20.1.77/24").unwrap(), "10.20.1.0");
-        assert_eq!(network_addr("10.20.1.77/32").unwrap(), "10.20.1.77");
-        assert_eq!(network_addr("fd00:1:2:3:4::9/64").unwrap(), "fd00:1:2:3::");
-        assert!(network_addr("10.20.1.277/24").is_err());
-    }
-
-    #[test]
-    fn indent_json_yaml() {
-        assert_eq!(indent("a\nb\n\nc", 2, false), "a\n  b\n\n  c");
-        assert_eq!(indent("a\nb", 4, true), "    a\n    b");
-        assert_eq!(json_literal(&json!("a\"b\n")), r#""a\"b\n""#);
-        assert_eq!(json_literal(&json!({"a": [1, true]})), r#"{"a":[1,true]}"#);
-        for (v, want) in [
-            (json!("plain-name.v1"), "plain-name.v1"),
-            (json!("/opt/x"), "/opt/x"),
-            (json!("yes"), "\"yes\""),
-            (json!("No"), "\"No\""),
-            (json!("1.31"), "\"1.31\""),
-            (json!("0x1"), "\"0x1\""),
-            (json!("a: b"), "\"a: b\""),
-            (json!("#x"), "\"#x\""),
-            (json!(""), "\"\""),
-            (json!("null"), "\"null\""),
-            (json!(3), "3"),
-            (json!(null), "null"),
-            (json!(["a", {"b": "c d"}]), r#"["a",{"b":"c d"}]"#),
-        ] {
-            let got = yaml_literal(&v);
-            assert_eq!(got, want, "{v}");
-            // And YAML reads it back as the same value.
-            let back: Value = yaml_serde::from_str(&format!("k: {got}\n")).unwrap();
-            assert_eq!(back["k"], v, "{got}");
-        }
-    }
-
-    #[test]
-    fn yaml_blocks_read_back_as_the_same_value() {
-        let v = json!({"replicaCount": 2, "image": {"repository": "nginx", "tag": "1.27"}, "list": ["a", {"b": 1, "c": [true, null]}, []],
-                       "empty": {}, "yes": "no", "nested": [[1, 2], ["x"]]});
-        let text = yaml_block(&v, 0);
-        assert!(text.starts_with("replicaCount: 2\nimage:\n  repository: nginx\n  tag: \"1.27\"\nlist:\n  - a\n  - b: 1\n    c:\n      - true\n"), "{text}");
-        let back: Value = yaml_serde::from_str(&text).unwrap();
-        assert_eq!(back, v, "{text}");
-        assert_eq!(yaml_block(&json!("x y"), 0), "\"x y\"");
-        assert_eq!(yaml_block(&json!({}), 0), "{}");
-    }
-
-    #[test]
-    fn inventory_secret_forms() {
-        assert_eq!(inventory_secret("@env:EDGE_PW", "password").unwrap(), "password_env: EDGE_PW");
-        assert_eq!(inventory_secret("@file:/s/pw", "become_password").unwrap(), "become_password_file: \"/s/pw\"");
-        assert!(inventory_secret("hunter2", "password").unwrap_err().contains("not a value"));
-        assert!(inventory_secret("@env:X", "user").is_err());
-    }
+    use serde_json::json;
 
     fn tpl(files: &[(&str, &str)]) -> (tempfile::TempDir, std::result::Result<Templates, String>) {
         let d = tempfile::tempdir().unwrap();
@@ -890,6 +388,5 @@ mod tests {
         assert_eq!(line_of("{{ a }}", "b"), None);
         assert_eq!(line_of("{{ throw(message=\"no\nnetwork\") }}\n{{ network }}", "network"), Some(3));
         assert_eq!(line_of("{{ 'x' ~ network }}", "network"), Some(1));
-        assert_eq!(clean(Path::new("s/../../t/./e")), Path::new("../t/e"));
     }
 }

@@ -7,7 +7,9 @@
 //! and waits for each rollout (`kubectl rollout status`) within the operation's timeout; a pod
 //! that is not Ready by then fails the heal by name.
 //!
-//! `targets` and the command lines are pure; `pods` and `whole` run them.
+//! Its check (`read_request`: the request's VNFCs mapped to pods through the instance, before
+//! anything connects) and its steps (`pods`, `whole`) side by side; `targets` and the command
+//! lines are pure.
 
 use std::time::{Duration, Instant};
 
@@ -16,7 +18,9 @@ use serde_json::{json, Value};
 use crate::cnf::cluster_env::HelmEnv;
 use crate::cnf::manifest::{self, Resource};
 use crate::cnf::names;
-use crate::cnf::ops::Ctx;
+use crate::cnf::ops::{cnf_releases, CnfState, Ctx, Record};
+use crate::cnf::params::CnfParams;
+use crate::cnf::Inputs;
 use crate::error::{Error, Result};
 use crate::lifecycle::Node;
 use crate::quote::quote;
@@ -83,6 +87,35 @@ pub fn targets(h: &HealRequest, inst: Option<(&VnfInstance, &str)>, req_file: &s
         out.push(VnfcPod { vnfc: id.clone(), pod });
     }
     Ok(HealTarget::Pods(out))
+}
+
+/// The heal request, mapped to what it heals; with the VNF instance (`--vnf-instance`), its
+/// VNFC ids name pods through the instance ([`targets`]).
+pub fn read_request(a: &Inputs, req_file: &str) -> Result<HealTarget> {
+    let h: HealRequest = a.need_request("heal")?.load()?;
+    let inst: Option<(VnfInstance, String)> =
+        a.vnf_instance.as_ref().map(|d| Ok::<_, Error>((d.load()?, d.name()))).transpose()?;
+    targets(&h, inst.as_ref().map(|(i, n)| (i, n.as_str())), req_file)
+}
+
+/// Heal what the request named: its VNFCs' pods, or every workload of the CNF.
+pub async fn run(c: &Ctx<'_>, t: &HealTarget, rec: &Record<'_>) -> Result<Value> {
+    match t {
+        HealTarget::Pods(named) => pods(c, named).await,
+        HealTarget::Whole => whole(c, &heal_releases(c.params, &rec.st)).await,
+    }
+}
+
+/// The releases a whole-CNF heal restarts, with the resources recorded for each (the plan's
+/// stand-in for their manifests): the request's releases, else the recorded ones.
+fn heal_releases(params: &CnfParams, st: &CnfState) -> Vec<(String, Vec<Resource>)> {
+    cnf_releases(params, st)
+        .into_iter()
+        .map(|n| {
+            let res = st.releases.get(&n).map(|r| r.resources.clone()).unwrap_or_default();
+            (n, res)
+        })
+        .collect()
 }
 
 /// `kubectl ARGS...` in the cluster's environment (its kubeconfig, as Helm's), every word quoted.
@@ -253,7 +286,17 @@ pub async fn whole(c: &Ctx<'_>, releases: &[(String, Vec<Resource>)]) -> Result<
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
+    use serde_json::json;
+
     use super::*;
+    use crate::cnf::run::testkit::{run_op, Fixture, M1};
+    use crate::cnf::run::{prepare, run};
+    use crate::cnf::Op;
+    use crate::event::Events;
+    use crate::lifecycle::state::Store;
+    use crate::lifecycle::{FanOut, Runner, Timeouts};
     use crate::request::parse;
 
     fn inst() -> VnfInstance {
@@ -353,5 +396,88 @@ mod tests {
         .unwrap();
         assert_eq!(pods.iter().map(|p| p.ready).collect::<Vec<_>>(), vec![true, false, false]);
         assert!(parse_pods(r#"{"items": [{"metadata": {"name": "$(x)", "uid": "1"}}]}"#).is_err());
+    }
+
+    /// The fake's answers for a whole-CNF heal of vdu2: a Deployment in its manifest, its
+    /// selector and its pods.
+    fn whole_heal_replies(f: &Fixture) {
+        f.fake
+            .reply(
+                None,
+                "get manifest --namespace cnf -- vdu2",
+                "---\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: vdu2-nginxlab\n",
+            )
+            .reply(None, "kubectl get deployment/vdu2-nginxlab", r#"{"spec": {"selector": {"matchLabels": {"app": "vdu2"}}}}"#)
+            .reply(
+                None,
+                "kubectl get pods --namespace cnf -l app=vdu2",
+                r#"{"items": [{"metadata": {"name": "vdu2-nginxlab-6b9c-x1", "uid": "0af1"}, "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}}]}"#,
+            );
+    }
+
+    #[tokio::test]
+    async fn a_whole_cnf_heal_restarts_every_workload_and_waits_for_its_rollout() {
+        let f = Fixture::new();
+        f.instantiate().await.unwrap();
+        whole_heal_replies(&f);
+        let o = run_op(&f, Op::Heal, "cnf1", Some(json!({}))).await.unwrap();
+        let execs = f.fake.execs(M1);
+        let pos = |needle: &str| execs.iter().position(|e| e.contains(needle));
+        let restart = pos("kubectl rollout restart deployment/vdu2-nginxlab --namespace cnf").expect("restarted");
+        let status = pos("kubectl rollout status deployment/vdu2-nginxlab --namespace cnf --timeout=").expect("waited");
+        assert!(restart < status, "{execs:?}");
+        let w = &o.result["workloads"][0];
+        assert_eq!((w["release"].as_str(), w["kind"].as_str()), (Some("vdu2"), Some("Deployment")), "{}", o.result);
+        assert_eq!(w["pods"][0]["ready"], true);
+    }
+
+    #[tokio::test]
+    async fn a_pod_that_is_not_ready_again_fails_the_heal_by_name() {
+        let f = Fixture::new();
+        f.instantiate().await.unwrap();
+        whole_heal_replies(&f);
+        f.fake.fail(None, "kubectl rollout status", 1, "error: timed out waiting for the condition");
+        f.fake.reply(
+            None,
+            "kubectl get pods --namespace cnf -l app=vdu2",
+            r#"{"items": [{"metadata": {"name": "vdu2-nginxlab-6b9c-x2", "uid": "0af2"}, "status": {"phase": "Pending"}}]}"#,
+        );
+        let e = run_op(&f, Op::Heal, "cnf1", Some(json!({"additionalParams": {"all": true}}))).await.err().unwrap();
+        let e = e.to_string();
+        assert!(
+            e.contains("release vdu2") && e.contains("vdu2-nginxlab-6b9c-x2 (Pending)") && e.contains("timed out"),
+            "{e}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_sol002_heal_deletes_the_pod_its_vnfc_id_names_in_the_instance() {
+        let f = Fixture::new();
+        f.instantiate().await.unwrap();
+        let inst = json!({"id": "cnf1", "instantiatedVnfInfo": {
+            "vnfcResourceInfo": [{"id": "r1", "vduId": "VDU2", "computeResource": {"resourceId": "vdu2-nginxlab-6b9c-x1"}}],
+            "vnfcInfo": [{"id": "vnfc-9", "vduId": "VDU2", "vnfcResourceInfoId": "r1"}]}});
+        let path = f.dir.path().join("inst.json");
+        std::fs::write(&path, inst.to_string()).unwrap();
+        let req = f.dir.path().join("heal.json");
+        std::fs::write(&req, json!({"vnfcInstanceId": ["vnfc-9"]}).to_string()).unwrap();
+        let inputs =
+            Inputs { request: Some(req.clone().into()), vnf_instance: Some(path.clone().into()), ..f.inputs() };
+        let store = Store::open(&f.dir.path().join("state")).unwrap();
+        let p = prepare(&Op::Heal, &inputs, store).unwrap();
+        let rt = Runner::new(Arc::new(f.fake.clone()), Events::channel().0, FanOut::default(), Timeouts::default());
+        let o = run(&Op::Heal, &inputs, p, rt).await.unwrap();
+        assert_eq!(o.result[0]["pod"], "vdu2-nginxlab-6b9c-x1");
+        assert!(f
+            .fake
+            .execs(M1)
+            .iter()
+            .any(|e| e.contains("kubectl delete pod vdu2-nginxlab-6b9c-x1 --namespace cnf")));
+        // An id the instance does not hold: bad input naming the field, nothing run.
+        std::fs::write(&req, json!({"vnfcInstanceId": ["vdu2-nginxlab-6b9c-x1"]}).to_string()).unwrap();
+        let store = Store::open(&f.dir.path().join("state")).unwrap();
+        let e = prepare(&Op::Heal, &inputs, store).err().unwrap();
+        assert_eq!(e.exit_code(), crate::error::exit::BAD_INPUT);
+        assert!(e.to_string().contains("vnfcInstanceId[0]"), "{e}");
     }
 }

@@ -1,0 +1,130 @@
+//! The CNF operations' test fixture: two masters on the scripted fake transport, a request
+//! and a vimConnectionInfo in a temporary folder, and the real `prepare` and `run`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::cnf::run::{prepare, run, Outcome, Prepared};
+use crate::cnf::{Inputs, Op};
+use crate::error::{Error, Result};
+use crate::event::Events;
+use crate::lifecycle::state::Store;
+use crate::lifecycle::{FanOut, Runner, Timeouts};
+use crate::transport::fake::FakeConnector;
+
+pub const M1: &str = "master-192.0.2.11";
+pub const M2: &str = "master-192.0.2.12";
+
+pub struct Fixture {
+    pub dir: tempfile::TempDir,
+    pub fake: FakeConnector,
+}
+
+pub fn status(s: &str, rev: u64) -> String {
+    json!({"name": "vdu2", "info": {"status": s}, "version": rev, "namespace": "cnf"}).to_string()
+}
+
+impl Fixture {
+    pub fn new() -> Fixture {
+        let dir = tempfile::tempdir().unwrap();
+        let vci = json!([{"id": "x", "vimId": "y", "vimType": "kubernetes", "extra": {"helm_info": {
+            "masternode_ip": ["192.0.2.11", "192.0.2.12"], "masternode_username": "root", "masternode_password": "pw"}}}]);
+        std::fs::write(dir.path().join("vci.json"), vci.to_string()).unwrap();
+        let req = json!({"flavourId": "simple", "additionalParams": {"use_helm": "true", "namespace": "cnf", "using_helm_install_param": [{
+            "exthelmchart": "true", "helmreleasename": "vdu2", "helmrepositoryname": "labrepo",
+            "helmchartname": "nginxlab", "exthelmrepo_url": "http://192.0.2.50/charts"}]}});
+        std::fs::write(dir.path().join("req.json"), req.to_string()).unwrap();
+        let fake = FakeConnector::new();
+        fake.reply(None, "helm version --short", "v3.17.3+g2a7b0d1\n")
+            .reply(None, "status --namespace cnf -o json -- vdu2", &status("deployed", 2))
+            .reply(
+                None,
+                "get manifest --namespace cnf -- vdu2",
+                "---\napiVersion: v1\nkind: Service\nmetadata:\n  name: vdu2\n",
+            )
+            .reply(None, "get values --namespace cnf -o json --all -- vdu2", r#"{"replicaCount": 1}"#);
+        Fixture { dir, fake }
+    }
+
+    pub fn inputs(&self) -> Inputs {
+        Inputs {
+            vnf_instance_id: Some("cnf1".into()),
+            request: Some(self.dir.path().join("req.json").into()),
+            vim_connection_info: Some(self.dir.path().join("vci.json")),
+            timeout: Duration::from_secs(300),
+            status_interval: Duration::from_secs(60),
+            ..Default::default()
+        }
+    }
+
+    pub async fn instantiate(&self) -> Result<Outcome> {
+        let p = self.prepare(&self.inputs());
+        let p = p?;
+        let rt = Runner::new(Arc::new(self.fake.clone()), Events::channel().0, FanOut::default(), Timeouts::default());
+        run(&Op::Instantiate, &self.inputs(), p, rt).await
+    }
+
+    /// `prepare`, waiting out a lock that a child process of another test still shares from
+    /// fork until its exec (see cluster/testkit.rs); a real run is one operation per process.
+    pub fn prepare(&self, inputs: &Inputs) -> Result<Prepared> {
+        for _ in 0..100 {
+            let store = Store::open(&self.dir.path().join("state")).unwrap();
+            match prepare(&Op::Instantiate, inputs, store) {
+                Err(Error::Input { field, .. }) if field == "lock" => std::thread::sleep(Duration::from_millis(10)),
+                other => return other,
+            }
+        }
+        panic!("the instance lock stayed held")
+    }
+
+    /// The Helm verbs run on `node`, in order (`install`, `upgrade`, ...).
+    pub fn helm_verbs(&self, node: &str) -> Vec<String> {
+        self.fake
+            .execs(node)
+            .iter()
+            .filter_map(|e| e.split("helm ").nth(1).and_then(|r| r.split(' ').next()).map(str::to_string))
+            .filter(|v| ["install", "upgrade", "uninstall", "rollback"].contains(&v.as_str()))
+            .collect()
+    }
+}
+
+/// Run `op` for `id` with request `req` (written to the fixture's dir) on the fake.
+pub async fn run_op(f: &Fixture, op: Op, id: &str, req: Option<Value>) -> Result<Outcome> {
+    run_op_events(f, op, id, req).await.0
+}
+
+/// [`run_op`], and every event it emitted, as JSON lines.
+pub async fn run_op_events(f: &Fixture, op: Op, id: &str, req: Option<Value>) -> (Result<Outcome>, String) {
+    let (events, mut rx) = Events::channel();
+    let r = run_op_with(f, op, id, req, events).await;
+    let mut lines = String::new();
+    while let Ok(e) = rx.try_recv() {
+        lines.push_str(&serde_json::to_string(&e).unwrap());
+        lines.push('\n');
+    }
+    (r, lines)
+}
+
+pub async fn run_op_with(f: &Fixture, op: Op, id: &str, req: Option<Value>, events: Events) -> Result<Outcome> {
+    let request = req.map(|r| {
+        let p = f.dir.path().join(format!("req-{id}.json"));
+        std::fs::write(&p, r.to_string()).unwrap();
+        p.into()
+    });
+    let inputs = Inputs { vnf_instance_id: Some(id.into()), request, ..f.inputs() };
+    let mut p = None;
+    for _ in 0..100 {
+        let store = Store::open(&f.dir.path().join("state")).unwrap();
+        match prepare(&op, &inputs, store) {
+            Err(Error::Input { field, .. }) if field == "lock" => std::thread::sleep(Duration::from_millis(10)),
+            other => {
+                p = Some(other?);
+                break;
+            }
+        }
+    }
+    let rt = Runner::new(Arc::new(f.fake.clone()), events, FanOut::default(), Timeouts::default());
+    run(&op, &inputs, p.expect("the instance lock stayed held"), rt).await
+}

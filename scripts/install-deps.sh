@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Installs the Debian packages the lab and the tests need, when missing. Idempotent; needs root
-# only when something is actually missing. Sourced by scripts/test.sh and scripts/demo.sh.
+# Installs the Debian packages the lab and the tests need, when missing, and (install_cargo_deny)
+# the pinned cargo-deny of the test command. Idempotent; needs root only when a Debian package
+# is actually missing. Sourced by scripts/test.sh and scripts/demo.sh.
 set -euo pipefail
 
 # The Rust toolchain is not a Debian package here: it must already be there (rustup), and at
@@ -72,6 +73,20 @@ install_deps() {
     echo "installing: ${need[*]}" >&2
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+}
+
+# cargo-deny, the supply-chain check of scripts/test.sh (deny.toml; what it checks and what it
+# cannot check here: docs/dependencies.md). Not a Debian package: compiled from crates.io with
+# its own Cargo.lock, pinned, only when this exact version is missing. The first time it takes a
+# few minutes of compiling; the test command needs it, the demo does not.
+CARGO_DENY_VERSION=0.20.2
+install_cargo_deny() {
+    check_rust_toolchain || return 1
+    if [ "$(cargo deny --version 2>/dev/null)" = "cargo-deny $CARGO_DENY_VERSION" ]; then
+        return 0
+    fi
+    echo "installing cargo-deny $CARGO_DENY_VERSION (cargo install --locked: a few minutes the first time)" >&2
+    cargo install --locked --quiet --version "=$CARGO_DENY_VERSION" cargo-deny
 }
 
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then

@@ -14,6 +14,11 @@ install_deps
 echo "== house rules: cargo fmt --check, cargo clippy --all-targets -D warnings, shellcheck" >&2
 cargo fmt --check
 cargo clippy --locked --all-targets -- -D warnings
+# Supply chain (deny.toml): licences, duplicate versions, crates.io only. Advisories are not
+# checked: the RustSec database is fetched from GitHub, out of reach here (docs/dependencies.md).
+echo "== supply chain: cargo deny check licenses bans sources" >&2
+install_cargo_deny
+cargo deny --locked check licenses bans sources
 bash scripts/lint-shell.sh
 cargo test --locked "$@"
 # Tacker 16's own code (from PyPI, pinned and hashed) calling our package, shim and driver class.

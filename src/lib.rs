@@ -1,10 +1,21 @@
 //! mgmt-driver: turns freshly booted VMs into a working Kubernetes cluster with Helm, and runs
 //! Helm-packaged network functions on it, all over SSH.
 //!
-//! Layers (docs/architecture.md): a pure core (quoting, command building, inventory, requests,
-//! params, plans), the lifecycle layer every operation stands on (`lifecycle`), the operations
-//! (`fanout`, `cluster`, `cnf`), and the effectful edge (the [`transport::Transport`] seam with
-//! its SSH implementation and the in-process fake, the renderers, the CLI).
+//! Layers, as docs/architecture.md's "The layers, file by file" assigns every file (and as its
+//! architecture test checks every import):
+//! - **pure core**: no I/O beyond reading the file it is asked to parse (quoting, command
+//!   building, inventory, requests, params, the parsers and builders of each family, the
+//!   node-side programs); it imports only itself;
+//! - **lifecycle** (`lifecycle`): how steps reach nodes, with nothing about what they mean (the
+//!   runner and its fan-out, plans, facts, the state store and its seal, package files);
+//! - **seam** (`transport`): the [`transport::Transport`] / `Connector` traits the lifecycle
+//!   layer talks to;
+//! - **edge**: the effects behind the seam and on the terminal (`ssh`, the scripted fake
+//!   `transport::fake`, `render`);
+//! - **operations** (`fanout`, `cluster`, `cnf`, `sites`, `ee`, `primitive`, `workload`,
+//!   `vnfm`): what a VNFM or an operator asks for, each reading like the spec's step list; they
+//!   may use every layer but the CLI;
+//! - **cli** (`cli`): the composition root: parse, resolve, call, print.
 //!
 //! The public API is what the binary and the integration tests use: the CLI entry point, the
 //! transport seam (SSH and the fake), the inventory, events and errors. Everything else is

@@ -7,7 +7,7 @@
 //! it fails (tests/support/harness.rs). Tests that need no node (every Tacker body parses and
 //! plans) always run. Each lab test brings up its own lab, torn down when its `Cluster` drops.
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 
@@ -1110,21 +1110,19 @@ fn unknown_vnfc_and_state_unchanged(p: &mut Plans) -> R {
     })
 }
 
-fn main() {
-    Suite::new(file!())
-        .without_root(&[("tacker_bodies_parse_and_plan", tacker_bodies_parse_and_plan)])
-        .needing_root(&[
-            ("single_master_two_workers_with_request_passwords", single_master_two_workers_with_request_passwords),
-            ("ha_masters_in_order_workers_in_parallel", ha_masters_in_order_workers_in_parallel),
-            ("proxy_and_helm_info", proxy_and_helm_info),
-            ("rerun_after_worker_failure", rerun_after_worker_failure),
-            ("heal_sol002_worker_and_master", heal_sol002_worker_and_master),
-            ("heal_sol003_whole_vnf", heal_sol003_whole_vnf),
-            ("scale_out_in_and_terminate", scale_out_in_and_terminate),
-            ("drain_that_cannot_evict_fails", drain_that_cannot_evict_fails),
-            ("bad_inputs_change_nothing", bad_inputs_change_nothing),
-            ("hostile_node_output_and_leftover_secrets", hostile_node_output_and_leftover_secrets),
-            ("kubeconfig_and_the_login_in_helm_info", kubeconfig_and_the_login_in_helm_info),
-        ])
-        .run()
+/// The suite's trials, run by its test binary (tests/bin/).
+pub fn suite() -> Suite {
+    Suite::new(file!()).without_root(&[("tacker_bodies_parse_and_plan", tacker_bodies_parse_and_plan)]).needing_root(&[
+        ("single_master_two_workers_with_request_passwords", single_master_two_workers_with_request_passwords),
+        ("ha_masters_in_order_workers_in_parallel", ha_masters_in_order_workers_in_parallel),
+        ("proxy_and_helm_info", proxy_and_helm_info),
+        ("rerun_after_worker_failure", rerun_after_worker_failure),
+        ("heal_sol002_worker_and_master", heal_sol002_worker_and_master),
+        ("heal_sol003_whole_vnf", heal_sol003_whole_vnf),
+        ("scale_out_in_and_terminate", scale_out_in_and_terminate),
+        ("drain_that_cannot_evict_fails", drain_that_cannot_evict_fails),
+        ("bad_inputs_change_nothing", bad_inputs_change_nothing),
+        ("hostile_node_output_and_leftover_secrets", hostile_node_output_and_leftover_secrets),
+        ("kubeconfig_and_the_login_in_helm_info", kubeconfig_and_the_login_in_helm_info),
+    ])
 }

@@ -8,7 +8,7 @@
 //! Outside CI a non-root run skips the lab tests loudly; under CI=true it fails
 //! (tests/support/harness.rs).
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
@@ -950,7 +950,8 @@ fn tacker_repr_helm_info() -> R {
     Ok(())
 }
 
-fn main() {
+/// The suite's trials, run by its test binary (tests/bin/).
+pub fn suite() -> Suite {
     Suite::new(file!())
         .without_root(&[
             ("tacker_repr_helm_info", tacker_repr_helm_info),
@@ -960,5 +961,4 @@ fn main() {
             ("helm3_lifecycle", || helm_lifecycle("h3", 32, 3)),
             ("helm4_lifecycle", || helm_lifecycle("h4", 33, 4)),
         ])
-        .run()
 }

@@ -7,7 +7,7 @@
 //!
 //! Needs root (namespaces), as every lab main (tests/support/harness.rs).
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -443,22 +443,20 @@ impl Drop for Restart {
     }
 }
 
-fn main() {
-    Suite::new(file!())
-        .shared_lab(|| Lab::up("e1", 120, 4, &[]))
-        .needing_root(&[
-            (
-                "key_is_made_once_and_registers_a_machine_for_password_less_logins",
-                key_is_made_once_and_registers_a_machine_for_password_less_logins,
-            ),
-            (
-                "primitives_run_with_typed_parameters_status_and_error_kinds",
-                primitives_run_with_typed_parameters_status_and_error_kinds,
-            ),
-            (
-                "key_rotation_waits_for_a_stopped_ee_then_retires_the_old_key",
-                key_rotation_waits_for_a_stopped_ee_then_retires_the_old_key,
-            ),
-        ])
-        .run()
+/// The suite's trials, run by its test binary (tests/bin/).
+pub fn suite() -> Suite {
+    Suite::new(file!()).shared_lab(|| Lab::up("e1", 120, 4, &[])).needing_root(&[
+        (
+            "key_is_made_once_and_registers_a_machine_for_password_less_logins",
+            key_is_made_once_and_registers_a_machine_for_password_less_logins,
+        ),
+        (
+            "primitives_run_with_typed_parameters_status_and_error_kinds",
+            primitives_run_with_typed_parameters_status_and_error_kinds,
+        ),
+        (
+            "key_rotation_waits_for_a_stopped_ee_then_retires_the_old_key",
+            key_rotation_waits_for_a_stopped_ee_then_retires_the_old_key,
+        ),
+    ])
 }

@@ -6,7 +6,7 @@
 //!
 //! Needs root (namespaces, a tmpfs mount). See docs/reliability.md for the table of faults.
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -437,19 +437,17 @@ trait TakeAll: std::io::Read + Sized {
 }
 impl<T: std::io::Read> TakeAll for T {}
 
-fn main() {
-    Suite::new(file!())
-        .shared_lab(|| Lab::up("fa", 40, NODES, &[]))
-        .needing_root(&[
-            ("sigint_sigterm_sigkill_stop_remote_commands", sigint_sigterm_sigkill_stop_remote_commands),
-            ("with_become_the_root_commands_stop_too", with_become_the_root_commands_stop_too),
-            ("no_timeout_runs_and_finishes_normally", no_timeout_runs_and_finishes_normally),
-            (
-                "interrupted_fanout_names_finished_cut_off_and_unstarted_nodes",
-                interrupted_fanout_names_finished_cut_off_and_unstarted_nodes,
-            ),
-            ("a_flooding_node_does_not_exhaust_controller_memory", a_flooding_node_does_not_exhaust_controller_memory),
-            ("hooks_interrupted_killed_and_refused", hooks_interrupted_killed_and_refused),
-        ])
-        .run()
+/// The suite's trials, run by its test binary (tests/bin/).
+pub fn suite() -> Suite {
+    Suite::new(file!()).shared_lab(|| Lab::up("fa", 40, NODES, &[])).needing_root(&[
+        ("sigint_sigterm_sigkill_stop_remote_commands", sigint_sigterm_sigkill_stop_remote_commands),
+        ("with_become_the_root_commands_stop_too", with_become_the_root_commands_stop_too),
+        ("no_timeout_runs_and_finishes_normally", no_timeout_runs_and_finishes_normally),
+        (
+            "interrupted_fanout_names_finished_cut_off_and_unstarted_nodes",
+            interrupted_fanout_names_finished_cut_off_and_unstarted_nodes,
+        ),
+        ("a_flooding_node_does_not_exhaust_controller_memory", a_flooding_node_does_not_exhaust_controller_memory),
+        ("hooks_interrupted_killed_and_refused", hooks_interrupted_killed_and_refused),
+    ])
 }

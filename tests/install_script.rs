@@ -7,6 +7,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use crate::support::harness::Suite;
+
 fn script() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scripts/install_k8s_cluster.sh")
 }
@@ -25,7 +27,6 @@ fn text(o: &Output) -> String {
     format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
 }
 
-#[test]
 fn supported_systems_are_ubuntu_22_04_and_24_04_and_debian_12() {
     for (id, v, arch, ok) in [
         ("ubuntu", "22.04", "x86_64", true),
@@ -47,7 +48,6 @@ fn supported_systems_are_ubuntu_22_04_and_24_04_and_debian_12() {
     }
 }
 
-#[test]
 fn online_pins_are_filled_and_checked() {
     // Online (no K8S_OFFLINE_DIR), main master: the shipped pins pass.
     let o = run("ROLE=main-master; check_pins && echo pins-ok", &[]);
@@ -97,7 +97,6 @@ fn make_key(home: &Path, uid: &str) -> String {
     fpr
 }
 
-#[test]
 fn the_apt_key_is_recognised_by_its_fingerprint_only() {
     let d = tempfile::tempdir().unwrap();
     let home = d.path().join("gnupg");
@@ -128,4 +127,22 @@ fn the_apt_key_is_recognised_by_its_fingerprint_only() {
         let o = fp(bad);
         assert!(!o.status.success() && o.stdout.is_empty(), "{}: {}", bad.display(), text(&o));
     }
+}
+
+/// The suite's trials (they need no lab), run by the `offline` test binary (tests/bin/offline.rs).
+pub fn suite() -> Suite {
+    Suite::new(file!()).without_root(&[
+        ("supported_systems_are_ubuntu_22_04_and_24_04_and_debian_12", || {
+            supported_systems_are_ubuntu_22_04_and_24_04_and_debian_12();
+            Ok(())
+        }),
+        ("online_pins_are_filled_and_checked", || {
+            online_pins_are_filled_and_checked();
+            Ok(())
+        }),
+        ("the_apt_key_is_recognised_by_its_fingerprint_only", || {
+            the_apt_key_is_recognised_by_its_fingerprint_only();
+            Ok(())
+        }),
+    ])
 }

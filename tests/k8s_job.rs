@@ -5,13 +5,14 @@
 //! with one wrong field must fail the same check, so the check can fail. Needs python3 and the
 //! network the first time (scripts/k8s-validate-venv.sh); not root.
 
-mod support;
+use crate::support;
 
 use std::process::Command;
 
 use mgmt_driver::sites::catalogue::Catalogue;
 use mgmt_driver::sites::export::{k8s_job, read_site_files, ConfigSource, JobOptions};
 use mgmt_driver::sites::render::render_all;
+use support::harness::Suite;
 use support::k8s_validate::{validate, validator, VERSIONS};
 
 // The Kubernetes versions the manifest must be valid for (support::k8s_validate::VERSIONS):
@@ -38,7 +39,6 @@ fn options() -> JobOptions {
     }
 }
 
-#[test]
 fn the_exported_job_is_valid_kubernetes_and_a_wrong_one_is_not() {
     let d = tempfile::tempdir().unwrap();
     let t = d.path().join("tpl");
@@ -103,4 +103,12 @@ fn the_exported_job_is_valid_kubernetes_and_a_wrong_one_is_not() {
         let (ok, text) = validate(&kv, &bad, VERSIONS[1]);
         assert!(!ok, "a manifest with '{to}' passed validation:\n{text}");
     }
+}
+
+/// The suite's trials (they need no lab), run by the `offline` test binary (tests/bin/offline.rs).
+pub fn suite() -> Suite {
+    Suite::new(file!()).without_root(&[("the_exported_job_is_valid_kubernetes_and_a_wrong_one_is_not", || {
+        the_exported_job_is_valid_kubernetes_and_a_wrong_one_is_not();
+        Ok(())
+    })])
 }

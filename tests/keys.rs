@@ -5,7 +5,7 @@
 //!
 //! Needs root (namespaces); see tests/support/harness.rs for the skip policy.
 
-mod support;
+use crate::support;
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -331,6 +331,7 @@ fn unhealed_rebuild_is_refused(t: &mut Keys) -> R {
     Ok(())
 }
 
-fn main() {
-    Suite::new(file!()).needing_root(&[("rebuilt_vms", rebuilt_vms)]).run()
+/// The suite's trials, run by its test binary (tests/bin/).
+pub fn suite() -> Suite {
+    Suite::new(file!()).needing_root(&[("rebuilt_vms", rebuilt_vms)])
 }

@@ -5,7 +5,7 @@
 //! Needs root (namespaces). Outside CI a non-root run skips loudly; under CI=true it fails
 //! (tests/support/harness.rs). The lab is shared by all tests and torn down after the last.
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -1011,7 +1011,8 @@ fn tcp_listener_that_never_speaks_ssh_fails_after_the_retry_window() -> Result<(
     check(attempts >= 2, || format!("the listener saw {attempts} attempts"))
 }
 
-fn main() {
+/// The suite's trials, run by its test binary (tests/bin/).
+pub fn suite() -> Suite {
     Suite::new(file!())
         .shared_lab(|| {
             Lab::up("t", 7, NODES, &["--hidden", "1", "--no-sftp", &format!("{NODE_NO_SFTP},{NODE_CUT_EXEC}")])
@@ -1056,5 +1057,4 @@ fn main() {
                 tcp_listener_that_never_speaks_ssh_fails_after_the_retry_window,
             ),
         ])
-        .run()
 }

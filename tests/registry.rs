@@ -8,7 +8,7 @@
 //!
 //! Needs root (namespaces); lab `r1`, net 110.
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -356,9 +356,9 @@ fn terminate_removes_registries(t: &mut RegCluster) -> R {
     Ok(())
 }
 
-fn main() {
+/// The suite's trials, run by its test binary (tests/bin/).
+pub fn suite() -> Suite {
     Suite::new(file!())
         .without_root(&[("tacker_cir_body_plans", tacker_cir_body_plans)])
         .needing_root(&[("registries_and_labels", registries_and_labels)])
-        .run()
 }

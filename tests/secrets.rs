@@ -6,7 +6,7 @@
 //!
 //! Needs root (namespaces); see tests/support/harness.rs for the skip policy.
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 
@@ -180,6 +180,7 @@ fn wrong_key_is_refused(t: &mut Sealed) -> R {
     check(c.k8s_nodes().contains(&"worker12".to_string()), || "a refused run changed the cluster".into())
 }
 
-fn main() {
-    Suite::new(file!()).needing_root(&[("no_plaintext_credentials_at_rest", no_plaintext_credentials_at_rest)]).run()
+/// The suite's trials, run by its test binary (tests/bin/).
+pub fn suite() -> Suite {
+    Suite::new(file!()).needing_root(&[("no_plaintext_credentials_at_rest", no_plaintext_credentials_at_rest)])
 }

@@ -5,7 +5,7 @@
 //!
 //! Needs root (namespaces), as every lab main (tests/support/harness.rs).
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -440,7 +440,8 @@ fn catalogue_render_then_plan_and_template_errors() -> R {
     Ok(())
 }
 
-fn main() {
+/// The suite's trials, run by its test binary (tests/bin/).
+pub fn suite() -> Suite {
     Suite::new(file!())
         .without_root(&[
             ("plan_and_refusal_connect_to_nothing", plan_and_refusal_connect_to_nothing),
@@ -450,5 +451,4 @@ fn main() {
             "twelve_sites_at_once_with_one_down_and_a_resume",
             twelve_sites_at_once_with_one_down_and_a_resume,
         )])
-        .run()
 }

@@ -9,7 +9,7 @@
 //!
 //! Needs root (namespaces), as every lab main (tests/support/harness.rs).
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -207,8 +207,8 @@ fn list(dir: &Path) -> Vec<String> {
     v
 }
 
-fn main() {
+/// The suite's trials, run by its test binary (tests/bin/).
+pub fn suite() -> Suite {
     Suite::new(file!())
         .needing_root(&[("every_index_once_one_killed_and_rerun", every_index_once_one_killed_and_rerun)])
-        .run()
 }

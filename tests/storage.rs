@@ -12,7 +12,7 @@
 //! valid Kubernetes objects by `kubernetes-validate` (offline schemas, strict; PyPI the first
 //! time, scripts/k8s-validate-venv.sh), and a wrong one is not.
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -434,9 +434,9 @@ fn tacker_pv_guide_body_plans() -> R {
     check(!all.contains("install_k8s_cluster.sh"), || format!("a cluster node was reinstalled:\n{all}"))
 }
 
-fn main() {
+/// The suite's trials, run by its test binary (tests/bin/).
+pub fn suite() -> Suite {
     Suite::new(file!())
         .without_root(&[("tacker_pv_guide_body_plans", tacker_pv_guide_body_plans)])
         .needing_root(&[("storage_lifecycle", storage_lifecycle)])
-        .run()
 }

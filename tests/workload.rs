@@ -8,7 +8,7 @@
 //! `kubernetes-validate` (strict), and a wrong one must fail that check (no root needed).
 //! Lab tests need root; outside CI a non-root run skips them loudly (tests/support/harness.rs).
 
-mod support;
+use crate::support;
 
 use std::path::PathBuf;
 
@@ -368,9 +368,9 @@ fn generated_manifests_are_valid_kubernetes() -> R {
     check(!ok, || format!("a wrong manifest passed:\n{text}"))
 }
 
-fn main() {
+/// The suite's trials, run by its test binary (tests/bin/).
+pub fn suite() -> Suite {
     Suite::new(file!())
         .without_root(&[("generated_manifests_are_valid_kubernetes", generated_manifests_are_valid_kubernetes)])
         .needing_root(&[("workload_lifecycle_on_a_kit_cluster", lifecycle)])
-        .run()
 }

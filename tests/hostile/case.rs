@@ -5,9 +5,10 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::time::Duration;
 
-use libtest_mimic::{Arguments, Failed, Trial};
+use libtest_mimic::Failed;
 use serde_json::Value;
 
+use crate::support::harness::{Body, Suite};
 use crate::support::mgmt;
 
 /// A rejected input must be refused before anything else happens, and quickly: input bombs
@@ -209,23 +210,22 @@ fn run_case(c: &Case) -> Result<(), Failed> {
     }
 }
 
-/// Run the table as one trial per case; names must be unique.
-pub fn run(cases: Vec<Case>) {
+/// The table as a suite of one trial per case (named after `file`); names must be unique. The
+/// suite's closing line counts rejected and accepted cases.
+pub fn suite(file: &'static str, cases: Vec<Case>) -> Suite {
     let mut names = BTreeSet::new();
     for c in &cases {
         assert!(names.insert(c.name.clone()), "two hostile cases are named {}", c.name);
     }
     let rejected = cases.iter().filter(|c| matches!(c.expect, Expect::Rejected { .. })).count();
     let total = cases.len();
-    let args = Arguments::from_args();
-    let trials: Vec<Trial> = cases
-        .into_iter()
-        .map(|c| {
-            let name = c.name.clone();
-            Trial::test(name, move || run_case(&c))
-        })
-        .collect();
-    let conclusion = libtest_mimic::run(&args, trials);
-    eprintln!("hostile corpus: {total} cases, {rejected} must be rejected, {} accepted safely", total - rejected);
-    conclusion.exit();
+    let trials = cases.into_iter().map(|c| {
+        let name = c.name.clone();
+        let body: Body = Box::new(move || run_case(&c));
+        (name, body)
+    });
+    Suite::new(file).cases(trials).closing_line(format!(
+        "hostile corpus: {total} cases, {rejected} must be rejected, {} accepted safely",
+        total - rejected
+    ))
 }

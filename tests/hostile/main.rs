@@ -6,24 +6,26 @@
 //!   and never in the harmful one.
 //!
 //! Tables live in one file per input family (`inventory.rs`, `cluster.rs`, `cnf.rs`,
-//! `fanout.rs`); `case.rs` is the runner. `cargo test --test hostile -- --list` lists them all;
-//! the last line of a run counts rejected and accepted cases.
+//! `fanout.rs`); `case.rs` is the runner. The corpus is the suite `hostile` of the `offline` test
+//! binary (tests/bin/offline.rs, which also gives the tables their `crate::case`):
+//! `cargo test --test offline -- hostile:: --list` lists them all; the last line of its run
+//! counts rejected and accepted cases.
 
-#[path = "../support/mod.rs"]
-mod support;
+use crate::support::harness::Suite;
 
-mod case;
+pub(crate) mod case;
 mod cluster;
 mod cnf;
 mod ee;
-mod fanout;
+pub(crate) mod fanout;
 mod hook;
 mod inventory;
 mod registry;
 mod storage;
 mod workload;
 
-fn main() {
+/// The corpus as one suite: one trial per case.
+pub fn suite() -> Suite {
     let mut cases = Vec::new();
     cases.extend(fanout::cases());
     cases.extend(inventory::cases());
@@ -34,5 +36,5 @@ fn main() {
     cases.extend(storage::cases());
     cases.extend(ee::cases());
     cases.extend(workload::cases());
-    case::run(cases);
+    case::suite(file!(), cases)
 }

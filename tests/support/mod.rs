@@ -1,6 +1,6 @@
 //! Test support: a real OpenSSH lab (scripts/lab.sh) that is always torn down, helpers to
-//! run the real `mgmt-driver` binary against it, the runner every lab test main uses
-//! (`harness`), and named phases for long tests (`phase`).
+//! run the real `mgmt-driver` binary against it, the runner every test binary (tests/bin/) runs
+//! its suites with (`harness`), and named phases for long tests (`phase`).
 #![allow(dead_code)] // shared by several test binaries; each uses a part
 
 pub mod harness;

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh machine: installs what the tests need (openssh-server,
 # sudo, iproute2, python3, shellcheck, ...), checks the house rules (rustfmt, clippy on every
-# target, shellcheck on every shell program), then runs the unit tests, the lab tests against
-# real sshd nodes (tests/lab.rs, tests/cluster.rs, tests/cnf.rs, tests/secrets.rs; every
-# `-o json` document they see is checked against docs/result.schema.json) and the lab kit's
+# target, shellcheck on every shell program, cargo deny), then runs the unit tests, the four
+# test binaries (tests/bin/: lab, cluster and cnf against real sshd nodes, offline for the
+# hostile corpus and the snapshots; every `-o json` document they see is checked against
+# docs/result.schema.json), Tacker's own code calling our package, and the lab kit's
 # self-tests. Run as root: the lab uses network/mount/pid namespaces. Extra arguments go to
 # `cargo test`.
 set -euo pipefail

@@ -19,6 +19,7 @@ pub(crate) mod cnf;
 pub mod command;
 #[cfg(test)]
 mod debug_audit;
+pub(crate) mod duration;
 pub(crate) mod ee;
 pub mod error;
 pub mod event;

@@ -303,7 +303,7 @@ fn seconds(v: &Option<PortText>, field: &str) -> std::result::Result<Option<u32>
         PortText::Text(s) => s.clone(),
         PortText::Number(n) => n.to_string(),
     };
-    let d = crate::cli::common::parse_duration(&text).map_err(|m| (field.to_string(), m))?;
+    let d = crate::duration::parse_duration(&text).map_err(|m| (field.to_string(), m))?;
     whole_seconds(d).map(Some).map_err(|m| (field.to_string(), format!("'{}' {m}", excerpt(&text))))
 }
 

@@ -11,8 +11,9 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use crate::error::{excerpt, Error, Result};
+use crate::workload::kind::Kind;
+use crate::workload::names;
 use crate::workload::ports::{self, PortSpec};
-use crate::workload::{names, Kind};
 
 /// At most this many bytes of spec are read (a spec is a page of YAML).
 pub const SPEC_MAX_BYTES: u64 = 1 << 20;

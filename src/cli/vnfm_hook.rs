@@ -23,6 +23,7 @@ use crate::vnfm;
 use crate::vnfm::document::{Options, API_VERSION};
 use crate::vnfm::prepare::Flags;
 use crate::vnfm::respond::Answer;
+use crate::vnfm::run::Family;
 
 #[derive(Args, Debug, Clone)]
 pub struct VnfmHookArgs {
@@ -116,14 +117,19 @@ impl HookResponse {
     }
 }
 
-/// The hook's store and runner: this command's flags, as `vnfm::run` asks for them.
+/// The hook's store and runners: this command's flags, with the cluster hooks' and the `cnf`
+/// commands' defaults for the shared flags, as `vnfm::run` asks for them.
 impl vnfm::run::Setup for Ctx {
     fn open_store(&self, dir: &Option<PathBuf>) -> Result<Store> {
         self.store(dir)
     }
 
-    fn runner_for(&self, events: Events, retry_for: Duration, parallel: usize, timeouts: Timeouts) -> Result<Runner> {
-        self.runner(events, &Defaults { retry_for, parallel }, timeouts, false)
+    fn runner_for(&self, events: Events, family: Family, timeouts: Timeouts) -> Result<Runner> {
+        let defaults = match family {
+            Family::Cluster => Defaults { retry_for: Duration::from_secs(300), parallel: 64 },
+            Family::Cnf => Defaults { retry_for: Duration::from_secs(5), parallel: 16 },
+        };
+        self.runner(events, &defaults, timeouts, false)
     }
 
     fn inventory_opts(&self) -> LoadOptions {

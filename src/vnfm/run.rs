@@ -25,13 +25,23 @@ use crate::vnfm::dispatch::{self, Action, ClusterOp, Kind};
 use crate::vnfm::document::{parse_operation, Lcm};
 use crate::vnfm::prepare::Call;
 
+/// Which family of operation a runner is for: the caller gives each its own defaults for the
+/// shared flags (`--retry-for`, `--parallel`), as it does for the commands of that family.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Family {
+    /// The cluster hooks (VMs may still be booting).
+    Cluster,
+    /// The Helm CNF operations (masters answer or are down).
+    Cnf,
+}
+
 /// What the caller chooses for a hook (the composition root: SSH or the plan connector, the
-/// store read-write or read-only); this module picks neither.
+/// store read-write or read-only, the shared flags' defaults); this module picks none of them.
 pub trait Setup {
     /// The state store under `dir` (default: the user's); read-only in a plan.
     fn open_store(&self, dir: &Option<PathBuf>) -> Result<Store>;
-    /// A runner with the operation's own defaults for `--retry-for` and `--parallel`.
-    fn runner_for(&self, events: Events, retry_for: Duration, parallel: usize, timeouts: Timeouts) -> Result<Runner>;
+    /// A runner for an operation of `family`.
+    fn runner_for(&self, events: Events, family: Family, timeouts: Timeouts) -> Result<Runner>;
     /// How inventories are loaded (`--ssh-config`, `--insecure-no-host-key-check`).
     fn inventory_opts(&self) -> LoadOptions;
     /// Only planning: `--dry-run`, or the document's `options.dry_run`.
@@ -198,7 +208,7 @@ async fn cluster<S: Setup>(
     if let Some(out) = kubeconfig_out {
         kubeconfig::check_destination(out)?;
     }
-    let rt = setup.runner_for(events, Duration::from_secs(300), 64, timeouts)?;
+    let rt = setup.runner_for(events, Family::Cluster, timeouts)?;
     let p = prepare::prepare(op, &inputs, store, rt)?;
     let mut warnings = p.hook.params.warnings.clone();
     let mut outcome = crate::cluster::run(op, &p, c.opts.reset_nodes.unwrap_or(false)).await;
@@ -256,7 +266,7 @@ async fn run_cnf<S: Setup>(c: &Call, setup: &S, events: Events, store: Store, op
         status_interval: Duration::from_secs(5),
     };
     let prepared = cnf::run::prepare(&op, &inputs, store)?;
-    let rt = setup.runner_for(events, Duration::from_secs(5), 16, Timeouts::default())?;
+    let rt = setup.runner_for(events, Family::Cnf, Timeouts::default())?;
     let o = cnf::run::run(&op, &inputs, prepared, rt).await?;
     Ok(Done { result: o.result, warnings: o.warnings, ..Default::default() })
 }

@@ -30,6 +30,7 @@ pub(crate) mod cnf;
 pub mod command;
 #[cfg(test)]
 mod debug_audit;
+pub(crate) mod duration;
 pub(crate) mod ee;
 pub mod error;
 pub mod event;

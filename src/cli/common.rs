@@ -80,23 +80,8 @@ pub struct Defaults {
     pub parallel: usize,
 }
 
-/// Durations as operators write them: `30` (seconds), `1.5`, `10s`, `500ms`, `5m`, `1h`.
-pub fn parse_duration(s: &str) -> std::result::Result<Duration, String> {
-    let t = s.trim();
-    let d = match t.parse::<f64>() {
-        Ok(v) if v.is_finite() && v > 0.0 => Duration::from_secs_f64(v.min(1e9)),
-        Ok(_) => return Err(format!("'{s}' must be a positive duration")),
-        Err(_) => humantime::parse_duration(t)
-            .map_err(|e| format!("'{s}' is not a duration ({e}); use e.g. 30, 10s, 5m, 1h"))?,
-    };
-    if d.is_zero() {
-        return Err(format!("'{s}' must be a positive duration"));
-    }
-    if d > Duration::from_secs(10_000_000) {
-        return Err(format!("'{s}' is too long (at most 10000000 seconds)"));
-    }
-    Ok(d)
-}
+/// The one duration parser (`crate::duration`), here for the flags' `value_parser`.
+pub use crate::duration::parse_duration;
 
 impl Ctx {
     pub fn inventory_opts(&self) -> LoadOptions {
@@ -159,23 +144,5 @@ impl Ctx {
             None => Renderer::for_hooks(self.output, self.verbose),
         };
         (events, tokio::spawn(r.plan(self.run.dry_run).run(rx)))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn durations_as_operators_write_them() {
-        assert_eq!(parse_duration("30").unwrap(), Duration::from_secs(30));
-        assert_eq!(parse_duration("1.5").unwrap(), Duration::from_millis(1500));
-        assert_eq!(parse_duration("10s").unwrap(), Duration::from_secs(10));
-        assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
-        assert_eq!(parse_duration("5m").unwrap(), Duration::from_secs(300));
-        assert_eq!(parse_duration("1h").unwrap(), Duration::from_secs(3600));
-        for bad in ["0", "-1", "NaN", "inf", "ten", "", "1e300", "400000000000s"] {
-            assert!(parse_duration(bad).is_err(), "{bad}");
-        }
     }
 }

@@ -1,6 +1,7 @@
 //! `mgmt-driver key` and `mgmt-driver ee …`: the driver's own SSH key (show, rotate,
 //! finish-rotation) and the registered execution environments (register, list, show, delete).
-//! Arguments are checked before anything connects (exit 2); the steps are in `ee/`.
+//! Parses the arguments, calls `ee/` (which checks them before anything connects: exit 2) with
+//! the store, renderer and runner picked here, and prints the result.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -10,16 +11,15 @@ use serde_json::{json, Value};
 
 use crate::cli::common::{Ctx, Defaults};
 use crate::cli::envelope::{Envelope, ErrorItem};
+use crate::ee;
 use crate::ee::driver_key::{KeyDoc, KeyType};
-use crate::ee::namespace::Namespace;
-use crate::ee::record::{self, EeRecord, Registry};
-use crate::ee::{register, rotate};
-use crate::error::{exit, Error, Result};
-use crate::inventory::{check_user, validate_addr, Auth, Host, HostKeyCheck};
-use crate::lifecycle::state::{now_rfc3339, Store};
+use crate::ee::record::Registry;
+use crate::ee::rotate;
+use crate::error::{exit, Result};
+use crate::inventory::{Host, HostKeyCheck};
+use crate::lifecycle::state::Store;
 use crate::lifecycle::Timeouts;
 use crate::render::Output;
-use crate::secret::Secret;
 
 /// Registered machines answer quickly or are down: retry briefly, not like a booting VM.
 const EE_DEFAULTS: Defaults = Defaults { retry_for: Duration::from_secs(10), parallel: 64 };
@@ -117,11 +117,31 @@ pub enum RegisterPolicy {
     AcceptNew,
 }
 
-/// The hosts of `--ee NAME|ID …`, ready to connect (for the fan-out commands and primitives).
+impl RegisterArgs {
+    fn request(&self) -> ee::register::Request {
+        ee::register::Request {
+            name: self.name.clone(),
+            host: self.host.clone(),
+            port: self.port,
+            user: self.user.clone(),
+            password_file: self.password_file.clone(),
+            password_env: self.password_env.clone(),
+            identity: self.identity.clone(),
+            install_key: self.install_key,
+            drop_password: self.drop_password,
+            host_key_check: match self.host_key_check {
+                RegisterPolicy::Strict => HostKeyCheck::Strict,
+                RegisterPolicy::AcceptNew => HostKeyCheck::AcceptNew,
+            },
+            namespace: self.namespace.clone(),
+            key_type: self.key_type,
+        }
+    }
+}
+
+/// The hosts of `--ee NAME|ID …`, ready to connect (for the fan-out commands).
 pub fn ee_hosts(store: &Store, names: &[String]) -> Result<Vec<Host>> {
-    let reg = Registry::load(store)?;
-    let keys = KeyDoc::load(store)?;
-    names.iter().map(|n| reg.find(n, "--ee").map(|r| r.to_host(store, keys.as_ref()))).collect()
+    ee::record::hosts(store, names)
 }
 
 fn print_doc(ctx: &Ctx, op: &str, ok: bool, result: Value, errors: Vec<ErrorItem>, plain: impl FnOnce()) {
@@ -157,60 +177,32 @@ pub async fn key(a: KeyArgs, ctx: &Ctx) -> Result<i32> {
     let rotate_new = matches!(a.cmd, Some(KeyCmd::Rotate));
     match a.cmd.unwrap_or(KeyCmd::Show) {
         KeyCmd::Show => {
-            let (k, made) = if ctx.run.dry_run {
-                match KeyDoc::load(&store)? {
-                    Some(k) => (k, false),
-                    None => return Err(Error::input("key", "dry run", "no key yet (a real run makes one)")),
-                }
-            } else {
-                let _lock = store.lock(crate::ee::driver_key::DOC_ID, crate::ee::driver_key::DOC_KIND)?;
-                KeyDoc::load_or_create(&store, a.kind)?
-            };
-            let reg = Registry::load(&store)?;
-            let doc = key_doc_json(&k, &reg, made);
+            let shown = ee::key::show(&store, a.kind, ctx.run.dry_run)?;
+            let (k, reg) = (&shown.keys, &shown.registry);
+            let doc = key_doc_json(k, reg, shown.made);
             print_doc(ctx, "key", true, doc, vec![], || {
                 println!("{}", k.current.openssh);
                 if k.previous.is_some() {
                     eprintln!(
                         "note: a key rotation is pending on: {} (mgmt-driver key finish-rotation)",
-                        rotate::pending(&reg, &k).join(", ")
+                        rotate::pending(reg, k).join(", ")
                     );
                 }
             });
             Ok(exit::OK)
         }
         KeyCmd::Rotate | KeyCmd::FinishRotation => {
-            let _reg_lock = Registry::lock(&store)?;
-            let _key_lock = store.lock(crate::ee::driver_key::DOC_ID, crate::ee::driver_key::DOC_KIND)?;
-            let mut keys = KeyDoc::load(&store)?
-                .ok_or_else(|| Error::input("key", "rotate", "there is no key yet: `mgmt-driver key` makes one"))?;
-            if rotate_new {
-                if keys.previous.is_some() {
-                    return Err(Error::input(
-                        "key",
-                        "rotate",
-                        "a rotation is pending already: finish it first (mgmt-driver key finish-rotation)",
-                    ));
-                }
-                let new = crate::ee::driver_key::DriverKey::generate(a.kind)?;
-                keys.previous = Some(std::mem::replace(&mut keys.current, new));
-                // The new key is saved before any machine is touched: it is never lost.
-                keys.save(&store)?;
-            } else if keys.previous.is_none() {
-                return Err(Error::input("key", "finish-rotation", "no rotation is pending"));
-            }
-            let mut reg = Registry::load(&store)?;
-            let (events, renderer) = ctx.renderer(Some(reg.ees.len().max(1)));
+            let mut rotation = ee::key::prepare(&store, a.kind, rotate_new)?;
+            let (events, renderer) = ctx.renderer(Some(rotation.registry.ees.len().max(1)));
             let rt = ctx.runner(events, &EE_DEFAULTS, Timeouts::default(), true)?;
-            let pass = rotate::advance(&rt, &store, &mut reg, &mut keys).await;
-            drop(rt);
+            let pass = rotation.run(&store, rt).await;
             let _ = renderer.await;
-            reg.save(&store)?;
-            keys.save(&store)?;
+            rotation.save(&store)?;
+            let (keys, reg) = (&rotation.keys, &rotation.registry);
             let failed: Vec<&(String, &str, Result<()>)> = pass.results.iter().filter(|r| r.2.is_err()).collect();
             let errors: Vec<ErrorItem> =
                 failed.iter().filter_map(|r| r.2.as_ref().err()).map(ErrorItem::from_error).collect();
-            let mut doc = key_doc_json(&keys, &reg, rotate_new);
+            let mut doc = key_doc_json(keys, reg, rotate_new);
             doc["steps"] =
                 pass.results.iter().map(|(ee, step, r)| json!({"ee": ee, "step": step, "ok": r.is_ok()})).collect();
             doc["finished"] = json!(pass.finished);
@@ -227,7 +219,7 @@ pub async fn key(a: KeyArgs, ctx: &Ctx) -> Result<i32> {
                 } else {
                     eprintln!(
                         "rotation pending on: {} (run `mgmt-driver key finish-rotation` when they are back)",
-                        rotate::pending(&reg, &keys).join(", ")
+                        rotate::pending(reg, keys).join(", ")
                     );
                 }
                 println!("{}", keys.current.openssh);
@@ -237,108 +229,13 @@ pub async fn key(a: KeyArgs, ctx: &Ctx) -> Result<i32> {
     }
 }
 
-/// The password given by file or environment.
-fn password(a: &RegisterArgs) -> Result<Option<Secret>> {
-    if let Some(p) = &a.password_file {
-        let text = crate::input_limit::read_capped(p, 64 << 10, "--password-file")?;
-        let line = text.lines().next().unwrap_or("");
-        if line.is_empty() {
-            return Err(Error::input(p.display().to_string(), "--password-file", "is empty"));
-        }
-        return Ok(Some(Secret::new(line)));
-    }
-    if let Some(v) = &a.password_env {
-        return match std::env::var(v) {
-            Ok(s) if !s.is_empty() => Ok(Some(Secret::new(s))),
-            _ => Err(Error::input("--password-env", v.clone(), "is not set (or empty) in the environment")),
-        };
-    }
-    Ok(None)
-}
-
-/// The host key fingerprints recorded for `host:port` in the store's known_hosts.
-fn learned_key(store: &Store, host: &str, port: u16) -> Option<String> {
-    crate::ssh::host_key::recorded_fingerprint(&record::known_hosts(store), host, port)
-}
-
-async fn register_cmd(a: RegisterArgs, ctx: &Ctx, store: &Store) -> Result<i32> {
-    record::check_name(&a.name).map_err(|m| Error::input("arguments", "NAME", m))?;
-    validate_addr(&a.host).map_err(|m| Error::input("arguments", "--host", m))?;
-    check_user(&a.user).map_err(|m| Error::input("arguments", "--user", m))?;
-    if a.port == 0 {
-        return Err(Error::input("arguments", "--port", "must be 1..65535"));
-    }
-    let namespace = a
-        .namespace
-        .as_deref()
-        .map(|n| Namespace::parse(n).map_err(|m| Error::input("arguments", "--namespace", m)))
-        .transpose()?;
-    let pw = password(&a)?;
-    if let Some(p) = &a.identity {
-        if !p.is_file() {
-            return Err(Error::input("arguments", "--identity", format!("{} is not a file", p.display())));
-        }
-    }
-    if pw.is_none() && a.identity.is_none() {
-        return Err(Error::input(
-            "arguments",
-            "--password-file",
-            "a first login needs a credential: --password-file, --password-env or --identity",
-        ));
-    }
-    if a.drop_password && pw.is_none() {
-        return Err(Error::input("arguments", "--drop-password", "there is no password to drop"));
-    }
-    let _lock = Registry::lock(store)?;
-    let mut reg = Registry::load(store)?;
-    if reg.ees.iter().any(|e| e.name == a.name) {
-        return Err(Error::input(
-            "arguments",
-            "NAME",
-            format!("'{}' is registered already (ee show {0}; ee delete {0} to register it again)", a.name),
-        ));
-    }
-    let keys = if a.install_key {
-        if ctx.run.dry_run {
-            KeyDoc::load(store)?
-        } else {
-            let _k = store.lock(crate::ee::driver_key::DOC_ID, crate::ee::driver_key::DOC_KIND)?;
-            Some(KeyDoc::load_or_create(store, a.key_type)?.0)
-        }
-    } else {
-        None
-    };
-    let policy = match a.host_key_check {
-        RegisterPolicy::Strict => HostKeyCheck::Strict,
-        RegisterPolicy::AcceptNew => HostKeyCheck::AcceptNew,
-    };
-    let rec = EeRecord {
-        id: record::new_id(),
-        name: a.name.clone(),
-        host: a.host.clone(),
-        port: a.port,
-        user: a.user.clone(),
-        password: pw.as_ref().map(|s| s.expose().to_string()),
-        identity_file: a.identity.as_ref().map(|p| std::path::absolute(p).unwrap_or_else(|_| p.clone())),
-        host_key_check: policy,
-        host_key: None,
-        namespace: namespace.map(|n| n.to_string()),
-        driver_keys: vec![],
-        registered: now_rfc3339(),
-    };
-    let first = Host {
-        host_key_check: policy,
-        auth: Auth { driver_keys: vec![], ..rec.to_host(store, None).auth },
-        ..rec.to_host(store, None)
-    };
+async fn register(a: RegisterArgs, ctx: &Ctx, store: &Store) -> Result<i32> {
+    let mut prepared = ee::register::prepare(&a.request(), store, ctx.run.dry_run)?;
     let (events, renderer) = ctx.renderer(Some(1));
     let rt = ctx.runner(events, &EE_DEFAULTS, Timeouts::default(), true)?;
-    let opts = register::Options { install_key: a.install_key, drop_password: a.drop_password };
-    let r = register::register(&rt, &first, rec, keys.as_ref(), opts).await;
-    rt.close().await;
-    drop(rt);
+    let r = ee::register::run(&prepared, rt).await;
     let _ = renderer.await;
-    let mut rec = match r {
+    let rec = match r {
         Ok(rec) => rec,
         Err(e) => {
             eprintln!("error: {e}");
@@ -346,10 +243,8 @@ async fn register_cmd(a: RegisterArgs, ctx: &Ctx, store: &Store) -> Result<i32> 
             return Ok(e.exit_code());
         }
     };
-    rec.host_key = learned_key(store, &rec.host, rec.port);
-    reg.ees.push(rec.clone());
-    reg.save(store)?;
-    let shown = rec.shown(keys.as_ref());
+    let rec = ee::register::save(&mut prepared, store, rec)?;
+    let shown = rec.shown(prepared.keys.as_ref());
     print_doc(ctx, "ee register", true, shown, vec![], || {
         println!("{}", rec.id);
         eprintln!(
@@ -368,19 +263,15 @@ async fn register_cmd(a: RegisterArgs, ctx: &Ctx, store: &Store) -> Result<i32> 
 pub async fn ee(cmd: EeCmd, a: StoreArgs, ctx: &Ctx) -> Result<i32> {
     let store = ctx.store(&a.state_dir)?;
     match cmd {
-        EeCmd::Register(r) => register_cmd(r, ctx, &store).await,
+        EeCmd::Register(r) => register(r, ctx, &store).await,
         EeCmd::List { namespace } => {
-            let filter = namespace
-                .as_deref()
-                .map(|n| Namespace::parse(n).map_err(|m| Error::input("arguments", "--namespace", m)))
-                .transpose()?;
-            let reg = Registry::load(&store)?;
-            let keys = KeyDoc::load(&store)?;
-            let list: Vec<&EeRecord> = reg.within(filter.as_ref());
-            let doc = json!({"ees": list.iter().map(|e| e.shown(keys.as_ref())).collect::<Vec<_>>()});
+            let listed = ee::list::list(&store, namespace.as_deref())?;
+            let keys = listed.keys.as_ref();
+            let list = &listed.ees;
+            let doc = json!({"ees": list.iter().map(|e| e.shown(keys)).collect::<Vec<_>>()});
             print_doc(ctx, "ee list", true, doc, vec![], || {
-                for e in &list {
-                    let v = e.shown(keys.as_ref());
+                for e in list {
+                    let v = e.shown(keys);
                     println!(
                         "{}\t{}\t{}@{}:{}\t{}\t{}{}",
                         e.name,
@@ -396,46 +287,29 @@ pub async fn ee(cmd: EeCmd, a: StoreArgs, ctx: &Ctx) -> Result<i32> {
             });
             Ok(exit::OK)
         }
-        EeCmd::Show { ee } => {
-            let reg = Registry::load(&store)?;
-            let keys = KeyDoc::load(&store)?;
-            let doc = reg.find(&ee, "EE")?.shown(keys.as_ref());
+        EeCmd::Show { ee: name } => {
+            let doc = ee::list::show(&store, &name)?;
             print_doc(ctx, "ee show", true, doc.clone(), vec![], || {
                 println!("{}", serde_json::to_string_pretty(&doc).expect("serializes"));
             });
             Ok(exit::OK)
         }
-        EeCmd::Delete { ee, remove_key } => {
-            let _lock = Registry::lock(&store)?;
-            let mut reg = Registry::load(&store)?;
-            let rec = reg.find(&ee, "EE")?.clone();
-            let keys = KeyDoc::load(&store)?;
-            if remove_key && !rec.driver_keys.is_empty() {
-                if let Some(k) = &keys {
-                    let host = rec.to_host(&store, Some(k));
-                    let (events, renderer) = ctx.renderer(Some(1));
-                    let rt = ctx.runner(events, &EE_DEFAULTS, Timeouts::default(), true)?;
-                    let r = async {
-                        for key in std::iter::once(&k.current).chain(k.previous.as_ref()) {
-                            rt.exec(&host, crate::ee::authorized_keys::remove(key)?).await?;
-                        }
-                        Ok::<(), Error>(())
-                    }
-                    .await;
-                    rt.close().await;
-                    drop(rt);
-                    let _ = renderer.await;
-                    if let Err(e) = r {
-                        eprintln!("error: {e} (the record is kept)");
-                        print_doc(ctx, "ee delete", false, Value::Null, vec![ErrorItem::from_error(&e)], || {});
-                        return Ok(e.exit_code());
-                    }
+        EeCmd::Delete { ee: name, remove_key } => {
+            let prepared = ee::delete::prepare(&store, &name, remove_key)?;
+            if let Some(host) = prepared.key_holder(&store) {
+                let (events, renderer) = ctx.renderer(Some(1));
+                let rt = ctx.runner(events, &EE_DEFAULTS, Timeouts::default(), true)?;
+                let r = prepared.remove_keys(&host, rt).await;
+                let _ = renderer.await;
+                if let Err(e) = r {
+                    eprintln!("error: {e} (the record is kept)");
+                    print_doc(ctx, "ee delete", false, Value::Null, vec![ErrorItem::from_error(&e)], || {});
+                    return Ok(e.exit_code());
                 }
             }
-            reg.ees.retain(|e| e.id != rec.id);
-            reg.save(&store)?;
-            let doc = json!({"id": rec.id, "name": rec.name, "keyRemoved": remove_key && !rec.driver_keys.is_empty()});
-            print_doc(ctx, "ee delete", true, doc, vec![], || eprintln!("deleted {} ({})", rec.name, rec.id));
+            let d = prepared.forget(&store)?;
+            let doc = json!({"id": d.id, "name": d.name, "keyRemoved": d.key_removed});
+            print_doc(ctx, "ee delete", true, doc, vec![], || eprintln!("deleted {} ({})", d.name, d.id));
             Ok(exit::OK)
         }
     }

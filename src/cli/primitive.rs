@@ -1,9 +1,10 @@
 //! `mgmt-driver primitive list|show|run|status`: the named actions of a directory or package
 //! (`primitives.yaml`), run on registered EEs, inventory hosts or a recorded cluster's masters or
-//! workers. Everything is checked before anything connects: a bad declaration is exit 2, bad
-//! parameters are exit 3 with each one named; a run's failure exits with its kind's code.
+//! workers. Parses the arguments, calls `primitive::prepare` (everything is checked before
+//! anything connects: a bad declaration is exit 2, bad parameters are exit 3 with each one
+//! named) and `primitive::run`, and prints the runs; a run's failure exits with its kind's code.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, Subcommand};
@@ -12,13 +13,11 @@ use serde_json::{json, Value};
 use crate::cli::common::{Ctx, Defaults};
 use crate::cli::envelope::{Envelope, ErrorItem};
 use crate::error::{exit, Error, Result};
-use crate::inventory::{Host, Inventory};
-use crate::lifecycle::package::Package;
-use crate::lifecycle::state::Store;
 use crate::lifecycle::Timeouts;
-use crate::primitive::run::{run_on, Prepared};
-use crate::primitive::spec::{self, Primitive, RunsOn};
-use crate::primitive::status::{ErrorKind, RunRecord, Status};
+use crate::primitive;
+use crate::primitive::prepare::{Ready, Refused, Request};
+use crate::primitive::spec;
+use crate::primitive::status::{ErrorKind, RunRecord};
 use crate::render::Output;
 
 #[derive(Args, Debug, Clone)]
@@ -69,27 +68,18 @@ pub struct RunArgs {
     pub cluster_instance: Option<String>,
 }
 
-/// Where primitives.yaml is.
-fn dir_of(s: &Source) -> Result<PathBuf> {
-    match (&s.dir, &s.package) {
-        (Some(d), _) => Ok(d.clone()),
-        (None, Some(p)) => {
-            let scripts = p.join("Scripts");
-            Ok(if scripts.join(spec::FILE_NAME).is_file() { scripts } else { p.clone() })
+impl RunArgs {
+    fn request(&self) -> Request {
+        Request {
+            name: self.name.clone(),
+            params: self.params.clone(),
+            ee: self.ee.clone(),
+            inventory: self.inventory.clone(),
+            group: self.group.clone(),
+            host: self.host.clone(),
+            cluster_instance: self.cluster_instance.clone(),
         }
-        (None, None) => Err(Error::input("arguments", "--dir", "where are the primitives? --dir DIR or --package DIR")),
     }
-}
-
-fn find<'a>(ps: &'a [Primitive], name: &str, dir: &Path) -> Result<&'a Primitive> {
-    ps.iter().find(|p| p.name == name).ok_or_else(|| {
-        let known: Vec<&str> = ps.iter().map(|p| p.name.as_str()).collect();
-        Error::input(
-            dir.join(spec::FILE_NAME).display().to_string(),
-            crate::error::excerpt(name),
-            format!("no such primitive (declared: {})", known.join(", ")),
-        )
-    })
 }
 
 fn print(ctx: &Ctx, op: &str, ok: bool, result: Value, errors: Vec<ErrorItem>) {
@@ -108,15 +98,7 @@ pub async fn run(cmd: PrimitiveCmd, src: Source, ctx: &Ctx) -> Result<i32> {
     match cmd {
         PrimitiveCmd::Status { run_id } => {
             let store = ctx.store(&src.state_dir)?;
-            let runs = match run_id {
-                Some(id) => {
-                    crate::lifecycle::state::check_instance_id(&id)?;
-                    vec![RunRecord::load(&store, &id)?.ok_or_else(|| {
-                        Error::input("arguments", "RUN_ID", format!("no run {id} in {}", store.dir().display()))
-                    })?]
-                }
-                None => RunRecord::list(&store)?,
-            };
+            let runs = primitive::status::runs(&store, run_id.as_deref())?;
             match ctx.output {
                 Output::Json | Output::Yaml => print(
                     ctx,
@@ -142,8 +124,7 @@ pub async fn run(cmd: PrimitiveCmd, src: Source, ctx: &Ctx) -> Result<i32> {
             Ok(exit::OK)
         }
         PrimitiveCmd::List => {
-            let dir = dir_of(&src)?;
-            let ps = spec::load(&dir)?;
+            let (_, ps) = primitive::prepare::declared(src.dir.as_deref(), src.package.as_deref())?;
             match ctx.output {
                 Output::Json | Output::Yaml => print(ctx, "primitive list", true, json!({"primitives": ps}), vec![]),
                 _ => {
@@ -155,9 +136,8 @@ pub async fn run(cmd: PrimitiveCmd, src: Source, ctx: &Ctx) -> Result<i32> {
             Ok(exit::OK)
         }
         PrimitiveCmd::Show { name } => {
-            let dir = dir_of(&src)?;
-            let ps = spec::load(&dir)?;
-            let p = find(&ps, &name, &dir)?;
+            let (dir, ps) = primitive::prepare::declared(src.dir.as_deref(), src.package.as_deref())?;
+            let p = primitive::prepare::find(&ps, &name, &dir)?;
             match ctx.output {
                 Output::Json | Output::Yaml => print(ctx, "primitive show", true, json!(p), vec![]),
                 _ => println!("{}", yaml_serde::to_string(p).expect("serializes")),
@@ -181,119 +161,20 @@ fn bad_arguments(prim: &str, bad: &[(String, String)]) -> (String, Vec<ErrorItem
     (msg, items)
 }
 
-/// The hosts a run goes to, from the command line and the declaration.
-fn targets(a: &RunArgs, prim: &Primitive, ctx: &Ctx, store: &Store) -> Result<Vec<Host>> {
-    if let Some(id) = &a.cluster_instance {
-        crate::lifecycle::state::check_instance_id(id)?;
-        if store.load_doc::<Value>(id, "cnf")?.is_some() && store.load_doc::<Value>(id, "")?.is_none() {
-            return Err(Error::input(
-                "--cluster-instance",
-                id.clone(),
-                "is a Helm CNF: Helm CNFs have no primitives (as in OSM's Helm connector); use the cnf operations",
-            ));
-        }
-    }
-    let mut hosts: Vec<Host> = Vec::new();
-    match (&prim.runs_on, &a.cluster_instance) {
-        (RunsOn::Masters | RunsOn::Workers, None) => {
-            return Err(Error::input(
-                "arguments",
-                "--cluster-instance",
-                format!(
-                    "primitive {} runs on a cluster's {}: name the VNF instance",
-                    prim.name,
-                    runs_on_word(&prim.runs_on)
-                ),
-            ))
-        }
-        (RunsOn::Masters | RunsOn::Workers, Some(id)) => {
-            let role = if prim.runs_on == RunsOn::Masters { "master" } else { "worker" };
-            let doc: Value = store.load_doc(id, "")?.ok_or_else(|| {
-                Error::input("--cluster-instance", id.clone(), "no cluster is recorded under this id (instantiate-end)")
-            })?;
-            let names: Vec<String> = doc["nodes"]
-                .as_object()
-                .map(|m| m.iter().filter(|(_, n)| n["role"] == role).map(|(k, _)| k.clone()).collect())
-                .unwrap_or_default();
-            let inv = a.inventory.as_ref().ok_or_else(|| {
-                Error::input(
-                    "arguments",
-                    "--inventory",
-                    "the cluster's nodes are logged in to with the inventory's credentials",
-                )
-            })?;
-            let inv = Inventory::load(inv, &ctx.inventory_opts())?;
-            for n in &names {
-                let h = inv.hosts.iter().find(|h| &h.name == n).ok_or_else(|| {
-                    Error::input("--inventory", n.clone(), format!("the recorded {role} is not in the inventory"))
-                })?;
-                hosts.push(h.clone());
-            }
-            if hosts.is_empty() {
-                return Err(Error::input(
-                    "--cluster-instance",
-                    id.clone(),
-                    format!("the recorded cluster has no {role}"),
-                ));
-            }
-        }
-        (RunsOn::Ee(declared), _) => {
-            if a.inventory.is_some() {
-                return Err(Error::input(
-                    "arguments",
-                    "--inventory",
-                    format!("primitive {} runs on EEs (--ee)", prim.name),
-                ));
-            }
-            let names: Vec<String> = match (a.ee.is_empty(), declared) {
-                (false, _) => a.ee.clone(),
-                (true, Some(n)) => vec![n.clone()],
-                (true, None) => {
-                    return Err(Error::input(
-                        "arguments",
-                        "--ee",
-                        format!("primitive {} runs on an EE: name it", prim.name),
-                    ))
-                }
-            };
-            hosts = crate::cli::ee::ee_hosts(store, &names)?;
-        }
-        (RunsOn::Any, _) => {
-            if let Some(p) = &a.inventory {
-                hosts = Inventory::load(p, &ctx.inventory_opts())?.select(&a.group, &a.host)?;
-            }
-            hosts.extend(crate::cli::ee::ee_hosts(store, &a.ee)?);
-            if hosts.is_empty() {
-                return Err(Error::input("arguments", "--ee", "no target: --ee NAME, or --inventory"));
-            }
-        }
-    }
-    Ok(hosts)
-}
-
-fn runs_on_word(r: &RunsOn) -> &'static str {
-    match r {
-        RunsOn::Masters => "masters",
-        RunsOn::Workers => "workers",
-        RunsOn::Ee(_) => "EEs",
-        RunsOn::Any => "hosts",
-    }
-}
-
 async fn run_cmd(a: RunArgs, src: Source, ctx: &Ctx) -> Result<i32> {
-    let dir = dir_of(&src)?;
-    let ps = spec::load(&dir)?;
-    let prim = find(&ps, &a.name, &dir)?.clone();
-    // Parameters first: nothing is opened, read or connected for a run with bad arguments.
-    let params = match spec::check_params(&prim, &a.params) {
-        Ok(p) => p,
-        Err(bad) => {
-            let (msg, items) = bad_arguments(&prim.name, &bad);
+    let (dir, package) = (src.dir.as_deref(), src.package.as_deref());
+    let ready =
+        primitive::prepare::prepare(dir, package, &a.request(), &ctx.inventory_opts(), || ctx.store(&src.state_dir));
+    let Ready { primitive: prep, params, hosts, store } = match ready {
+        Ok(r) => r,
+        Err(Refused::Input(e)) => return Err(e),
+        Err(Refused::BadArguments { primitive: name, bad }) => {
+            let (msg, items) = bad_arguments(&name, &bad);
             eprintln!("error: {msg}");
             if matches!(ctx.output, Output::Json | Output::Yaml) {
                 let mut env = Envelope::new("primitive run", ctx.run.dry_run);
                 env.ok = false;
-                env.result = json!({"primitive": prim.name, "errorKind": ErrorKind::BadArguments.as_str(),
+                env.result = json!({"primitive": name, "errorKind": ErrorKind::BadArguments.as_str(),
                     "badArguments": bad.iter().map(|(k, m)| json!({"name": k, "error": m})).collect::<Vec<_>>()});
                 env.errors = items;
                 env.print(ctx.output);
@@ -301,52 +182,14 @@ async fn run_cmd(a: RunArgs, src: Source, ctx: &Ctx) -> Result<i32> {
             return Ok(ErrorKind::BadArguments.exit_code());
         }
     };
-    let package = Package::open(&dir)?;
-    let script = package.file(&prim.script, &dir.join(spec::FILE_NAME).display().to_string(), "script")?;
-    let store = ctx.store(&src.state_dir)?;
-    let hosts = targets(&a, &prim, ctx, &store)?;
-    let prep = Prepared::new(prim.clone(), script, params.clone())?;
     let defaults = Defaults { retry_for: Duration::from_secs(10), parallel: 64 };
     let (events, renderer) = ctx.renderer(Some(hosts.len()));
     let rt = ctx.runner(events, &defaults, Timeouts::default(), true)?;
-    // Every run is recorded (pending) before the first connection.
-    let mut records: Vec<RunRecord> = Vec::new();
-    for h in &hosts {
-        let mut r = RunRecord::new(&crate::ee::record::new_id(), &prim.name, &h.name, params.clone());
-        r.set(Status::Pending, "waiting for the target", &store, &rt.ev(h))?;
-        records.push(r);
-    }
-    // Dropped unfinished (a signal drops this future): every run not yet ended is marked so.
-    let mut unfinished = Unfinished { store: &store, run_ids: records.iter().map(|r| r.run_id.clone()).collect() };
-    let pairs: Vec<(Host, std::sync::Mutex<RunRecord>)> =
-        hosts.into_iter().zip(records).map(|(h, r)| (h, std::sync::Mutex::new(r))).collect();
-    let nodes: Vec<&Host> = pairs.iter().map(|(h, _)| h).collect();
-    let (rt_ref, store_ref, prep_ref, pairs_ref) = (&rt, &store, &prep, &pairs);
-    let results = rt
-        .each(&nodes, |h| async move {
-            let slot = &pairs_ref.iter().find(|(x, _)| x.name == h.name).expect("a target").1;
-            let mut rec = slot.lock().unwrap_or_else(|p| p.into_inner()).clone();
-            let r = run_on(rt_ref, store_ref, prep_ref, h, &mut rec).await;
-            *slot.lock().unwrap_or_else(|p| p.into_inner()) = rec;
-            r
-        })
-        .await;
-    unfinished.run_ids.clear();
-    drop(rt);
+    let ran = primitive::run::run(&prep, &params, hosts, &store, rt).await?;
     let _ = renderer.await;
-    let mut code = exit::OK;
-    let mut errors = Vec::new();
-    let mut runs = Vec::new();
-    for ((_, r), (_, slot)) in results.iter().zip(&pairs) {
-        let rec = slot.lock().unwrap_or_else(|p| p.into_inner()).clone();
-        if let Err(e) = r {
-            if code == exit::OK {
-                code = rec.error_kind.unwrap_or(ErrorKind::of(e)).exit_code();
-            }
-            errors.push(ErrorItem::from_error(e));
-        }
-        runs.push(rec);
-    }
+    let errors: Vec<ErrorItem> = ran.errors.iter().map(ErrorItem::from_error).collect();
+    let (code, runs) = (ran.code, ran.runs);
+    let prim = &prep.primitive;
     match ctx.output {
         Output::Json | Output::Yaml => print(
             ctx,
@@ -374,27 +217,4 @@ async fn run_cmd(a: RunArgs, src: Source, ctx: &Ctx) -> Result<i32> {
         }
     }
     Ok(code)
-}
-
-/// The runs of a `primitive run` that has not come back yet. When the command is stopped
-/// (SIGINT/SIGTERM: `main.rs` drops the operation), the runs still pending or running are
-/// recorded as failed and interrupted, so `primitive status` never shows a run that is gone as
-/// running. Cleared once every run has its own outcome.
-struct Unfinished<'a> {
-    store: &'a crate::lifecycle::state::Store,
-    run_ids: Vec<String>,
-}
-
-impl Drop for Unfinished<'_> {
-    fn drop(&mut self) {
-        for id in &self.run_ids {
-            if let Ok(Some(mut r)) = RunRecord::load(self.store, id) {
-                if matches!(r.status, Status::Pending | Status::Running) {
-                    if let Err(e) = r.interrupted(self.store) {
-                        tracing::warn!(run = %id, error = %e, "could not record the interrupted run");
-                    }
-                }
-            }
-        }
-    }
 }

@@ -10,6 +10,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::ee::authorized_keys::COMMENT;
 use crate::error::{Error, Result};
 use crate::lifecycle::state::{now_rfc3339, Store};
 use crate::secret::Secret;
@@ -61,9 +62,6 @@ pub struct KeyDoc {
     #[serde(default)]
     pub previous: Option<DriverKey>,
 }
-
-/// The comment of our public keys in `authorized_keys`, so an operator sees whose line it is.
-pub const COMMENT: &str = "mgmt-driver";
 
 impl DriverKey {
     /// Make a new key pair.

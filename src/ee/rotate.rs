@@ -69,7 +69,7 @@ pub async fn advance(rt: &Runner, store: &Store, reg: &mut Registry, keys: &mut 
     let results = rt
         .each(&refs, |h| async move {
             let r = async {
-                rt.exec(h, authorized_keys::add(&k.current)?).await?;
+                rt.exec(h, authorized_keys::add(k.current.blob())?).await?;
                 rt.forget(h).await;
                 let only = new_key_only(h, k);
                 rt.exec(&only, answer_check()).await?;
@@ -106,7 +106,7 @@ pub async fn advance(rt: &Runner, store: &Store, reg: &mut Registry, keys: &mut 
     let old = &prev;
     let results = rt
         .each(&refs, |h| async move {
-            let r = rt.exec(h, authorized_keys::remove(old)?).await.map(|_| ());
+            let r = rt.exec(h, authorized_keys::remove(old.blob())?).await.map(|_| ());
             rt.forget(h).await;
             r
         })

@@ -7,7 +7,8 @@
 //! and may write JSON to `$MGMT_DRIVER_RESULT` (at most [`RESULT_MAX`] bytes, checked as JSON).
 //!
 //! The status record moves `pending → running → completed | failed` as this goes, saved and
-//! emitted at each step (`status.rs`).
+//! emitted at each step (`status.rs`). [`run`] does this on every target at once, every run
+//! recorded before the first connection and marked interrupted if the command is stopped.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -15,7 +16,7 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 
 use crate::command::RemoteCommand;
-use crate::error::{Error, Result};
+use crate::error::{exit, Error, Result};
 use crate::inventory::Host;
 use crate::lifecycle::state::Store;
 use crate::lifecycle::Runner;
@@ -150,6 +151,86 @@ async fn steps(rt: &Runner, store: &Store, prep: &Prepared, host: &Host, rec: &m
             status: code.map(|c| format!("exit code {c}")).unwrap_or_else(|| "no exit status".into()),
             stderr_tail: out.stderr_tail.clone(),
         }),
+    }
+}
+
+/// What a run on every target left: each target's record, the errors (in target order), and
+/// the exit code (the first failed run's kind's).
+pub struct Ran {
+    pub runs: Vec<RunRecord>,
+    pub errors: Vec<Error>,
+    pub code: i32,
+}
+
+/// Run `prep` on every host at once (as the runner's fan-out allows). Every run is recorded
+/// (pending) before the first connection; the runner is dropped once every run has its outcome.
+pub async fn run(
+    prep: &Prepared,
+    params: &Map<String, Value>,
+    hosts: Vec<Host>,
+    store: &Store,
+    rt: Runner,
+) -> Result<Ran> {
+    let prim = &prep.primitive;
+    let mut records: Vec<RunRecord> = Vec::new();
+    for h in &hosts {
+        let mut r = RunRecord::new(&crate::ee::record::new_id(), &prim.name, &h.name, params.clone());
+        r.set(Status::Pending, "waiting for the target", store, &rt.ev(h))?;
+        records.push(r);
+    }
+    // Dropped unfinished (a signal drops this future): every run not yet ended is marked so.
+    let mut unfinished = Unfinished { store, run_ids: records.iter().map(|r| r.run_id.clone()).collect() };
+    let pairs: Vec<(Host, std::sync::Mutex<RunRecord>)> =
+        hosts.into_iter().zip(records).map(|(h, r)| (h, std::sync::Mutex::new(r))).collect();
+    let nodes: Vec<&Host> = pairs.iter().map(|(h, _)| h).collect();
+    let (rt_ref, pairs_ref) = (&rt, &pairs);
+    let results = rt
+        .each(&nodes, |h| async move {
+            let slot = &pairs_ref.iter().find(|(x, _)| x.name == h.name).expect("a target").1;
+            let mut rec = slot.lock().unwrap_or_else(|p| p.into_inner()).clone();
+            let r = run_on(rt_ref, store, prep, h, &mut rec).await;
+            *slot.lock().unwrap_or_else(|p| p.into_inner()) = rec;
+            r
+        })
+        .await;
+    unfinished.run_ids.clear();
+    drop(rt);
+    let mut code = exit::OK;
+    let mut errors = Vec::new();
+    let mut runs = Vec::new();
+    for ((_, r), (_, slot)) in results.into_iter().zip(&pairs) {
+        let rec = slot.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        if let Err(e) = r {
+            if code == exit::OK {
+                code = rec.error_kind.unwrap_or(ErrorKind::of(&e)).exit_code();
+            }
+            errors.push(e);
+        }
+        runs.push(rec);
+    }
+    Ok(Ran { runs, errors, code })
+}
+
+/// The runs of a `primitive run` that has not come back yet. When the command is stopped
+/// (SIGINT/SIGTERM: `main.rs` drops the operation), the runs still pending or running are
+/// recorded as failed and interrupted, so `primitive status` never shows a run that is gone as
+/// running. Cleared once every run has its own outcome.
+struct Unfinished<'a> {
+    store: &'a Store,
+    run_ids: Vec<String>,
+}
+
+impl Drop for Unfinished<'_> {
+    fn drop(&mut self) {
+        for id in &self.run_ids {
+            if let Ok(Some(mut r)) = RunRecord::load(self.store, id) {
+                if matches!(r.status, Status::Pending | Status::Running) {
+                    if let Err(e) = r.interrupted(self.store) {
+                        tracing::warn!(run = %id, error = %e, "could not record the interrupted run");
+                    }
+                }
+            }
+        }
     }
 }
 

@@ -187,7 +187,7 @@ pub fn parse(text: &str, file: &str) -> Result<Vec<Primitive>> {
             Some("ee") => RunsOn::Ee(None),
             Some(s) => match s.strip_prefix("ee:") {
                 Some(n) => {
-                    crate::ee::record::check_name(n).map_err(|m| err("runs_on", m))?;
+                    crate::ee::name::check_name(n).map_err(|m| err("runs_on", m))?;
                     RunsOn::Ee(Some(n.to_string()))
                 }
                 None => {

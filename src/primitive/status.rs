@@ -218,6 +218,19 @@ impl RunRecord {
     }
 }
 
+/// One run's record by id, or every run's (`primitive status [RUN_ID]`).
+pub fn runs(store: &Store, run_id: Option<&str>) -> Result<Vec<RunRecord>> {
+    match run_id {
+        Some(id) => {
+            crate::lifecycle::state::check_instance_id(id)?;
+            Ok(vec![RunRecord::load(store, id)?.ok_or_else(|| {
+                Error::input("arguments", "RUN_ID", format!("no run {id} in {}", store.dir().display()))
+            })?])
+        }
+        None => RunRecord::list(store),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -5,7 +5,6 @@
 use serde_json::{Map, Value};
 
 use crate::cluster::params::PARAM_KEY;
-use crate::cluster::prepare::Op;
 use crate::vnfm::document::{Lcm, Phase};
 
 /// What the VNF is to us.
@@ -32,11 +31,23 @@ pub fn kind(additional_params: &Map<String, Value>, cluster_recorded: bool, cnf_
     }
 }
 
+/// The cluster operation a hook runs: one of `cluster::prepare::Op`'s, named here so this
+/// table stays pure (`vnfm/run.rs` maps it to the operation).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClusterOp {
+    InstantiateEnd,
+    HealStart,
+    HealEnd,
+    ScaleStart,
+    ScaleEnd,
+    TerminateEnd,
+}
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Action {
     /// Check the params and the package; nothing connects (the VMs may not exist yet).
     Check,
-    Cluster(Op),
+    Cluster(ClusterOp),
     /// An instantiate is rolled back: forget the cluster (the VNFM deletes the VMs next).
     ClusterForget,
     /// A scale-out is rolled back: take the workers it joined out of the cluster again.
@@ -54,14 +65,14 @@ pub fn action(lcm: Lcm, phase: Phase, kind: Kind) -> Action {
     use Phase::*;
     match (kind, lcm, phase) {
         (_, Lcm::Instantiate, Start) => Check,
-        (Kind::Cluster, Lcm::Instantiate, End) => Cluster(Op::InstantiateEnd),
+        (Kind::Cluster, Lcm::Instantiate, End) => Cluster(ClusterOp::InstantiateEnd),
         (Kind::Cluster, Lcm::Instantiate, RollbackStart) => ClusterForget,
-        (Kind::Cluster, Lcm::Scale, Start) => Cluster(Op::ScaleStart),
-        (Kind::Cluster, Lcm::Scale, End) => Cluster(Op::ScaleEnd),
+        (Kind::Cluster, Lcm::Scale, Start) => Cluster(ClusterOp::ScaleStart),
+        (Kind::Cluster, Lcm::Scale, End) => Cluster(ClusterOp::ScaleEnd),
         (Kind::Cluster, Lcm::Scale, RollbackStart) => ClusterUnjoin,
-        (Kind::Cluster, Lcm::Heal, Start) => Cluster(Op::HealStart),
-        (Kind::Cluster, Lcm::Heal, End) => Cluster(Op::HealEnd),
-        (Kind::Cluster, Lcm::Terminate, End) => Cluster(Op::TerminateEnd),
+        (Kind::Cluster, Lcm::Heal, Start) => Cluster(ClusterOp::HealStart),
+        (Kind::Cluster, Lcm::Heal, End) => Cluster(ClusterOp::HealEnd),
+        (Kind::Cluster, Lcm::Terminate, End) => Cluster(ClusterOp::TerminateEnd),
         (Kind::Cnf, Lcm::Instantiate, End) => CnfInstantiate,
         (Kind::Cnf, Lcm::Instantiate, RollbackStart) => CnfTerminate,
         (Kind::Cnf, Lcm::Scale, End) => CnfScale,
@@ -96,12 +107,12 @@ mod tests {
         let c = |l, p| action(l, p, Kind::Cluster);
         let n = |l, p| action(l, p, Kind::Cnf);
         assert_eq!(c(Lcm::Instantiate, Phase::Start), Check);
-        assert_eq!(c(Lcm::Instantiate, Phase::End), Cluster(Op::InstantiateEnd));
+        assert_eq!(c(Lcm::Instantiate, Phase::End), Cluster(ClusterOp::InstantiateEnd));
         assert_eq!(c(Lcm::Instantiate, Phase::RollbackStart), ClusterForget);
-        assert_eq!(c(Lcm::Scale, Phase::Start), Cluster(Op::ScaleStart));
+        assert_eq!(c(Lcm::Scale, Phase::Start), Cluster(ClusterOp::ScaleStart));
         assert_eq!(c(Lcm::Scale, Phase::RollbackStart), ClusterUnjoin);
-        assert_eq!(c(Lcm::Heal, Phase::End), Cluster(Op::HealEnd));
-        assert_eq!(c(Lcm::Terminate, Phase::End), Cluster(Op::TerminateEnd));
+        assert_eq!(c(Lcm::Heal, Phase::End), Cluster(ClusterOp::HealEnd));
+        assert_eq!(c(Lcm::Terminate, Phase::End), Cluster(ClusterOp::TerminateEnd));
         assert!(matches!(c(Lcm::Terminate, Phase::Start), Nothing(_)));
         assert!(matches!(c(Lcm::ModifyInformation, Phase::End), Nothing(_)));
         assert_eq!(n(Lcm::Instantiate, Phase::End), CnfInstantiate);

@@ -10,9 +10,21 @@
 
 use serde_json::{json, Map, Value};
 
-use crate::cluster::state::InstanceState;
 use crate::request::VimConnection;
 use crate::vnfm::document::Vnfm;
+
+/// What `instantiate_end` recorded that the entry is made of: fields of the cluster's state
+/// document (`vnfm/respond.rs` takes them from it), so this file needs no store.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Recorded<'a> {
+    /// The v1 entry as recorded.
+    pub vim_connection_info: Option<&'a Value>,
+    /// The VIM registration record (`auth_url`, `auth_cred`).
+    pub vim: Option<&'a Value>,
+    pub bearer_token: Option<&'a str>,
+    /// The cluster's CA, from the facts read at install.
+    pub ca_pem: Option<&'a str>,
+}
 
 /// The key of the entry in a v2 map (the prefix is not doubled: see `VimConnections::key_for`).
 pub fn key(vim_name: &str) -> String {
@@ -20,26 +32,22 @@ pub fn key(vim_name: &str) -> String {
 }
 
 /// The entry for `vnfm`, or None when nothing is recorded (not instantiated, or terminated).
-pub fn entry(vnfm: Vnfm, st: &InstanceState) -> Option<Value> {
-    let v1 = st.vim_connection_info.clone()?;
+pub fn entry(vnfm: Vnfm, st: &Recorded) -> Option<Value> {
+    let v1 = st.vim_connection_info.cloned()?;
     if vnfm != Vnfm::TackerV2 {
         return Some(v1);
     }
-    let vim = st.vim.as_ref()?;
+    let vim = st.vim?;
     let extra = v1.get("extra").cloned().unwrap_or_else(|| json!({}));
     let helm = extra.get("helm_info").is_some();
     // The VIM record drops the CA with a floating IP (the certificate does not name it);
     // Tacker v2 still requires one for Helm, and it is the right CA for the cluster.
-    let ca = vim
-        .pointer("/auth_cred/ssl_ca_cert")
-        .and_then(Value::as_str)
-        .or_else(|| st.facts.as_ref().map(|f| f.ca_pem.as_str()))
-        .unwrap_or_default();
+    let ca = vim.pointer("/auth_cred/ssl_ca_cert").and_then(Value::as_str).or(st.ca_pem).unwrap_or_default();
     Some(json!({
         "vimId": v1.get("vimId").cloned().unwrap_or(Value::Null),
         "vimType": if helm { "ETSINFV.HELM.V_3" } else { "ETSINFV.KUBERNETES.V_1" },
         "interfaceInfo": {"endpoint": vim.get("auth_url").cloned().unwrap_or(Value::Null), "ssl_ca_cert": ca},
-        "accessInfo": {"bearer_token": st.bearer_token.clone().unwrap_or_default()},
+        "accessInfo": {"bearer_token": st.bearer_token.unwrap_or_default()},
         "extra": extra,
     }))
 }
@@ -83,7 +91,12 @@ pub fn replace(conns: &Value, vnfm: Vnfm, vim_name: &str, entry: Option<Value>) 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cluster::state::ClusterFacts;
+    use crate::cluster::state::{ClusterFacts, InstanceState};
+
+    /// The entry of a recorded state, as `vnfm/respond.rs` builds it.
+    fn entry(vnfm: Vnfm, st: &InstanceState) -> Option<Value> {
+        super::entry(vnfm, &crate::vnfm::respond::recorded(st))
+    }
 
     fn state(helm: bool, ca_in_record: bool) -> InstanceState {
         let mut st = InstanceState::new("i1");

@@ -4,7 +4,7 @@
 
 use crate::error::Result;
 use crate::quote::join;
-use crate::workload::Kind;
+use crate::workload::kind::Kind;
 
 fn kubectl(words: &[&str]) -> Result<String> {
     let mut all = vec!["kubectl"];

@@ -8,8 +8,8 @@
 
 use serde_json::{json, Map, Value};
 
+use crate::workload::kind::Kind;
 use crate::workload::spec::{Check, Probe, Source, Workload};
-use crate::workload::Kind;
 
 pub const NAME_LABEL: &str = "app.kubernetes.io/name";
 pub const MANAGED_BY: &str = "app.kubernetes.io/managed-by";

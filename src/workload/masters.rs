@@ -3,11 +3,23 @@
 //! credential only ever goes to the masters recorded with it), or the hosts of an inventory's
 //! master group. The first master that answers is used (`Runner::first_reachable`), as for Helm.
 
+use std::path::PathBuf;
+
 use crate::error::{Error, Result};
-use crate::inventory::Inventory;
+use crate::inventory::{Inventory, LoadOptions};
 use crate::lifecycle::state::{check_instance_id, Store};
 use crate::lifecycle::{Role, Target};
-use crate::workload::Where;
+
+/// Where kubectl runs: the cluster recorded by `instantiate-end` under an id, or an inventory's
+/// master group.
+#[derive(Clone, Debug, Default)]
+pub struct Where {
+    pub cluster_instance: Option<String>,
+    pub inventory: Option<PathBuf>,
+    pub master_group: String,
+    pub inventory_opts: LoadOptions,
+    pub known_hosts: Option<PathBuf>,
+}
 
 /// The candidate masters, in order; checked before anything connects.
 pub fn find(w: &Where, store: &Store) -> Result<Vec<Target>> {

@@ -10,9 +10,10 @@ use crate::error::{Error, Result};
 use crate::event::EventKind;
 use crate::lifecycle::{Runner, Target};
 use crate::transport::{Source, UploadFile};
+use crate::workload::kind::Kind;
 use crate::workload::spec::Workload;
 use crate::workload::status::{self, Pod, Status};
-use crate::workload::{kubectl, manifest, Kind};
+use crate::workload::{kubectl, manifest};
 
 /// One workload on one master.
 pub struct Ctx<'a> {

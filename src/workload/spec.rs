@@ -11,8 +11,9 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use crate::error::{excerpt, Error, Result};
+use crate::workload::kind::Kind;
+use crate::workload::names;
 use crate::workload::ports::{self, PortSpec};
-use crate::workload::{names, Kind};
 
 /// At most this many bytes of spec are read (a spec is a page of YAML).
 pub const SPEC_MAX_BYTES: u64 = 1 << 20;
@@ -303,7 +304,7 @@ fn seconds(v: &Option<PortText>, field: &str) -> std::result::Result<Option<u32>
         PortText::Text(s) => s.clone(),
         PortText::Number(n) => n.to_string(),
     };
-    let d = crate::cli::common::parse_duration(&text).map_err(|m| (field.to_string(), m))?;
+    let d = crate::duration::parse_duration(&text).map_err(|m| (field.to_string(), m))?;
     whole_seconds(d).map(Some).map_err(|m| (field.to_string(), format!("'{}' {m}", excerpt(&text))))
 }
 

@@ -8,7 +8,8 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::workload::{names, Kind};
+use crate::workload::kind::Kind;
+use crate::workload::names;
 
 /// A workload's replica counts and what identifies its pods.
 #[derive(Clone, Debug, PartialEq, Serialize)]

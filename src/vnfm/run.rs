@@ -1,0 +1,272 @@
+//! A hook's action, run: what the VNF is (the request's params, else what an earlier hook
+//! recorded), which action the hook is (`dispatch.rs`), and that action through the same
+//! `cluster::prepare` / `cnf::run::prepare` the CLI commands use, with the document's parts
+//! handed over in memory (`request::Doc::Inline`, never written to disk). What it leaves
+//! ([`Done`]) becomes the response in `respond.rs`.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde_json::{json, Map, Value};
+
+use crate::cluster::kubeconfig;
+use crate::cluster::params::ClusterParams;
+use crate::cluster::prepare::{self, Op};
+use crate::cluster::state::{self as cluster_state, InstanceState};
+use crate::cnf;
+use crate::error::{Error, Result};
+use crate::event::Events;
+use crate::inventory::LoadOptions;
+use crate::lifecycle::package::Package;
+use crate::lifecycle::state::{check_instance_id, Store};
+use crate::lifecycle::{Runner, Timeouts};
+use crate::request::Doc;
+use crate::vnfm::dispatch::{self, Action, ClusterOp, Kind};
+use crate::vnfm::document::{parse_operation, Lcm};
+use crate::vnfm::prepare::Call;
+
+/// Which family of operation a runner is for: the caller gives each its own defaults for the
+/// shared flags (`--retry-for`, `--parallel`), as it does for the commands of that family.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Family {
+    /// The cluster hooks (VMs may still be booting).
+    Cluster,
+    /// The Helm CNF operations (masters answer or are down).
+    Cnf,
+}
+
+/// What the caller chooses for a hook (the composition root: SSH or the plan connector, the
+/// store read-write or read-only, the shared flags' defaults); this module picks none of them.
+pub trait Setup {
+    /// The state store under `dir` (default: the user's); read-only in a plan.
+    fn open_store(&self, dir: &Option<PathBuf>) -> Result<Store>;
+    /// A runner for an operation of `family`.
+    fn runner_for(&self, events: Events, family: Family, timeouts: Timeouts) -> Result<Runner>;
+    /// How inventories are loaded (`--ssh-config`, `--insecure-no-host-key-check`).
+    fn inventory_opts(&self) -> LoadOptions;
+    /// Only planning: `--dry-run`, or the document's `options.dry_run`.
+    fn dry_run(&self) -> bool;
+}
+
+/// What an action left for the response.
+#[derive(Default)]
+pub struct Done {
+    /// The cluster's recorded state after the action, and its VIM name: the new entry.
+    pub cluster: Option<(InstanceState, String)>,
+    /// The entry goes (terminate, a rolled-back instantiate).
+    pub removed: bool,
+    /// Nodes joined / removed, for `user_script_err_handling_data.mgmt_driver`.
+    pub joined: Vec<String>,
+    pub removed_nodes: Vec<String>,
+    /// Where the kubeconfig was written (or, in a plan, would be).
+    pub kubeconfig: Option<PathBuf>,
+    pub result: Value,
+    pub warnings: Vec<String>,
+    pub context_error: Option<Error>,
+}
+
+/// Run the hook's action.
+pub async fn run<S: Setup>(c: &Call, setup: &S, events: Events) -> Result<Done> {
+    let (lcm, phase) = parse_operation(&c.doc.operation)?;
+    let id = c.doc.instance_id();
+    check_instance_id(&id).map_err(|e| Error::input(&c.name, "vnf_instance.id", e.to_string()))?;
+    let store = setup.open_store(&c.opts.state_dir)?;
+    let cluster_recorded = store.doc_path(&id, cluster_state::KIND).exists();
+    let cnf_recorded = store.doc_path(&id, cnf::run::KIND).exists();
+    // The request's params, else the ones the VNFM kept with the instance (Tacker v1).
+    let mut ap = c.doc.additional_params();
+    if let Some(Value::Object(kept)) = c.doc.vnf_instance.pointer("/instantiatedVnfInfo/additionalParams") {
+        for (k, v) in kept {
+            ap.entry(k.clone()).or_insert_with(|| v.clone());
+        }
+    }
+    let Some(kind) = dispatch::kind(&ap, cluster_recorded, cnf_recorded) else {
+        if lcm == Lcm::Instantiate {
+            return Err(Error::input(
+                format!("{}: request", c.name),
+                "additionalParams",
+                format!(
+                    "has neither {} (a Kubernetes cluster) nor {} (a Helm CNF)",
+                    crate::cluster::params::PARAM_KEY,
+                    dispatch::CNF_KEY
+                ),
+            ));
+        }
+        let w = format!("{}: nothing is recorded for VNF instance {id}; nothing to do", c.doc.operation);
+        return Ok(Done { warnings: vec![w], ..Default::default() });
+    };
+    match dispatch::action(lcm, phase, kind) {
+        Action::Nothing(why) => {
+            Ok(Done { warnings: vec![format!("{}: {why}", c.doc.operation)], ..Default::default() })
+        }
+        Action::Check => check(c, kind, &id).map(|result| Done { result, ..Default::default() }),
+        Action::Cluster(op) => cluster(c, setup, events, store, cluster_op(op), c.doc.request.clone(), vec![]).await,
+        Action::ClusterForget if !cluster_recorded => {
+            let w = "instantiate_rollback_start: no cluster was recorded; nothing to forget".to_string();
+            Ok(Done { warnings: vec![w], ..Default::default() })
+        }
+        Action::ClusterForget => {
+            let mut d = cluster(c, setup, events, store, Op::TerminateEnd, Value::Null, vec![]).await?;
+            d.removed = true;
+            Ok(d)
+        }
+        Action::ClusterUnjoin => {
+            let joined = joined_by_failed_scale_out(&c.doc.user_script_err_handling_data);
+            if joined.is_empty() {
+                let w = "scale_rollback_start: the scale-out joined no worker; nothing to take out".to_string();
+                return Ok(Done { warnings: vec![w], ..Default::default() });
+            }
+            let mut req = c.doc.request.clone();
+            req["type"] = json!("SCALE_IN");
+            cluster(c, setup, events, store, Op::ScaleStart, req, joined).await
+        }
+        Action::CnfInstantiate => run_cnf(c, setup, events, store, cnf::Op::Instantiate, &id).await,
+        Action::CnfScale => run_cnf(c, setup, events, store, cnf::Op::Scale, &id).await,
+        Action::CnfHeal => run_cnf(c, setup, events, store, cnf::Op::Heal, &id).await,
+        Action::CnfTerminate => run_cnf(c, setup, events, store, cnf::Op::Terminate, &id).await,
+    }
+}
+
+/// The cluster operation of the dispatch table's name for it.
+fn cluster_op(op: ClusterOp) -> Op {
+    match op {
+        ClusterOp::InstantiateEnd => Op::InstantiateEnd,
+        ClusterOp::HealStart => Op::HealStart,
+        ClusterOp::HealEnd => Op::HealEnd,
+        ClusterOp::ScaleStart => Op::ScaleStart,
+        ClusterOp::ScaleEnd => Op::ScaleEnd,
+        ClusterOp::TerminateEnd => Op::TerminateEnd,
+    }
+}
+
+/// `user_script_err_handling_data.mgmt_driver.joined` of a scale_end.
+fn joined_by_failed_scale_out(data: &Map<String, Value>) -> Vec<String> {
+    let Some(m) = data.get("mgmt_driver").filter(|m| m["operation"] == "scale_end") else { return vec![] };
+    m["joined"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_string)).collect())
+        .unwrap_or_default()
+}
+
+/// instantiate_start: the params and the package files they name, before any VM exists.
+fn check(c: &Call, kind: Kind, id: &str) -> Result<Value> {
+    let ap = c.doc.additional_params();
+    let file = format!("{}: request", c.name);
+    let pkg = c.doc.tmp_csar_dir.as_ref().map(|d| Package::open(d)).transpose()?;
+    match kind {
+        Kind::Cluster => {
+            let p = ClusterParams::from_additional_params(&ap, &file, id)?;
+            if let Some(pkg) = &pkg {
+                let key = crate::cluster::params::PARAM_KEY;
+                pkg.resolve(&p.script_path, &file, &format!("additionalParams.{key}.script_path"), false)?;
+                if let Some(h) = &p.helm_script_path {
+                    pkg.resolve(h, &file, &format!("additionalParams.{key}.helm_installation_script_path"), false)?;
+                }
+                if let Some(o) = &p.offline_artifacts_path {
+                    pkg.resolve(o, &file, &format!("additionalParams.{key}.offline_artifacts_path"), true)?;
+                }
+            }
+            Ok(json!({"checked": "k8s_cluster_installation_param", "warnings": p.warnings}))
+        }
+        Kind::Cnf => {
+            cnf::params::CnfParams::from_additional_params(&ap, &file)?;
+            Ok(json!({"checked": dispatch::CNF_KEY}))
+        }
+    }
+}
+
+fn inline(c: &Call, key: &str, v: &Value) -> Option<Doc> {
+    (!v.is_null()).then(|| Doc::Inline { name: format!("{}: {key}", c.name), value: v.clone() })
+}
+
+async fn cluster<S: Setup>(
+    c: &Call,
+    setup: &S,
+    events: Events,
+    store: Store,
+    op: Op,
+    request: Value,
+    node: Vec<String>,
+) -> Result<Done> {
+    let dry_run = setup.dry_run();
+    let inputs = prepare::Inputs {
+        request: inline(c, "request", &request),
+        inventory: c.opts.inventory.clone(),
+        inventory_opts: setup.inventory_opts(),
+        package_dir: c.doc.tmp_csar_dir.clone(),
+        vnf_instance: inline(c, "vnf_instance", &c.doc.vnf_instance),
+        grant_request: inline(c, "grant_request", &c.doc.grant_request),
+        vnf_instance_id: None,
+        node,
+        tacker_compat: c.opts.tacker_compat.unwrap_or(false),
+        known_hosts: c.opts.known_hosts.clone(),
+        dry_run,
+    };
+    let timeouts = Timeouts { install: c.install_timeout, drain: c.drain_timeout, ..Default::default() };
+    let writes_kubeconfig = matches!(op, Op::InstantiateEnd | Op::HealEnd);
+    let kubeconfig_out = c.opts.kubeconfig_out.as_ref().filter(|_| writes_kubeconfig);
+    if let Some(out) = kubeconfig_out {
+        kubeconfig::check_destination(out)?;
+    }
+    let rt = setup.runner_for(events, Family::Cluster, timeouts)?;
+    let p = prepare::prepare(op, &inputs, store, rt)?;
+    let mut warnings = p.hook.params.warnings.clone();
+    let mut outcome = crate::cluster::run(op, &p, c.opts.reset_nodes.unwrap_or(false)).await;
+    warnings.extend(outcome.warnings);
+    // The kubeconfig comes from the state just recorded, while the instance lock is held.
+    let mut kubeconfig = None;
+    if let (Some(out), None) = (kubeconfig_out, &outcome.error) {
+        if dry_run {
+            kubeconfig = Some(out.clone());
+        } else {
+            match kubeconfig::write_for_instance(&p.hook.store, &p.hook.instance_id, out) {
+                Ok(path) => kubeconfig = Some(path),
+                Err(e) => outcome.error = Some(e),
+            }
+        }
+    }
+    let st = p.hook.state.lock().expect("state").clone();
+    let installed = |n: &&String| st.installed(n);
+    let (joined, removed_nodes) = match op {
+        Op::ScaleEnd => (p.targets.iter().filter(installed).cloned().collect(), vec![]),
+        Op::ScaleStart | Op::HealStart => (vec![], p.targets.clone()),
+        _ => (vec![], vec![]),
+    };
+    let vim_name = p.hook.params.vim_name.clone();
+    let changes_entry = matches!(op, Op::InstantiateEnd | Op::HealEnd | Op::TerminateEnd);
+    Ok(Done {
+        cluster: changes_entry.then_some((st, vim_name)),
+        removed: op == Op::TerminateEnd,
+        joined,
+        removed_nodes,
+        kubeconfig,
+        result: outcome.result,
+        warnings,
+        context_error: outcome.error,
+    })
+}
+
+async fn run_cnf<S: Setup>(c: &Call, setup: &S, events: Events, store: Store, op: cnf::Op, id: &str) -> Result<Done> {
+    let inputs = cnf::Inputs {
+        vnf_instance_id: Some(id.to_string()),
+        request: inline(c, "request", &c.doc.request),
+        // A heal's vnfcInstanceId names VNFCs of this instance (Tacker's ids), not pods.
+        vnf_instance: inline(c, "vnf_instance", &c.doc.vnf_instance),
+        namespace: None,
+        package_dir: c.doc.tmp_csar_dir.clone(),
+        vim_connection_info: None,
+        cluster_instance: c.opts.cluster_instance.clone(),
+        cluster_uuid: None,
+        inventory: c.opts.inventory.clone(),
+        inventory_opts: setup.inventory_opts(),
+        known_hosts: c.opts.known_hosts.clone(),
+        wait: false,
+        atomic: false,
+        timeout: Duration::from_secs(300),
+        status_interval: Duration::from_secs(5),
+    };
+    let prepared = cnf::run::prepare(&op, &inputs, store)?;
+    let rt = setup.runner_for(events, Family::Cnf, Timeouts::default())?;
+    let o = cnf::run::run(&op, &inputs, prepared, rt).await?;
+    Ok(Done { result: o.result, warnings: o.warnings, ..Default::default() })
+}

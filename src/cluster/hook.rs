@@ -41,12 +41,11 @@ pub struct Hook {
     /// The instance's private run directory on a node (relative to the login's home): scripts,
     /// env files and uploads go there.
     pub run_dir: String,
-    /// The instance's records: the store, the instance id, its state. Public only while
-    /// `cli/vnfm_hook.rs` reads them; steps and other callers use [`Hook::store`],
-    /// [`Hook::instance_id`], [`Hook::with_state`] and [`Hook::save`].
-    pub store: Store,
-    pub instance_id: String,
-    pub state: Mutex<InstanceState>,
+    /// The instance's records: the store, the instance id, its state. Steps and callers use
+    /// [`Hook::store`], [`Hook::instance_id`], [`Hook::with_state`] and [`Hook::save`].
+    store: Store,
+    instance_id: String,
+    state: Mutex<InstanceState>,
     pkg: Option<Package>,
     /// The request file, for error messages.
     req_file: String,

@@ -4,6 +4,8 @@
 
 use serde_json::{Map, Value};
 
+/// The cluster hooks under the name this table gives them beside the CNF actions.
+use crate::cluster::op::Op as ClusterOp;
 use crate::cluster::params::PARAM_KEY;
 use crate::vnfm::document::{Lcm, Phase};
 
@@ -29,18 +31,6 @@ pub fn kind(additional_params: &Map<String, Value>, cluster_recorded: bool, cnf_
     } else {
         None
     }
-}
-
-/// The cluster operation a hook runs: one of `cluster::prepare::Op`'s, named here so this
-/// table stays pure (`vnfm/run.rs` maps it to the operation).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ClusterOp {
-    InstantiateEnd,
-    HealStart,
-    HealEnd,
-    ScaleStart,
-    ScaleEnd,
-    TerminateEnd,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

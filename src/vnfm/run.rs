@@ -5,7 +5,6 @@
 //! ([`Done`]) becomes the response in `respond.rs`.
 
 use std::path::PathBuf;
-use std::time::Duration;
 
 use serde_json::{json, Map, Value};
 
@@ -21,7 +20,7 @@ use crate::lifecycle::package::Package;
 use crate::lifecycle::state::{check_instance_id, Store};
 use crate::lifecycle::{Runner, Timeouts};
 use crate::request::Doc;
-use crate::vnfm::dispatch::{self, Action, ClusterOp, Kind};
+use crate::vnfm::dispatch::{self, Action, Kind};
 use crate::vnfm::document::{parse_operation, Lcm};
 use crate::vnfm::prepare::Call;
 
@@ -100,7 +99,7 @@ pub async fn run<S: Setup>(c: &Call, setup: &S, events: Events) -> Result<Done> 
             Ok(Done { warnings: vec![format!("{}: {why}", c.doc.operation)], ..Default::default() })
         }
         Action::Check => check(c, kind, &id).map(|result| Done { result, ..Default::default() }),
-        Action::Cluster(op) => cluster(c, setup, events, store, cluster_op(op), c.doc.request.clone(), vec![]).await,
+        Action::Cluster(op) => cluster(c, setup, events, store, op, c.doc.request.clone(), vec![]).await,
         Action::ClusterForget if !cluster_recorded => {
             let w = "instantiate_rollback_start: no cluster was recorded; nothing to forget".to_string();
             Ok(Done { warnings: vec![w], ..Default::default() })
@@ -124,18 +123,6 @@ pub async fn run<S: Setup>(c: &Call, setup: &S, events: Events) -> Result<Done> 
         Action::CnfScale => run_cnf(c, setup, events, store, cnf::Op::Scale, &id).await,
         Action::CnfHeal => run_cnf(c, setup, events, store, cnf::Op::Heal, &id).await,
         Action::CnfTerminate => run_cnf(c, setup, events, store, cnf::Op::Terminate, &id).await,
-    }
-}
-
-/// The cluster operation of the dispatch table's name for it.
-fn cluster_op(op: ClusterOp) -> Op {
-    match op {
-        ClusterOp::InstantiateEnd => Op::InstantiateEnd,
-        ClusterOp::HealStart => Op::HealStart,
-        ClusterOp::HealEnd => Op::HealEnd,
-        ClusterOp::ScaleStart => Op::ScaleStart,
-        ClusterOp::ScaleEnd => Op::ScaleEnd,
-        ClusterOp::TerminateEnd => Op::TerminateEnd,
     }
 }
 
@@ -189,19 +176,14 @@ async fn cluster<S: Setup>(
     node: Vec<String>,
 ) -> Result<Done> {
     let dry_run = setup.dry_run();
-    let inputs = prepare::Inputs {
-        request: inline(c, "request", &request),
-        inventory: c.opts.inventory.clone(),
-        inventory_opts: setup.inventory_opts(),
-        package_dir: c.doc.tmp_csar_dir.clone(),
-        vnf_instance: inline(c, "vnf_instance", &c.doc.vnf_instance),
-        grant_request: inline(c, "grant_request", &c.doc.grant_request),
-        vnf_instance_id: None,
-        node,
-        tacker_compat: c.opts.tacker_compat.unwrap_or(false),
-        known_hosts: c.opts.known_hosts.clone(),
-        dry_run,
-    };
+    let inputs = prepare::Inputs::new(inline(c, "request", &request), setup.inventory_opts(), dry_run)
+        .inventory(c.opts.inventory.clone())
+        .package_dir(c.doc.tmp_csar_dir.clone())
+        .vnf_instance(inline(c, "vnf_instance", &c.doc.vnf_instance))
+        .grant_request(inline(c, "grant_request", &c.doc.grant_request))
+        .node(node)
+        .tacker_compat(c.opts.tacker_compat.unwrap_or(false))
+        .known_hosts(c.opts.known_hosts.clone());
     let timeouts = Timeouts { install: c.install_timeout, drain: c.drain_timeout, ..Default::default() };
     let writes_kubeconfig = matches!(op, Op::InstantiateEnd | Op::HealEnd);
     let kubeconfig_out = c.opts.kubeconfig_out.as_ref().filter(|_| writes_kubeconfig);
@@ -219,13 +201,13 @@ async fn cluster<S: Setup>(
         if dry_run {
             kubeconfig = Some(out.clone());
         } else {
-            match kubeconfig::write_for_instance(&p.hook.store, &p.hook.instance_id, out) {
+            match kubeconfig::write_for_instance(p.hook.store(), p.hook.instance_id(), out) {
                 Ok(path) => kubeconfig = Some(path),
                 Err(e) => outcome.error = Some(e),
             }
         }
     }
-    let st = p.hook.state.lock().expect("state").clone();
+    let st = p.hook.with_state(|s| s.clone());
     let installed = |n: &&String| st.installed(n);
     let (joined, removed_nodes) = match op {
         Op::ScaleEnd => (p.targets.iter().filter(installed).cloned().collect(), vec![]),
@@ -248,22 +230,14 @@ async fn cluster<S: Setup>(
 
 async fn run_cnf<S: Setup>(c: &Call, setup: &S, events: Events, store: Store, op: cnf::Op, id: &str) -> Result<Done> {
     let inputs = cnf::Inputs {
-        vnf_instance_id: Some(id.to_string()),
         request: inline(c, "request", &c.doc.request),
         // A heal's vnfcInstanceId names VNFCs of this instance (Tacker's ids), not pods.
         vnf_instance: inline(c, "vnf_instance", &c.doc.vnf_instance),
-        namespace: None,
         package_dir: c.doc.tmp_csar_dir.clone(),
-        vim_connection_info: None,
         cluster_instance: c.opts.cluster_instance.clone(),
-        cluster_uuid: None,
         inventory: c.opts.inventory.clone(),
-        inventory_opts: setup.inventory_opts(),
         known_hosts: c.opts.known_hosts.clone(),
-        wait: false,
-        atomic: false,
-        timeout: Duration::from_secs(300),
-        status_interval: Duration::from_secs(5),
+        ..cnf::Inputs::new(Some(id.to_string()), setup.inventory_opts())
     };
     let prepared = cnf::run::prepare(&op, &inputs, store)?;
     let rt = setup.runner_for(events, Family::Cnf, Timeouts::default())?;

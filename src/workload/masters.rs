@@ -29,9 +29,8 @@ pub fn find(w: &Where, store: &Store) -> Result<Vec<Target>> {
             let inputs = crate::cnf::Inputs {
                 cluster_instance: Some(id.clone()),
                 inventory: w.inventory.clone(),
-                inventory_opts: w.inventory_opts.clone(),
                 known_hosts: w.known_hosts.clone(),
-                ..Default::default()
+                ..crate::cnf::Inputs::new(None, w.inventory_opts.clone())
             };
             let (h, _, _) = crate::cnf::masters::find_helm_info(&inputs, None, store, None)?;
             crate::cnf::masters::masters(&h, &inputs, store)

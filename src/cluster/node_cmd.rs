@@ -637,6 +637,19 @@ esac
         let (code, out, _) = run(admin_token(&d.path().display().to_string()).unwrap());
         assert_eq!((code, out.as_str()), (Some(0), "tok"));
         assert_eq!(run(admin_token("/nonexistent").unwrap()).0, Some(1));
+        // Without the caller's KUBECONFIG the programs stop before kubectl (which would fall back
+        // to another kubeconfig).
+        for p in [&remote::DELETE_NODE, &remote::ADMIN_TOKEN] {
+            let o = Command::new("sh")
+                .arg("-c")
+                .arg(p.command(&["x"]).unwrap())
+                .env("PATH", &path)
+                .env_remove("KUBECONFIG")
+                .output()
+                .unwrap();
+            assert_eq!(o.status.code(), Some(1), "{}", p.name);
+            assert!(String::from_utf8_lossy(&o.stderr).contains("KUBECONFIG is not set"), "{}", p.name);
+        }
     }
 
     /// The exact kubectl lines the admin steps send (built by `kube::kubectl`).

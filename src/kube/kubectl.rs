@@ -82,6 +82,15 @@ mod tests {
             "kubectl apply -f 'd/it'\\''s.json'; rc=$?; rm -f -- 'd/it'\\''s.json'; exit $rc"
         );
         assert!(Kubectl::ambient().args(&["a\0"]).is_err());
+        // The workload operations' lines (root's own kubeconfig): workload/kubectl.rs's form.
+        assert_eq!(
+            Kubectl::ambient().apply_and_remove(".mgmt-driver/workloads/d.web.json").unwrap(),
+            "kubectl apply -f .mgmt-driver/workloads/d.web.json; rc=$?; rm -f -- .mgmt-driver/workloads/d.web.json; exit $rc"
+        );
+        assert_eq!(
+            Kubectl::ambient().args(&["scale", "statefulset.apps/db", "-n", "ns1", "--replicas=3"]).unwrap(),
+            crate::quote::join(&["kubectl", "scale", "statefulset.apps/db", "-n", "ns1", "--replicas=3"]).unwrap()
+        );
     }
 
     #[test]

@@ -38,6 +38,7 @@ pub(crate) mod fanout;
 pub(crate) mod input_limit;
 pub mod inventory;
 pub(crate) mod k8s_names;
+pub(crate) mod kube;
 pub(crate) mod lifecycle;
 pub(crate) mod mask;
 pub(crate) mod primitive;

@@ -14,7 +14,7 @@
 
 use crate::error::{Error, Result};
 use crate::inventory::placement::Placement;
-use crate::quote::quote;
+use crate::kube::kubectl::Kubectl;
 use crate::request::VnfcResourceInfo;
 
 pub const HOST_LABEL: &str = "CIS-node";
@@ -57,19 +57,21 @@ pub fn labels(p: &Placement) -> Vec<(String, String)> {
 /// (values checked again here); the first that fails stops the rest, and kubectl's message
 /// names the node.
 pub fn label_cmd(nodes: &[(String, Vec<(String, String)>)]) -> Result<String> {
-    let mut s = String::from("export KUBECONFIG=/etc/kubernetes/admin.conf");
+    let mut lines = Vec::with_capacity(nodes.len());
     for (i, (k8s_name, labels)) in nodes.iter().enumerate() {
-        s.push_str(if i == 0 { "; " } else { " && " });
-        s.push_str("kubectl label nodes ");
-        s.push_str(&quote(k8s_name)?);
+        let mut pairs = Vec::with_capacity(labels.len());
         for (k, v) in labels {
             crate::inventory::placement::check_label_value(v).map_err(|m| Error::input("placement", k, m))?;
-            s.push(' ');
-            s.push_str(&quote(&format!("{k}={v}"))?);
+            pairs.push(format!("{k}={v}"));
         }
-        s.push_str(" --overwrite");
+        let mut words = vec!["label", "nodes", k8s_name.as_str()];
+        words.extend(pairs.iter().map(String::as_str));
+        words.push("--overwrite");
+        // The first exports the admin kubeconfig; the ones chained after it run in that shell.
+        let kubectl = if i == 0 { Kubectl::admin() } else { Kubectl::ambient() };
+        lines.push(kubectl.args(&words)?);
     }
-    Ok(s)
+    Ok(lines.join(" && "))
 }
 
 #[cfg(test)]

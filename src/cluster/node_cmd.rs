@@ -6,6 +6,7 @@
 use crate::cluster::hostname::parse_hostname;
 use crate::cluster::topology::{ClusterNode, Topology};
 use crate::error::{Error, Result};
+use crate::kube::kubectl::Kubectl;
 use crate::quote::quote;
 use crate::remote;
 use crate::url_mask::mask_userinfo;
@@ -19,7 +20,6 @@ pub const INSTALL_SCRIPT: &str = "install_k8s_cluster.sh";
 pub const HELM_SCRIPT: &str = "install_helm.sh";
 pub const OFFLINE_DIR: &str = "offline";
 pub const ADMIN_TOKEN_FILE: &str = "admin-token.json";
-const KUBECONFIG: &str = "export KUBECONFIG=/etc/kubernetes/admin.conf; ";
 
 /// `KEY='value'` lines for an env file (sourced with `set -a`).
 pub fn env_file(vars: &[(String, String)]) -> Result<String> {
@@ -193,7 +193,9 @@ pub fn certificate_key() -> String {
 }
 
 pub fn server_url() -> String {
-    format!("{KUBECONFIG}kubectl config view --raw -o jsonpath='{{.clusters[0].cluster.server}}'")
+    Kubectl::admin()
+        .jsonpath(&["config", "view", "--raw"], "{.clusters[0].cluster.server}")
+        .expect("constant words have no NUL")
 }
 
 /// The VIM's bearer token, the Kubernetes ≥ 1.24 way: a ServiceAccount bound to cluster-admin
@@ -201,7 +203,7 @@ pub fn server_url() -> String {
 /// is a no-op, so re-runs get the same token. Prints the decoded token (a secret: the caller
 /// hides the output). `src/remote/admin_token.sh`.
 pub fn admin_token(run_dir: &str) -> Result<String> {
-    remote::ADMIN_TOKEN.command(&[format!("{run_dir}/{ADMIN_TOKEN_FILE}")])
+    Kubectl::admin().program(&remote::ADMIN_TOKEN, &[format!("{run_dir}/{ADMIN_TOKEN_FILE}")])
 }
 
 /// The manifest [`admin_token`] applies.
@@ -224,42 +226,44 @@ pub fn admin_token_manifest() -> String {
 
 /// Drain with a real, bounded wait: `kubectl drain --timeout` fails when pods do not leave.
 pub fn drain(k8s_name: &str, timeout_s: u32) -> Result<String> {
-    Ok(format!(
-        "{KUBECONFIG}kubectl drain {} --ignore-daemonsets --delete-emptydir-data --timeout={timeout_s}s",
-        quote(k8s_name)?
-    ))
+    let timeout = format!("--timeout={timeout_s}s");
+    Kubectl::admin().args(&["drain", k8s_name, "--ignore-daemonsets", "--delete-emptydir-data", &timeout])
 }
 
 pub fn pods_on(k8s_name: &str) -> Result<String> {
-    Ok(format!(
-        "{KUBECONFIG}kubectl get pods -A --field-selector {} -o json",
-        quote(&format!("spec.nodeName={k8s_name}"))?
-    ))
+    let selector = format!("spec.nodeName={k8s_name}");
+    Kubectl::admin().args(&["get", "pods", "-A", "--field-selector", &selector, "-o", "json"])
 }
 
 /// Delete the Node object; one that is already gone is fine (re-runs). `src/remote/delete_node.sh`.
 pub fn delete_node(k8s_name: &str) -> Result<String> {
-    remote::DELETE_NODE.command(&[k8s_name])
+    Kubectl::admin().program(&remote::DELETE_NODE, &[k8s_name])
 }
 
-const ETCDCTL: &str = concat!(
-    "etcdctl --endpoints=https://127.0.0.1:2379 --cacert=/etc/kubernetes/pki/etcd/ca.crt ",
-    "--cert=/etc/kubernetes/pki/etcd/server.crt --key=/etc/kubernetes/pki/etcd/server.key"
-);
+/// etcdctl against the local member, with kubeadm's client certificate of that member.
+const ETCDCTL: [&str; 5] = [
+    "etcdctl",
+    "--endpoints=https://127.0.0.1:2379",
+    "--cacert=/etc/kubernetes/pki/etcd/ca.crt",
+    "--cert=/etc/kubernetes/pki/etcd/server.crt",
+    "--key=/etc/kubernetes/pki/etcd/server.key",
+];
+
+/// `etcdctl ARGS...` in the etcd pod of the surviving master `survivor_k8s_name`.
+fn etcdctl(survivor_k8s_name: &str, args: &[&str]) -> Result<String> {
+    let pod = format!("etcd-{survivor_k8s_name}");
+    let mut words = vec!["-n", "kube-system", "exec", pod.as_str(), "--"];
+    words.extend(ETCDCTL);
+    words.extend(args);
+    Kubectl::admin().args(&words)
+}
 
 pub fn etcd_members(survivor_k8s_name: &str) -> Result<String> {
-    Ok(format!(
-        "{KUBECONFIG}kubectl -n kube-system exec {} -- {ETCDCTL} member list",
-        quote(&format!("etcd-{survivor_k8s_name}"))?
-    ))
+    etcdctl(survivor_k8s_name, &["member", "list"])
 }
 
 pub fn etcd_remove(survivor_k8s_name: &str, member_id: &str) -> Result<String> {
-    Ok(format!(
-        "{KUBECONFIG}kubectl -n kube-system exec {} -- {ETCDCTL} member remove {}",
-        quote(&format!("etcd-{survivor_k8s_name}"))?,
-        quote(member_id)?
-    ))
+    etcdctl(survivor_k8s_name, &["member", "remove", member_id])
 }
 
 /// The member id of `name` in `etcdctl member list` output (`id, started, name, peer, client, learner`):
@@ -633,6 +637,53 @@ esac
         let (code, out, _) = run(admin_token(&d.path().display().to_string()).unwrap());
         assert_eq!((code, out.as_str()), (Some(0), "tok"));
         assert_eq!(run(admin_token("/nonexistent").unwrap()).0, Some(1));
+        // Without the caller's KUBECONFIG the programs stop before kubectl (which would fall back
+        // to another kubeconfig).
+        for p in [&remote::DELETE_NODE, &remote::ADMIN_TOKEN] {
+            let o = Command::new("sh")
+                .arg("-c")
+                .arg(p.command(&["x"]).unwrap())
+                .env("PATH", &path)
+                .env_remove("KUBECONFIG")
+                .output()
+                .unwrap();
+            assert_eq!(o.status.code(), Some(1), "{}", p.name);
+            assert!(String::from_utf8_lossy(&o.stderr).contains("KUBECONFIG is not set"), "{}", p.name);
+        }
+    }
+
+    /// The exact kubectl lines the admin steps send (built by `kube::kubectl`).
+    #[test]
+    fn kubectl_lines_run_as_the_cluster_admin() {
+        let admin = "export KUBECONFIG=/etc/kubernetes/admin.conf; ";
+        let etcd = "etcdctl --endpoints=https://127.0.0.1:2379 --cacert=/etc/kubernetes/pki/etcd/ca.crt \
+                    --cert=/etc/kubernetes/pki/etcd/server.crt --key=/etc/kubernetes/pki/etcd/server.key";
+        assert_eq!(
+            server_url(),
+            format!("{admin}kubectl config view --raw -o jsonpath='{{.clusters[0].cluster.server}}'")
+        );
+        assert_eq!(
+            drain("w 1", 30).unwrap(),
+            format!("{admin}kubectl drain 'w 1' --ignore-daemonsets --delete-emptydir-data --timeout=30s")
+        );
+        assert_eq!(
+            pods_on("w1").unwrap(),
+            format!("{admin}kubectl get pods -A --field-selector spec.nodeName=w1 -o json")
+        );
+        assert_eq!(
+            etcd_members("m1").unwrap(),
+            format!("{admin}kubectl -n kube-system exec etcd-m1 -- {etcd} member list")
+        );
+        assert_eq!(
+            etcd_remove("m1", "8e9e05c52164694d").unwrap(),
+            format!("{admin}kubectl -n kube-system exec etcd-m1 -- {etcd} member remove 8e9e05c52164694d")
+        );
+        // The programs that run kubectl get the same kubeconfig from their caller.
+        for c in [delete_node("w1").unwrap(), admin_token("r").unwrap()] {
+            assert!(c.starts_with(&format!("{admin}sh -c '")), "{c}");
+        }
+        assert_eq!(crate::remote::label(&delete_node("w1").unwrap()), Some("delete_node.sh w1"));
+        assert_eq!(crate::remote::label(&admin_token("r").unwrap()), Some("admin_token.sh r/admin-token.json"));
     }
 
     #[test]

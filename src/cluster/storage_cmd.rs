@@ -4,10 +4,8 @@
 
 use crate::cluster::storage_setup::check_k8s_name;
 use crate::error::Result;
-use crate::quote::{join, quote};
+use crate::kube::kubectl::Kubectl;
 use crate::remote;
-
-const KUBECONFIG: &str = "export KUBECONFIG=/etc/kubernetes/admin.conf; ";
 
 /// `apt-get install -y PACKAGE...` (`src/remote/nfs_packages.sh`).
 pub fn packages(names: &[&str]) -> Result<String> {
@@ -35,22 +33,27 @@ pub fn exports(pairs: &[(&str, &str)]) -> Result<String> {
 
 /// `kubectl apply -f FILE` of an uploaded manifest, which is removed whatever the outcome.
 pub fn pv_apply(file: &str) -> Result<String> {
-    let f = quote(file)?;
-    Ok(format!("{KUBECONFIG}kubectl apply -f {f}; rc=$?; rm -f -- {f}; exit $rc"))
+    Kubectl::admin().apply_and_remove(file)
 }
 
 /// One PV's `status.phase` (nothing when it does not exist).
 pub fn pv_phase(name: &str) -> Result<String> {
-    Ok(format!("{KUBECONFIG}kubectl get pv {} --ignore-not-found -o jsonpath='{{.status.phase}}'", quote(name)?))
+    Kubectl::admin().jsonpath(&["get", "pv", name, "--ignore-not-found"], "{.status.phase}")
 }
 
 /// The named PVs as JSON (a single object for one name, a List for several: kubectl's way).
 pub fn pv_get(names: &[&str]) -> Result<String> {
-    Ok(format!("{KUBECONFIG}kubectl get pv {} --ignore-not-found -o json", join(names)?))
+    let mut words = vec!["get", "pv"];
+    words.extend(names);
+    words.extend(["--ignore-not-found", "-o", "json"]);
+    Kubectl::admin().args(&words)
 }
 
 pub fn pv_delete(names: &[&str]) -> Result<String> {
-    Ok(format!("{KUBECONFIG}kubectl delete pv {} --ignore-not-found", join(names)?))
+    let mut words = vec!["delete", "pv"];
+    words.extend(names);
+    words.push("--ignore-not-found");
+    Kubectl::admin().args(&words)
 }
 
 /// A PV phase as kubectl prints it; `""` when the PV does not exist.
@@ -119,6 +122,13 @@ mod tests {
             .unwrap()
             .ends_with("kubectl get pv nfs-pv1 --ignore-not-found -o jsonpath='{.status.phase}'"));
         assert!(pv_delete(&["a", "b"]).unwrap().ends_with("kubectl delete pv a b --ignore-not-found"));
+        let admin = "export KUBECONFIG=/etc/kubernetes/admin.conf; ";
+        assert_eq!(pv_get(&["a", "b"]).unwrap(), format!("{admin}kubectl get pv a b --ignore-not-found -o json"));
+        assert_eq!(pv_delete(&["a"]).unwrap(), format!("{admin}kubectl delete pv a --ignore-not-found"));
+        assert_eq!(
+            pv_apply("r/pv a.json").unwrap(),
+            format!("{admin}kubectl apply -f 'r/pv a.json'; rc=$?; rm -f -- 'r/pv a.json'; exit $rc")
+        );
         let v = volume("/dev/vdb", "/volume").unwrap();
         assert_eq!(crate::remote::label(&v), Some("storage_volume.sh /dev/vdb /volume"));
         let e = exports(&[("/volume/nfs/pv1", "10.10.0.0/24")]).unwrap();

@@ -12,13 +12,13 @@
 //! `/etc/kubernetes/admin.conf` ([`HelmEnv::Legacy`]): its repositories live there.
 
 use crate::cnf::names;
-use crate::quote::quote;
+use crate::kube::kubeconfig::{self, ADMIN_CONF};
+use crate::kube::kubectl::Kubectl;
 use crate::remote;
 
-/// Where the per-cluster environments live on a master.
+/// Where the per-cluster environments live on a master. An environment's kubeconfig is a copy of
+/// [`ADMIN_CONF`], which the legacy environment uses as is.
 pub const ENV_ROOT: &str = "/var/lib/mgmt-driver/helm";
-/// The kubeconfig an environment copies (and what the legacy environment uses as is).
-pub const ADMIN_CONF: &str = "/etc/kubernetes/admin.conf";
 
 /// OSM's `cluster_uuid`: `namespace:cluster_id` or `cluster_id`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -90,19 +90,25 @@ impl HelmEnv {
     /// What goes before every `helm` (and `kubectl`) command of the cluster.
     pub fn prefix(&self) -> String {
         match self.dir() {
-            None => format!("export KUBECONFIG={ADMIN_CONF}; "),
+            None => kubeconfig::admin_env(),
             Some(d) => {
                 // The id is a safe name: nothing here needs quoting, but it is quoted all the same.
-                let q = |sub: &str| quote(&format!("{d}/{sub}")).expect("no NUL in a checked id");
-                format!(
-                    "export KUBECONFIG={} HELM_CACHE_HOME={} HELM_CONFIG_HOME={} HELM_DATA_HOME={}; ",
-                    q("kubeconfig"),
-                    q("cache"),
-                    q("config"),
-                    q("data")
-                )
+                let p = |sub: &str| format!("{d}/{sub}");
+                let (k, c, f, a) = (p("kubeconfig"), p("cache"), p("config"), p("data"));
+                kubeconfig::exports(&[
+                    ("KUBECONFIG", &k),
+                    ("HELM_CACHE_HOME", &c),
+                    ("HELM_CONFIG_HOME", &f),
+                    ("HELM_DATA_HOME", &a),
+                ])
+                .expect("no NUL in a checked id")
             }
         }
+    }
+
+    /// kubectl with the cluster's kubeconfig, as its Helm.
+    pub fn kubectl(&self) -> Kubectl {
+        Kubectl::new(self.prefix())
     }
 
     /// Make or refresh the environment on a master (`src/remote/helm_env.sh`); none for Legacy.

@@ -14,7 +14,7 @@ use serde_json::Value;
 use crate::cnf::manifest;
 use crate::cnf::names;
 use crate::error::Result;
-use crate::quote::quote;
+use crate::kube::kubectl::Kubectl;
 
 /// One Service of a release.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -172,7 +172,7 @@ pub fn with_live(mut s: Service, json: &str) -> std::result::Result<Service, Str
 /// `kubectl get service NAME --namespace NS -o json` in the cluster's environment, printing
 /// `{"absent":true}` when the cluster has no such Service (other errors fail).
 pub fn get_service(prefix: &str, name: &str, ns: &str) -> Result<String> {
-    let cmd = format!("{prefix}kubectl get service {} --namespace {} -o json", quote(name)?, quote(ns)?);
+    let cmd = Kubectl::new(prefix).args(&["get", "service", name, "--namespace", ns, "-o", "json"])?;
     Ok(format!(
         "out=$({cmd} 2>&1) && printf '%s\\n' \"$out\" || case $out in \
          *'(NotFound)'*) echo '{{\"absent\":true}}' ;; *) echo \"$out\" >&2; exit 1 ;; esac"

@@ -8,9 +8,15 @@
 #
 # Usage: admin_token.sh MANIFEST
 #   MANIFEST  the manifest file (JSON), uploaded beforehand
-# Exit status: 0 token printed; 1 the manifest did not apply, or no token within 60 s.
+# Environment: KUBECONFIG, the admin kubeconfig, exported by the caller (src/kube/kubectl.rs:
+#   Kubectl::admin), which names it once for every kubectl command of the driver.
+# Exit status: 0 token printed; 1 the manifest did not apply, no token within 60 s, or no
+#   KUBECONFIG.
 
-export KUBECONFIG=/etc/kubernetes/admin.conf
+[ -n "${KUBECONFIG-}" ] || {
+    echo "admin_token.sh: KUBECONFIG is not set (the caller exports it)" >&2
+    exit 1
+}
 kubectl apply -f "$1" >&2 || exit 1
 i=0
 while [ "$i" -lt 60 ]; do

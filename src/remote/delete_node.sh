@@ -3,9 +3,15 @@
 #
 # Usage: delete_node.sh NAME
 #   NAME  the node's Kubernetes name
-# Exit status: 0 deleted or already gone; 1 kubectl failed otherwise (its output on stderr).
+# Environment: KUBECONFIG, the admin kubeconfig, exported by the caller (src/kube/kubectl.rs:
+#   Kubectl::admin), which names it once for every kubectl command of the driver.
+# Exit status: 0 deleted or already gone; 1 kubectl failed otherwise (its output on stderr), or
+#   no KUBECONFIG.
 
-export KUBECONFIG=/etc/kubernetes/admin.conf
+[ -n "${KUBECONFIG-}" ] || {
+    echo "delete_node.sh: KUBECONFIG is not set (the caller exports it)" >&2
+    exit 1
+}
 if out=$(kubectl delete node "$1" 2>&1); then
     printf '%s\n' "$out"
 else

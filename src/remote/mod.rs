@@ -118,22 +118,56 @@ impl Program {
 /// What people see of a command built by [`Program::command`]: `<name> <arg>...`, the text after
 /// the program. `None` for anything else. Reads the exact form [`quote`] writes: a single-quoted
 /// word in which a quote is written `'\''`.
+///
+/// An environment before the program (`export KUBECONFIG=...; `, from `crate::kube`) is not
+/// shown, like the program's text: it is ours, not a value of the run, and a kubectl program
+/// reads its kubeconfig from it.
 pub fn label(script: &str) -> Option<&str> {
-    let rest = script.strip_prefix("sh -c '")?;
-    let mut at = 0;
-    let end = loop {
-        let q = at + rest[at..].find('\'')?;
-        if rest[q..].starts_with("'\\''") {
-            at = q + 4;
-        } else {
-            break q + 1;
-        }
-    };
+    let rest = without_exports(script)?.strip_prefix("sh -c '")?;
+    let end = quoted_len(rest)?;
     let tail = rest[end..].strip_prefix(' ')?;
     let name = tail.split(' ').next()?;
     let stem = name.strip_suffix(".sh")?;
     let plain = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_';
     (!stem.is_empty() && stem.chars().all(plain)).then_some(tail)
+}
+
+/// The length of the rest of a single-quoted word as [`quote`] writes it (after its opening
+/// quote, up to and with its closing one).
+fn quoted_len(rest: &str) -> Option<usize> {
+    let mut at = 0;
+    loop {
+        let q = at + rest[at..].find('\'')?;
+        if rest[q..].starts_with("'\\''") {
+            at = q + 4;
+        } else {
+            return Some(q + 1);
+        }
+    }
+}
+
+/// `script` without an `export NAME=WORD ...; ` prefix (`crate::kube::kubeconfig::exports`),
+/// each WORD as [`quote`] writes it; `script` itself when it has none, `None` when the prefix is
+/// not of that form.
+fn without_exports(script: &str) -> Option<&str> {
+    let Some(mut rest) = script.strip_prefix("export ") else {
+        return Some(script);
+    };
+    loop {
+        let (name, value) = rest.split_once('=')?;
+        if name.is_empty() || !name.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_') {
+            return None;
+        }
+        let len = match value.strip_prefix('\'') {
+            Some(q) => 1 + quoted_len(q)?,
+            None => value.find([' ', ';', '\'']).filter(|&n| n > 0)?,
+        };
+        rest = &value[len..];
+        if let Some(after) = rest.strip_prefix("; ") {
+            return Some(after);
+        }
+        rest = rest.strip_prefix(' ')?;
+    }
 }
 
 #[cfg(test)]
@@ -190,8 +224,22 @@ mod tests {
             "sh -c 'unterminated a.sh",
             "sh -c 'x'a.sh",
             "sh -c 'x' .sh",
+            "export KUBECONFIG=/k sh -c 'x' a.sh",
+            "export =/k; sh -c 'x' a.sh",
+            "export k=/k; sh -c 'x' a.sh",
+            "export K='/k; sh -c 'x' a.sh",
+            "export K=; sh -c 'x' a.sh",
+            "export K=/k; echo; sh -c 'x' a.sh",
         ] {
             assert_eq!(label(s), None, "{s}");
+        }
+    }
+
+    #[test]
+    fn an_environment_before_a_program_is_not_shown() {
+        let cmd = HELM_ENV.command(&["d"]).unwrap();
+        for env in ["export KUBECONFIG=/etc/kubernetes/admin.conf; ", "export A='x; y'\\''z' B=/b; "] {
+            assert_eq!(label(&format!("{env}{cmd}")), Some("helm_env.sh d"), "{env}");
         }
     }
 }

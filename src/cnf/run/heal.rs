@@ -23,7 +23,6 @@ use crate::cnf::params::CnfParams;
 use crate::cnf::Inputs;
 use crate::error::{Error, Result};
 use crate::lifecycle::Node;
-use crate::quote::quote;
 use crate::redact::Redact;
 use crate::request::{HealRequest, VnfInstance};
 
@@ -120,8 +119,7 @@ fn heal_releases(params: &CnfParams, st: &CnfState) -> Vec<(String, Vec<Resource
 
 /// `kubectl ARGS...` in the cluster's environment (its kubeconfig, as Helm's), every word quoted.
 fn kubectl(env: &HelmEnv, words: &[&str]) -> Result<String> {
-    let q: Vec<String> = words.iter().map(|w| quote(w)).collect::<Result<_>>()?;
-    Ok(format!("{}kubectl {}", env.prefix(), q.join(" ")))
+    env.kubectl().args(words)
 }
 
 pub fn delete_pod(env: &HelmEnv, pod: &str, ns: &str) -> Result<String> {

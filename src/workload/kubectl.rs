@@ -3,13 +3,11 @@
 //! install script), like Helm does. Pure.
 
 use crate::error::Result;
-use crate::quote::join;
+use crate::kube::kubectl::Kubectl;
 use crate::workload::kind::Kind;
 
 fn kubectl(words: &[&str]) -> Result<String> {
-    let mut all = vec!["kubectl"];
-    all.extend_from_slice(words);
-    join(&all)
+    Kubectl::ambient().args(words)
 }
 
 /// `deployment.apps/NAME` or `statefulset.apps/NAME`.
@@ -20,7 +18,7 @@ pub fn object(kind: Kind, name: &str) -> String {
 /// Apply the uploaded manifest file, then remove it (it may hold environment values); the
 /// apply's exit status is the command's.
 pub fn apply(file: &str) -> Result<String> {
-    Ok(format!("{}; rc=$?; rm -f -- {}; exit $rc", kubectl(&["apply", "-f", file])?, join(&[file])?))
+    Kubectl::ambient().apply_and_remove(file)
 }
 
 pub fn get(kind: Kind, ns: &str, name: &str) -> Result<String> {

@@ -20,6 +20,7 @@ pub mod command;
 #[cfg(test)]
 mod debug_audit;
 pub(crate) mod ee;
+pub mod env_vars;
 pub mod error;
 pub mod event;
 pub(crate) mod fanout;

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use clap::Args;
 
-use crate::cli::common::{parse_duration, Ctx, Defaults};
+use crate::cli::common::{parse_duration, Ctx, Defaults, KnownHosts, StateDir};
 use crate::cli::envelope::Envelope;
 use crate::cnf::{self, Inputs, Op};
 use crate::error::{exit, Result};
@@ -47,11 +47,11 @@ pub struct CnfArgs {
     /// Credentials and host keys for the masters (matched by address).
     #[arg(short, long, global = true)]
     pub inventory: Option<PathBuf>,
-    #[arg(long, env = "MGMT_DRIVER_STATE_DIR", global = true)]
-    pub state_dir: Option<PathBuf>,
-    #[arg(long, global = true)]
-    pub known_hosts: Option<PathBuf>,
-    /// helm --wait.
+    #[command(flatten)]
+    pub store: StateDir,
+    #[command(flatten)]
+    pub known: KnownHosts,
+    /// helm --wait: the operation ends when the release's resources are ready.
     #[arg(long, global = true)]
     pub wait: bool,
     /// Roll back on failure (Helm 3 --atomic, Helm 4 --rollback-on-failure).
@@ -78,7 +78,7 @@ impl CnfArgs {
             cluster_uuid: self.cluster_uuid.clone(),
             inventory: self.inventory.clone(),
             inventory_opts: ctx.inventory_opts(),
-            known_hosts: self.known_hosts.clone(),
+            known_hosts: self.known.known_hosts.clone(),
             wait: self.wait,
             atomic: self.atomic,
             timeout: self.timeout,
@@ -90,10 +90,9 @@ impl CnfArgs {
 pub async fn run(op: Op, a: CnfArgs, ctx: &Ctx) -> i32 {
     let (events, renderer) = ctx.renderer(None);
     let inputs = a.inputs(ctx);
-    let defaults = Defaults { retry_for: Duration::from_secs(5), parallel: 16 };
     let r: Result<cnf::run::Outcome> = async {
-        let prepared = cnf::run::prepare(&op, &inputs, ctx.store(&a.state_dir)?)?;
-        let rt = ctx.runner(events, &defaults, Timeouts::default(), false)?;
+        let prepared = cnf::run::prepare(&op, &inputs, ctx.store(&a.store.state_dir)?)?;
+        let rt = ctx.runner(events, &Defaults::MASTERS, Timeouts::default(), false)?;
         cnf::run::run(&op, &inputs, prepared, rt).await
     }
     .await;

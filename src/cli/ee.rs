@@ -3,7 +3,6 @@
 //! Arguments are checked before anything connects (exit 2); the steps are in `ee/`.
 
 use std::path::PathBuf;
-use std::time::Duration;
 
 use clap::{Args, Subcommand};
 use serde_json::{json, Value};
@@ -22,14 +21,10 @@ use crate::render::Output;
 use crate::secret::Secret;
 
 /// Registered machines answer quickly or are down: retry briefly, not like a booting VM.
-const EE_DEFAULTS: Defaults = Defaults { retry_for: Duration::from_secs(10), parallel: 64 };
+const EE_DEFAULTS: Defaults = Defaults::EE;
 
-#[derive(Args, Debug, Clone)]
-pub struct StoreArgs {
-    /// The state store (EE records, the driver's key, primitive runs).
-    #[arg(long, env = "MGMT_DRIVER_STATE_DIR", global = true)]
-    pub state_dir: Option<PathBuf>,
-}
+/// `--state-dir`, declared once for every command (`cli/common.rs`).
+pub use crate::cli::common::StateDir as StoreArgs;
 
 #[derive(Subcommand, Debug)]
 pub enum KeyCmd {

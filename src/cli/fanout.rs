@@ -7,21 +7,21 @@ use std::time::{Duration, Instant};
 use clap::Args;
 use serde_json::{json, Value};
 
-use crate::cli::common::{parse_duration, Ctx, Defaults};
+use crate::cli::common::{parse_duration, Ctx, Defaults, StateDir};
 use crate::cli::envelope::{Envelope, ErrorItem};
+use crate::env_vars;
 use crate::error::{exit, Error, Result};
 use crate::fanout::{exec_job, get_job, put_job, ScriptJob};
 use crate::inventory::{Host, Inventory};
 use crate::lifecycle::job::{CommandOpts, Job, JobOutput};
-use crate::lifecycle::runner::DEFAULT_PARALLEL;
 use crate::lifecycle::{Node, Timeouts};
 use crate::render::Output;
 
 /// Which hosts: inventory hosts, registered execution environments, or both.
 #[derive(Args, Debug, Clone)]
 pub struct Select {
-    /// Inventory file (YAML).
-    #[arg(short, long, env = "MGMT_DRIVER_INVENTORY", required_unless_present = "ee")]
+    /// Inventory file (YAML): the hosts, their groups, logins and host key policy.
+    #[arg(short, long, env = env_vars::INVENTORY, value_name = "FILE", required_unless_present = "ee")]
     pub inventory: Option<PathBuf>,
     /// Only hosts of this group (repeatable).
     #[arg(short, long, requires = "inventory")]
@@ -33,9 +33,9 @@ pub struct Select {
     /// reached with the driver's key (or its stored credential) and the store's known_hosts.
     #[arg(long, value_name = "NAME|ID")]
     pub ee: Vec<String>,
-    /// The state store holding the EEs and the driver's key (with --ee).
-    #[arg(long, env = "MGMT_DRIVER_STATE_DIR")]
-    pub state_dir: Option<PathBuf>,
+    // With --ee: the store holding the EEs and the driver's key.
+    #[command(flatten)]
+    pub store: StateDir,
 }
 
 impl Select {
@@ -47,7 +47,7 @@ impl Select {
             None => vec![],
         };
         if !self.ee.is_empty() {
-            let store = ctx.store(&self.state_dir)?;
+            let store = ctx.store(&self.store.state_dir)?;
             hosts.extend(crate::cli::ee::ee_hosts(&store, &self.ee)?);
         }
         for (i, h) in hosts.iter().enumerate() {
@@ -183,9 +183,8 @@ async fn fan_out(op: &str, sel: &Select, ctx: &Ctx, job: impl Fn(&Host) -> Resul
     let hosts = sel.hosts(ctx)?;
     let jobs: Vec<HostJob> =
         hosts.into_iter().map(|host| Ok(HostJob { job: job(&host)?, host })).collect::<Result<_>>()?;
-    let defaults = Defaults { retry_for: Duration::from_secs(60), parallel: DEFAULT_PARALLEL };
     let (events, renderer) = ctx.renderer(Some(jobs.len()));
-    let rt = ctx.runner(events, &defaults, Timeouts::default(), true)?;
+    let rt = ctx.runner(events, &Defaults::FAN_OUT, Timeouts::default(), true)?;
     let started = Instant::now();
     let refs: Vec<&HostJob> = jobs.iter().collect();
     let results = rt

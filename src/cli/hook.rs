@@ -7,10 +7,11 @@ use std::time::Duration;
 
 use clap::Args;
 
-use crate::cli::common::{parse_duration, Ctx, Defaults};
+use crate::cli::common::{parse_duration, Ctx, Defaults, KnownHosts, StateDir};
 use crate::cli::envelope::Envelope;
 use crate::cluster::kubeconfig;
 use crate::cluster::prepare::{self, Inputs, Op};
+use crate::env_vars;
 use crate::error::{exit, Error, Result};
 use crate::lifecycle::Timeouts;
 use crate::render::Output;
@@ -22,7 +23,7 @@ pub struct HookArgs {
     #[arg(long)]
     pub request: Option<PathBuf>,
     /// Nodes: groups named after the VNFD's aspect_id / vdu_id, `cps` for the cluster VIP.
-    #[arg(short, long, env = "MGMT_DRIVER_INVENTORY")]
+    #[arg(short, long, env = env_vars::INVENTORY, value_name = "FILE")]
     pub inventory: Option<PathBuf>,
     /// The unpacked VNF package; script paths in the request are relative to it.
     #[arg(long)]
@@ -33,9 +34,8 @@ pub struct HookArgs {
     /// The VNF instance id, when no --vnf-instance is given.
     #[arg(long)]
     pub vnf_instance_id: Option<String>,
-    /// Where instance state is kept (default: ~/.local/state/mgmt-driver).
-    #[arg(long, env = "MGMT_DRIVER_STATE_DIR")]
-    pub state_dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub store: StateDir,
     /// The SOL003 GrantRequest (JSON): SCALE_IN and heal take the nodes from its removeResources.
     #[arg(long)]
     pub grant_request: Option<PathBuf>,
@@ -54,9 +54,8 @@ pub struct HookArgs {
     /// How long a drain waits for pods to be evicted before the step fails.
     #[arg(long, default_value = "300", value_parser = parse_duration, value_name = "DURATION")]
     pub drain_timeout: Duration,
-    /// known_hosts for nodes taken from --vnf-instance (accept-new).
-    #[arg(long)]
-    pub known_hosts: Option<PathBuf>,
+    #[command(flatten)]
+    pub known: KnownHosts,
     /// instantiate-end: write a kubeconfig for the new cluster here (mode 0600; it holds the
     /// cluster-admin token): what OSM's `k8scluster-add --creds` and ONAP take.
     #[arg(long, value_name = "FILE")]
@@ -75,7 +74,7 @@ impl HookArgs {
             vnf_instance_id: self.vnf_instance_id.clone(),
             node: self.node.clone(),
             tacker_compat: self.tacker_compat,
-            known_hosts: self.known_hosts.clone(),
+            known_hosts: self.known.known_hosts.clone(),
             dry_run: ctx.run.dry_run,
         }
     }
@@ -84,7 +83,6 @@ impl HookArgs {
 /// Run one hook: exit code 0 ok, 1 a node failed, 2 bad input (nothing ran).
 pub async fn run(op: Op, a: HookArgs, ctx: &Ctx) -> i32 {
     let (events, renderer) = ctx.renderer(None);
-    let defaults = Defaults { retry_for: Duration::from_secs(300), parallel: 64 };
     let timeouts = Timeouts { install: a.install_timeout, drain: a.drain_timeout, ..Default::default() };
     let prepared: Result<prepare::Prepared> = (|| {
         if let Some(out) = &a.kubeconfig_out {
@@ -93,8 +91,8 @@ pub async fn run(op: Op, a: HookArgs, ctx: &Ctx) -> i32 {
             }
             kubeconfig::check_destination(out)?;
         }
-        let store = ctx.store(&a.state_dir)?;
-        let rt = ctx.runner(events, &defaults, timeouts, false)?;
+        let store = ctx.store(&a.store.state_dir)?;
+        let rt = ctx.runner(events, &Defaults::HOOKS, timeouts, false)?;
         prepare::prepare(op, &a.inputs(ctx), store, rt)
     })();
     let mut env = Envelope::new(op.name(), ctx.run.dry_run);

@@ -22,7 +22,7 @@ use clap::{Parser, Subcommand};
 
 use crate::error::Result;
 use crate::render::Output;
-use common::{ConnArgs, Ctx, RunArgs};
+use common::{ConnArgs, Ctx, RunArgs, StateDir};
 
 #[derive(Parser, Debug)]
 #[command(name = "mgmt-driver", version, about = "Turn VMs into a Kubernetes cluster with Helm, over SSH")]
@@ -92,7 +92,7 @@ pub enum Command {
         #[command(subcommand)]
         cmd: ee::EeCmd,
         #[command(flatten)]
-        store: ee::StoreArgs,
+        store: StateDir,
     },
     /// Named primitives of a package (primitives.yaml): list, show, run with typed parameters,
     /// status of runs (docs/primitives.md).

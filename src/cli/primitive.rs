@@ -9,7 +9,7 @@ use std::time::Duration;
 use clap::{Args, Subcommand};
 use serde_json::{json, Value};
 
-use crate::cli::common::{Ctx, Defaults};
+use crate::cli::common::{Ctx, Defaults, StateDir};
 use crate::cli::envelope::{Envelope, ErrorItem};
 use crate::error::{exit, Error, Result};
 use crate::inventory::{Host, Inventory};
@@ -29,9 +29,8 @@ pub struct Source {
     /// A VNF package directory: Scripts/primitives.yaml (or primitives.yaml at its root).
     #[arg(long, global = true, value_name = "DIR")]
     pub package: Option<PathBuf>,
-    /// The state store (run records, EEs, the driver's key).
-    #[arg(long, env = "MGMT_DRIVER_STATE_DIR", global = true)]
-    pub state_dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub store: StateDir,
 }
 
 #[derive(Subcommand, Debug)]
@@ -107,7 +106,7 @@ fn record_json(r: &RunRecord) -> Value {
 pub async fn run(cmd: PrimitiveCmd, src: Source, ctx: &Ctx) -> Result<i32> {
     match cmd {
         PrimitiveCmd::Status { run_id } => {
-            let store = ctx.store(&src.state_dir)?;
+            let store = ctx.store(&src.store.state_dir)?;
             let runs = match run_id {
                 Some(id) => {
                     crate::lifecycle::state::check_instance_id(&id)?;
@@ -303,7 +302,7 @@ async fn run_cmd(a: RunArgs, src: Source, ctx: &Ctx) -> Result<i32> {
     };
     let package = Package::open(&dir)?;
     let script = package.file(&prim.script, &dir.join(spec::FILE_NAME).display().to_string(), "script")?;
-    let store = ctx.store(&src.state_dir)?;
+    let store = ctx.store(&src.store.state_dir)?;
     let hosts = targets(&a, &prim, ctx, &store)?;
     let prep = Prepared::new(prim.clone(), script, params.clone())?;
     let defaults = Defaults { retry_for: Duration::from_secs(10), parallel: 64 };

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use clap::{Args, Subcommand};
 use serde_json::{json, Value};
 
-use crate::cli::common::{parse_duration, Ctx, Defaults};
+use crate::cli::common::{parse_duration, Ctx, Defaults, StateDir};
 use crate::cli::envelope::{Envelope, ErrorItem};
 use crate::error::{exit, Error, Result};
 use crate::lifecycle::plan::PlanConnector;
@@ -53,8 +53,8 @@ pub enum SitesCmd {
     },
     /// Each site's last operation, status and time, from the state store.
     Status {
-        #[arg(long, env = "MGMT_DRIVER_STATE_DIR")]
-        state_dir: Option<PathBuf>,
+        #[command(flatten)]
+        store: StateDir,
     },
     /// Print the selected sites' run for another engine (a Kubernetes Indexed Job).
     Export {
@@ -83,9 +83,8 @@ pub struct SitesArgs {
     /// Only the I-th of the selected sites (counting from 0): one pod of an Indexed Job.
     #[arg(long, global = true, value_name = "I")]
     pub index: Option<usize>,
-    /// Where instance state and the sites' status documents are kept.
-    #[arg(long, global = true, env = "MGMT_DRIVER_STATE_DIR")]
-    pub state_dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub store: StateDir,
     /// How many sites run at the same time.
     #[arg(long, global = true, default_value = "16")]
     pub max_sites: usize,
@@ -122,7 +121,7 @@ pub async fn run(cmd: SitesCmd, ctx: &Ctx) -> i32 {
         SitesCmd::Export { cmd } => return crate::cli::sites_export::run(cmd, ctx),
         SitesCmd::Plan { op, args } => plan_or_apply(&op, &args, ctx, true).await,
         SitesCmd::Apply { op, args } => plan_or_apply(&op, &args, ctx, ctx.run.dry_run).await,
-        SitesCmd::Status { state_dir } => status(state_dir, ctx),
+        SitesCmd::Status { store } => status(store.state_dir, ctx),
         SitesCmd::Render { sites, out, only, selector } => render(&sites, &out, &only, &selector, ctx),
     };
     match r {
@@ -194,7 +193,7 @@ async fn plan_or_apply(op: &Op, args: &SitesArgs, ctx: &Ctx, dry: bool) -> Resul
     }
     let mut scratch = None;
     let selected = sites(args, &mut scratch)?;
-    let state_dir = args.state_dir.clone().unwrap_or_else(Store::default_dir);
+    let state_dir = args.store.state_dir.clone().unwrap_or_else(Store::default_dir);
     let key = || ctx.state_key.clone().map(StateKey::at).unwrap_or_else(StateKey::default_location);
     let store = || -> Result<Store> {
         if dry {
@@ -220,7 +219,7 @@ async fn plan_or_apply(op: &Op, args: &SitesArgs, ctx: &Ctx, dry: bool) -> Resul
     if dry {
         return Ok(plan(op, &selected, &env, ctx, timeouts, &name, context).await);
     }
-    let defaults = Defaults { retry_for: Duration::from_secs(300), parallel: 64 };
+    let defaults = Defaults::HOOKS;
     // The SSH options are checked once; every site's runner shares this one connector.
     let connector: Arc<dyn crate::transport::Connector> =
         Arc::new(Bounded::new(ctx.connector(&defaults)?, args.max_sessions));

@@ -11,7 +11,7 @@ use clap::Args;
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 
-use crate::cli::common::{parse_duration, Ctx, Defaults};
+use crate::cli::common::{parse_duration, Ctx, Defaults, KnownHosts, StateDir};
 use crate::cli::envelope::ErrorItem;
 use crate::cluster::kubeconfig;
 use crate::cluster::params::ClusterParams;
@@ -36,12 +36,10 @@ pub struct VnfmHookArgs {
     /// Nodes and credentials (default: the document's options, else the VnfInstance).
     #[arg(short, long)]
     pub inventory: Option<PathBuf>,
-    /// Where instance state is kept (default: ~/.local/state/mgmt-driver).
-    #[arg(long, env = "MGMT_DRIVER_STATE_DIR")]
-    pub state_dir: Option<PathBuf>,
-    /// known_hosts for nodes taken from the VnfInstance (accept-new).
-    #[arg(long)]
-    pub known_hosts: Option<PathBuf>,
+    #[command(flatten)]
+    pub store: StateDir,
+    #[command(flatten)]
+    pub known: KnownHosts,
     /// Write a kubeconfig for the cluster there (mode 0600) after instantiate_end / heal_end.
     #[arg(long)]
     pub kubeconfig_out: Option<PathBuf>,
@@ -64,8 +62,8 @@ impl VnfmHookArgs {
     fn options(&self) -> Options {
         Options {
             inventory: self.inventory.clone(),
-            state_dir: self.state_dir.clone(),
-            known_hosts: self.known_hosts.clone(),
+            state_dir: self.store.state_dir.clone(),
+            known_hosts: self.known.known_hosts.clone(),
             kubeconfig_out: self.kubeconfig_out.clone(),
             tacker_compat: self.tacker_compat.then_some(true),
             reset_nodes: self.reset_nodes.then_some(true),

@@ -8,7 +8,7 @@ use std::time::Duration;
 use clap::Args;
 use serde_json::{json, Value};
 
-use crate::cli::common::{parse_duration, Ctx, Defaults};
+use crate::cli::common::{parse_duration, Ctx, Defaults, KnownHosts, StateDir};
 use crate::cli::envelope::Envelope;
 use crate::error::{exit, Error, Result};
 use crate::lifecycle::Timeouts;
@@ -30,10 +30,10 @@ pub struct WorkloadArgs {
     /// The inventory group of masters (without --vnf-instance-id).
     #[arg(long, default_value = "master_instance", global = true)]
     pub master_group: String,
-    #[arg(long, env = "MGMT_DRIVER_STATE_DIR", global = true)]
-    pub state_dir: Option<PathBuf>,
-    #[arg(long, global = true)]
-    pub known_hosts: Option<PathBuf>,
+    #[command(flatten)]
+    pub store: StateDir,
+    #[command(flatten)]
+    pub known: KnownHosts,
     /// The workload's namespace (default: the spec's, else `default`).
     #[arg(short, long, global = true)]
     pub namespace: Option<String>,
@@ -130,9 +130,9 @@ pub async fn run(op: Op, a: WorkloadArgs, ctx: &Ctx) -> i32 {
             inventory: a.inventory.clone(),
             master_group: a.master_group.clone(),
             inventory_opts: ctx.inventory_opts(),
-            known_hosts: a.known_hosts.clone(),
+            known_hosts: a.known.known_hosts.clone(),
         };
-        let targets = masters::find(&w, &ctx.store(&a.state_dir)?)?;
+        let targets = masters::find(&w, &ctx.store(&a.store.state_dir)?)?;
         let defaults = Defaults { retry_for: Duration::from_secs(5), parallel: 16 };
         let rt = ctx.runner(events, &defaults, Timeouts::default(), false)?;
         let refs: Vec<&crate::lifecycle::Target> = targets.iter().collect();

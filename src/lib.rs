@@ -17,6 +17,7 @@ pub mod cli;
 pub(crate) mod cluster;
 pub(crate) mod cnf;
 pub mod command;
+pub mod console;
 #[cfg(test)]
 mod debug_audit;
 pub(crate) mod ee;

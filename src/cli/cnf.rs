@@ -9,6 +9,7 @@ use clap::Args;
 use crate::cli::common::{parse_duration, Ctx, Defaults, KnownHosts, StateDir};
 use crate::cli::envelope::Envelope;
 use crate::cnf::{self, Inputs, Op};
+use crate::console;
 use crate::error::{exit, Result};
 use crate::lifecycle::Timeouts;
 use crate::render::Output;
@@ -89,6 +90,8 @@ impl CnfArgs {
 
 pub async fn run(op: Op, a: CnfArgs, ctx: &Ctx) -> i32 {
     let (events, renderer) = ctx.renderer(None);
+    // The operation's own warnings take the nodes' path: the renderer shows them and lists them.
+    let notes = events.clone();
     let inputs = a.inputs(ctx);
     let r: Result<cnf::run::Outcome> = async {
         let prepared = cnf::run::prepare(&op, &inputs, ctx.store(&a.store.state_dir)?)?;
@@ -96,19 +99,25 @@ pub async fn run(op: Op, a: CnfArgs, ctx: &Ctx) -> i32 {
         cnf::run::run(&op, &inputs, prepared, rt).await
     }
     .await;
-    let _ = renderer.await;
-    let env = Envelope::new(op.name(), ctx.run.dry_run);
+    if let Ok(o) = &r {
+        for w in &o.warnings {
+            notes.warn(w);
+        }
+    }
+    drop(notes);
+    let warnings = renderer.await.unwrap_or_default();
+    let env = Envelope { warnings, ..Envelope::new(op.name(), ctx.run.dry_run) };
     match r {
         Ok(o) => {
-            let env = Envelope { context: o.context, result: o.result, warnings: o.warnings, ..env };
+            let env = Envelope { context: o.context, result: o.result, ..env };
             match ctx.output {
                 Output::Json | Output::Yaml => env.print(ctx.output),
-                _ => println!("{}", serde_json::to_string_pretty(&env).unwrap_or_default()),
+                _ => console::out_line(&serde_json::to_string_pretty(&env).unwrap_or_default()),
             }
             exit::OK
         }
         Err(e) => {
-            eprintln!("error: {e}");
+            console::error(&e);
             env.error(&e).print(ctx.output);
             e.exit_code()
         }

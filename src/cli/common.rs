@@ -190,8 +190,10 @@ impl Ctx {
         }
     }
 
-    /// Start rendering events. Lifecycle operations keep stdout for the result document.
-    pub fn renderer(&self, hosts: Option<usize>) -> (Events, JoinHandle<()>) {
+    /// Start rendering events. Lifecycle operations keep stdout for the result document. The
+    /// task ends when every `Events` is dropped and returns the warnings shown, which the result
+    /// document lists: hand the run's own warnings to `Events::warn` before that.
+    pub fn renderer(&self, hosts: Option<usize>) -> (Events, JoinHandle<Vec<String>>) {
         let (events, rx) = Events::channel();
         let r = match hosts {
             Some(n) => Renderer::new(self.output, self.verbose, n),

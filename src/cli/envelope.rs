@@ -6,6 +6,7 @@
 use serde::Serialize;
 use serde_json::{json, Value};
 
+use crate::console;
 use crate::error::Error;
 use crate::render::Output;
 
@@ -69,8 +70,8 @@ impl Envelope {
     /// Print the document for `-o json` / `-o yaml`; other modes print their own way.
     pub fn print(&self, output: Output) {
         match output {
-            Output::Json => println!("{}", serde_json::to_string(self).expect("envelope serializes")),
-            Output::Yaml => print!("{}", yaml_serde::to_string(self).expect("envelope serializes")),
+            Output::Json => console::out_line(&serde_json::to_string(self).expect("envelope serializes")),
+            Output::Yaml => console::out(&yaml_serde::to_string(self).expect("envelope serializes")),
             _ => {}
         }
     }

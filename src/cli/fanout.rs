@@ -9,6 +9,7 @@ use serde_json::{json, Value};
 
 use crate::cli::common::{parse_duration, Ctx, Defaults, StateDir};
 use crate::cli::envelope::{Envelope, ErrorItem};
+use crate::console;
 use crate::env_vars;
 use crate::error::{exit, Error, Result};
 use crate::fanout::{exec_job, get_job, put_job, ScriptJob};
@@ -199,11 +200,17 @@ async fn fan_out(op: &str, sel: &Select, ctx: &Ctx, job: impl Fn(&Host) -> Resul
         })
         .await;
     drop(rt);
-    let _ = renderer.await;
-    Ok(summarize(op, &results, ctx, started.elapsed()))
+    let warnings = renderer.await.unwrap_or_default();
+    Ok(summarize(op, &results, ctx, started.elapsed(), warnings))
 }
 
-fn summarize(op: &str, results: &[(&HostJob, Result<JobOutput>)], ctx: &Ctx, elapsed: Duration) -> i32 {
+fn summarize(
+    op: &str,
+    results: &[(&HostJob, Result<JobOutput>)],
+    ctx: &Ctx,
+    elapsed: Duration,
+    warnings: Vec<String>,
+) -> i32 {
     let failed: Vec<(&str, &Error)> =
         results.iter().filter_map(|(h, r)| r.as_ref().err().map(|e| (h.host.name.as_str(), e))).collect();
     let ok = results.len() - failed.len();
@@ -218,13 +225,18 @@ fn summarize(op: &str, results: &[(&HostJob, Result<JobOutput>)], ctx: &Ctx, ela
                 "ms": elapsed.as_millis() as u64,
                 "hosts": results.iter().map(|(h, r)| host_result(&h.host, r)).collect::<Vec<_>>(),
             });
+            env.warnings = warnings;
             env.errors = failed.iter().map(|(_, e)| ErrorItem::from_error(e)).collect();
             env.print(ctx.output);
         }
         _ => {
             let names: Vec<&str> = failed.iter().map(|(n, _)| *n).collect();
             let list = if names.is_empty() { String::new() } else { format!(" ({})", names.join(", ")) };
-            eprintln!("summary: {ok} ok, {} failed{list} in {:.2}s", failed.len(), elapsed.as_secs_f64());
+            console::err_line(&format!(
+                "summary: {ok} ok, {} failed{list} in {:.2}s",
+                failed.len(),
+                elapsed.as_secs_f64()
+            ));
         }
     }
     if failed.is_empty() {

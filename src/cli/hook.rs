@@ -11,6 +11,7 @@ use crate::cli::common::{parse_duration, Ctx, Defaults, KnownHosts, StateDir};
 use crate::cli::envelope::Envelope;
 use crate::cluster::kubeconfig;
 use crate::cluster::prepare::{self, Inputs, Op};
+use crate::console;
 use crate::env_vars;
 use crate::error::{exit, Error, Result};
 use crate::lifecycle::Timeouts;
@@ -83,6 +84,8 @@ impl HookArgs {
 /// Run one hook: exit code 0 ok, 1 a node failed, 2 bad input (nothing ran).
 pub async fn run(op: Op, a: HookArgs, ctx: &Ctx) -> i32 {
     let (events, renderer) = ctx.renderer(None);
+    // The hook's own warnings take the nodes' path: the renderer shows them and lists them.
+    let notes = events.clone();
     let timeouts = Timeouts { install: a.install_timeout, drain: a.drain_timeout, ..Default::default() };
     let prepared: Result<prepare::Prepared> = (|| {
         if let Some(out) = &a.kubeconfig_out {
@@ -99,18 +102,19 @@ pub async fn run(op: Op, a: HookArgs, ctx: &Ctx) -> i32 {
     let p = match prepared {
         Ok(p) => p,
         Err(e) => {
-            let _ = renderer.await;
-            eprintln!("error: {e}");
+            drop(notes);
+            env.warnings = renderer.await.unwrap_or_default();
+            console::error(&e);
             env.error(&e).print(ctx.output);
             return e.exit_code();
         }
     };
     for w in &p.hook.params.warnings {
-        eprintln!("warning: {w}");
+        notes.warn(w);
     }
     let mut outcome = crate::cluster::run(op, &p, a.reset_nodes).await;
     for w in outcome.warnings.iter().skip(p.hook.params.warnings.len()) {
-        eprintln!("warning: {w}");
+        notes.warn(w);
     }
     if let (Some(out), None) = (&a.kubeconfig_out, &outcome.error) {
         // Written under the instance lock, from the state just recorded; a plan writes nothing
@@ -125,25 +129,24 @@ pub async fn run(op: Op, a: HookArgs, ctx: &Ctx) -> i32 {
             Err(e) => outcome.error = Some(e),
         }
     }
-    drop(p);
-    let _ = renderer.await;
+    drop((p, notes));
+    env.warnings = renderer.await.unwrap_or_default();
     env.context = outcome.context;
     env.result = outcome.result;
-    env.warnings = outcome.warnings;
     let code = match &outcome.error {
         None => {
             if !matches!(ctx.output, Output::Json | Output::Yaml) {
                 let note = if ctx.run.dry_run { " (dry run: nothing was run)" } else { "" };
-                eprintln!("{}: ok{note}", op.name());
+                console::err_line(&format!("{}: ok{note}", op.name()));
                 if let Some(k) = env.result.get("kubeconfig").and_then(|k| k.as_str()) {
                     let verb = if ctx.run.dry_run { "would write" } else { "wrote" };
-                    eprintln!("kubeconfig: {verb} {k} (mode 0600: it holds the cluster-admin token)");
+                    console::err_line(&format!("kubeconfig: {verb} {k} (mode 0600: it holds the cluster-admin token)"));
                 }
             }
             exit::OK
         }
         Some(e) => {
-            eprintln!("error: {e}");
+            console::error(e);
             env = env.error(e);
             e.exit_code()
         }

@@ -6,6 +6,7 @@ use serde_json::json;
 use crate::cli::common::Ctx;
 use crate::cli::envelope::Envelope;
 use crate::cli::Cli;
+use crate::console;
 use crate::error::exit;
 use crate::render::Output;
 
@@ -21,13 +22,17 @@ pub fn version(ctx: &Ctx) -> i32 {
             });
             e.print(ctx.output);
         }
-        _ => println!("mgmt-driver {version}"),
+        _ => console::out_line(&format!("mgmt-driver {version}")),
     }
     exit::OK
 }
 
+/// The script is made in memory and written in one go: clap_complete panics on a write error,
+/// and the console ends quietly when the reader has gone (`completion bash | head -1`).
 pub fn completion(shell: clap_complete::Shell) -> i32 {
     let mut cmd = Cli::command();
-    clap_complete::generate(shell, &mut cmd, "mgmt-driver", &mut std::io::stdout());
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut cmd, "mgmt-driver", &mut script);
+    console::out(&String::from_utf8_lossy(&script));
     exit::OK
 }

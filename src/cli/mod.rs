@@ -20,6 +20,7 @@ pub mod workload;
 
 use clap::{Parser, Subcommand};
 
+use crate::console;
 use crate::error::Result;
 use crate::render::Output;
 use common::{ConnArgs, Ctx, RunArgs, StateDir};
@@ -162,7 +163,7 @@ impl Command {
 /// for `-o json` or `-o yaml`, the result document too, so a VNFM parsing stdout always gets one.
 /// Returns the exit code (2, or 0 for `--help` / `--version`).
 pub fn parse_error(e: &clap::Error, args: &[String]) -> i32 {
-    let _ = e.print();
+    console::clap_message(e);
     if !e.use_stderr() {
         return crate::error::exit::OK;
     }
@@ -205,7 +206,7 @@ pub async fn main(cli: Cli) -> i32 {
         Ok(code) => code,
         Err(e) => {
             // Only errors before any operation started end up here (bad flags, unreadable files).
-            eprintln!("error: {e}");
+            console::error(&e);
             envelope::Envelope::new("mgmt-driver", ctx.run.dry_run).error(&e).print(ctx.output);
             e.exit_code()
         }

@@ -2,6 +2,9 @@
 //! (`primitives.yaml`), run on registered EEs, inventory hosts or a recorded cluster's masters or
 //! workers. Everything is checked before anything connects: a bad declaration is exit 2, bad
 //! parameters are exit 3 with each one named; a run's failure exits with its kind's code.
+// Until the family's printing goes through the renderer (issue 19): its orchestration is being
+// moved to `primitive/` (issue 19), and then its prints become `console` calls.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

@@ -11,6 +11,7 @@ use serde_json::{json, Value};
 
 use crate::cli::common::{parse_duration, Ctx, Defaults, StateDir};
 use crate::cli::envelope::{Envelope, ErrorItem};
+use crate::console;
 use crate::error::{exit, Error, Result};
 use crate::lifecycle::plan::PlanConnector;
 use crate::lifecycle::state::Store;
@@ -127,7 +128,7 @@ pub async fn run(cmd: SitesCmd, ctx: &Ctx) -> i32 {
     match r {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {e}");
+            console::error(&e);
             Envelope::new(name, dry).error(&e).print(ctx.output);
             e.exit_code()
         }
@@ -177,9 +178,9 @@ fn render(cat: &Path, out: &Path, only: &[String], selector: &[(String, String)]
         }
         _ => {
             for s in &rendered {
-                println!("{}", s.dir.display());
+                console::out_line(&s.dir.display().to_string());
             }
-            eprintln!("sites render: {} sites in {}", rendered.len(), out.display());
+            console::err_line(&format!("sites render: {} sites in {}", rendered.len(), out.display()));
         }
     }
     Ok(exit::OK)
@@ -233,10 +234,10 @@ async fn plan_or_apply(op: &Op, args: &SitesArgs, ctx: &Ctx, dry: bool) -> Resul
     let (events, renderer) = ctx.renderer(None);
     let applied = apply::apply(&selected, op, &env, connector, &events, &bounds).await;
     drop(events);
-    let _ = renderer.await;
+    let warnings = renderer.await.unwrap_or_default();
     match applied? {
-        Applied::Refused(errs) => Ok(refused(&name, context, &errs, ctx, false)),
-        Applied::Ran(results) => Ok(report(&name, context, &results, ctx, started.elapsed())),
+        Applied::Refused(errs) => Ok(refused(&name, context, &errs, ctx, false, warnings)),
+        Applied::Ran(results) => Ok(report(&name, context, &results, ctx, started.elapsed(), warnings)),
     }
 }
 
@@ -276,12 +277,13 @@ async fn plan(
         let _ = fwd.await;
     }
     drop(events);
-    let _ = renderer.await;
+    let warnings = renderer.await.unwrap_or_default();
     if !errs.is_empty() {
-        return refused(name, context, &errs, ctx, true);
+        return refused(name, context, &errs, ctx, true, warnings);
     }
     let mut env = Envelope::new(name, true);
     env.context = context;
+    env.warnings = warnings;
     match ctx.output {
         Output::Json | Output::Yaml => {
             env.result = json!({"sites": lines});
@@ -289,35 +291,48 @@ async fn plan(
         }
         _ => {
             for l in &lines {
-                println!("{}: {}", l["site"].as_str().unwrap_or(""), l["plan"].as_str().unwrap_or(""));
+                console::out_line(&format!(
+                    "{}: {}",
+                    l["site"].as_str().unwrap_or(""),
+                    l["plan"].as_str().unwrap_or("")
+                ));
             }
-            eprintln!("{name}: {} sites ok (plan: nothing connected, nothing written)", lines.len());
+            console::err_line(&format!("{name}: {} sites ok (plan: nothing connected, nothing written)", lines.len()));
         }
     }
     exit::OK
 }
 
 /// Input errors on some sites: nothing ran anywhere.
-fn refused(name: &str, context: Value, errs: &[Error], ctx: &Ctx, dry: bool) -> i32 {
+fn refused(name: &str, context: Value, errs: &[Error], ctx: &Ctx, dry: bool, warnings: Vec<String>) -> i32 {
     for e in errs {
-        eprintln!("error: {e}");
+        console::error(e);
     }
-    eprintln!("{name}: {} site(s) refused; nothing was run on any site", errs.len());
+    console::err_line(&format!("{name}: {} site(s) refused; nothing was run on any site", errs.len()));
     let mut env = Envelope::new(name, dry);
     env.context = context;
+    env.warnings = warnings;
     env.ok = false;
     env.errors = errs.iter().map(ErrorItem::from_error).collect();
     env.print(ctx.output);
     exit::BAD_INPUT
 }
 
-fn report(name: &str, context: Value, results: &[SiteResult], ctx: &Ctx, elapsed: Duration) -> i32 {
+fn report(
+    name: &str,
+    context: Value,
+    results: &[SiteResult],
+    ctx: &Ctx,
+    elapsed: Duration,
+    warnings: Vec<String>,
+) -> i32 {
     let count = |s: &str| results.iter().filter(|r| r.status == s).count();
     let failed = count("failed");
     match ctx.output {
         Output::Json | Output::Yaml => {
             let mut env = Envelope::new(name, false);
             env.context = context;
+            env.warnings = warnings;
             env.result = json!({
                 "sites": results,
                 "doneCount": count("done"),
@@ -337,15 +352,15 @@ fn report(name: &str, context: Value, results: &[SiteResult], ctx: &Ctx, elapsed
             }
             env.print(ctx.output);
         }
-        _ => print!("{}", table(results)),
+        _ => console::out(&table(results)),
     }
-    eprintln!(
+    console::err_line(&format!(
         "{name}: {} done, {failed} failed, {} skipped (done before), {} not started in {:.1}s",
         count("done"),
         count("skipped"),
         count("not-started"),
         elapsed.as_secs_f64()
-    );
+    ));
     if failed == 0 {
         exit::OK
     } else {
@@ -400,12 +415,19 @@ fn status(state_dir: Option<PathBuf>, ctx: &Ctx) -> Result<i32> {
         }
         _ => {
             let w = names.iter().map(String::len).max().unwrap_or(4).max(4);
-            println!("{:<w$}  {:<16}  {:<8}  {:<20}  {:>8}  ERROR", "SITE", "OP", "STATUS", "STARTED", "SECONDS");
+            let mut out =
+                format!("{:<w$}  {:<16}  {:<8}  {:<20}  {:>8}  ERROR\n", "SITE", "OP", "STATUS", "STARTED", "SECONDS");
             for (n, s) in &rows {
                 let secs = s.seconds.map(|x| format!("{x:.1}")).unwrap_or_else(|| "-".into());
                 let e = s.error.as_deref().unwrap_or("").lines().next().unwrap_or("");
-                println!("{n:<w$}  {:<16}  {:<8}  {:<20}  {secs:>8}  {e}", s.op, s.status.name(), s.started);
+                out.push_str(&format!(
+                    "{n:<w$}  {:<16}  {:<8}  {:<20}  {secs:>8}  {e}\n",
+                    s.op,
+                    s.status.name(),
+                    s.started
+                ));
             }
+            console::out(&out);
         }
     }
     Ok(exit::OK)

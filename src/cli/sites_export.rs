@@ -10,6 +10,7 @@ use serde_json::json;
 
 use crate::cli::common::Ctx;
 use crate::cli::envelope::Envelope;
+use crate::console;
 use crate::error::Result;
 use crate::render::Output;
 use crate::sites::export::{self, ConfigSource, JobOptions};
@@ -91,12 +92,12 @@ pub fn run(cmd: ExportCmd, ctx: &Ctx) -> i32 {
                 env.result = json!({"sites": sites, "manifest": text});
                 env.print(ctx.output);
             } else {
-                print!("{text}");
+                console::out(&text);
             }
             0
         }
         Err(e) => {
-            eprintln!("error: {e}");
+            console::error(&e);
             Envelope::new(name, false).error(&e).print(ctx.output);
             e.exit_code()
         }

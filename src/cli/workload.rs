@@ -1,6 +1,9 @@
 //! `mgmt-driver workload <op>`: Kubernetes workload operations (ONAP DCAE) with kubectl on a
 //! cluster master. Parses the arguments, checks every input (the spec, names, `CONTAINER=IMAGE`
 //! pairs, replica counts, intervals) before anything connects, and calls `workload::ops`.
+// Until the family's printing goes through the renderer (issue 19): its orchestration is being
+// moved to `workload/` (issue 19), and then its prints become `console` calls.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
 
 use std::path::PathBuf;
 use std::time::Duration;

@@ -4,15 +4,15 @@
 
 use std::time::Duration;
 
-use clap::Parser;
-use mgmt_driver::cli::{interrupt, main as cli_main, parse_error, vnfm_hook, Cli};
+use clap::FromArgMatches;
+use mgmt_driver::cli::{help, interrupt, main as cli_main, parse_error, vnfm_hook, Cli};
 use mgmt_driver::console;
 use mgmt_driver::error::exit;
 use tokio::signal::unix::{signal, Signal, SignalKind};
 use tracing_subscriber::EnvFilter;
 
 fn main() {
-    let cli = match Cli::try_parse() {
+    let cli = match help::command().try_get_matches().and_then(|m| Cli::from_arg_matches(&m)) {
         Ok(c) => c,
         Err(e) => {
             // Only to find `-o json`: the command line itself was parsed from the raw OS strings.
@@ -20,7 +20,7 @@ fn main() {
             std::process::exit(parse_error(&e, &args));
         }
     };
-    tracing_subscriber::fmt().with_writer(|| console::LogWriter).with_env_filter(log_filter()).init();
+    tracing_subscriber::fmt().with_writer(|| console::LogWriter).with_env_filter(log_filter(cli.verbose)).init();
     let (operation, output, dry_run) = (cli.command.name(), cli.output, cli.run.dry_run);
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime");
     let code = rt.block_on(async {
@@ -55,11 +55,12 @@ fn main() {
 }
 
 /// The log's filter: `MGMT_DRIVER_LOG` when set, else the driver's own warnings (its libraries'
-/// errors only): a `tracing::warn!` is not hidden (docs/environment.md).
-fn log_filter() -> EnvFilter {
+/// errors only), or its debug log with `-vv` (docs/environment.md).
+fn log_filter(verbose: u8) -> EnvFilter {
+    let default = if verbose >= 2 { "error,mgmt_driver=debug" } else { "error,mgmt_driver=warn" };
     match std::env::var(mgmt_driver::env_vars::LOG) {
         Ok(v) if !v.trim().is_empty() => EnvFilter::builder().parse_lossy(v),
-        _ => EnvFilter::new("error,mgmt_driver=warn"),
+        _ => EnvFilter::new(default),
     }
 }
 

@@ -17,26 +17,27 @@ use crate::render::Output;
 #[derive(Args, Debug, Clone)]
 pub struct CnfArgs {
     /// The VNF instance (CNF) id: names the chart directory and the state document.
-    #[arg(long, global = true)]
+    #[arg(long, global = true, value_name = "ID")]
     pub vnf_instance_id: Option<String>,
     /// The operation's request (instantiate, scale, heal).
-    #[arg(long, global = true)]
+    #[arg(long, global = true, value_name = "FILE")]
     pub request: Option<PathBuf>,
-    #[arg(long, global = true)]
+    /// The unpacked VNF package: the request's chart paths are relative to it.
+    #[arg(long, global = true, value_name = "DIR")]
     pub package_dir: Option<PathBuf>,
     /// The VnfInstance document (JSON): a heal's vnfcInstanceId names VNFCs of it (its
     /// vnfcInfo[].id), mapped to pods through vnfcResourceInfo; without it they are pod names.
-    #[arg(long, global = true)]
+    #[arg(long, global = true, value_name = "FILE")]
     pub vnf_instance: Option<PathBuf>,
     /// The Kubernetes namespace of the releases (a DNS label); overrides the request's (or the
     /// recorded) `namespace`. `list` with it lists that namespace only.
-    #[arg(long, global = true, value_name = "NS")]
+    #[arg(short = 'n', long, global = true, value_name = "NS")]
     pub namespace: Option<String>,
     /// vimConnectionInfo (list, map or one entry) holding extra.helm_info.
-    #[arg(long, global = true)]
+    #[arg(long, global = true, value_name = "FILE")]
     pub vim_connection_info: Option<PathBuf>,
     /// Use the cluster recorded by `instantiate-end` for this VNF instance id.
-    #[arg(long, global = true)]
+    #[arg(long, global = true, value_name = "ID")]
     pub cluster_instance: Option<String>,
     /// OSM's cluster_uuid, `NAMESPACE:CLUSTER_ID` or `CLUSTER_ID`: Helm runs in that cluster's
     /// own environment on the masters (kubeconfig and Helm homes under
@@ -46,7 +47,7 @@ pub struct CnfArgs {
     #[arg(long, global = true, value_name = "[NS:]ID")]
     pub cluster_uuid: Option<String>,
     /// Credentials and host keys for the masters (matched by address).
-    #[arg(short, long, global = true)]
+    #[arg(short, long, global = true, value_name = "FILE")]
     pub inventory: Option<PathBuf>,
     #[command(flatten)]
     pub store: StateDir,

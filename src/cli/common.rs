@@ -26,6 +26,7 @@ use crate::transport::Connector;
 
 /// How to reach nodes. Global: every command takes them, the hooks included.
 #[derive(Args, Debug, Clone, Default)]
+#[command(next_help_heading = "Global options")]
 pub struct ConnArgs {
     /// Per connection attempt (TCP + handshake + login): `10`, `10s`, `500ms`, `1m`.
     #[arg(long, global = true, value_parser = parse_duration, value_name = "DURATION")]
@@ -39,8 +40,9 @@ pub struct ConnArgs {
     /// progress this long fails, naming node and path (default: 120s).
     #[arg(long, global = true, value_parser = parse_duration, value_name = "DURATION")]
     pub stall_timeout: Option<Duration>,
-    /// Key exchange algorithms, most preferred first (comma-separated).
-    #[arg(long, global = true, value_delimiter = ',')]
+    /// Key exchange algorithms, most preferred first (comma-separated), e.g.
+    /// `curve25519-sha256,diffie-hellman-group14-sha256`.
+    #[arg(long, global = true, value_delimiter = ',', value_name = "ALG,...")]
     pub kex: Option<Vec<String>>,
     /// Allow `host_key_check: off` in the inventory (warns for every host).
     #[arg(long, global = true)]
@@ -54,6 +56,7 @@ pub struct ConnArgs {
 
 /// How many nodes at once, and whether to run at all.
 #[derive(Args, Debug, Clone, Default)]
+#[command(next_help_heading = "Global options")]
 pub struct RunArgs {
     /// How many nodes at once (default: 256 for exec/put/get/run-script, 64 for the hooks, sites,
     /// key, ee and primitive, 16 masters for cnf and workload).

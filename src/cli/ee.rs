@@ -58,14 +58,20 @@ pub enum EeCmd {
     Register(RegisterArgs),
     /// The registered machines (`--namespace .ns[.vnf]` filters).
     List {
+        /// Only the EEs within this OSM namespace (a prefix of theirs).
         #[arg(long, value_name = "[nsi].ns[.vnf[.vdu[-count]]]")]
         namespace: Option<String>,
     },
     /// One registered machine, by name or id.
-    Show { ee: String },
+    Show {
+        /// The EE's name or id.
+        ee: String,
+    },
     /// Forget a registered machine (`--remove-key`: first remove the driver's keys from it).
     Delete {
+        /// The EE's name or id.
         ee: String,
+        /// First log in and remove the driver's keys from the machine's authorized_keys.
         #[arg(long)]
         remove_key: bool,
     },
@@ -75,10 +81,13 @@ pub enum EeCmd {
 pub struct RegisterArgs {
     /// The name commands use for it (`--ee NAME`).
     pub name: String,
+    /// Its address: an IP address or a host name.
     #[arg(long)]
     pub host: String,
+    /// Its SSH port.
     #[arg(long, default_value_t = 22)]
     pub port: u16,
+    /// The user to log in as.
     #[arg(long)]
     pub user: String,
     /// A file holding the login password (first line).

@@ -25,10 +25,10 @@ pub struct Select {
     #[arg(short, long, env = env_vars::INVENTORY, value_name = "FILE", required_unless_present = "ee")]
     pub inventory: Option<PathBuf>,
     /// Only hosts of this group (repeatable).
-    #[arg(short, long, requires = "inventory")]
+    #[arg(short, long, value_name = "GROUP", requires = "inventory")]
     pub group: Vec<String>,
     /// Only this host (repeatable).
-    #[arg(long, requires = "inventory")]
+    #[arg(long, value_name = "NAME", requires = "inventory")]
     pub host: Vec<String>,
     /// A registered execution environment, by name or id (repeatable; `ee register`). It is
     /// reached with the driver's key (or its stored credential) and the store's known_hosts.
@@ -109,11 +109,12 @@ pub struct ExecArgs {
 pub struct PutArgs {
     #[command(flatten)]
     pub select: Select,
+    /// The local file or directory to upload.
     pub src: PathBuf,
     /// Remote path; ending in `/` keeps the source's file name. Relative = login home.
     pub dest: String,
     /// File mode in octal (default: the local file's mode).
-    #[arg(long, value_parser = parse_mode)]
+    #[arg(long, value_parser = parse_mode, value_name = "OCTAL")]
     pub mode: Option<u32>,
 }
 
@@ -133,7 +134,9 @@ pub struct RunScriptArgs {
     pub select: Select,
     #[command(flatten)]
     pub run: RunOpts,
+    /// The local script: uploaded to a private directory on each host and run there.
     pub script: PathBuf,
+    /// The script's arguments, each passed as one word (quoted), whatever it contains.
     #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
     pub args: Vec<String>,
 }

@@ -21,27 +21,27 @@ use crate::request::Doc;
 #[derive(Args, Debug, Clone)]
 pub struct HookArgs {
     /// The operation's request body (SOL002/SOL003 JSON).
-    #[arg(long)]
+    #[arg(long, value_name = "FILE")]
     pub request: Option<PathBuf>,
     /// Nodes: groups named after the VNFD's aspect_id / vdu_id, `cps` for the cluster VIP.
     #[arg(short, long, env = env_vars::INVENTORY, value_name = "FILE")]
     pub inventory: Option<PathBuf>,
     /// The unpacked VNF package; script paths in the request are relative to it.
-    #[arg(long)]
+    #[arg(long, value_name = "DIR")]
     pub package_dir: Option<PathBuf>,
     /// The VnfInstance (SOL003 JSON): its id, vimConnectionInfo and vnfcResourceInfo.
-    #[arg(long)]
+    #[arg(long, value_name = "FILE")]
     pub vnf_instance: Option<PathBuf>,
     /// The VNF instance id, when no --vnf-instance is given.
-    #[arg(long)]
+    #[arg(long, value_name = "ID")]
     pub vnf_instance_id: Option<String>,
     #[command(flatten)]
     pub store: StateDir,
     /// The SOL003 GrantRequest (JSON): SCALE_IN and heal take the nodes from its removeResources.
-    #[arg(long)]
+    #[arg(long, value_name = "FILE")]
     pub grant_request: Option<PathBuf>,
-    /// Inventory host names to scale or heal (default: from the request).
-    #[arg(long)]
+    /// Inventory host names to scale or heal (repeatable; default: from the request).
+    #[arg(long, value_name = "NAME")]
     pub node: Vec<String>,
     /// Tacker compatibility: the node password in helm_info, the bearer token in the output.
     #[arg(long)]

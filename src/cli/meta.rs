@@ -28,7 +28,8 @@ pub fn version(ctx: &Ctx) -> i32 {
 }
 
 /// The script is made in memory and written in one go: clap_complete panics on a write error,
-/// and the console ends quietly when the reader has gone (`completion bash | head -1`).
+/// and the console ends quietly when the reader has gone (`completion bash | head -1`). The
+/// parser is the plain one, so every flag completes after every subcommand.
 pub fn completion(shell: clap_complete::Shell) -> i32 {
     let mut cmd = Cli::command();
     let mut script = Vec::new();

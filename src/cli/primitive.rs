@@ -41,15 +41,22 @@ pub enum PrimitiveCmd {
     /// The declared primitives.
     List,
     /// One primitive: its parameters, timeout, where it runs.
-    Show { name: String },
+    Show {
+        /// The primitive's name.
+        name: String,
+    },
     /// Run a primitive with its parameters (`--param k=v`, checked before connecting).
     Run(RunArgs),
     /// A run's status record (every run's, without RUN_ID).
-    Status { run_id: Option<String> },
+    Status {
+        /// The run's id, as `primitive run` printed it.
+        run_id: Option<String>,
+    },
 }
 
 #[derive(Args, Debug)]
 pub struct RunArgs {
+    /// The primitive's name (`primitive list`).
     pub name: String,
     /// A parameter, NAME=VALUE (repeatable).
     #[arg(long = "param", value_parser = spec::parse_param, value_name = "NAME=VALUE")]
@@ -61,8 +68,10 @@ pub struct RunArgs {
     /// cluster's nodes (with --cluster-instance).
     #[arg(short, long)]
     pub inventory: Option<PathBuf>,
+    /// Only the inventory hosts of this group (repeatable).
     #[arg(short, long, requires = "inventory")]
     pub group: Vec<String>,
+    /// Only this inventory host (repeatable).
     #[arg(long, requires = "inventory")]
     pub host: Vec<String>,
     /// The VNF instance recorded by instantiate-end whose masters or workers the primitive

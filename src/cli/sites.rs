@@ -31,10 +31,13 @@ pub enum SitesCmd {
         /// The site catalogue (sites.yaml).
         #[arg(long, value_name = "FILE")]
         sites: PathBuf,
+        /// Where the sites' folders go: OUT/<site>/ (the folders of sites not selected are removed).
         #[arg(long, value_name = "DIR")]
         out: PathBuf,
-        #[arg(long, value_delimiter = ',')]
+        /// Only these sites (comma-separated, repeatable).
+        #[arg(long, value_delimiter = ',', value_name = "SITE,...")]
         only: Vec<String>,
+        /// Only sites with this label (KEY=VALUE, repeatable: all must match).
         #[arg(long, value_parser = parse_selector, value_name = "KEY=VALUE")]
         selector: Vec<(String, String)>,
     },
@@ -76,7 +79,7 @@ pub struct SitesArgs {
     #[arg(long, global = true, value_name = "DIR")]
     pub rendered: Option<PathBuf>,
     /// Only these sites (comma-separated, repeatable).
-    #[arg(long, global = true, value_delimiter = ',')]
+    #[arg(long, global = true, value_delimiter = ',', value_name = "SITE,...")]
     pub only: Vec<String>,
     /// Only sites with this label (KEY=VALUE, repeatable: all must match).
     #[arg(long, global = true, value_parser = parse_selector, value_name = "KEY=VALUE")]
@@ -87,10 +90,10 @@ pub struct SitesArgs {
     #[command(flatten)]
     pub store: StateDir,
     /// How many sites run at the same time.
-    #[arg(long, global = true, default_value = "16")]
+    #[arg(long, global = true, default_value = "16", value_name = "N")]
     pub max_sites: usize,
     /// How many SSH connects, commands and transfers are in flight across all sites.
-    #[arg(long, global = true, default_value = "256")]
+    #[arg(long, global = true, default_value = "256", value_name = "N")]
     pub max_sessions: usize,
     /// Also run the sites whose last run of this operation is done.
     #[arg(long, global = true)]

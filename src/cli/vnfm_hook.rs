@@ -34,17 +34,17 @@ use crate::vnfm::vim_entry;
 #[derive(Args, Debug, Clone)]
 pub struct VnfmHookArgs {
     /// The request document (default: standard input).
-    #[arg(long)]
+    #[arg(long, value_name = "FILE")]
     pub input: Option<PathBuf>,
     /// Nodes and credentials (default: the document's options, else the VnfInstance).
-    #[arg(short, long)]
+    #[arg(short, long, value_name = "FILE")]
     pub inventory: Option<PathBuf>,
     #[command(flatten)]
     pub store: StateDir,
     #[command(flatten)]
     pub known: KnownHosts,
     /// Write a kubeconfig for the cluster there (mode 0600) after instantiate_end / heal_end.
-    #[arg(long)]
+    #[arg(long, value_name = "FILE")]
     pub kubeconfig_out: Option<PathBuf>,
     /// Put the masters' login password into extra.helm_info (Tacker v1's Helm client).
     #[arg(long)]

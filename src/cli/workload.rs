@@ -38,7 +38,7 @@ pub struct WorkloadArgs {
     #[command(flatten)]
     pub known: KnownHosts,
     /// The workload's namespace (default: the spec's, else `default`).
-    #[arg(short, long, global = true)]
+    #[arg(short, long, global = true, value_name = "NS")]
     pub namespace: Option<String>,
     /// Deployment or StatefulSet (default: the spec's, else deployment).
     #[arg(long, value_enum, global = true)]

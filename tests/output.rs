@@ -1,5 +1,6 @@
 //! The binary's manners at its edge, offline: a reader that goes away ends the output quietly
-//! (no panic, no backtrace, the command's own exit code). No lab, no root.
+//! (no panic, no backtrace, the command's own exit code), and `version` names the compiler
+//! that built it. No lab, no root.
 
 use std::process::{Command, Stdio};
 
@@ -32,4 +33,15 @@ fn a_closed_pipe_ends_the_output_quietly() {
         assert_eq!(code, 0, "mgmt-driver {args:?}: exit {code}\n{stderr}");
         assert!(stderr.is_empty(), "mgmt-driver {args:?} said:\n{stderr}");
     }
+}
+
+#[test]
+fn version_names_the_compiler_that_built_it() {
+    let out = mgmt().args(["version", "-o", "json"]).output().unwrap();
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rustc = doc["result"]["rustc"].as_str().unwrap_or_default();
+    assert!(rustc.starts_with("rustc 1."), "{doc}");
+    assert_eq!(doc["result"]["rustVersion"], rustc.split_whitespace().nth(1).unwrap_or_default(), "{doc}");
+    let plain = mgmt().arg("version").output().unwrap();
+    assert!(String::from_utf8_lossy(&plain.stdout).contains(&format!("built with {rustc}")));
 }

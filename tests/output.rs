@@ -1,6 +1,6 @@
 //! The binary's manners at its edge, offline: a reader that goes away ends the output quietly
-//! (no panic, no backtrace, the command's own exit code), and `version` names the compiler
-//! that built it. No lab, no root.
+//! (no panic, no backtrace, the command's own exit code), and a dry run's hosts are planned,
+//! not succeeded (docs/result.schema.json). No lab, no root.
 
 use std::process::{Command, Stdio};
 
@@ -33,6 +33,36 @@ fn a_closed_pipe_ends_the_output_quietly() {
         assert_eq!(code, 0, "mgmt-driver {args:?}: exit {code}\n{stderr}");
         assert!(stderr.is_empty(), "mgmt-driver {args:?} said:\n{stderr}");
     }
+}
+
+#[test]
+fn a_dry_run_s_hosts_are_planned_not_succeeded() {
+    let dir = tempfile::tempdir().unwrap();
+    let inv = dir.path().join("inv.yaml");
+    let hosts = "groups:\n  g:\n    - {name: n1, ssh_ip: 192.0.2.1}\n    - {name: n2, ssh_ip: 192.0.2.2}\n";
+    let kh = dir.path().join("kh");
+    std::fs::write(&inv, format!("defaults:\n  user: u\n  password: p\n  known_hosts: {}\n{hosts}", kh.display()))
+        .unwrap();
+    let out = mgmt()
+        .args(["exec", "--dry-run", "-o", "json", "-i", inv.to_str().unwrap(), "--", "uptime"])
+        .env("HOME", dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let r = &doc["result"];
+    assert_eq!((r["okCount"].as_u64(), r["plannedCount"].as_u64()), (Some(0), Some(2)), "{doc}");
+    for h in r["hosts"].as_array().unwrap() {
+        assert_eq!(h["status"], "planned", "{h}");
+        assert!(h.get("ok").is_none() && h.get("exitCode").is_none(), "a planned host has no outcome: {h}");
+    }
+    let plain = mgmt()
+        .args(["exec", "--dry-run", "-o", "plain", "-i", inv.to_str().unwrap(), "--", "uptime"])
+        .env("HOME", dir.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&plain.stderr);
+    assert!(stderr.contains("summary: 2 planned, 0 failed") && stderr.contains("dry run"), "{stderr}");
 }
 
 #[test]

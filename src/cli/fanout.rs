@@ -216,17 +216,20 @@ fn summarize(
 ) -> i32 {
     let failed: Vec<(&str, &Error)> =
         results.iter().filter_map(|(h, r)| r.as_ref().err().map(|e| (h.host.name.as_str(), e))).collect();
-    let ok = results.len() - failed.len();
+    // A plan's hosts are planned, not done: nothing ran on them.
+    let dry = ctx.run.dry_run;
+    let (ok, planned) = if dry { (0, results.len() - failed.len()) } else { (results.len() - failed.len(), 0) };
     match ctx.output {
         Output::Json | Output::Yaml => {
-            let mut env = Envelope::new(op, ctx.run.dry_run);
+            let mut env = Envelope::new(op, dry);
             env.ok = failed.is_empty();
             env.context = json!({"hosts": results.len()});
             env.result = json!({
                 "okCount": ok,
                 "failedCount": failed.len(),
+                "plannedCount": planned,
                 "ms": elapsed.as_millis() as u64,
-                "hosts": results.iter().map(|(h, r)| host_result(&h.host, r)).collect::<Vec<_>>(),
+                "hosts": results.iter().map(|(h, r)| host_result(&h.host, r, dry)).collect::<Vec<_>>(),
             });
             env.warnings = warnings;
             env.errors = failed.iter().map(|(_, e)| ErrorItem::from_error(e)).collect();
@@ -235,11 +238,10 @@ fn summarize(
         _ => {
             let names: Vec<&str> = failed.iter().map(|(n, _)| *n).collect();
             let list = if names.is_empty() { String::new() } else { format!(" ({})", names.join(", ")) };
-            console::err_line(&format!(
-                "summary: {ok} ok, {} failed{list} in {:.2}s",
-                failed.len(),
-                elapsed.as_secs_f64()
-            ));
+            let (n, done, note) =
+                if dry { (planned, "planned", " (dry run: nothing was run)") } else { (ok, "ok", "") };
+            let secs = elapsed.as_secs_f64();
+            console::err_line(&format!("summary: {n} {done}, {} failed{list} in {secs:.2}s{note}", failed.len()));
         }
     }
     if failed.is_empty() {
@@ -249,17 +251,23 @@ fn summarize(
     }
 }
 
-fn host_result(h: &Host, r: &Result<JobOutput>) -> Value {
+/// One host's line of the result: `planned` in a dry run (nothing ran: no exit code, no
+/// output), else `ok` with what the last command said, or `failed` with why.
+fn host_result(h: &Host, r: &Result<JobOutput>, dry_run: bool) -> Value {
     match r {
+        Ok(_) if dry_run => json!({"host": h.name, "status": "planned"}),
         Ok(o) => json!({
             "host": h.name,
+            "status": "ok",
             "ok": true,
             "exitCode": o.last.as_ref().and_then(|l| l.code),
             "stdout": o.last.as_ref().map(|l| l.stdout_text()),
             "uploaded": o.uploaded,
             "skipped": o.skipped,
         }),
-        Err(e) => json!({"host": h.name, "ok": false, "errorKind": e.kind(), "error": e.to_string()}),
+        Err(e) => {
+            json!({"host": h.name, "status": "failed", "ok": false, "errorKind": e.kind(), "error": e.to_string()})
+        }
     }
 }
 

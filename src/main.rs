@@ -20,7 +20,13 @@ fn main() {
             std::process::exit(parse_error(&e, &args));
         }
     };
-    tracing_subscriber::fmt().with_writer(|| console::LogWriter).with_env_filter(log_filter(cli.verbose)).init();
+    // Colours only for a person: a log piped to a file or a VNFM stays plain text.
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    tracing_subscriber::fmt()
+        .with_writer(|| console::LogWriter)
+        .with_ansi(ansi)
+        .with_env_filter(log_filter(cli.verbose))
+        .init();
     let (operation, output, dry_run) = (cli.command.name(), cli.output, cli.run.dry_run);
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime");
     let code = rt.block_on(async {

@@ -164,6 +164,7 @@ fn the_storage_servers_password_is_masked_under_debug() {
         server: Some(crate::cluster::storage_setup::ServerNode { node, params: srv, devices: vec!["/dev/vdb".into()] }),
         pvs: vec![],
         healed: false,
+        warnings: vec![],
     };
     assert_clean("StorageSetup", format!("{setup:?}"));
 }

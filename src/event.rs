@@ -51,6 +51,8 @@ pub enum EventKind {
         ms: u64,
     },
     /// A warning that needs a human (e.g. host key checking is off, a host key was learned).
+    /// The host is empty for a warning about the run as a whole ([`Events::warn`]). Every
+    /// warning also reaches the result document's `warnings` (`render.rs`).
     Warning {
         message: String,
     },
@@ -179,6 +181,13 @@ impl Events {
 
     pub fn for_host(&self, host: &str) -> HostEvents {
         HostEvents { host: Arc::from(host), events: self.clone() }
+    }
+
+    /// A warning about the run as a whole, not one node (an unknown key in the request, nothing
+    /// recorded to act on). It takes the nodes' warnings' path: the renderer shows it on stderr
+    /// in the current output mode and hands it on to the result document's `warnings`.
+    pub fn warn(&self, message: impl Into<String>) {
+        self.for_host("").emit(EventKind::Warning { message: message.into() });
     }
 }
 

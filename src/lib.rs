@@ -28,10 +28,12 @@ pub mod cli;
 pub(crate) mod cluster;
 pub(crate) mod cnf;
 pub mod command;
+pub mod console;
 #[cfg(test)]
 mod debug_audit;
 pub(crate) mod duration;
 pub(crate) mod ee;
+pub mod env_vars;
 pub mod error;
 pub mod event;
 pub(crate) mod fanout;

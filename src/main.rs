@@ -1,12 +1,18 @@
+//! The process's edge: parse the command line, set up the log and the runtime, run the command,
+//! catch SIGINT/SIGTERM, exit with the code. Everything written goes through
+//! `mgmt_driver::console` (a closed pipe ends quietly there, with the run's own exit code).
+
 use std::time::Duration;
 
-use clap::Parser;
-use mgmt_driver::cli::{interrupt, main as cli_main, parse_error, vnfm_hook, Cli};
+use clap::FromArgMatches;
+use mgmt_driver::cli::{help, interrupt, main as cli_main, parse_error, vnfm_hook, Cli};
+use mgmt_driver::console;
 use mgmt_driver::error::exit;
 use tokio::signal::unix::{signal, Signal, SignalKind};
+use tracing_subscriber::EnvFilter;
 
 fn main() {
-    let cli = match Cli::try_parse() {
+    let cli = match help::command().try_get_matches().and_then(|m| Cli::from_arg_matches(&m)) {
         Ok(c) => c,
         Err(e) => {
             // Only to find `-o json`: the command line itself was parsed from the raw OS strings.
@@ -14,9 +20,12 @@ fn main() {
             std::process::exit(parse_error(&e, &args));
         }
     };
+    // Colours only for a person: a log piped to a file or a VNFM stays plain text.
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
     tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_env_filter(tracing_subscriber::EnvFilter::from_env("MGMT_DRIVER_LOG"))
+        .with_writer(|| console::LogWriter)
+        .with_ansi(ansi)
+        .with_env_filter(log_filter(cli.verbose))
         .init();
     let (operation, output, dry_run) = (cli.command.name(), cli.output, cli.run.dry_run);
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime");
@@ -49,6 +58,16 @@ fn main() {
     // same as when this process is killed outright. No polite close is awaited.
     rt.shutdown_timeout(Duration::from_millis(100));
     std::process::exit(code);
+}
+
+/// The log's filter: `MGMT_DRIVER_LOG` when set, else the driver's own warnings (its libraries'
+/// errors only), or its debug log with `-vv` (docs/environment.md).
+fn log_filter(verbose: u8) -> EnvFilter {
+    let default = if verbose >= 2 { "error,mgmt_driver=debug" } else { "error,mgmt_driver=warn" };
+    match std::env::var(mgmt_driver::env_vars::LOG) {
+        Ok(v) if !v.trim().is_empty() => EnvFilter::builder().parse_lossy(v),
+        _ => EnvFilter::new(default),
+    }
 }
 
 /// Wait for SIGINT or SIGTERM: its name, the exit code it means, and the handlers back.

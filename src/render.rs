@@ -1,11 +1,17 @@
 //! Rendering the event stream: progress bars on a terminal, plain prefixed lines otherwise, or
 //! JSON lines (`-o json`) for machines. Node output goes to stdout; our own status goes to
-//! stderr, so `mgmt-driver exec ... > out.txt` captures exactly what the nodes printed.
+//! stderr, so `mgmt-driver exec ... > out.txt` captures exactly what the nodes printed. The lines
+//! reach the terminal through `console.rs`, the one writer.
+//!
+//! Warnings take one path: an [`EventKind::Warning`], whether a node's (a host key learned, a
+//! master that did not answer) or the run's own (`Events::warn`: the operation's warnings). The
+//! renderer shows each on stderr in the current output mode and hands them all back when the
+//! stream ends, for the result document's `warnings`, so what a person reads and what a machine
+//! parses say the same.
 
-use std::io::Write;
+use indicatif::{ProgressBar, ProgressStyle};
 
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-
+use crate::console;
 use crate::event::{Event, EventKind, EventRx};
 use crate::url_mask::mask_userinfo;
 
@@ -13,7 +19,9 @@ use crate::url_mask::mask_userinfo;
 pub enum Output {
     /// Progress bar on a terminal, plain lines otherwise.
     Auto,
+    /// One line per event: `HOST: ...` (node output on stdout, our status on stderr).
     Plain,
+    /// A progress bar over the hosts on stderr, with node output and failures above it.
     Progress,
     /// One JSON result document on stdout; events as JSON lines on stderr.
     Json,
@@ -21,16 +29,9 @@ pub enum Output {
     Yaml,
 }
 
-/// The progress bar on screen, if any, so an interruption can take it away before the report
-/// (a bar redrawn after it would overwrite the report's last line).
-static ACTIVE_BAR: std::sync::Mutex<Option<ProgressBar>> = std::sync::Mutex::new(None);
-
-/// Clear the progress bar for good (the run is being interrupted); no-op without one.
-pub fn clear_progress() {
-    if let Some(b) = ACTIVE_BAR.lock().unwrap_or_else(|e| e.into_inner()).take() {
-        b.finish_and_clear();
-    }
-}
+/// How many warnings a result document lists; past that one line says how many more went to
+/// stderr only (a node that floods its output gets one warning per gap, without end).
+const MAX_WARNINGS: usize = 100;
 
 pub struct Renderer {
     mode: Output,
@@ -38,6 +39,10 @@ pub struct Renderer {
     bar: Option<ProgressBar>,
     /// A dry run: phases are part of the plan on stdout.
     plan: bool,
+    /// Every warning shown so far, for the result document.
+    warnings: Vec<String>,
+    /// Warnings shown but not kept (beyond [`MAX_WARNINGS`]).
+    unlisted: usize,
 }
 
 impl Renderer {
@@ -49,23 +54,22 @@ impl Renderer {
             m => m,
         };
         let bar = (mode == Output::Progress).then(|| {
-            let b = ProgressBar::with_draw_target(Some(hosts as u64), ProgressDrawTarget::stderr());
+            let b = console::progress_bar(hosts as u64);
             b.set_style(
                 ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} hosts {msg}")
                     .expect("static template"),
             );
             // Keep the clock moving while hosts are silent (a 40-minute install, say).
             b.enable_steady_tick(std::time::Duration::from_millis(250));
-            *ACTIVE_BAR.lock().unwrap_or_else(|e| e.into_inner()) = Some(b.clone());
             b
         });
-        Renderer { mode, verbose, bar, plan: false }
+        Renderer { mode, verbose, bar, plan: false, warnings: vec![], unlisted: 0 }
     }
 
     /// For lifecycle operations: no progress bar (hosts finish many steps, not one).
     pub fn for_hooks(mode: Output, verbose: bool) -> Self {
         let mode = if matches!(mode, Output::Auto | Output::Progress) { Output::Plain } else { mode };
-        Renderer { mode, verbose, bar: None, plan: false }
+        Renderer { mode, verbose, bar: None, plan: false, warnings: vec![], unlisted: 0 }
     }
 
     /// Render a dry run's plan (phases go to stdout with the steps).
@@ -74,8 +78,9 @@ impl Renderer {
         self
     }
 
-    /// Consume events until every sender is gone.
-    pub async fn run(mut self, mut rx: EventRx) {
+    /// Consume events until every sender is gone; returns the warnings shown, for the result
+    /// document.
+    pub async fn run(mut self, mut rx: EventRx) -> Vec<String> {
         let (mut ok, mut failed) = (0u64, 0u64);
         while let Some(ev) = rx.recv().await {
             if let EventKind::Done { ok: o, .. } = ev.kind {
@@ -93,34 +98,48 @@ impl Renderer {
                     });
                 }
             }
+            if let EventKind::Warning { message } = &ev.kind {
+                self.keep_warning(&ev.host, message);
+            }
             self.render(&ev);
         }
         if let Some(b) = self.bar.take() {
             b.finish_and_clear();
-            ACTIVE_BAR.lock().unwrap_or_else(|e| e.into_inner()).take();
+            console::take_progress_bar();
         }
+        self.into_warnings()
+    }
+
+    /// The warnings kept, and a last one saying how many more there were.
+    fn into_warnings(mut self) -> Vec<String> {
+        if self.unlisted > 0 {
+            self.warnings.push(format!("{} more warnings, not listed here: see stderr", self.unlisted));
+        }
+        self.warnings
+    }
+
+    /// A warning as the result document lists it: the node first, when it is a node's.
+    fn keep_warning(&mut self, host: &str, message: &str) {
+        if self.warnings.len() >= MAX_WARNINGS {
+            self.unlisted += 1;
+            return;
+        }
+        let w = if host.is_empty() { message.to_string() } else { format!("{host}: {message}") };
+        self.warnings.push(mask_userinfo(&w).into_owned());
     }
 
     fn render(&self, ev: &Event) {
         if self.mode == Output::Json {
             // The result document owns stdout; events go to stderr.
-            let line = json_line(ev);
-            let _ = writeln!(std::io::stderr().lock(), "{line}");
+            console::err_line(&json_line(ev));
             return;
         }
         let Some((to_stdout, line)) = self.line(ev) else { return };
         // With -o yaml the document owns stdout.
-        let to_stdout = to_stdout && self.mode != Output::Yaml;
-        let emit = || {
-            if to_stdout {
-                let _ = writeln!(std::io::stdout().lock(), "{line}");
-            } else {
-                let _ = writeln!(std::io::stderr().lock(), "{line}");
-            }
-        };
-        match &self.bar {
-            Some(b) => b.suspend(emit),
-            None => emit(),
+        if to_stdout && self.mode != Output::Yaml {
+            console::out_line(&line);
+        } else {
+            console::err_line(&line);
         }
     }
 
@@ -158,6 +177,8 @@ impl Renderer {
                     *delay_ms as f64 / 1000.0
                 ),
             ),
+            // The run's own warnings have no node.
+            EventKind::Warning { message } if h.is_empty() => (false, format!("warning: {message}")),
             EventKind::Warning { message } => (false, format!("{h}: warning: {message}")),
             EventKind::HostKeyRelearned { addr, known_hosts, old, new } => (
                 false,
@@ -210,6 +231,39 @@ fn json_line(ev: &Event) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::event::Events;
+
+    /// A node's warning and the run's own take one path: shown (on stderr) and handed back for
+    /// the result document, the node named, URL passwords masked, a flood bounded.
+    #[tokio::test]
+    async fn every_warning_is_shown_and_handed_back_for_the_document() {
+        let (events, rx) = Events::channel();
+        let r = tokio::spawn(Renderer::for_hooks(Output::Yaml, false).run(rx));
+        events.warn("additionalParams.x: unknown key, ignored");
+        let m1 = events.for_host("m1");
+        m1.emit(EventKind::Warning { message: "unreachable, trying the next master: https://u:Pw@x/".into() });
+        m1.emit(EventKind::Exit { code: Some(0), signal: None, ms: 1 });
+        drop((events, m1));
+        let got = r.await.unwrap();
+        assert_eq!(
+            got,
+            [
+                "additionalParams.x: unknown key, ignored",
+                "m1: unreachable, trying the next master: https://********@x/"
+            ]
+        );
+        let plain = Renderer::new(Output::Plain, false, 1);
+        let ev = Event { t_ms: 1, host: "".into(), kind: EventKind::Warning { message: "w".into() } };
+        assert_eq!(plain.line(&ev), Some((false, "warning: w".to_string())));
+
+        let mut flood = Renderer::for_hooks(Output::Json, false);
+        for i in 0..MAX_WARNINGS + 5 {
+            flood.keep_warning("n1", &format!("w{i}"));
+        }
+        let got = flood.into_warnings();
+        assert_eq!(got.len(), MAX_WARNINGS + 1);
+        assert_eq!(got[MAX_WARNINGS], "5 more warnings, not listed here: see stderr");
+    }
 
     #[test]
     fn no_url_password_passes_in_any_output_mode() {

@@ -184,6 +184,7 @@ fn no_timeout_runs_and_finishes_normally() -> R {
 
 /// The controller's peak resident memory (kB) while one node prints 256 MiB and nobody reads
 /// the controller's stdout until the node is done: the event queue must stay bounded.
+#[allow(clippy::print_stderr)] // the measurement goes to the test log (the lint guards the binary's output)
 fn a_flooding_node_does_not_exhaust_controller_memory() -> R {
     use std::io::Read;
     let d = tempfile::tempdir()?;

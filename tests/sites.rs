@@ -137,6 +137,7 @@ fn by_site(d: &Value) -> std::collections::BTreeMap<String, Value> {
         .collect()
 }
 
+#[allow(clippy::print_stderr)] // phase times go to the test log (the lint guards the binary's output)
 fn timed<T>(name: &str, f: impl FnOnce() -> Result<T, libtest_mimic::Failed>) -> Result<T, libtest_mimic::Failed> {
     let t = Instant::now();
     let r = phase(name, f);

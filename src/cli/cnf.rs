@@ -6,9 +6,10 @@ use std::time::Duration;
 
 use clap::Args;
 
-use crate::cli::common::{parse_duration, Ctx, Defaults};
+use crate::cli::common::{parse_duration, Ctx, Defaults, KnownHosts, StateDir};
 use crate::cli::envelope::Envelope;
 use crate::cnf::{self, Inputs, Op};
+use crate::console;
 use crate::error::{exit, Result};
 use crate::lifecycle::Timeouts;
 use crate::render::Output;
@@ -16,26 +17,27 @@ use crate::render::Output;
 #[derive(Args, Debug, Clone)]
 pub struct CnfArgs {
     /// The VNF instance (CNF) id: names the chart directory and the state document.
-    #[arg(long, global = true)]
+    #[arg(long, global = true, value_name = "ID")]
     pub vnf_instance_id: Option<String>,
     /// The operation's request (instantiate, scale, heal).
-    #[arg(long, global = true)]
+    #[arg(long, global = true, value_name = "FILE")]
     pub request: Option<PathBuf>,
-    #[arg(long, global = true)]
+    /// The unpacked VNF package: the request's chart paths are relative to it.
+    #[arg(long, global = true, value_name = "DIR")]
     pub package_dir: Option<PathBuf>,
     /// The VnfInstance document (JSON): a heal's vnfcInstanceId names VNFCs of it (its
     /// vnfcInfo[].id), mapped to pods through vnfcResourceInfo; without it they are pod names.
-    #[arg(long, global = true)]
+    #[arg(long, global = true, value_name = "FILE")]
     pub vnf_instance: Option<PathBuf>,
     /// The Kubernetes namespace of the releases (a DNS label); overrides the request's (or the
     /// recorded) `namespace`. `list` with it lists that namespace only.
-    #[arg(long, global = true, value_name = "NS")]
+    #[arg(short = 'n', long, global = true, value_name = "NS")]
     pub namespace: Option<String>,
     /// vimConnectionInfo (list, map or one entry) holding extra.helm_info.
-    #[arg(long, global = true)]
+    #[arg(long, global = true, value_name = "FILE")]
     pub vim_connection_info: Option<PathBuf>,
     /// Use the cluster recorded by `instantiate-end` for this VNF instance id.
-    #[arg(long, global = true)]
+    #[arg(long, global = true, value_name = "ID")]
     pub cluster_instance: Option<String>,
     /// OSM's cluster_uuid, `NAMESPACE:CLUSTER_ID` or `CLUSTER_ID`: Helm runs in that cluster's
     /// own environment on the masters (kubeconfig and Helm homes under
@@ -45,13 +47,13 @@ pub struct CnfArgs {
     #[arg(long, global = true, value_name = "[NS:]ID")]
     pub cluster_uuid: Option<String>,
     /// Credentials and host keys for the masters (matched by address).
-    #[arg(short, long, global = true)]
+    #[arg(short, long, global = true, value_name = "FILE")]
     pub inventory: Option<PathBuf>,
-    #[arg(long, env = "MGMT_DRIVER_STATE_DIR", global = true)]
-    pub state_dir: Option<PathBuf>,
-    #[arg(long, global = true)]
-    pub known_hosts: Option<PathBuf>,
-    /// helm --wait.
+    #[command(flatten)]
+    pub store: StateDir,
+    #[command(flatten)]
+    pub known: KnownHosts,
+    /// helm --wait: the operation ends when the release's resources are ready.
     #[arg(long, global = true)]
     pub wait: bool,
     /// Roll back on failure (Helm 3 --atomic, Helm 4 --rollback-on-failure).
@@ -76,7 +78,7 @@ impl CnfArgs {
             cluster_instance: self.cluster_instance.clone(),
             cluster_uuid: self.cluster_uuid.clone(),
             inventory: self.inventory.clone(),
-            known_hosts: self.known_hosts.clone(),
+            known_hosts: self.known.known_hosts.clone(),
             wait: self.wait,
             atomic: self.atomic,
             timeout: self.timeout,
@@ -88,27 +90,34 @@ impl CnfArgs {
 
 pub async fn run(op: Op, a: CnfArgs, ctx: &Ctx) -> i32 {
     let (events, renderer) = ctx.renderer(None);
+    // The operation's own warnings take the nodes' path: the renderer shows them and lists them.
+    let notes = events.clone();
     let inputs = a.inputs(ctx);
-    let defaults = Defaults { retry_for: Duration::from_secs(5), parallel: 16 };
     let r: Result<cnf::run::Outcome> = async {
-        let prepared = cnf::run::prepare(&op, &inputs, ctx.store(&a.state_dir)?)?;
-        let rt = ctx.runner(events, &defaults, Timeouts::default(), false)?;
+        let prepared = cnf::run::prepare(&op, &inputs, ctx.store(&a.store.state_dir)?)?;
+        let rt = ctx.runner(events, &Defaults::MASTERS, Timeouts::default(), false)?;
         cnf::run::run(&op, &inputs, prepared, rt).await
     }
     .await;
-    let _ = renderer.await;
-    let env = Envelope::new(op.name(), ctx.run.dry_run);
+    if let Ok(o) = &r {
+        for w in &o.warnings {
+            notes.warn(w);
+        }
+    }
+    drop(notes);
+    let warnings = renderer.await.unwrap_or_default();
+    let env = Envelope { warnings, ..Envelope::new(op.name(), ctx.run.dry_run) };
     match r {
         Ok(o) => {
-            let env = Envelope { context: o.context, result: o.result, warnings: o.warnings, ..env };
+            let env = Envelope { context: o.context, result: o.result, ..env };
             match ctx.output {
                 Output::Json | Output::Yaml => env.print(ctx.output),
-                _ => println!("{}", serde_json::to_string_pretty(&env).unwrap_or_default()),
+                _ => console::out_line(&serde_json::to_string_pretty(&env).unwrap_or_default()),
             }
             exit::OK
         }
         Err(e) => {
-            eprintln!("error: {e}");
+            console::error(&e);
             env.error(&e).print(ctx.output);
             e.exit_code()
         }

@@ -1,7 +1,8 @@
-//! What every subcommand shares, declared once: connection flags, fan-out and dry-run flags, the
-//! one duration parser, and the one set-up that turns them into a connector (SSH, or the plan
-//! connector for `--dry-run`), a runner, a store and a renderer. Subcommands only parse their
-//! own arguments and call an operation.
+//! What every subcommand shares, declared once: connection flags, fan-out and dry-run flags,
+//! `--state-dir` and `--known-hosts`, each family's defaults for them, the one duration parser,
+//! and the one set-up that turns them into a connector (SSH, or the plan connector for
+//! `--dry-run`), a runner, a store and a renderer. Subcommands only parse their own arguments and
+//! call an operation.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -10,10 +11,12 @@ use std::time::Duration;
 use clap::Args;
 use tokio::task::JoinHandle;
 
+use crate::env_vars;
 use crate::error::{Error, Result};
 use crate::event::Events;
 use crate::inventory::{LoadOptions, SshConfigSource};
 use crate::lifecycle::plan::PlanConnector;
+use crate::lifecycle::runner::DEFAULT_PARALLEL;
 use crate::lifecycle::state::Store;
 use crate::lifecycle::state_key::StateKey;
 use crate::lifecycle::{FanOut, Runner, Timeouts};
@@ -23,20 +26,23 @@ use crate::transport::Connector;
 
 /// How to reach nodes. Global: every command takes them, the hooks included.
 #[derive(Args, Debug, Clone, Default)]
+#[command(next_help_heading = "Global options")]
 pub struct ConnArgs {
     /// Per connection attempt (TCP + handshake + login): `10`, `10s`, `500ms`, `1m`.
     #[arg(long, global = true, value_parser = parse_duration, value_name = "DURATION")]
     pub connect_timeout: Option<Duration>,
     /// Keep retrying nodes that are not up yet (refused, unreachable) this long (default: 60s for
-    /// exec/put/get/run-script, 300s for the hooks, 5s per master for cnf).
+    /// exec/put/get/run-script, 300s for the hooks and sites, 5s per master for cnf and
+    /// workload, 10s for key, ee and primitive).
     #[arg(long, global = true, value_parser = parse_duration, value_name = "DURATION")]
     pub retry_for: Option<Duration>,
     /// A file transfer step, an SSH channel open or an upload's probe reply that makes no
     /// progress this long fails, naming node and path (default: 120s).
     #[arg(long, global = true, value_parser = parse_duration, value_name = "DURATION")]
     pub stall_timeout: Option<Duration>,
-    /// Key exchange algorithms, most preferred first (comma-separated).
-    #[arg(long, global = true, value_delimiter = ',')]
+    /// Key exchange algorithms, most preferred first (comma-separated), e.g.
+    /// `curve25519-sha256,diffie-hellman-group14-sha256`.
+    #[arg(long, global = true, value_delimiter = ',', value_name = "ALG,...")]
     pub kex: Option<Vec<String>>,
     /// Allow `host_key_check: off` in the inventory (warns for every host).
     #[arg(long, global = true)]
@@ -44,16 +50,17 @@ pub struct ConnArgs {
     /// OpenSSH client config whose HostName, User, Port, IdentityFile, ProxyJump and
     /// UserKnownHostsFile fill what the inventory leaves unset (default: ~/.ssh/config if it
     /// exists; `none` reads no file, like `ssh -F none`).
-    #[arg(long, global = true, env = "MGMT_DRIVER_SSH_CONFIG", value_name = "FILE|none")]
+    #[arg(long, global = true, env = env_vars::SSH_CONFIG, value_name = "FILE|none")]
     pub ssh_config: Option<String>,
 }
 
 /// How many nodes at once, and whether to run at all.
 #[derive(Args, Debug, Clone, Default)]
+#[command(next_help_heading = "Global options")]
 pub struct RunArgs {
-    /// How many nodes at once (default: 256 for exec/put/get/run-script, 64 for the hooks, 16
-    /// masters for cnf).
-    #[arg(short, long, global = true)]
+    /// How many nodes at once (default: 256 for exec/put/get/run-script, 64 for the hooks, sites,
+    /// key, ee and primitive, 16 masters for cnf and workload).
+    #[arg(short, long, global = true, value_name = "N")]
     pub parallel: Option<usize>,
     /// Start no new node after the first failure.
     #[arg(long, global = true)]
@@ -61,6 +68,26 @@ pub struct RunArgs {
     /// Print what would run where, in order, and connect to nothing; nothing is written.
     #[arg(long, global = true)]
     pub dry_run: bool,
+}
+
+/// `--state-dir`: the state store. One declaration, flattened into every command that opens it.
+#[derive(Args, Debug, Clone, Default)]
+pub struct StateDir {
+    /// The state store: instance state, the sites' status, EE records, the driver's key,
+    /// primitive runs (default: ~/.local/state/mgmt-driver).
+    #[arg(long, global = true, env = env_vars::STATE_DIR, value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
+}
+
+/// `--known-hosts`: for the commands whose nodes may come from a VNF instance or the store
+/// rather than an inventory (which names its own known_hosts).
+#[derive(Args, Debug, Clone, Default)]
+pub struct KnownHosts {
+    /// The known_hosts file for nodes not taken from an inventory (a VnfInstance's, a recorded
+    /// cluster's): new keys are recorded there on first contact (accept-new). Default:
+    /// known_hosts in the state directory.
+    #[arg(long, global = true, value_name = "FILE")]
+    pub known_hosts: Option<PathBuf>,
 }
 
 /// The parts of the command line every subcommand's set-up needs.
@@ -74,10 +101,25 @@ pub struct Ctx {
     pub state_key: Option<PathBuf>,
 }
 
-/// A subcommand's own defaults for the shared flags.
+/// A command family's own defaults for `--retry-for` and `--parallel` (their help texts list
+/// these; a unit test keeps them in step).
+#[derive(Clone, Copy, Debug)]
 pub struct Defaults {
     pub retry_for: Duration,
     pub parallel: usize,
+}
+
+impl Defaults {
+    /// `exec`, `put`, `get`, `run-script`: many independent hosts, some of them still booting.
+    pub const FAN_OUT: Defaults = Defaults { retry_for: Duration::from_secs(60), parallel: DEFAULT_PARALLEL };
+    /// The cluster hooks and the sites they run on: fresh VMs take minutes to answer.
+    pub const HOOKS: Defaults = Defaults { retry_for: Duration::from_secs(300), parallel: 64 };
+    /// `cnf` and `workload`: masters, tried one after another until one answers; a master that
+    /// is down is skipped quickly.
+    pub const MASTERS: Defaults = Defaults { retry_for: Duration::from_secs(5), parallel: 16 };
+    /// `key`, `ee`, `primitive`: registered machines answer quickly or are down; retry briefly,
+    /// not like a booting VM.
+    pub const EE: Defaults = Defaults { retry_for: Duration::from_secs(10), parallel: 64 };
 }
 
 /// The one duration parser (`crate::duration`), here for the flags' `value_parser`.
@@ -136,8 +178,10 @@ impl Ctx {
         }
     }
 
-    /// Start rendering events. Lifecycle operations keep stdout for the result document.
-    pub fn renderer(&self, hosts: Option<usize>) -> (Events, JoinHandle<()>) {
+    /// Start rendering events. Lifecycle operations keep stdout for the result document. The
+    /// task ends when every `Events` is dropped and returns the warnings shown, which the result
+    /// document lists: hand the run's own warnings to `Events::warn` before that.
+    pub fn renderer(&self, hosts: Option<usize>) -> (Events, JoinHandle<Vec<String>>) {
         let (events, rx) = Events::channel();
         let r = match hosts {
             Some(n) => Renderer::new(self.output, self.verbose, n),

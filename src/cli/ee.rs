@@ -4,13 +4,13 @@
 //! the store, renderer and runner picked here, and prints the result.
 
 use std::path::PathBuf;
-use std::time::Duration;
 
 use clap::{Args, Subcommand};
 use serde_json::{json, Value};
 
 use crate::cli::common::{Ctx, Defaults};
 use crate::cli::envelope::{Envelope, ErrorItem};
+use crate::console;
 use crate::ee;
 use crate::ee::driver_key::{KeyDoc, KeyType};
 use crate::ee::record::Registry;
@@ -22,14 +22,10 @@ use crate::lifecycle::Timeouts;
 use crate::render::Output;
 
 /// Registered machines answer quickly or are down: retry briefly, not like a booting VM.
-const EE_DEFAULTS: Defaults = Defaults { retry_for: Duration::from_secs(10), parallel: 64 };
+const EE_DEFAULTS: Defaults = Defaults::EE;
 
-#[derive(Args, Debug, Clone)]
-pub struct StoreArgs {
-    /// The state store (EE records, the driver's key, primitive runs).
-    #[arg(long, env = "MGMT_DRIVER_STATE_DIR", global = true)]
-    pub state_dir: Option<PathBuf>,
-}
+/// `--state-dir`, declared once for every command (`cli/common.rs`).
+pub use crate::cli::common::StateDir as StoreArgs;
 
 #[derive(Subcommand, Debug)]
 pub enum KeyCmd {
@@ -60,14 +56,20 @@ pub enum EeCmd {
     Register(RegisterArgs),
     /// The registered machines (`--namespace .ns[.vnf]` filters).
     List {
+        /// Only the EEs within this OSM namespace (a prefix of theirs).
         #[arg(long, value_name = "[nsi].ns[.vnf[.vdu[-count]]]")]
         namespace: Option<String>,
     },
     /// One registered machine, by name or id.
-    Show { ee: String },
+    Show {
+        /// The EE's name or id.
+        ee: String,
+    },
     /// Forget a registered machine (`--remove-key`: first remove the driver's keys from it).
     Delete {
+        /// The EE's name or id.
         ee: String,
+        /// First log in and remove the driver's keys from the machine's authorized_keys.
         #[arg(long)]
         remove_key: bool,
     },
@@ -77,10 +79,13 @@ pub enum EeCmd {
 pub struct RegisterArgs {
     /// The name commands use for it (`--ee NAME`).
     pub name: String,
+    /// Its address: an IP address or a host name.
     #[arg(long)]
     pub host: String,
+    /// Its SSH port.
     #[arg(long, default_value_t = 22)]
     pub port: u16,
+    /// The user to log in as.
     #[arg(long)]
     pub user: String,
     /// A file holding the login password (first line).
@@ -145,12 +150,26 @@ pub fn ee_hosts(store: &Store, names: &[String]) -> Result<Vec<Host>> {
 }
 
 fn print_doc(ctx: &Ctx, op: &str, ok: bool, result: Value, errors: Vec<ErrorItem>, plain: impl FnOnce()) {
+    print_doc_warned(ctx, op, ok, result, errors, vec![], plain)
+}
+
+/// [`print_doc`] with the warnings the renderer showed during the run (a host key learned).
+fn print_doc_warned(
+    ctx: &Ctx,
+    op: &str,
+    ok: bool,
+    result: Value,
+    errors: Vec<ErrorItem>,
+    warnings: Vec<String>,
+    plain: impl FnOnce(),
+) {
     match ctx.output {
         Output::Json | Output::Yaml => {
             let mut env = Envelope::new(op, ctx.run.dry_run);
             env.ok = ok;
             env.result = result;
             env.errors = errors;
+            env.warnings = warnings;
             env.print(ctx.output);
         }
         _ => plain(),
@@ -181,12 +200,12 @@ pub async fn key(a: KeyArgs, ctx: &Ctx) -> Result<i32> {
             let (k, reg) = (&shown.keys, &shown.registry);
             let doc = key_doc_json(k, reg, shown.made);
             print_doc(ctx, "key", true, doc, vec![], || {
-                println!("{}", k.current.openssh);
+                console::out_line(&k.current.openssh);
                 if k.previous.is_some() {
-                    eprintln!(
+                    console::err_line(&format!(
                         "note: a key rotation is pending on: {} (mgmt-driver key finish-rotation)",
                         rotate::pending(reg, k).join(", ")
-                    );
+                    ));
                 }
             });
             Ok(exit::OK)
@@ -196,7 +215,7 @@ pub async fn key(a: KeyArgs, ctx: &Ctx) -> Result<i32> {
             let (events, renderer) = ctx.renderer(Some(rotation.registry.ees.len().max(1)));
             let rt = ctx.runner(events, &EE_DEFAULTS, Timeouts::default(), true)?;
             let pass = rotation.run(&store, rt).await;
-            let _ = renderer.await;
+            let warnings = renderer.await.unwrap_or_default();
             rotation.save(&store)?;
             let (keys, reg) = (&rotation.keys, &rotation.registry);
             let failed: Vec<&(String, &str, Result<()>)> = pass.results.iter().filter(|r| r.2.is_err()).collect();
@@ -207,22 +226,22 @@ pub async fn key(a: KeyArgs, ctx: &Ctx) -> Result<i32> {
                 pass.results.iter().map(|(ee, step, r)| json!({"ee": ee, "step": step, "ok": r.is_ok()})).collect();
             doc["finished"] = json!(pass.finished);
             let op = if rotate_new { "key rotate" } else { "key finish-rotation" };
-            print_doc(ctx, op, failed.is_empty(), doc, errors, || {
+            print_doc_warned(ctx, op, failed.is_empty(), doc, errors, warnings, || {
                 for (ee, step, r) in &pass.results {
                     match r {
-                        Ok(()) => eprintln!("{ee}: {step}: ok"),
-                        Err(e) => eprintln!("{ee}: {step}: {e}"),
+                        Ok(()) => console::err_line(&format!("{ee}: {step}: ok")),
+                        Err(e) => console::err_line(&format!("{ee}: {step}: {e}")),
                     }
                 }
                 if pass.finished {
-                    eprintln!("rotation finished: the old key is gone");
+                    console::err_line("rotation finished: the old key is gone");
                 } else {
-                    eprintln!(
+                    console::err_line(&format!(
                         "rotation pending on: {} (run `mgmt-driver key finish-rotation` when they are back)",
                         rotate::pending(reg, keys).join(", ")
-                    );
+                    ));
                 }
-                println!("{}", keys.current.openssh);
+                console::out_line(&keys.current.openssh);
             });
             Ok(if failed.is_empty() { exit::OK } else { exit::HOST_FAILED })
         }
@@ -234,20 +253,20 @@ async fn register(a: RegisterArgs, ctx: &Ctx, store: &Store) -> Result<i32> {
     let (events, renderer) = ctx.renderer(Some(1));
     let rt = ctx.runner(events, &EE_DEFAULTS, Timeouts::default(), true)?;
     let r = ee::register::run(&prepared, rt).await;
-    let _ = renderer.await;
+    let warnings = renderer.await.unwrap_or_default();
     let rec = match r {
         Ok(rec) => rec,
         Err(e) => {
-            eprintln!("error: {e}");
-            print_doc(ctx, "ee register", false, Value::Null, vec![ErrorItem::from_error(&e)], || {});
+            console::error(&e);
+            print_doc_warned(ctx, "ee register", false, Value::Null, vec![ErrorItem::from_error(&e)], warnings, || {});
             return Ok(e.exit_code());
         }
     };
     let rec = ee::register::save(&mut prepared, store, rec)?;
     let shown = rec.shown(prepared.keys.as_ref());
-    print_doc(ctx, "ee register", true, shown, vec![], || {
-        println!("{}", rec.id);
-        eprintln!(
+    print_doc_warned(ctx, "ee register", true, shown, vec![], warnings, || {
+        console::out_line(&rec.id);
+        console::err_line(&format!(
             "registered {} ({}@{}:{}){}{}",
             rec.name,
             rec.user,
@@ -255,7 +274,7 @@ async fn register(a: RegisterArgs, ctx: &Ctx, store: &Store) -> Result<i32> {
             rec.port,
             if rec.driver_keys.is_empty() { "" } else { ", driver key installed" },
             if rec.password.is_some() { ", password kept (sealed)" } else { "" }
-        );
+        ));
     });
     Ok(exit::OK)
 }
@@ -272,7 +291,7 @@ pub async fn ee(cmd: EeCmd, a: StoreArgs, ctx: &Ctx) -> Result<i32> {
             print_doc(ctx, "ee list", true, doc, vec![], || {
                 for e in list {
                     let v = e.shown(keys);
-                    println!(
+                    console::out_line(&format!(
                         "{}\t{}\t{}@{}:{}\t{}\t{}{}",
                         e.name,
                         e.id,
@@ -282,7 +301,7 @@ pub async fn ee(cmd: EeCmd, a: StoreArgs, ctx: &Ctx) -> Result<i32> {
                         e.namespace.as_deref().unwrap_or("-"),
                         if e.driver_keys.is_empty() { "password/identity" } else { "driver key" },
                         if v["rotationPending"] == json!(true) { "\trotation pending" } else { "" }
-                    );
+                    ));
                 }
             });
             Ok(exit::OK)
@@ -290,7 +309,7 @@ pub async fn ee(cmd: EeCmd, a: StoreArgs, ctx: &Ctx) -> Result<i32> {
         EeCmd::Show { ee: name } => {
             let doc = ee::list::show(&store, &name)?;
             print_doc(ctx, "ee show", true, doc.clone(), vec![], || {
-                println!("{}", serde_json::to_string_pretty(&doc).expect("serializes"));
+                console::out_line(&serde_json::to_string_pretty(&doc).expect("serializes"));
             });
             Ok(exit::OK)
         }
@@ -300,16 +319,19 @@ pub async fn ee(cmd: EeCmd, a: StoreArgs, ctx: &Ctx) -> Result<i32> {
                 let (events, renderer) = ctx.renderer(Some(1));
                 let rt = ctx.runner(events, &EE_DEFAULTS, Timeouts::default(), true)?;
                 let r = prepared.remove_keys(&host, rt).await;
-                let _ = renderer.await;
+                let warnings = renderer.await.unwrap_or_default();
                 if let Err(e) = r {
-                    eprintln!("error: {e} (the record is kept)");
-                    print_doc(ctx, "ee delete", false, Value::Null, vec![ErrorItem::from_error(&e)], || {});
+                    console::err_line(&format!("error: {e} (the record is kept)"));
+                    let errors = vec![ErrorItem::from_error(&e)];
+                    print_doc_warned(ctx, "ee delete", false, Value::Null, errors, warnings, || {});
                     return Ok(e.exit_code());
                 }
             }
             let d = prepared.forget(&store)?;
             let doc = json!({"id": d.id, "name": d.name, "keyRemoved": d.key_removed});
-            print_doc(ctx, "ee delete", true, doc, vec![], || eprintln!("deleted {} ({})", d.name, d.id));
+            print_doc(ctx, "ee delete", true, doc, vec![], || {
+                console::err_line(&format!("deleted {} ({})", d.name, d.id))
+            });
             Ok(exit::OK)
         }
     }

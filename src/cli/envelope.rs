@@ -6,6 +6,7 @@
 use serde::Serialize;
 use serde_json::{json, Value};
 
+use crate::console;
 use crate::error::Error;
 use crate::render::Output;
 
@@ -69,8 +70,8 @@ impl Envelope {
     /// Print the document for `-o json` / `-o yaml`; other modes print their own way.
     pub fn print(&self, output: Output) {
         match output {
-            Output::Json => println!("{}", serde_json::to_string(self).expect("envelope serializes")),
-            Output::Yaml => print!("{}", yaml_serde::to_string(self).expect("envelope serializes")),
+            Output::Json => console::out_line(&serde_json::to_string(self).expect("envelope serializes")),
+            Output::Yaml => console::out(&yaml_serde::to_string(self).expect("envelope serializes")),
             _ => {}
         }
     }
@@ -92,9 +93,15 @@ mod tests {
         let e = Error::Skipped { node: "n1".into() };
         let mut ok = Envelope::new("exec", false);
         ok.context = json!({"hosts": 1});
-        ok.result = json!({"okCount": 1, "failedCount": 0, "ms": 3, "hosts": [{"host": "n1", "ok": true}]});
+        ok.result = json!({"okCount": 1, "failedCount": 0, "plannedCount": 0, "ms": 3,
+                           "hosts": [{"host": "n1", "status": "ok", "ok": true, "exitCode": 0}]});
+        let mut planned = Envelope::new("exec", true);
+        planned.context = json!({"hosts": 1});
+        planned.result = json!({"okCount": 0, "failedCount": 0, "plannedCount": 1, "ms": 3,
+                                "hosts": [{"host": "n1", "status": "planned"}]});
         for doc in [
             serde_json::to_value(&ok).unwrap(),
+            serde_json::to_value(&planned).unwrap(),
             serde_json::to_value(Envelope::new("mgmt-driver", true).error(&e)).unwrap(),
         ] {
             let errs: Vec<String> = v.iter_errors(&doc).map(|e| e.to_string()).collect();
@@ -110,7 +117,16 @@ mod tests {
         let mut hook = serde_json::to_value(Envelope::new("instantiate_end", false)).unwrap();
         hook["context"] = json!({"vnfInstanceId": "i", "state": "/s"});
         hook["result"] = json!({"vim": null, "vimConnectionInfo": []});
-        for doc in [bad, failed, kind, hook] {
+        // A planned host is not a succeeded one: no ok, no exit code; and only a dry run plans.
+        let mut planned_ok = serde_json::to_value(&planned).unwrap();
+        planned_ok["result"]["hosts"][0]["ok"] = json!(true);
+        let mut planned_code = serde_json::to_value(&planned).unwrap();
+        planned_code["result"]["hosts"][0]["exitCode"] = json!(0);
+        let mut ran_in_plan = serde_json::to_value(&planned).unwrap();
+        ran_in_plan["result"]["hosts"][0] = json!({"host": "n1", "status": "ok", "ok": true, "exitCode": 0});
+        let mut planned_in_run = serde_json::to_value(&planned).unwrap();
+        planned_in_run["dryRun"] = json!(false);
+        for doc in [bad, failed, kind, hook, planned_ok, planned_code, ran_in_plan, planned_in_run] {
             assert!(!v.is_valid(&doc), "accepted: {doc}");
         }
     }

@@ -7,35 +7,36 @@ use std::time::{Duration, Instant};
 use clap::Args;
 use serde_json::{json, Value};
 
-use crate::cli::common::{parse_duration, Ctx, Defaults};
+use crate::cli::common::{parse_duration, Ctx, Defaults, StateDir};
 use crate::cli::envelope::{Envelope, ErrorItem};
+use crate::console;
+use crate::env_vars;
 use crate::error::{exit, Error, Result};
 use crate::fanout::{exec_job, get_job, put_job, ScriptJob};
 use crate::inventory::{Host, Inventory};
 use crate::lifecycle::job::{CommandOpts, Job, JobOutput};
-use crate::lifecycle::runner::DEFAULT_PARALLEL;
 use crate::lifecycle::{Node, Timeouts};
 use crate::render::Output;
 
 /// Which hosts: inventory hosts, registered execution environments, or both.
 #[derive(Args, Debug, Clone)]
 pub struct Select {
-    /// Inventory file (YAML).
-    #[arg(short, long, env = "MGMT_DRIVER_INVENTORY", required_unless_present = "ee")]
+    /// Inventory file (YAML): the hosts, their groups, logins and host key policy.
+    #[arg(short, long, env = env_vars::INVENTORY, value_name = "FILE", required_unless_present = "ee")]
     pub inventory: Option<PathBuf>,
     /// Only hosts of this group (repeatable).
-    #[arg(short, long, requires = "inventory")]
+    #[arg(short, long, value_name = "GROUP", requires = "inventory")]
     pub group: Vec<String>,
     /// Only this host (repeatable).
-    #[arg(long, requires = "inventory")]
+    #[arg(long, value_name = "NAME", requires = "inventory")]
     pub host: Vec<String>,
     /// A registered execution environment, by name or id (repeatable; `ee register`). It is
     /// reached with the driver's key (or its stored credential) and the store's known_hosts.
     #[arg(long, value_name = "NAME|ID")]
     pub ee: Vec<String>,
-    /// The state store holding the EEs and the driver's key (with --ee).
-    #[arg(long, env = "MGMT_DRIVER_STATE_DIR")]
-    pub state_dir: Option<PathBuf>,
+    // With --ee: the store holding the EEs and the driver's key.
+    #[command(flatten)]
+    pub store: StateDir,
 }
 
 impl Select {
@@ -47,7 +48,7 @@ impl Select {
             None => vec![],
         };
         if !self.ee.is_empty() {
-            let store = ctx.store(&self.state_dir)?;
+            let store = ctx.store(&self.store.state_dir)?;
             hosts.extend(crate::cli::ee::ee_hosts(&store, &self.ee)?);
         }
         for (i, h) in hosts.iter().enumerate() {
@@ -108,11 +109,12 @@ pub struct ExecArgs {
 pub struct PutArgs {
     #[command(flatten)]
     pub select: Select,
+    /// The local file or directory to upload.
     pub src: PathBuf,
     /// Remote path; ending in `/` keeps the source's file name. Relative = login home.
     pub dest: String,
     /// File mode in octal (default: the local file's mode).
-    #[arg(long, value_parser = parse_mode)]
+    #[arg(long, value_parser = parse_mode, value_name = "OCTAL")]
     pub mode: Option<u32>,
 }
 
@@ -132,7 +134,9 @@ pub struct RunScriptArgs {
     pub select: Select,
     #[command(flatten)]
     pub run: RunOpts,
+    /// The local script: uploaded to a private directory on each host and run there.
     pub script: PathBuf,
+    /// The script's arguments, each passed as one word (quoted), whatever it contains.
     #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
     pub args: Vec<String>,
 }
@@ -183,9 +187,8 @@ async fn fan_out(op: &str, sel: &Select, ctx: &Ctx, job: impl Fn(&Host) -> Resul
     let hosts = sel.hosts(ctx)?;
     let jobs: Vec<HostJob> =
         hosts.into_iter().map(|host| Ok(HostJob { job: job(&host)?, host })).collect::<Result<_>>()?;
-    let defaults = Defaults { retry_for: Duration::from_secs(60), parallel: DEFAULT_PARALLEL };
     let (events, renderer) = ctx.renderer(Some(jobs.len()));
-    let rt = ctx.runner(events, &defaults, Timeouts::default(), true)?;
+    let rt = ctx.runner(events, &Defaults::FAN_OUT, Timeouts::default(), true)?;
     let started = Instant::now();
     let refs: Vec<&HostJob> = jobs.iter().collect();
     let results = rt
@@ -200,32 +203,45 @@ async fn fan_out(op: &str, sel: &Select, ctx: &Ctx, job: impl Fn(&Host) -> Resul
         })
         .await;
     drop(rt);
-    let _ = renderer.await;
-    Ok(summarize(op, &results, ctx, started.elapsed()))
+    let warnings = renderer.await.unwrap_or_default();
+    Ok(summarize(op, &results, ctx, started.elapsed(), warnings))
 }
 
-fn summarize(op: &str, results: &[(&HostJob, Result<JobOutput>)], ctx: &Ctx, elapsed: Duration) -> i32 {
+fn summarize(
+    op: &str,
+    results: &[(&HostJob, Result<JobOutput>)],
+    ctx: &Ctx,
+    elapsed: Duration,
+    warnings: Vec<String>,
+) -> i32 {
     let failed: Vec<(&str, &Error)> =
         results.iter().filter_map(|(h, r)| r.as_ref().err().map(|e| (h.host.name.as_str(), e))).collect();
-    let ok = results.len() - failed.len();
+    // A plan's hosts are planned, not done: nothing ran on them.
+    let dry = ctx.run.dry_run;
+    let (ok, planned) = if dry { (0, results.len() - failed.len()) } else { (results.len() - failed.len(), 0) };
     match ctx.output {
         Output::Json | Output::Yaml => {
-            let mut env = Envelope::new(op, ctx.run.dry_run);
+            let mut env = Envelope::new(op, dry);
             env.ok = failed.is_empty();
             env.context = json!({"hosts": results.len()});
             env.result = json!({
                 "okCount": ok,
                 "failedCount": failed.len(),
+                "plannedCount": planned,
                 "ms": elapsed.as_millis() as u64,
-                "hosts": results.iter().map(|(h, r)| host_result(&h.host, r)).collect::<Vec<_>>(),
+                "hosts": results.iter().map(|(h, r)| host_result(&h.host, r, dry)).collect::<Vec<_>>(),
             });
+            env.warnings = warnings;
             env.errors = failed.iter().map(|(_, e)| ErrorItem::from_error(e)).collect();
             env.print(ctx.output);
         }
         _ => {
             let names: Vec<&str> = failed.iter().map(|(n, _)| *n).collect();
             let list = if names.is_empty() { String::new() } else { format!(" ({})", names.join(", ")) };
-            eprintln!("summary: {ok} ok, {} failed{list} in {:.2}s", failed.len(), elapsed.as_secs_f64());
+            let (n, done, note) =
+                if dry { (planned, "planned", " (dry run: nothing was run)") } else { (ok, "ok", "") };
+            let secs = elapsed.as_secs_f64();
+            console::err_line(&format!("summary: {n} {done}, {} failed{list} in {secs:.2}s{note}", failed.len()));
         }
     }
     if failed.is_empty() {
@@ -235,17 +251,23 @@ fn summarize(op: &str, results: &[(&HostJob, Result<JobOutput>)], ctx: &Ctx, ela
     }
 }
 
-fn host_result(h: &Host, r: &Result<JobOutput>) -> Value {
+/// One host's line of the result: `planned` in a dry run (nothing ran: no exit code, no
+/// output), else `ok` with what the last command said, or `failed` with why.
+fn host_result(h: &Host, r: &Result<JobOutput>, dry_run: bool) -> Value {
     match r {
+        Ok(_) if dry_run => json!({"host": h.name, "status": "planned"}),
         Ok(o) => json!({
             "host": h.name,
+            "status": "ok",
             "ok": true,
             "exitCode": o.last.as_ref().and_then(|l| l.code),
             "stdout": o.last.as_ref().map(|l| l.stdout_text()),
             "uploaded": o.uploaded,
             "skipped": o.skipped,
         }),
-        Err(e) => json!({"host": h.name, "ok": false, "errorKind": e.kind(), "error": e.to_string()}),
+        Err(e) => {
+            json!({"host": h.name, "status": "failed", "ok": false, "errorKind": e.kind(), "error": e.to_string()})
+        }
     }
 }
 

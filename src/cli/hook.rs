@@ -7,10 +7,12 @@ use std::time::Duration;
 
 use clap::Args;
 
-use crate::cli::common::{parse_duration, Ctx, Defaults};
+use crate::cli::common::{parse_duration, Ctx, Defaults, KnownHosts, StateDir};
 use crate::cli::envelope::Envelope;
 use crate::cluster::kubeconfig;
 use crate::cluster::prepare::{self, Inputs, Op};
+use crate::console;
+use crate::env_vars;
 use crate::error::{exit, Error, Result};
 use crate::lifecycle::Timeouts;
 use crate::render::Output;
@@ -19,28 +21,27 @@ use crate::request::Doc;
 #[derive(Args, Debug, Clone)]
 pub struct HookArgs {
     /// The operation's request body (SOL002/SOL003 JSON).
-    #[arg(long)]
+    #[arg(long, value_name = "FILE")]
     pub request: Option<PathBuf>,
     /// Nodes: groups named after the VNFD's aspect_id / vdu_id, `cps` for the cluster VIP.
-    #[arg(short, long, env = "MGMT_DRIVER_INVENTORY")]
+    #[arg(short, long, env = env_vars::INVENTORY, value_name = "FILE")]
     pub inventory: Option<PathBuf>,
     /// The unpacked VNF package; script paths in the request are relative to it.
-    #[arg(long)]
+    #[arg(long, value_name = "DIR")]
     pub package_dir: Option<PathBuf>,
     /// The VnfInstance (SOL003 JSON): its id, vimConnectionInfo and vnfcResourceInfo.
-    #[arg(long)]
+    #[arg(long, value_name = "FILE")]
     pub vnf_instance: Option<PathBuf>,
     /// The VNF instance id, when no --vnf-instance is given.
-    #[arg(long)]
+    #[arg(long, value_name = "ID")]
     pub vnf_instance_id: Option<String>,
-    /// Where instance state is kept (default: ~/.local/state/mgmt-driver).
-    #[arg(long, env = "MGMT_DRIVER_STATE_DIR")]
-    pub state_dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub store: StateDir,
     /// The SOL003 GrantRequest (JSON): SCALE_IN and heal take the nodes from its removeResources.
-    #[arg(long)]
+    #[arg(long, value_name = "FILE")]
     pub grant_request: Option<PathBuf>,
-    /// Inventory host names to scale or heal (default: from the request).
-    #[arg(long)]
+    /// Inventory host names to scale or heal (repeatable; default: from the request).
+    #[arg(long, value_name = "NAME")]
     pub node: Vec<String>,
     /// Tacker compatibility: the node password in helm_info, the bearer token in the output.
     #[arg(long)]
@@ -54,9 +55,8 @@ pub struct HookArgs {
     /// How long a drain waits for pods to be evicted before the step fails.
     #[arg(long, default_value = "300", value_parser = parse_duration, value_name = "DURATION")]
     pub drain_timeout: Duration,
-    /// known_hosts for nodes taken from --vnf-instance (accept-new).
-    #[arg(long)]
-    pub known_hosts: Option<PathBuf>,
+    #[command(flatten)]
+    pub known: KnownHosts,
     /// instantiate-end: write a kubeconfig for the new cluster here (mode 0600; it holds the
     /// cluster-admin token): what OSM's `k8scluster-add --creds` and ONAP take.
     #[arg(long, value_name = "FILE")]
@@ -73,14 +73,15 @@ impl HookArgs {
             .vnf_instance_id(self.vnf_instance_id.clone())
             .node(self.node.clone())
             .tacker_compat(self.tacker_compat)
-            .known_hosts(self.known_hosts.clone())
+            .known_hosts(self.known.known_hosts.clone())
     }
 }
 
 /// Run one hook: exit code 0 ok, 1 a node failed, 2 bad input (nothing ran).
 pub async fn run(op: Op, a: HookArgs, ctx: &Ctx) -> i32 {
     let (events, renderer) = ctx.renderer(None);
-    let defaults = Defaults { retry_for: Duration::from_secs(300), parallel: 64 };
+    // The hook's own warnings take the nodes' path: the renderer shows them and lists them.
+    let notes = events.clone();
     let timeouts = Timeouts { install: a.install_timeout, drain: a.drain_timeout, ..Default::default() };
     let prepared: Result<prepare::Prepared> = (|| {
         if let Some(out) = &a.kubeconfig_out {
@@ -89,26 +90,27 @@ pub async fn run(op: Op, a: HookArgs, ctx: &Ctx) -> i32 {
             }
             kubeconfig::check_destination(out)?;
         }
-        let store = ctx.store(&a.state_dir)?;
-        let rt = ctx.runner(events, &defaults, timeouts, false)?;
+        let store = ctx.store(&a.store.state_dir)?;
+        let rt = ctx.runner(events, &Defaults::HOOKS, timeouts, false)?;
         prepare::prepare(op, &a.inputs(ctx), store, rt)
     })();
     let mut env = Envelope::new(op.name(), ctx.run.dry_run);
     let p = match prepared {
         Ok(p) => p,
         Err(e) => {
-            let _ = renderer.await;
-            eprintln!("error: {e}");
+            drop(notes);
+            env.warnings = renderer.await.unwrap_or_default();
+            console::error(&e);
             env.error(&e).print(ctx.output);
             return e.exit_code();
         }
     };
     for w in &p.hook.params.warnings {
-        eprintln!("warning: {w}");
+        notes.warn(w);
     }
     let mut outcome = crate::cluster::run(op, &p, a.reset_nodes).await;
     for w in outcome.warnings.iter().skip(p.hook.params.warnings.len()) {
-        eprintln!("warning: {w}");
+        notes.warn(w);
     }
     if let (Some(out), None) = (&a.kubeconfig_out, &outcome.error) {
         // Written under the instance lock, from the state just recorded; a plan writes nothing
@@ -123,25 +125,24 @@ pub async fn run(op: Op, a: HookArgs, ctx: &Ctx) -> i32 {
             Err(e) => outcome.error = Some(e),
         }
     }
-    drop(p);
-    let _ = renderer.await;
+    drop((p, notes));
+    env.warnings = renderer.await.unwrap_or_default();
     env.context = outcome.context;
     env.result = outcome.result;
-    env.warnings = outcome.warnings;
     let code = match &outcome.error {
         None => {
             if !matches!(ctx.output, Output::Json | Output::Yaml) {
                 let note = if ctx.run.dry_run { " (dry run: nothing was run)" } else { "" };
-                eprintln!("{}: ok{note}", op.name());
+                console::err_line(&format!("{}: ok{note}", op.name()));
                 if let Some(k) = env.result.get("kubeconfig").and_then(|k| k.as_str()) {
                     let verb = if ctx.run.dry_run { "would write" } else { "wrote" };
-                    eprintln!("kubeconfig: {verb} {k} (mode 0600: it holds the cluster-admin token)");
+                    console::err_line(&format!("kubeconfig: {verb} {k} (mode 0600: it holds the cluster-admin token)"));
                 }
             }
             exit::OK
         }
         Some(e) => {
-            eprintln!("error: {e}");
+            console::error(e);
             env = env.error(e);
             e.exit_code()
         }

@@ -6,6 +6,7 @@
 use serde_json::json;
 
 use crate::cli::envelope::{Envelope, ErrorItem};
+use crate::console;
 use crate::error::printable;
 use crate::event::LEDGER;
 
@@ -13,14 +14,14 @@ use crate::event::LEDGER;
 /// it cannot overwrite the report), and return the result document for the caller (`-o json|yaml`
 /// on stdout).
 pub fn report(signal: &str, operation: &str, dry_run: bool) -> Envelope {
-    crate::render::clear_progress();
+    console::clear_progress();
     let r = LEDGER.interruption();
     let mut text = vec![format!(
         "interrupted by {signal}: the connections close and each node stops the command this run started there; \
          re-running is safe for idempotent steps (the hooks resume from their saved state)"
     )];
     text.extend(r.lines());
-    eprintln!("{}", text.join("\n"));
+    console::err_line(&text.join("\n"));
     let mut env = Envelope::new(operation, dry_run);
     env.ok = false;
     env.errors.push(ErrorItem { kind: "interrupted", message: format!("interrupted by {signal}"), node: None });

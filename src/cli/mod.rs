@@ -1,14 +1,17 @@
 //! The command line: one parser, shared flags declared once (`common.rs`), one result envelope
-//! (`envelope.rs`), and subcommands that only parse their own arguments and call an operation:
-//! the fan-out commands (`fanout.rs`), the cluster hooks (`hook.rs`), the Helm CNF operations
-//! (`cnf.rs`), and `version` / `completion` (`meta.rs`). This is the composition root: the only
-//! place that picks the SSH connector (or the plan connector for `--dry-run`).
+//! (`envelope.rs`), what `--help` shows (`help.rs`: examples, global flags once), and
+//! subcommands that only parse their own arguments and call an operation: the fan-out commands
+//! (`fanout.rs`), the cluster hooks (`hook.rs`), the Helm CNF operations (`cnf.rs`), and
+//! `version` / `completion` (`meta.rs`). This is the composition root: the only place that picks
+//! the SSH connector (or the plan connector for `--dry-run`). Everything it prints goes through
+//! `console.rs` (and events through the renderer).
 
 pub mod cnf;
 pub mod common;
 pub mod ee;
 pub mod envelope;
 pub mod fanout;
+pub mod help;
 pub mod hook;
 pub mod interrupt;
 pub mod meta;
@@ -18,25 +21,36 @@ pub mod sites_export;
 pub mod vnfm_hook;
 pub mod workload;
 
-use clap::{Parser, Subcommand};
+use clap::{ArgAction, Parser, Subcommand};
 
+use crate::console;
+use crate::env_vars;
 use crate::error::Result;
 use crate::render::Output;
-use common::{ConnArgs, Ctx, RunArgs};
+use common::{ConnArgs, Ctx, RunArgs, StateDir};
 
 #[derive(Parser, Debug)]
 #[command(name = "mgmt-driver", version, about = "Turn VMs into a Kubernetes cluster with Helm, over SSH")]
 pub struct Cli {
     /// Output: progress on a terminal, plain lines, or one result document (json, yaml) on stdout
     /// with events on stderr.
-    #[arg(short = 'o', long, value_enum, default_value = "auto", global = true)]
+    #[arg(
+        short = 'o',
+        long,
+        value_enum,
+        default_value = "auto",
+        value_name = "MODE",
+        global = true,
+        help_heading = "Global options"
+    )]
     pub output: Output,
-    /// Also show connects, commands, exits and uploads.
-    #[arg(short, long, global = true)]
-    pub verbose: bool,
+    /// -v: also show connects, commands, exits and uploads; -vv: also the driver's debug log
+    /// (docs/environment.md).
+    #[arg(short, long, action = ArgAction::Count, global = true, help_heading = "Global options")]
+    pub verbose: u8,
     /// The key that seals the secrets of the state store (created, 0600, on first use; default:
     /// ~/.config/mgmt-driver/state.key). Keep it apart from the state directory.
-    #[arg(long, global = true, env = "MGMT_DRIVER_STATE_KEY_FILE", value_name = "FILE")]
+    #[arg(long, global = true, env = env_vars::STATE_KEY_FILE, value_name = "FILE", help_heading = "Global options")]
     pub state_key: Option<std::path::PathBuf>,
     #[command(flatten)]
     pub conn: ConnArgs,
@@ -92,7 +106,7 @@ pub enum Command {
         #[command(subcommand)]
         cmd: ee::EeCmd,
         #[command(flatten)]
-        store: ee::StoreArgs,
+        store: StateDir,
     },
     /// Named primitives of a package (primitives.yaml): list, show, run with typed parameters,
     /// status of runs (docs/primitives.md).
@@ -111,6 +125,7 @@ pub enum Command {
     Version,
     /// Print a shell completion script: `mgmt-driver completion bash > /etc/bash_completion.d/mgmt-driver`.
     Completion {
+        /// The shell the script is for.
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
@@ -162,7 +177,7 @@ impl Command {
 /// for `-o json` or `-o yaml`, the result document too, so a VNFM parsing stdout always gets one.
 /// Returns the exit code (2, or 0 for `--help` / `--version`).
 pub fn parse_error(e: &clap::Error, args: &[String]) -> i32 {
-    let _ = e.print();
+    console::clap_message(e);
     if !e.use_stderr() {
         return crate::error::exit::OK;
     }
@@ -200,12 +215,13 @@ fn requested_output(args: &[String]) -> Output {
 
 /// Run the parsed command line and return the process exit code.
 pub async fn main(cli: Cli) -> i32 {
-    let ctx = Ctx { output: cli.output, verbose: cli.verbose, conn: cli.conn, run: cli.run, state_key: cli.state_key };
+    let ctx =
+        Ctx { output: cli.output, verbose: cli.verbose > 0, conn: cli.conn, run: cli.run, state_key: cli.state_key };
     match run(cli.command, &ctx).await {
         Ok(code) => code,
         Err(e) => {
             // Only errors before any operation started end up here (bad flags, unreadable files).
-            eprintln!("error: {e}");
+            console::error(&e);
             envelope::Envelope::new("mgmt-driver", ctx.run.dry_run).error(&e).print(ctx.output);
             e.exit_code()
         }
@@ -239,8 +255,58 @@ async fn run(command: Command, ctx: &Ctx) -> Result<i32> {
 
 #[cfg(test)]
 mod tests {
+    use super::common::Defaults;
     use super::Cli;
     use clap::CommandFactory;
+
+    /// Every command says what it does, and every argument has a help text (a user reads
+    /// `--help` before any doc).
+    #[test]
+    fn every_command_and_argument_is_explained() {
+        fn walk(cmd: &clap::Command, path: &str, missing: &mut Vec<String>) {
+            if cmd.get_about().is_none() && !path.is_empty() {
+                missing.push(format!("`{path}` has no about"));
+            }
+            for a in cmd.get_arguments().filter(|a| !a.is_hide_set()) {
+                let id = a.get_id().as_str();
+                let builtin = matches!(a.get_action(), clap::ArgAction::Help | clap::ArgAction::Version);
+                if a.get_help().is_none() && a.get_long_help().is_none() && !builtin {
+                    missing.push(format!("`{path}` {id}"));
+                }
+            }
+            for sub in cmd.get_subcommands().filter(|s| s.get_name() != "help") {
+                walk(sub, format!("{path} {}", sub.get_name()).trim(), missing);
+            }
+        }
+        let mut missing = Vec::new();
+        walk(&Cli::command(), "", &mut missing);
+        assert!(missing.is_empty(), "no help text:\n{}", missing.join("\n"));
+    }
+
+    /// The families' defaults and what `--retry-for` / `--parallel` say about them agree.
+    #[test]
+    fn the_shared_flags_name_each_family_s_default() {
+        let cmd = Cli::command();
+        let help = |id: &str| {
+            let a = cmd.get_arguments().find(|a| a.get_id() == id).unwrap();
+            a.get_help().map(|h| h.to_string()).unwrap_or_default().replace('\n', " ")
+        };
+        let (retry, parallel) = (help("retry_for"), help("parallel"));
+        for (d, who) in [
+            (Defaults::FAN_OUT, "exec/put/get/run-script"),
+            (Defaults::HOOKS, "the hooks"),
+            (Defaults::MASTERS, "cnf and workload"),
+            (Defaults::EE, "key, ee"),
+        ] {
+            let r = format!("{}s", d.retry_for.as_secs());
+            assert!(
+                retry.split(r.as_str()).nth(1).is_some_and(|after| after.contains(who)),
+                "--retry-for: {r} {who}: {retry}"
+            );
+            let p = format!("{} ", d.parallel);
+            assert!(parallel.contains(&p) && parallel.contains(who), "--parallel: {p}{who}: {parallel}");
+        }
+    }
 
     /// Every flag that takes a duration (`--timeout`, `--install-timeout`, `--retry-for`, ...), in
     /// every subcommand, takes the forms operators write: `10s`, `5m`, `1h`, and plain seconds.

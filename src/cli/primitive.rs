@@ -5,13 +5,13 @@
 //! named) and `primitive::run`, and prints the runs; a run's failure exits with its kind's code.
 
 use std::path::PathBuf;
-use std::time::Duration;
 
 use clap::{Args, Subcommand};
 use serde_json::{json, Value};
 
-use crate::cli::common::{Ctx, Defaults};
+use crate::cli::common::{Ctx, Defaults, StateDir};
 use crate::cli::envelope::{Envelope, ErrorItem};
+use crate::console;
 use crate::error::{exit, Error, Result};
 use crate::lifecycle::Timeouts;
 use crate::primitive;
@@ -28,9 +28,8 @@ pub struct Source {
     /// A VNF package directory: Scripts/primitives.yaml (or primitives.yaml at its root).
     #[arg(long, global = true, value_name = "DIR")]
     pub package: Option<PathBuf>,
-    /// The state store (run records, EEs, the driver's key).
-    #[arg(long, env = "MGMT_DRIVER_STATE_DIR", global = true)]
-    pub state_dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub store: StateDir,
 }
 
 #[derive(Subcommand, Debug)]
@@ -38,15 +37,22 @@ pub enum PrimitiveCmd {
     /// The declared primitives.
     List,
     /// One primitive: its parameters, timeout, where it runs.
-    Show { name: String },
+    Show {
+        /// The primitive's name.
+        name: String,
+    },
     /// Run a primitive with its parameters (`--param k=v`, checked before connecting).
     Run(RunArgs),
     /// A run's status record (every run's, without RUN_ID).
-    Status { run_id: Option<String> },
+    Status {
+        /// The run's id, as `primitive run` printed it.
+        run_id: Option<String>,
+    },
 }
 
 #[derive(Args, Debug)]
 pub struct RunArgs {
+    /// The primitive's name (`primitive list`).
     pub name: String,
     /// A parameter, NAME=VALUE (repeatable).
     #[arg(long = "param", value_parser = spec::parse_param, value_name = "NAME=VALUE")]
@@ -58,8 +64,10 @@ pub struct RunArgs {
     /// cluster's nodes (with --cluster-instance).
     #[arg(short, long)]
     pub inventory: Option<PathBuf>,
+    /// Only the inventory hosts of this group (repeatable).
     #[arg(short, long, requires = "inventory")]
     pub group: Vec<String>,
+    /// Only this inventory host (repeatable).
     #[arg(long, requires = "inventory")]
     pub host: Vec<String>,
     /// The VNF instance recorded by instantiate-end whose masters or workers the primitive
@@ -97,7 +105,7 @@ fn record_json(r: &RunRecord) -> Value {
 pub async fn run(cmd: PrimitiveCmd, src: Source, ctx: &Ctx) -> Result<i32> {
     match cmd {
         PrimitiveCmd::Status { run_id } => {
-            let store = ctx.store(&src.state_dir)?;
+            let store = ctx.store(&src.store.state_dir)?;
             let runs = primitive::status::runs(&store, run_id.as_deref())?;
             match ctx.output {
                 Output::Json | Output::Yaml => print(
@@ -109,7 +117,7 @@ pub async fn run(cmd: PrimitiveCmd, src: Source, ctx: &Ctx) -> Result<i32> {
                 ),
                 _ => {
                     for r in &runs {
-                        println!(
+                        console::out_line(&format!(
                             "{}\t{}\t{}\t{}\t{}{}",
                             r.run_id,
                             r.primitive,
@@ -117,7 +125,7 @@ pub async fn run(cmd: PrimitiveCmd, src: Source, ctx: &Ctx) -> Result<i32> {
                             r.status.as_str(),
                             r.detailed_status,
                             r.error_kind.map(|k| format!("\t{}", k.as_str())).unwrap_or_default()
-                        );
+                        ));
                     }
                 }
             }
@@ -129,7 +137,7 @@ pub async fn run(cmd: PrimitiveCmd, src: Source, ctx: &Ctx) -> Result<i32> {
                 Output::Json | Output::Yaml => print(ctx, "primitive list", true, json!({"primitives": ps}), vec![]),
                 _ => {
                     for p in &ps {
-                        println!("{}\t{}", p.name, p.description.as_deref().unwrap_or(""));
+                        console::out_line(&format!("{}\t{}", p.name, p.description.as_deref().unwrap_or("")));
                     }
                 }
             }
@@ -140,7 +148,7 @@ pub async fn run(cmd: PrimitiveCmd, src: Source, ctx: &Ctx) -> Result<i32> {
             let p = primitive::prepare::find(&ps, &name, &dir)?;
             match ctx.output {
                 Output::Json | Output::Yaml => print(ctx, "primitive show", true, json!(p), vec![]),
-                _ => println!("{}", yaml_serde::to_string(p).expect("serializes")),
+                _ => console::out_line(&yaml_serde::to_string(p).expect("serializes")),
             }
             Ok(exit::OK)
         }
@@ -163,14 +171,15 @@ fn bad_arguments(prim: &str, bad: &[(String, String)]) -> (String, Vec<ErrorItem
 
 async fn run_cmd(a: RunArgs, src: Source, ctx: &Ctx) -> Result<i32> {
     let (dir, package) = (src.dir.as_deref(), src.package.as_deref());
-    let ready =
-        primitive::prepare::prepare(dir, package, &a.request(), &ctx.inventory_opts(), || ctx.store(&src.state_dir));
+    let ready = primitive::prepare::prepare(dir, package, &a.request(), &ctx.inventory_opts(), || {
+        ctx.store(&src.store.state_dir)
+    });
     let Ready { primitive: prep, params, hosts, store } = match ready {
         Ok(r) => r,
         Err(Refused::Input(e)) => return Err(e),
         Err(Refused::BadArguments { primitive: name, bad }) => {
             let (msg, items) = bad_arguments(&name, &bad);
-            eprintln!("error: {msg}");
+            console::error(&msg);
             if matches!(ctx.output, Output::Json | Output::Yaml) {
                 let mut env = Envelope::new("primitive run", ctx.run.dry_run);
                 env.ok = false;
@@ -182,36 +191,38 @@ async fn run_cmd(a: RunArgs, src: Source, ctx: &Ctx) -> Result<i32> {
             return Ok(ErrorKind::BadArguments.exit_code());
         }
     };
-    let defaults = Defaults { retry_for: Duration::from_secs(10), parallel: 64 };
+    let defaults = Defaults::EE;
     let (events, renderer) = ctx.renderer(Some(hosts.len()));
     let rt = ctx.runner(events, &defaults, Timeouts::default(), true)?;
-    let ran = primitive::run::run(&prep, &params, hosts, &store, rt).await?;
-    let _ = renderer.await;
+    let ran = primitive::run::run(&prep, &params, hosts, &store, rt).await;
+    let warnings = renderer.await.unwrap_or_default();
+    let ran = ran?;
     let errors: Vec<ErrorItem> = ran.errors.iter().map(ErrorItem::from_error).collect();
     let (code, runs) = (ran.code, ran.runs);
     let prim = &prep.primitive;
     match ctx.output {
-        Output::Json | Output::Yaml => print(
-            ctx,
-            "primitive run",
-            code == exit::OK,
-            json!({"primitive": prim.name, "runs": runs.iter().map(record_json).collect::<Vec<_>>()}),
-            errors,
-        ),
+        Output::Json | Output::Yaml => {
+            let mut env = Envelope::new("primitive run", ctx.run.dry_run);
+            env.ok = code == exit::OK;
+            env.result = json!({"primitive": prim.name, "runs": runs.iter().map(record_json).collect::<Vec<_>>()});
+            env.errors = errors;
+            env.warnings = warnings;
+            env.print(ctx.output);
+        }
         _ => {
             for r in &runs {
                 if let Some(out) = &r.stdout_tail {
-                    print!("{out}");
+                    console::out(out);
                 }
-                eprintln!(
+                console::err_line(&format!(
                     "{}: run {} {}{}",
                     r.target,
                     r.run_id,
                     r.status.as_str(),
                     r.error.as_ref().map(|e| format!(": {e}")).unwrap_or_default()
-                );
+                ));
                 if let Some(v) = &r.result {
-                    println!("{v}");
+                    console::out_line(&v.to_string());
                 }
             }
         }

@@ -9,8 +9,9 @@ use std::time::{Duration, Instant};
 use clap::{Args, Subcommand};
 use serde_json::{json, Value};
 
-use crate::cli::common::{parse_duration, Ctx, Defaults};
+use crate::cli::common::{parse_duration, Ctx, Defaults, StateDir};
 use crate::cli::envelope::{Envelope, ErrorItem};
+use crate::console;
 use crate::error::{exit, Error, Result};
 use crate::lifecycle::plan::PlanConnector;
 use crate::lifecycle::state::Store;
@@ -30,10 +31,13 @@ pub enum SitesCmd {
         /// The site catalogue (sites.yaml).
         #[arg(long, value_name = "FILE")]
         sites: PathBuf,
+        /// Where the sites' folders go: OUT/<site>/ (the folders of sites not selected are removed).
         #[arg(long, value_name = "DIR")]
         out: PathBuf,
-        #[arg(long, value_delimiter = ',')]
+        /// Only these sites (comma-separated, repeatable).
+        #[arg(long, value_delimiter = ',', value_name = "SITE,...")]
         only: Vec<String>,
+        /// Only sites with this label (KEY=VALUE, repeatable: all must match).
         #[arg(long, value_parser = parse_selector, value_name = "KEY=VALUE")]
         selector: Vec<(String, String)>,
     },
@@ -53,8 +57,8 @@ pub enum SitesCmd {
     },
     /// Each site's last operation, status and time, from the state store.
     Status {
-        #[arg(long, env = "MGMT_DRIVER_STATE_DIR")]
-        state_dir: Option<PathBuf>,
+        #[command(flatten)]
+        store: StateDir,
     },
     /// Print the selected sites' run for another engine (a Kubernetes Indexed Job).
     Export {
@@ -75,7 +79,7 @@ pub struct SitesArgs {
     #[arg(long, global = true, value_name = "DIR")]
     pub rendered: Option<PathBuf>,
     /// Only these sites (comma-separated, repeatable).
-    #[arg(long, global = true, value_delimiter = ',')]
+    #[arg(long, global = true, value_delimiter = ',', value_name = "SITE,...")]
     pub only: Vec<String>,
     /// Only sites with this label (KEY=VALUE, repeatable: all must match).
     #[arg(long, global = true, value_parser = parse_selector, value_name = "KEY=VALUE")]
@@ -83,14 +87,13 @@ pub struct SitesArgs {
     /// Only the I-th of the selected sites (counting from 0): one pod of an Indexed Job.
     #[arg(long, global = true, value_name = "I")]
     pub index: Option<usize>,
-    /// Where instance state and the sites' status documents are kept.
-    #[arg(long, global = true, env = "MGMT_DRIVER_STATE_DIR")]
-    pub state_dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub store: StateDir,
     /// How many sites run at the same time.
-    #[arg(long, global = true, default_value = "16")]
+    #[arg(long, global = true, default_value = "16", value_name = "N")]
     pub max_sites: usize,
     /// How many SSH connects, commands and transfers are in flight across all sites.
-    #[arg(long, global = true, default_value = "256")]
+    #[arg(long, global = true, default_value = "256", value_name = "N")]
     pub max_sessions: usize,
     /// Also run the sites whose last run of this operation is done.
     #[arg(long, global = true)]
@@ -122,13 +125,13 @@ pub async fn run(cmd: SitesCmd, ctx: &Ctx) -> i32 {
         SitesCmd::Export { cmd } => return crate::cli::sites_export::run(cmd, ctx),
         SitesCmd::Plan { op, args } => plan_or_apply(&op, &args, ctx, true).await,
         SitesCmd::Apply { op, args } => plan_or_apply(&op, &args, ctx, ctx.run.dry_run).await,
-        SitesCmd::Status { state_dir } => status(state_dir, ctx),
+        SitesCmd::Status { store } => status(store.state_dir, ctx),
         SitesCmd::Render { sites, out, only, selector } => render(&sites, &out, &only, &selector, ctx),
     };
     match r {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {e}");
+            console::error(&e);
             Envelope::new(name, dry).error(&e).print(ctx.output);
             e.exit_code()
         }
@@ -178,9 +181,9 @@ fn render(cat: &Path, out: &Path, only: &[String], selector: &[(String, String)]
         }
         _ => {
             for s in &rendered {
-                println!("{}", s.dir.display());
+                console::out_line(&s.dir.display().to_string());
             }
-            eprintln!("sites render: {} sites in {}", rendered.len(), out.display());
+            console::err_line(&format!("sites render: {} sites in {}", rendered.len(), out.display()));
         }
     }
     Ok(exit::OK)
@@ -194,7 +197,7 @@ async fn plan_or_apply(op: &Op, args: &SitesArgs, ctx: &Ctx, dry: bool) -> Resul
     }
     let mut scratch = None;
     let selected = sites(args, &mut scratch)?;
-    let state_dir = args.state_dir.clone().unwrap_or_else(Store::default_dir);
+    let state_dir = args.store.state_dir.clone().unwrap_or_else(Store::default_dir);
     let key = || ctx.state_key.clone().map(StateKey::at).unwrap_or_else(StateKey::default_location);
     let store = || -> Result<Store> {
         if dry {
@@ -220,7 +223,7 @@ async fn plan_or_apply(op: &Op, args: &SitesArgs, ctx: &Ctx, dry: bool) -> Resul
     if dry {
         return Ok(plan(op, &selected, &env, ctx, timeouts, &name, context).await);
     }
-    let defaults = Defaults { retry_for: Duration::from_secs(300), parallel: 64 };
+    let defaults = Defaults::HOOKS;
     // The SSH options are checked once; every site's runner shares this one connector.
     let connector: Arc<dyn crate::transport::Connector> =
         Arc::new(Bounded::new(ctx.connector(&defaults)?, args.max_sessions));
@@ -234,10 +237,10 @@ async fn plan_or_apply(op: &Op, args: &SitesArgs, ctx: &Ctx, dry: bool) -> Resul
     let (events, renderer) = ctx.renderer(None);
     let applied = apply::apply(&selected, op, &env, connector, &events, &bounds).await;
     drop(events);
-    let _ = renderer.await;
+    let warnings = renderer.await.unwrap_or_default();
     match applied? {
-        Applied::Refused(errs) => Ok(refused(&name, context, &errs, ctx, false)),
-        Applied::Ran(results) => Ok(report(&name, context, &results, ctx, started.elapsed())),
+        Applied::Refused(errs) => Ok(refused(&name, context, &errs, ctx, false, warnings)),
+        Applied::Ran(results) => Ok(report(&name, context, &results, ctx, started.elapsed(), warnings)),
     }
 }
 
@@ -277,12 +280,13 @@ async fn plan(
         let _ = fwd.await;
     }
     drop(events);
-    let _ = renderer.await;
+    let warnings = renderer.await.unwrap_or_default();
     if !errs.is_empty() {
-        return refused(name, context, &errs, ctx, true);
+        return refused(name, context, &errs, ctx, true, warnings);
     }
     let mut env = Envelope::new(name, true);
     env.context = context;
+    env.warnings = warnings;
     match ctx.output {
         Output::Json | Output::Yaml => {
             env.result = json!({"sites": lines});
@@ -290,35 +294,48 @@ async fn plan(
         }
         _ => {
             for l in &lines {
-                println!("{}: {}", l["site"].as_str().unwrap_or(""), l["plan"].as_str().unwrap_or(""));
+                console::out_line(&format!(
+                    "{}: {}",
+                    l["site"].as_str().unwrap_or(""),
+                    l["plan"].as_str().unwrap_or("")
+                ));
             }
-            eprintln!("{name}: {} sites ok (plan: nothing connected, nothing written)", lines.len());
+            console::err_line(&format!("{name}: {} sites ok (plan: nothing connected, nothing written)", lines.len()));
         }
     }
     exit::OK
 }
 
 /// Input errors on some sites: nothing ran anywhere.
-fn refused(name: &str, context: Value, errs: &[Error], ctx: &Ctx, dry: bool) -> i32 {
+fn refused(name: &str, context: Value, errs: &[Error], ctx: &Ctx, dry: bool, warnings: Vec<String>) -> i32 {
     for e in errs {
-        eprintln!("error: {e}");
+        console::error(e);
     }
-    eprintln!("{name}: {} site(s) refused; nothing was run on any site", errs.len());
+    console::err_line(&format!("{name}: {} site(s) refused; nothing was run on any site", errs.len()));
     let mut env = Envelope::new(name, dry);
     env.context = context;
+    env.warnings = warnings;
     env.ok = false;
     env.errors = errs.iter().map(ErrorItem::from_error).collect();
     env.print(ctx.output);
     exit::BAD_INPUT
 }
 
-fn report(name: &str, context: Value, results: &[SiteResult], ctx: &Ctx, elapsed: Duration) -> i32 {
+fn report(
+    name: &str,
+    context: Value,
+    results: &[SiteResult],
+    ctx: &Ctx,
+    elapsed: Duration,
+    warnings: Vec<String>,
+) -> i32 {
     let count = |s: &str| results.iter().filter(|r| r.status == s).count();
     let failed = count("failed");
     match ctx.output {
         Output::Json | Output::Yaml => {
             let mut env = Envelope::new(name, false);
             env.context = context;
+            env.warnings = warnings;
             env.result = json!({
                 "sites": results,
                 "doneCount": count("done"),
@@ -338,15 +355,15 @@ fn report(name: &str, context: Value, results: &[SiteResult], ctx: &Ctx, elapsed
             }
             env.print(ctx.output);
         }
-        _ => print!("{}", table(results)),
+        _ => console::out(&table(results)),
     }
-    eprintln!(
+    console::err_line(&format!(
         "{name}: {} done, {failed} failed, {} skipped (done before), {} not started in {:.1}s",
         count("done"),
         count("skipped"),
         count("not-started"),
         elapsed.as_secs_f64()
-    );
+    ));
     if failed == 0 {
         exit::OK
     } else {
@@ -401,12 +418,19 @@ fn status(state_dir: Option<PathBuf>, ctx: &Ctx) -> Result<i32> {
         }
         _ => {
             let w = names.iter().map(String::len).max().unwrap_or(4).max(4);
-            println!("{:<w$}  {:<16}  {:<8}  {:<20}  {:>8}  ERROR", "SITE", "OP", "STATUS", "STARTED", "SECONDS");
+            let mut out =
+                format!("{:<w$}  {:<16}  {:<8}  {:<20}  {:>8}  ERROR\n", "SITE", "OP", "STATUS", "STARTED", "SECONDS");
             for (n, s) in &rows {
                 let secs = s.seconds.map(|x| format!("{x:.1}")).unwrap_or_else(|| "-".into());
                 let e = s.error.as_deref().unwrap_or("").lines().next().unwrap_or("");
-                println!("{n:<w$}  {:<16}  {:<8}  {:<20}  {secs:>8}  {e}", s.op, s.status.name(), s.started);
+                out.push_str(&format!(
+                    "{n:<w$}  {:<16}  {:<8}  {:<20}  {secs:>8}  {e}\n",
+                    s.op,
+                    s.status.name(),
+                    s.started
+                ));
             }
+            console::out(&out);
         }
     }
     Ok(exit::OK)

@@ -10,6 +10,7 @@ use serde_json::json;
 
 use crate::cli::common::Ctx;
 use crate::cli::envelope::Envelope;
+use crate::console;
 use crate::error::Result;
 use crate::render::Output;
 use crate::sites::export::{self, ConfigSource, JobOptions};
@@ -28,7 +29,7 @@ pub struct K8sJobArgs {
     #[arg(long, value_name = "DIR")]
     pub rendered: PathBuf,
     /// Only these sites (comma-separated, repeatable).
-    #[arg(long, value_delimiter = ',')]
+    #[arg(long, value_delimiter = ',', value_name = "SITE,...")]
     pub only: Vec<String>,
     /// Only sites with this label (KEY=VALUE, repeatable: all must match).
     #[arg(long, value_parser = parse_selector, value_name = "KEY=VALUE")]
@@ -41,18 +42,19 @@ pub struct K8sJobArgs {
     #[arg(long)]
     pub image: String,
     /// How many pods (sites) run at once.
-    #[arg(long, default_value = "16")]
+    #[arg(long, default_value = "16", value_name = "N")]
     pub parallelism: u32,
     /// The Job's backoffLimitPerIndex: new pods a failed site gets.
-    #[arg(long, default_value = "2")]
+    #[arg(long, default_value = "2", value_name = "N")]
     pub retries: u32,
     /// The Job's maxFailedIndexes: past it the whole Job stops.
-    #[arg(long)]
+    #[arg(long, value_name = "N")]
     pub max_failed_sites: Option<u32>,
     /// The Job's name.
     #[arg(long, default_value = "mgmt-driver-sites")]
     pub name: String,
-    #[arg(long)]
+    /// The Kubernetes namespace of the Job and its ConfigMap (default: kubectl's current one).
+    #[arg(short = 'n', long, value_name = "NS")]
     pub namespace: Option<String>,
     /// The ConfigMap to emit with the selected sites' rendered files.
     #[arg(long, default_value = "mgmt-driver-sites", conflicts_with = "existing_config_map")]
@@ -72,11 +74,14 @@ pub struct K8sJobArgs {
     /// Where the image has the VNF package.
     #[arg(long, value_name = "PATH", default_value = "/opt/mgmt-driver/package")]
     pub package_dir: String,
-    #[arg(long, default_value = "50m")]
+    /// Each pod's CPU request (a Kubernetes quantity).
+    #[arg(long, default_value = "50m", value_name = "CPU")]
     pub cpu_request: String,
-    #[arg(long, default_value = "64Mi")]
+    /// Each pod's memory request (a Kubernetes quantity).
+    #[arg(long, default_value = "64Mi", value_name = "BYTES")]
     pub memory_request: String,
-    #[arg(long, default_value = "256Mi")]
+    /// Each pod's memory limit (a Kubernetes quantity).
+    #[arg(long, default_value = "256Mi", value_name = "BYTES")]
     pub memory_limit: String,
 }
 
@@ -91,12 +96,12 @@ pub fn run(cmd: ExportCmd, ctx: &Ctx) -> i32 {
                 env.result = json!({"sites": sites, "manifest": text});
                 env.print(ctx.output);
             } else {
-                print!("{text}");
+                console::out(&text);
             }
             0
         }
         Err(e) => {
-            eprintln!("error: {e}");
+            console::error(&e);
             Envelope::new(name, false).error(&e).print(ctx.output);
             e.exit_code()
         }

@@ -11,8 +11,9 @@ use clap::Args;
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 
-use crate::cli::common::{parse_duration, Ctx, Defaults};
+use crate::cli::common::{parse_duration, Ctx, Defaults, KnownHosts, StateDir};
 use crate::cli::envelope::ErrorItem;
+use crate::console;
 use crate::error::{exit, Error, Result};
 use crate::event::Events;
 use crate::inventory::LoadOptions;
@@ -28,19 +29,17 @@ use crate::vnfm::run::Family;
 #[derive(Args, Debug, Clone)]
 pub struct VnfmHookArgs {
     /// The request document (default: standard input).
-    #[arg(long)]
+    #[arg(long, value_name = "FILE")]
     pub input: Option<PathBuf>,
     /// Nodes and credentials (default: the document's options, else the VnfInstance).
-    #[arg(short, long)]
+    #[arg(short, long, value_name = "FILE")]
     pub inventory: Option<PathBuf>,
-    /// Where instance state is kept (default: ~/.local/state/mgmt-driver).
-    #[arg(long, env = "MGMT_DRIVER_STATE_DIR")]
-    pub state_dir: Option<PathBuf>,
-    /// known_hosts for nodes taken from the VnfInstance (accept-new).
-    #[arg(long)]
-    pub known_hosts: Option<PathBuf>,
+    #[command(flatten)]
+    pub store: StateDir,
+    #[command(flatten)]
+    pub known: KnownHosts,
     /// Write a kubeconfig for the cluster there (mode 0600) after instantiate_end / heal_end.
-    #[arg(long)]
+    #[arg(long, value_name = "FILE")]
     pub kubeconfig_out: Option<PathBuf>,
     /// Put the masters' login password into extra.helm_info (Tacker v1's Helm client).
     #[arg(long)]
@@ -61,8 +60,8 @@ impl VnfmHookArgs {
     fn options(&self) -> Options {
         Options {
             inventory: self.inventory.clone(),
-            state_dir: self.state_dir.clone(),
-            known_hosts: self.known_hosts.clone(),
+            state_dir: self.store.state_dir.clone(),
+            known_hosts: self.known.known_hosts.clone(),
             kubeconfig_out: self.kubeconfig_out.clone(),
             tacker_compat: self.tacker_compat.then_some(true),
             reset_nodes: self.reset_nodes.then_some(true),
@@ -126,8 +125,8 @@ impl vnfm::run::Setup for Ctx {
 
     fn runner_for(&self, events: Events, family: Family, timeouts: Timeouts) -> Result<Runner> {
         let defaults = match family {
-            Family::Cluster => Defaults { retry_for: Duration::from_secs(300), parallel: 64 },
-            Family::Cnf => Defaults { retry_for: Duration::from_secs(5), parallel: 16 },
+            Family::Cluster => Defaults::HOOKS,
+            Family::Cnf => Defaults::MASTERS,
         };
         self.runner(events, &defaults, timeouts, false)
     }
@@ -147,7 +146,7 @@ pub async fn run(a: VnfmHookArgs, ctx: &Ctx) -> i32 {
     let call = match read(&a, &name).and_then(|text| vnfm::prepare::prepare(&text, &name, flags)) {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("error: {e}");
+            console::error(&e);
             let mut resp = HookResponse::new("hook", ctx.run.dry_run, Map::new());
             resp.fail(&e);
             print(&resp);
@@ -165,14 +164,20 @@ pub async fn run(a: VnfmHookArgs, ctx: &Ctx) -> i32 {
     let mode = if ctx.output == Output::Json { Output::Json } else { Output::Yaml };
     let (events, rx) = Events::channel();
     let renderer = tokio::spawn(Renderer::for_hooks(mode, ctx.verbose).plan(ctx.run.dry_run).run(rx));
+    // The operation's own warnings take the nodes' path: the renderer shows them and hands every
+    // warning (a host key learned, a master skipped) back for the response.
+    let notes = events.clone();
     let done = vnfm::run::run(&call, ctx, events).await;
-    let _ = renderer.await;
-    let code = fill(&mut resp, vnfm::respond::answer(&call, done));
-    for w in &resp.warnings {
-        eprintln!("warning: {w}");
+    let answer = vnfm::respond::answer(&call, done);
+    for w in &answer.warnings {
+        notes.warn(w);
     }
+    drop(notes);
+    let shown = renderer.await.unwrap_or_default();
+    let code = fill(&mut resp, answer);
+    resp.warnings = shown;
     for e in &resp.errors {
-        eprintln!("error: {}", e.message);
+        console::err_line(&format!("error: {}", e.message));
     }
     print(&resp);
     code
@@ -197,7 +202,7 @@ pub fn print_interrupted(report: crate::cli::envelope::Envelope) {
 }
 
 fn print(resp: &HookResponse) {
-    println!("{}", serde_json::to_string(resp).expect("the response serializes"));
+    console::out_line(&serde_json::to_string(resp).expect("the response serializes"));
 }
 
 /// The request document, from `--input` or standard input, within the size cap.

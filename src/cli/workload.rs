@@ -5,8 +5,9 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::cli::common::{parse_duration, Ctx, Defaults};
+use crate::cli::common::{parse_duration, Ctx, Defaults, KnownHosts, StateDir};
 use crate::cli::envelope::Envelope;
+use crate::console;
 use crate::error::{exit, Result};
 use crate::lifecycle::Timeouts;
 use crate::render::Output;
@@ -30,12 +31,12 @@ pub struct WorkloadArgs {
     /// The inventory group of masters (without --vnf-instance-id).
     #[arg(long, default_value = "master_instance", global = true)]
     pub master_group: String,
-    #[arg(long, env = "MGMT_DRIVER_STATE_DIR", global = true)]
-    pub state_dir: Option<PathBuf>,
-    #[arg(long, global = true)]
-    pub known_hosts: Option<PathBuf>,
+    #[command(flatten)]
+    pub store: StateDir,
+    #[command(flatten)]
+    pub known: KnownHosts,
     /// The workload's namespace (default: the spec's, else `default`).
-    #[arg(short, long, global = true)]
+    #[arg(short, long, global = true, value_name = "NS")]
     pub namespace: Option<String>,
     /// Deployment or StatefulSet (default: the spec's, else deployment).
     #[arg(long, value_enum, global = true)]
@@ -57,7 +58,7 @@ impl WorkloadArgs {
                 inventory: self.inventory.clone(),
                 master_group: self.master_group.clone(),
                 inventory_opts: ctx.inventory_opts(),
-                known_hosts: self.known_hosts.clone(),
+                known_hosts: self.known.known_hosts.clone(),
             },
             namespace: self.namespace.clone(),
             kind: self.kind,
@@ -72,29 +73,29 @@ pub async fn run(op: Op, a: WorkloadArgs, ctx: &Ctx) -> i32 {
     let (events, renderer) = ctx.renderer(None);
     let inputs = a.inputs(ctx);
     let r: Result<Outcome> = async {
-        let prepared = workload::run::prepare(&op, &inputs, || ctx.store(&a.state_dir))?;
-        let defaults = Defaults { retry_for: Duration::from_secs(5), parallel: 16 };
+        let prepared = workload::run::prepare(&op, &inputs, || ctx.store(&a.store.state_dir))?;
+        let defaults = Defaults::MASTERS;
         let rt = ctx.runner(events, &defaults, Timeouts::default(), false)?;
         workload::run::run(&prepared, rt).await
     }
     .await;
-    let _ = renderer.await;
+    let env = Envelope { warnings: renderer.await.unwrap_or_default(), ..env };
     let (env, code) = match r {
         Ok(Outcome { context, result, failure: None }) => (Envelope { context, result, ..env }, exit::OK),
         Ok(Outcome { context, result, failure: Some(e) }) => {
-            eprintln!("error: {e}");
+            console::error(&e);
             let code = e.exit_code();
             (Envelope { context, result, ..env.error(&e) }, code)
         }
         Err(e) => {
-            eprintln!("error: {e}");
+            console::error(&e);
             let code = e.exit_code();
             (env.error(&e), code)
         }
     };
     match ctx.output {
         Output::Json | Output::Yaml => env.print(ctx.output),
-        _ => println!("{}", serde_json::to_string_pretty(&env).unwrap_or_default()),
+        _ => console::out_line(&serde_json::to_string_pretty(&env).unwrap_or_default()),
     }
     code
 }

@@ -231,7 +231,7 @@ impl Hook {
     /// `run_with_env.sh`, which deletes it before the command starts). When the upload or the
     /// step fails in any way, the file may still be there (sudo refused, the connection dropped
     /// before the program ran), or the upload's temporary copy of it: one attempt to delete it
-    /// at once, whose own failure is only logged (the next run's `clean_env` catches it); the
+    /// at once, whose own failure is a warning (the next run's `clean_env` catches it); the
     /// step's error is what the caller gets.
     pub async fn with_env_file<T, F>(&self, n: &ClusterNode, env_name: &str, text: String, step: F) -> Result<T>
     where
@@ -244,7 +244,14 @@ impl Hook {
         .await;
         if r.is_err() {
             if let Err(e) = self.clean_env(n).await {
-                tracing::warn!(node = n.name(), error = %e, "could not delete a leftover env file");
+                // The file holds secrets: the operator hears of it (stderr and the result's
+                // warnings), not only a log nobody shows.
+                let message = format!(
+                    "could not delete a leftover env file (it holds secrets) in {}; the next run on this node \
+                     deletes it: {e}",
+                    self.run_dir
+                );
+                self.rt.ev(n).emit(crate::event::EventKind::Warning { message });
             }
         }
         r

@@ -56,7 +56,7 @@ pub fn prepare(op: Op, a: &Inputs, store: Store, rt: Runner) -> Result<Prepared>
         (_, Some(i)) => i.vim_connection_info.clone(),
         _ => VimConnections::default(),
     };
-    let storage = crate::cluster::storage_locate::from_inputs(
+    let mut storage = crate::cluster::storage_locate::from_inputs(
         a,
         inst.as_ref(),
         &params,
@@ -68,6 +68,10 @@ pub fn prepare(op: Op, a: &Inputs, store: Store, rt: Runner) -> Result<Prepared>
         op == Op::TerminateEnd,
     )?;
     let has_package = pkg.is_some();
+    let mut params = params;
+    if let Some(st) = storage.as_mut() {
+        params.warnings.append(&mut st.warnings);
+    }
     let checked = Checked {
         params,
         topo,

@@ -103,6 +103,7 @@ pub fn locate(s: &Sources) -> Result<Option<StorageSetup>> {
     };
     let recorded: Option<StorageRecord> = s.store.load_doc(s.instance_id, KIND)?;
     let mut pvs = Vec::new();
+    let mut warnings = Vec::new();
     match s.pkg {
         Some(pkg) => {
             for (i, p) in st.pvs.iter().enumerate() {
@@ -134,7 +135,8 @@ pub fn locate(s: &Sources) -> Result<Option<StorageSetup>> {
                         })
                     });
                     if !exported {
-                        tracing::warn!(pv = %name, "the PV's spec.nfs.path is not under any export_dir");
+                        warnings
+                            .push(format!("PersistentVolume '{name}': its spec.nfs.path is not under any export_dir"));
                     }
                 }
                 if pvs.iter().any(|x: &Pv| x.name == name) {
@@ -151,7 +153,7 @@ pub fn locate(s: &Sources) -> Result<Option<StorageSetup>> {
             }
         }
     }
-    Ok(Some(StorageSetup { server, pvs, healed: false }))
+    Ok(Some(StorageSetup { server, pvs, healed: false, warnings }))
 }
 
 fn server_node(s: &Sources, p: &StorageServer) -> Result<ServerNode> {

@@ -28,6 +28,9 @@ pub struct StorageSetup {
     pub pvs: Vec<Pv>,
     /// A SOL002 heal names the storage server (set by `prepare` from the heal's targets).
     pub healed: bool,
+    /// What the operator should know (a PV outside every export); `prepare` hands them to the
+    /// result's warnings with the params' own.
+    pub warnings: Vec<String>,
 }
 
 #[derive(Clone, Debug)]

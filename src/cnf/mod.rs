@@ -40,56 +40,75 @@ pub enum Op {
     Heal,
     /// Upgrade a release (new chart, version or values); prints the new revision.
     Upgrade {
+        /// The release to upgrade.
         #[arg(long)]
         release: String,
         /// Chart reference (default: the release's recorded chart).
         #[arg(long)]
         chart: Option<String>,
+        /// The chart version (default: the newest).
         #[arg(long)]
         version: Option<String>,
         /// key=value, repeatable; each stays one literal argument.
         #[arg(long)]
         set: Vec<String>,
+        /// Start from the release's current values (helm --reuse-values); --set goes on top.
         #[arg(long)]
         reuse_values: bool,
     },
     /// Roll a release back (to REVISION, or the previous one).
     Rollback {
+        /// The release to roll back.
         #[arg(long)]
         release: String,
+        /// The revision to go back to (default: the previous one).
         #[arg(long)]
         revision: Option<u32>,
     },
+    /// A release's status (helm status).
     Status {
+        /// The release.
         #[arg(long)]
         release: String,
     },
+    /// A release's revisions (helm history).
     History {
+        /// The release.
         #[arg(long)]
         release: String,
     },
+    /// A release's values (helm get values; values marked secret are masked).
     Values {
+        /// The release.
         #[arg(long)]
         release: String,
+        /// Every value, the chart's defaults included (helm get values --all).
         #[arg(long)]
         all: bool,
     },
+    /// The releases on the cluster (helm list; with --namespace, that namespace only).
     List,
     /// helm show values|readme|chart|all CHART [--repo URL] [--version V]: CHART is REPO/CHART
     /// or a URL, or a bare chart name with --repo (an http(s) URL without credentials).
     Show {
+        /// What to show: values, readme, chart or all.
         what: String,
+        /// REPO/CHART, a chart URL, or a chart name with --repo.
         chart: String,
+        /// The chart repository's URL (http or https, without credentials).
         #[arg(long)]
         repo: Option<String>,
+        /// The chart version (default: the newest).
         #[arg(long)]
         version: Option<String>,
     },
+    /// The masters' Helm repositories (helm repo list).
     RepoList,
     /// Make every master's repositories exactly NAME=URL... (add, re-add on URL change, remove
     /// extras; a CNF's own `<instance>@<name>` repositories are left alone). Userinfo in a URL
     /// goes to Helm as --username/--password-stdin, never in argv or output.
     RepoSync {
+        /// A repository, NAME=URL (repeatable).
         #[arg(long = "repo")]
         repos: Vec<String>,
     },
@@ -98,6 +117,7 @@ pub enum Op {
     /// The Services of a release (or of every release of the CNF), from its manifest: type,
     /// ports, and from the cluster the cluster IP, node ports and a LoadBalancer's external IPs.
     Services {
+        /// Only this release (default: every release of the CNF).
         #[arg(long)]
         release: Option<String>,
     },
@@ -106,6 +126,8 @@ pub enum Op {
     /// of the CNF and remove its repositories, charts and record, as terminate does. Running it
     /// again is a no-op.
     Reset {
+        /// First uninstall every release of the CNF and remove its repositories, charts and
+        /// record.
         #[arg(long)]
         uninstall: bool,
     },

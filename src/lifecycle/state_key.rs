@@ -20,7 +20,7 @@ use crate::error::{Error, Result};
 use crate::lifecycle::seal::Sealer;
 
 /// The environment variable naming the key file.
-pub const ENV: &str = "MGMT_DRIVER_STATE_KEY_FILE";
+pub const ENV: &str = crate::env_vars::STATE_KEY_FILE;
 
 /// Where the key is, and the key once read.
 pub struct StateKey {

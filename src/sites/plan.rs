@@ -78,6 +78,7 @@ pub enum Op {
     /// Cluster scale-start SCALE_IN with `cluster/scale-in.json`: drain and delete the workers
     /// named by `--node` (inventory names; default: from the request).
     ScaleIn {
+        /// A worker to remove, by inventory name (repeatable).
         #[arg(long)]
         node: Vec<String>,
     },
@@ -87,7 +88,9 @@ pub enum Op {
     CnfTerminate,
     /// Upload SCRIPT and run it with ARGS on every inventory host of the site.
     RunScript {
+        /// The local script, uploaded to every inventory host of the site and run there.
         script: PathBuf,
+        /// The script's arguments, each passed as one word.
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },

@@ -6,36 +6,59 @@ use std::path::PathBuf;
 #[derive(clap::Subcommand, Debug, Clone)]
 pub enum Op {
     /// Create or update the workload and its Services from a compact spec (YAML or JSON).
-    Deploy { spec: PathBuf },
+    Deploy {
+        /// The spec file (docs/workloads.md).
+        spec: PathBuf,
+    },
     /// Delete the workload and the Services `deploy` made for it (absent ones are fine).
-    Undeploy { name: String },
+    Undeploy {
+        /// The workload's name.
+        name: String,
+    },
     /// Whether available == updated == desired replicas (exit 0 either way; see the result).
-    Available { name: String },
+    Available {
+        /// The workload's name.
+        name: String,
+    },
     /// Set the number of replicas.
-    Scale { name: String, replicas: u32 },
+    Scale {
+        /// The workload's name.
+        name: String,
+        /// How many replicas.
+        replicas: u32,
+    },
     /// Change container images: CONTAINER=IMAGE, one or more (a new revision).
     SetImage {
+        /// The workload's name.
         name: String,
+        /// A container and its new image (one or more).
         #[arg(required = true, value_name = "CONTAINER=IMAGE")]
         images: Vec<String>,
     },
     /// Go back to the previous revision, or to --to-revision N (`kubectl rollout undo`).
     Rollback {
+        /// The workload's name.
         name: String,
+        /// The revision to go back to (default: the previous one).
         #[arg(long)]
         to_revision: Option<u32>,
     },
     /// Run a command in every running pod of the workload: `exec NAME -- CMD ARG...`.
     Exec {
+        /// The workload's name.
         name: String,
         /// The container (default: the pod's first).
         #[arg(short = 'c', long)]
         container: Option<String>,
+        /// The command and its arguments, after `--`.
         #[arg(last = true, required = true, value_name = "CMD")]
         command: Vec<String>,
     },
     /// Poll until available (every --interval, at most --timeout).
-    Wait { name: String },
+    Wait {
+        /// The workload's name.
+        name: String,
+    },
 }
 
 impl Op {

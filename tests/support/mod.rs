@@ -2,6 +2,7 @@
 //! run the real `mgmt-driver` binary against it, the runner every test binary (tests/bin/) runs
 //! its suites with (`harness`), and named phases for long tests (`phase`).
 #![allow(dead_code)] // shared by several test binaries; each uses a part
+#![allow(clippy::print_stderr, clippy::exit)] // a harness logs and exits as it must; the lints are the binary's
 
 pub mod harness;
 pub mod k8s_validate;

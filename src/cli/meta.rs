@@ -1,11 +1,9 @@
 //! `mgmt-driver version` and `mgmt-driver completion SHELL`.
 
-use clap::CommandFactory;
 use serde_json::json;
 
 use crate::cli::common::Ctx;
 use crate::cli::envelope::Envelope;
-use crate::cli::Cli;
 use crate::console;
 use crate::error::exit;
 use crate::render::Output;
@@ -38,9 +36,9 @@ fn rust_version(rustc: &str) -> &str {
 
 /// The script is made in memory and written in one go: clap_complete panics on a write error,
 /// and the console ends quietly when the reader has gone (`completion bash | head -1`). The
-/// parser is the plain one, so every flag completes after every subcommand.
-pub fn completion(shell: clap_complete::Shell) -> i32 {
-    let mut cmd = Cli::command();
+/// parser is the plain one (`Cli::command()`, which the caller hands over: this file does not
+/// import the parser it is a subcommand of), so every flag completes after every subcommand.
+pub fn completion(shell: clap_complete::Shell, mut cmd: clap::Command) -> i32 {
     let mut script = Vec::new();
     clap_complete::generate(shell, &mut cmd, "mgmt-driver", &mut script);
     console::out(&String::from_utf8_lossy(&script));

@@ -249,7 +249,7 @@ async fn run(command: Command, ctx: &Ctx) -> Result<i32> {
         Command::Ee { cmd, store } => ee::ee(cmd, store, ctx).await?,
         Command::Primitive { cmd, src } => primitive::run(cmd, src, ctx).await?,
         Command::Version => meta::version(ctx),
-        Command::Completion { shell } => meta::completion(shell),
+        Command::Completion { shell } => meta::completion(shell, <Cli as clap::CommandFactory>::command()),
     })
 }
 

@@ -33,6 +33,7 @@ mod debug_audit;
 pub(crate) mod ee;
 pub mod error;
 pub mod event;
+pub(crate) mod facts;
 pub(crate) mod fanout;
 pub(crate) mod input_limit;
 pub mod inventory;

@@ -6,10 +6,24 @@
 
 use crate::command::RemoteCommand;
 use crate::error::{Error, Result};
+use crate::facts::{Fact, Wait};
 use crate::lifecycle::runner::Runner;
-use crate::target::Node;
+use crate::target::{become_for, Node};
 
 impl Runner {
+    /// Read a named fact (`crate::facts`) on `node`: its command as root within its wait.
+    pub async fn read<F: Fact>(&self, node: &dyn Node, fact: &F) -> Result<F::Value> {
+        let timeout = match fact.wait() {
+            Wait::Command => self.timeouts.command,
+            Wait::Helm => self.timeouts.helm,
+            Wait::Install => self.timeouts.install,
+            Wait::For(d) => d,
+        };
+        let cmd = fact.command()?;
+        let cmd = cmd.with_timeout(Some(timeout)).with_become(become_for(node.host(), true));
+        self.fact(node, cmd, &fact.what(), || fact.placeholder(), |out| fact.parse(out)).await
+    }
+
     /// Run `cmd` on `node` and parse its stdout with `parse`; `what` names the value for the
     /// error ("the bootstrap token", "the release status"). In a plan, `placeholder()`.
     pub async fn fact<T>(
@@ -26,18 +40,6 @@ impl Runner {
             return Ok(placeholder());
         }
         parse(&out.stdout_text()).map_err(|message| unreadable(node.name(), &command, what, message))
-    }
-
-    /// A fact that is JSON.
-    pub async fn json_fact(&self, node: &dyn Node, cmd: RemoteCommand, what: &str) -> Result<serde_json::Value> {
-        self.fact(
-            node,
-            cmd,
-            what,
-            || serde_json::Value::Null,
-            |t| serde_json::from_str(t.trim()).map_err(|e| format!("not JSON: {e}")),
-        )
-        .await
     }
 }
 
@@ -79,7 +81,8 @@ mod tests {
         assert!(text.contains("m1") && text.contains("garbage") && text.contains("the count"), "{text}");
         let planned = rt(Arc::new(PlanConnector::new()));
         assert_eq!(planned.fact(&h, cmd("count"), "the count", || 7, number).await.unwrap(), 7);
-        let j = planned.json_fact(&h, cmd("helm list -o json"), "the release list").await.unwrap();
+        let list = crate::facts::helm::Json::new("helm list -o json".into(), "the release list");
+        let j = planned.read(&h, &list).await.unwrap();
         assert!(j.is_null());
     }
 }

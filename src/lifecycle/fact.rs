@@ -1,8 +1,8 @@
 //! Facts: values an operation reads back from a node (a hostname, a join token, an etcd member
-//! id, Helm's JSON). One helper runs the command, parses what it printed, and either gives the
-//! value, a placeholder when the step was only planned (dry run), or one typed error that names
-//! the node, the command and what could not be read. Operations never parse raw output by hand
-//! and never ask whether this is a dry run.
+//! id, Helm's JSON), each a named fact of `crate::facts`. One helper runs the command, parses
+//! what it printed, and either gives the value, a placeholder when the step was only planned
+//! (dry run), or one typed error that names the node, the command and what could not be read.
+//! Operations never parse raw output by hand and never ask whether this is a dry run.
 
 use crate::command::RemoteCommand;
 use crate::error::{Error, Result};
@@ -25,7 +25,8 @@ impl Runner {
     }
 
     /// Run `cmd` on `node` and parse its stdout with `parse`; `what` names the value for the
-    /// error ("the bootstrap token", "the release status"). In a plan, `placeholder()`.
+    /// error ("the bootstrap token", "the release status"). In a plan, `placeholder()`. What
+    /// [`read`](Self::read) stands on; a new value read back is a named fact, not a call here.
     pub async fn fact<T>(
         &self,
         node: &dyn Node,

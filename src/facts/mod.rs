@@ -29,9 +29,16 @@ pub trait Fact {
     /// What the value is called in the error when it cannot be read ("a bootstrap token").
     fn what(&self) -> String;
 
-    /// The command that prints it, with how its output is streamed (`with_redact`). The runner
-    /// runs it as root within [`Fact::wait`].
+    /// The command that prints it, with how its output is streamed (`with_redact`) and how much
+    /// of it is kept (`with_capture`). The runner runs it within [`Fact::wait`], as root unless
+    /// [`Fact::as_root`] says otherwise.
     fn command(&self) -> Result<RemoteCommand>;
+
+    /// Whether the command needs root (through sudo for a login that is not root). Every fact
+    /// of the cluster and CNF operations does; a primitive says for itself.
+    fn as_root(&self) -> bool {
+        true
+    }
 
     /// How long the command may run.
     fn wait(&self) -> Wait {

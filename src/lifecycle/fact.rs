@@ -11,7 +11,8 @@ use crate::lifecycle::runner::Runner;
 use crate::target::{become_for, Node};
 
 impl Runner {
-    /// Read a named fact (`crate::facts`) on `node`: its command as root within its wait.
+    /// Read a named fact (`crate::facts`) on `node`: its command within its wait, as root when
+    /// it asks for root (as `root_cmd` makes every command of the operations).
     pub async fn read<F: Fact>(&self, node: &dyn Node, fact: &F) -> Result<F::Value> {
         let timeout = match fact.wait() {
             Wait::Command => self.timeouts.command,
@@ -20,7 +21,7 @@ impl Runner {
             Wait::For(d) => d,
         };
         let cmd = fact.command()?;
-        let cmd = cmd.with_timeout(Some(timeout)).with_become(become_for(node.host(), true));
+        let cmd = cmd.with_timeout(Some(timeout)).with_become(become_for(node.host(), fact.as_root()));
         self.fact(node, cmd, &fact.what(), || fact.placeholder(), |out| fact.parse(out)).await
     }
 

@@ -36,6 +36,7 @@ pub(crate) mod ee;
 pub mod env_vars;
 pub mod error;
 pub mod event;
+pub(crate) mod facts;
 pub(crate) mod fanout;
 pub(crate) mod input_limit;
 pub mod inventory;

@@ -5,6 +5,7 @@ use crate::cluster::hook::Hook;
 use crate::cluster::node_cmd as cmd;
 use crate::cluster::topology::ClusterNode;
 use crate::error::{Error, Result};
+use crate::facts::kubectl::PodsLeft;
 
 /// Drain (bounded), verify, delete the Node. Tacker skipped the delete when the node had no
 /// pods and gave up on eviction silently; both are errors or steps here.
@@ -12,8 +13,7 @@ pub async fn remove_from_cluster(h: &Hook, via: &ClusterNode, k8s_name: &str, no
     let d = h.rt.timeouts.drain;
     let secs = d.as_secs().max(1) as u32;
     h.rt.exec(via, h.rt.root_cmd(via, cmd::drain(k8s_name, secs)?, h.rt.timeouts.command + d)).await?;
-    let pods = h.rt.root_cmd(via, cmd::pods_on(k8s_name)?, h.rt.timeouts.command);
-    let left = h.rt.fact(via, pods, "the pods left on the node", Vec::new, cmd::evictable_pods).await?;
+    let left = h.rt.read(via, &PodsLeft { k8s_name }).await?;
     if !left.is_empty() {
         return Err(Error::Remote {
             node: node.name().into(),

@@ -20,6 +20,8 @@ use crate::cluster::prepare_nodes::prepare_nodes;
 use crate::cluster::state::InstanceState;
 use crate::cluster::topology::ClusterNode;
 use crate::error::{Error, Result};
+use crate::facts::etcd::EtcdMember;
+use crate::facts::helm::{ChartsPacked, RepoListToCopy};
 use crate::lifecycle::all_ok;
 use crate::lifecycle::Role;
 use crate::secret::Secret;
@@ -86,10 +88,7 @@ async fn remove_master(h: &Hook, t: &ClusterNode, survivors: &[&ClusterNode], k:
     let via_k8s = k8s_name_of(h, via)?;
     h.rt.phase("heal master: delete node and etcd member", &[via], false);
     h.rt.exec(via, h.rt.root_cmd(via, cmd::delete_node(k)?, t_cmd)).await?;
-    let members = h.rt.root_cmd(via, cmd::etcd_members(&via_k8s)?, t_cmd);
-    let placeholder = || Some("<member id>".to_string());
-    let member = h.rt.fact(via, members, "the etcd member list", placeholder, |o| cmd::parse_member_id(o, k));
-    match member.await? {
+    match h.rt.read(via, &EtcdMember { survivor: &via_k8s, name: k }).await? {
         Some(id) => {
             h.rt.exec(via, h.rt.root_cmd(via, cmd::etcd_remove(&via_k8s, &id)?, t_cmd)).await?;
         }
@@ -188,9 +187,7 @@ async fn rejoin_master(
 /// repository list is checked entry by entry (`parse_repo_list`) before any `helm repo add`.
 async fn restore_helm(h: &Hook, from: &ClusterNode, to: &ClusterNode) -> Result<()> {
     h.rt.phase("heal master: restore Helm charts and repositories", &[from, to], false);
-    let pack = h.rt.root_cmd(from, cmd::pack_charts(&h.run_dir)?, h.rt.timeouts.helm);
-    let packed = h.rt.fact(from, pack, "whether charts were packed", || true, cmd::parse_packed).await?;
-    if packed {
+    if h.rt.read(from, &ChartsPacked { run_dir: &h.run_dir }).await? {
         let tmp = tempfile::tempdir().map_err(|e| Error::input("temp dir", "TMPDIR", e.to_string()))?;
         let local = tmp.path().join("helm-charts.tgz");
         let remote = cmd::charts_archive(&h.run_dir);
@@ -203,9 +200,7 @@ async fn restore_helm(h: &Hook, from: &ClusterNode, to: &ClusterNode) -> Result<
         h.rt.upload(to, vec![archive]).await?;
         h.rt.exec(to, h.rt.root_cmd(to, cmd::unpack_charts(&h.run_dir)?, h.rt.timeouts.helm)).await?;
     }
-    let repos = h.rt.root_cmd(from, cmd::helm_repo_list(), h.rt.timeouts.command);
-    let repos = h.rt.fact(from, repos, "the Helm repository list", Vec::new, cmd::parse_repo_list).await?;
-    for (name, url) in repos {
+    for (name, url) in h.rt.read(from, &RepoListToCopy).await? {
         h.rt.exec(to, h.rt.root_cmd(to, cmd::helm_repo_add(&name, &url)?, h.rt.timeouts.command)).await?;
     }
     Ok(())

@@ -10,8 +10,7 @@ use std::sync::Mutex;
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use crate::cluster::hostname::parse_hostname;
-use crate::cluster::install_output::{self, MasterOutput};
+use crate::cluster::install_output::MasterOutput;
 use crate::cluster::node_cmd::{self as cmd, InstallMode};
 use crate::cluster::params::ClusterParams;
 use crate::cluster::record::{self, Record};
@@ -23,10 +22,12 @@ use crate::cluster::state_store;
 use crate::cluster::storage_setup::StorageSetup;
 use crate::cluster::topology::{ClusterNode, Topology};
 use crate::error::{Error, Result};
+use crate::facts::kubeadm::{ApiServer, CaHash, CaPem, CertificateKey, Installed, JoinToken, MainMasterInstalled};
+use crate::facts::node::Hostname;
+use crate::facts::Fact;
 use crate::lifecycle::package::Package;
 use crate::lifecycle::state::Store;
 use crate::lifecycle::{Role, Runner};
-use crate::redact::Redact;
 use crate::request::VimConnections;
 use crate::secret::Secret;
 use crate::transport::{Source, UploadFile};
@@ -265,35 +266,27 @@ impl Hook {
         join: Option<(&Secret, &str)>,
         cert_key: Option<&Secret>,
     ) -> Result<()> {
-        self.install_as(n, mode, join, cert_key, "nothing", || (), |_| Ok(())).await
+        self.install_as(n, mode, join, cert_key, |script| Installed { script }).await
     }
 
     /// Install the main master and read what its script printed: token, server, CA.
     pub async fn install_main(&self, n: &ClusterNode) -> Result<MasterOutput> {
-        let placeholder = || MasterOutput {
-            token: Secret::new("<token>"),
-            server: format!("https://{}:6443", self.topo.cluster_ip),
-            ca_hash: "<ca-hash>".into(),
-            certificate_key: Some(Secret::new("<certificate-key>")),
-            ca_pem: "<CA PEM>".into(),
-        };
-        let what = "the cluster facts (token, server, CA)";
-        self.install_as(n, InstallMode::MainMaster, None, None, what, placeholder, install_output::parse).await
+        let cluster_ip = self.topo.cluster_ip.as_str();
+        self.install_as(n, InstallMode::MainMaster, None, None, |script| MainMasterInstalled { script, cluster_ip })
+            .await
     }
 
-    /// The install script on one node: secrets go in the env file, output is redacted; then the
-    /// node's hostname (its Kubernetes name) is read back, checked, and the node recorded.
-    #[allow(clippy::too_many_arguments)] // the script's contract plus how to read its output
-    async fn install_as<T>(
+    /// The install script on one node: secrets go in the env file, output is redacted; `read`
+    /// names the fact its output is (from the script's line); then the node's hostname (its
+    /// Kubernetes name) is read back, checked, and the node recorded.
+    async fn install_as<F: Fact>(
         &self,
         n: &ClusterNode,
         mode: InstallMode,
         join: Option<(&Secret, &str)>,
         cert_key: Option<&Secret>,
-        what: &str,
-        placeholder: impl FnOnce() -> T,
-        parse: impl FnOnce(&str) -> std::result::Result<T, String>,
-    ) -> Result<T> {
+        read: impl FnOnce(String) -> F,
+    ) -> Result<F::Value> {
         let mut extra: Vec<(&str, &Secret)> = Vec::new();
         let hash = join.map(|(_, h)| h).unwrap_or("");
         if let Some((t, _)) = join {
@@ -306,11 +299,10 @@ impl Hook {
         let net = cmd::Networks { pod: &self.params.pod_cidr.text, service: &self.params.cluster_cidr.text };
         let join = cmd::Join { ca_hash: hash, secrets_from_env: self.install_script_reads_secrets_from_env()? };
         let line = cmd::install(&self.run_dir, env_name, mode, &self.topo, n, net, join)?;
-        let c = self.rt.root_cmd(n, line, self.rt.timeouts.install).with_redact(Redact::Kubeadm);
+        let installed = read(line);
         let env = script_env::env_file(&self.params, &self.topo, &extra)?;
-        let out = self.with_env_file(n, env_name, env, self.rt.fact(n, c, what, placeholder, parse)).await?;
-        let hostname = self.rt.root_cmd(n, cmd::hostname(), self.rt.timeouts.command);
-        let k8s = self.rt.fact(n, hostname, "the node's hostname", || n.k8s_name.clone(), parse_hostname).await?;
+        let out = self.with_env_file(n, env_name, env, self.rt.read(n, &installed)).await?;
+        let k8s = self.rt.read(n, &Hostname { planned: n.k8s_name.clone() }).await?;
         self.with_state(|s| {
             let st = s.node(n.name());
             st.role = Some(n.role);
@@ -325,44 +317,20 @@ impl Hook {
 
     /// A fresh join token from a master (redacted: the output is the secret).
     pub async fn join_token(&self, m: &ClusterNode) -> Result<Secret> {
-        let c = self.rt.root_cmd(m, cmd::token_create(), self.rt.timeouts.command).with_redact(Redact::All);
-        self.rt.fact(m, c, "a bootstrap token", || Secret::new("<token>"), parse_token).await
+        self.rt.read(m, &JoinToken).await
     }
 
     /// A fresh certificate key for a joining master (uploads the control-plane certificates).
     pub async fn certificate_key(&self, m: &ClusterNode) -> Result<Secret> {
-        let c = self.rt.root_cmd(m, cmd::certificate_key(), self.rt.timeouts.command).with_redact(Redact::Kubeadm);
-        self.rt.fact(m, c, "a certificate key", || Secret::new("<certificate-key>"), parse_certificate_key).await
+        self.rt.read(m, &CertificateKey).await
     }
 
     /// Cluster facts from a running master (re-runs, where the script's output is gone).
     pub async fn query_facts(&self, m: &ClusterNode) -> Result<ClusterFacts> {
-        let t = self.rt.timeouts.command;
-        let placeholder = format!("https://{}:6443", self.topo.cluster_ip);
-        let server = self.rt.fact(
-            m,
-            self.rt.root_cmd(m, cmd::server_url(), t),
-            "the API server URL",
-            || placeholder,
-            |o| install_output::check_server(o.trim()),
-        );
-        let server = server.await?;
-        let ca_pem = self.rt.fact(
-            m,
-            self.rt.root_cmd(m, cmd::ca_pem(), t),
-            "the CA certificate",
-            || "<CA PEM>".into(),
-            install_output::ca_pem,
-        );
-        let ca_pem = ca_pem.await?;
-        let ca_hash = self.rt.fact(
-            m,
-            self.rt.root_cmd(m, cmd::ca_hash(), t),
-            "the CA hash",
-            || "<ca-hash>".into(),
-            install_output::check_ca_hash,
-        );
-        Ok(self.facts(m, server, ca_pem, ca_hash.await?))
+        let server = self.rt.read(m, &ApiServer { cluster_ip: &self.topo.cluster_ip }).await?;
+        let ca_pem = self.rt.read(m, &CaPem).await?;
+        let ca_hash = self.rt.read(m, &CaHash).await?;
+        Ok(self.facts(m, server, ca_pem, ca_hash))
     }
 
     pub fn facts(&self, m: &ClusterNode, server: String, ca_pem: String, ca_hash: String) -> ClusterFacts {
@@ -422,28 +390,5 @@ impl Hook {
     pub fn result(&self, vim: Option<Value>) -> Value {
         let order: Vec<&str> = self.topo.all().map(|n| n.name()).collect();
         self.results.document(&order, vim)
-    }
-}
-
-/// The last non-empty line, when it is a bootstrap token (`[a-z0-9]{6}.[a-z0-9]{16}`). The
-/// message never quotes the output: it may be a secret.
-fn parse_token(out: &str) -> std::result::Result<Secret, String> {
-    let t = out.lines().rev().map(str::trim).find(|l| !l.is_empty()).unwrap_or("");
-    let ok = t.len() == 23
-        && t.as_bytes()[6] == b'.'
-        && t.chars().filter(|c| *c != '.').all(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
-    if ok {
-        Ok(Secret::new(t))
-    } else {
-        Err("the last line is not a bootstrap token".into())
-    }
-}
-
-fn parse_certificate_key(out: &str) -> std::result::Result<Secret, String> {
-    let k = out.lines().rev().map(str::trim).find(|l| !l.is_empty()).unwrap_or("");
-    if k.len() == 64 && k.chars().all(|c| c.is_ascii_hexdigit()) {
-        Ok(Secret::new(k))
-    } else {
-        Err("the last line is not a 64-hex certificate key".into())
     }
 }

@@ -19,8 +19,8 @@ use crate::cluster::prepare_nodes::prepare_nodes;
 use crate::cluster::script_env;
 use crate::cluster::topology::ClusterNode;
 use crate::error::Result;
+use crate::facts::kubectl::BearerToken;
 use crate::lifecycle::all_ok;
-use crate::redact::Redact;
 use crate::secret::Secret;
 
 pub async fn run(h: &Hook) -> Result<serde_json::Value> {
@@ -79,9 +79,7 @@ pub async fn run(h: &Hook) -> Result<serde_json::Value> {
 
     // 5. Bearer token for the VIM.
     h.rt.phase("VIM bearer token", &[main], false);
-    let c = h.rt.root_cmd(main, cmd::admin_token(&h.run_dir)?, h.rt.timeouts.command).with_redact(Redact::All);
-    let bearer = h.rt.fact(main, c, "the VIM bearer token", || Secret::new("<bearer token>"), parse_bearer);
-    let bearer = bearer.await?;
+    let bearer = h.rt.read(main, &BearerToken { run_dir: &h.run_dir }).await?;
 
     // 6. Helm on every master.
     install_helm(h, &h.topo.masters.iter().collect::<Vec<_>>()).await?;
@@ -91,20 +89,6 @@ pub async fn run(h: &Hook) -> Result<serde_json::Value> {
 
     // 8. Record.
     h.write_record(&bearer)
-}
-
-/// The VIM bearer token: a JWT's characters only (base64url and dots), at most 16 KiB; it goes
-/// into the VIM record and the state. The message never quotes the output: it may be a secret.
-fn parse_bearer(out: &str) -> std::result::Result<Secret, String> {
-    let t = out.trim();
-    let ok = |b: u8| b.is_ascii_alphanumeric() || b"-_.=".contains(&b);
-    match t {
-        "" => Err("the token is empty".into()),
-        t if t.len() > 16 * 1024 || !t.bytes().all(ok) => {
-            Err("the token has characters a service-account token does not have, or is too long".into())
-        }
-        t => Ok(Secret::new(t)),
-    }
 }
 
 /// Install the main master, or on a re-run take its facts from the record or from the node.

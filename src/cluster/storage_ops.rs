@@ -23,13 +23,11 @@ use crate::backoff::Backoff;
 use crate::cluster::hook::Hook;
 use crate::cluster::members::installed_masters;
 use crate::cluster::script_env;
-use crate::cluster::storage_cmd::{
-    exports, packages, packages_with_env, parse_exports, parse_phase, parse_pv_list, parse_volume, pv_apply, pv_delete,
-    pv_get, pv_phase, volume,
-};
+use crate::cluster::storage_cmd::{packages, packages_with_env, pv_apply, pv_delete};
 use crate::cluster::storage_setup::{Pv, ServerNode, StorageRecord, KIND};
 use crate::cluster::topology::ClusterNode;
 use crate::error::{Error, Result};
+use crate::facts::storage::{ExportsChanged, PvList, PvPhase, VolumeFilesystem};
 use crate::lifecycle::all_ok;
 use crate::transport::{Source, UploadFile};
 
@@ -85,16 +83,14 @@ async fn server_setup(h: &Hook, s: &ServerNode) -> Result<()> {
     h.rt.phase("storage server: volumes, NFS server, exports", &[n], false);
     h.clean_env(n).await?;
     for (v, dev) in s.params.volumes.iter().zip(&s.devices) {
-        let c = h.rt.root_cmd(n, volume(dev, &v.mount_to)?, h.rt.timeouts.install);
-        let made = h.rt.fact(n, c, "the volume's filesystem", || false, parse_volume).await?;
+        let made = h.rt.read(n, &VolumeFilesystem { device: dev, mount_to: &v.mount_to }).await?;
         let what = if made { "made a filesystem on" } else { "kept the filesystem of" };
         h.outcome(n, format!("{what} {dev}, mounted at {}", v.mount_to));
     }
     server_package(h, n).await?;
     let pairs: Vec<(&str, &str)> =
         s.params.exports.iter().map(|e| (e.export_dir.as_str(), e.export_to.as_str())).collect();
-    let c = h.rt.root_cmd(n, exports(&pairs)?, h.rt.timeouts.command);
-    let changed = h.rt.fact(n, c, "whether the exports changed", || true, parse_exports).await?;
+    let changed = h.rt.read(n, &ExportsChanged { exports: &pairs }).await?;
     let dirs = format!("{} director{}", pairs.len(), if pairs.len() == 1 { "y" } else { "ies" });
     h.outcome(n, format!("exported {dirs} ({})", if changed { "exports file written" } else { "exports unchanged" }));
     Ok(())
@@ -166,8 +162,7 @@ async fn wait_available(h: &Hook, via: &ClusterNode, name: &str) -> Result<Strin
     let b = Backoff { base: Duration::from_millis(250), cap: Duration::from_secs(5) };
     let mut attempt = 0;
     loop {
-        let c = h.rt.root_cmd(via, pv_phase(name)?, h.rt.timeouts.command);
-        let phase = h.rt.fact(via, c, "the PersistentVolume's phase", || "Available".to_string(), parse_phase).await?;
+        let phase = h.rt.read(via, &PvPhase { name }).await?;
         if phase == "Available" || phase == "Bound" || start.elapsed() >= h.rt.timeouts.drain {
             return Ok(phase);
         }
@@ -194,8 +189,7 @@ async fn delete_pvs(h: &Hook, refuse_bound: bool) -> Result<()> {
     let via = h.rt.first_reachable(&masters).await?;
     h.rt.phase("storage: delete PersistentVolumes", &[via], false);
     if refuse_bound {
-        let c = h.rt.root_cmd(via, pv_get(&names)?, h.rt.timeouts.command);
-        let list = h.rt.fact(via, c, "the PersistentVolumes", Vec::new, parse_pv_list).await?;
+        let list = h.rt.read(via, &PvList { names: &names }).await?;
         let bound: Vec<&str> = list.iter().filter(|(_, p)| p == "Bound").map(|(n, _)| n.as_str()).collect();
         if !bound.is_empty() {
             return Err(Error::Remote {

@@ -11,16 +11,16 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::cnf::helm_cmd::InstallOpts;
-use crate::cnf::manifest::{self, Resource};
+use crate::cnf::manifest::Resource;
 use crate::cnf::names;
 use crate::cnf::params::{ChartSource, CnfParams, Release};
-use crate::cnf::session::{release_status, Session};
+use crate::cnf::session::Session;
 use crate::error::Result;
+use crate::facts::helm::{ReleaseManifest, ReleaseStatus};
 use crate::lifecycle::package::Package;
 use crate::lifecycle::state::Store;
 use crate::lifecycle::{Node, Target};
 use crate::quote::quote;
-use crate::redact::Redact;
 use crate::transport::{Source, UploadFile};
 
 /// The CNF document's kind in the store: `<id>.cnf.json`.
@@ -162,22 +162,12 @@ pub async fn add_repo_as(
 pub async fn describe(c: &Ctx<'_>, r: &Release, chart: &str) -> Result<ReleaseState> {
     let s = c.s;
     let ns = &c.params.namespace;
-    let t = s.rt.timeouts.command;
     let m = s.master();
     // Read, not streamed: status JSON carries the user-supplied values, manifests the
     // rendered Secrets. What is kept is parsed and masked.
-    let status = s.rt.root_cmd(m, s.helm.status(&r.name, ns)?, t).with_redact(Redact::All);
-    let (status, revision) =
-        s.rt.fact(
-            m,
-            status,
-            "the release status",
-            || (String::new(), 0),
-            |o| release_status(o).ok_or_else(|| "unreadable status JSON".to_string()),
-        )
-        .await?;
-    let man = s.rt.root_cmd(m, s.helm.get_manifest(&r.name, ns)?, t).with_redact(Redact::All);
-    let resources = s.rt.fact(m, man, "the release manifest", Vec::new, |o| manifest::parse(o, ns)).await?;
+    let (status, revision) = s.rt.read(m, &ReleaseStatus { helm: &s.helm, release: &r.name, namespace: ns }).await?;
+    let man = ReleaseManifest { helm: &s.helm, release: &r.name, namespace: ns, planned: Vec::new() };
+    let resources = s.rt.read(m, &man).await?;
     let mut values = s.json(s.helm.get_values(&r.name, ns, true)?, "the release values").await?;
     if !(values.is_object() || values.is_null()) {
         return Err(crate::lifecycle::fact::unreadable(

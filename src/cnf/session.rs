@@ -5,9 +5,10 @@
 use std::time::Duration;
 
 use crate::cnf::cluster_env::HelmEnv;
-use crate::cnf::helm_cmd::{parse_version, Helm};
+use crate::cnf::helm_cmd::Helm;
 use crate::error::Result;
 use crate::event::EventKind;
+use crate::facts::helm::{release_status, HelmVersion, Json, Output, ReleaseStatusOrAbsent};
 use crate::lifecycle::{Runner, Target};
 use crate::redact::Redact;
 use crate::transport::ExecOutput;
@@ -20,10 +21,6 @@ pub struct Session {
     pub helm: Helm,
     pub status_every: Duration,
 }
-
-/// Exits 127 with a clear message on a master without Helm; prints e.g. `v3.17.3+g...`.
-const HELM_VERSION: &str =
-    "command -v helm >/dev/null || { echo 'helm is not installed' >&2; exit 127; }; helm version --short";
 
 impl Session {
     /// Pick the first reachable master, detect its Helm (a plan assumes Helm 3) and, when
@@ -39,16 +36,7 @@ impl Session {
         let refs: Vec<&Target> = masters.iter().collect();
         let m = rt.first_reachable(&refs).await?;
         let active = masters.iter().position(|x| x.host.name == m.host.name).expect("one of them");
-        let cmd = rt.root_cmd(m, HELM_VERSION.into(), Duration::from_secs(30));
-        let major = rt
-            .fact(
-                m,
-                cmd,
-                "the Helm version",
-                || 3,
-                |o| parse_version(o).ok_or_else(|| format!("no version in {:?}", o.trim())),
-            )
-            .await?;
+        let major = rt.read(m, &HelmVersion).await?;
         rt.ev(m).emit(EventKind::Status { subject: "helm".into(), status: format!("major version {major}") });
         let s = Session { rt, masters, active, helm: Helm { major, env }, status_every };
         if prepare {
@@ -92,23 +80,18 @@ impl Session {
     /// Not streamed: release values and status (`config`) hold secret values; what is shown
     /// is the parsed, masked result.
     pub async fn json(&self, script: String, what: &str) -> Result<serde_json::Value> {
-        let m = self.master();
-        let cmd = self.rt.root_cmd(m, script, self.rt.timeouts.command).with_redact(Redact::All);
-        self.rt.json_fact(m, cmd, what).await
+        self.rt.read(self.master(), &Json::new(script, what)).await
     }
 
     /// Run a Helm command whose text output is the result (empty in a plan).
     pub async fn text(&self, script: String, timeout: Duration) -> Result<String> {
-        let m = self.master();
-        self.rt.fact(m, self.rt.root_cmd(m, script, timeout), "the output", String::new, |o| Ok(o.to_string())).await
+        self.rt.read(self.master(), &Output { script, wait: timeout }).await
     }
 
     /// `(status, revision)` of a release, or None when it does not exist; in a plan, `planned`.
     pub async fn release(&self, rel: &str, ns: &str, planned: Option<(String, u64)>) -> Result<Option<(String, u64)>> {
-        let m = self.master();
-        let cmd = self.rt.root_cmd(m, self.helm.status_or_absent(rel, ns)?, self.rt.timeouts.command);
-        let cmd = cmd.with_redact(Redact::All);
-        self.rt.fact(m, cmd, "the release status", || planned, |o| Ok(release_status(o))).await
+        let status = ReleaseStatusOrAbsent { helm: &self.helm, release: rel, namespace: ns, planned };
+        self.rt.read(self.master(), &status).await
     }
 
     /// Run a long Helm command while polling `helm status` every `status_every` on a second
@@ -153,26 +136,5 @@ impl Session {
     /// Every master, for steps that must reach all of them (charts, repositories).
     pub fn all(&self) -> Vec<&Target> {
         self.masters.iter().collect()
-    }
-}
-
-/// `(status, revision)` from `helm status -o json`; a status that is not one of Helm's words
-/// (lowercase letters and `-`) is not believed: it is recorded and compared.
-pub fn release_status(json: &str) -> Option<(String, u64)> {
-    let v: serde_json::Value = serde_json::from_str(json.trim()).ok()?;
-    let status = v.pointer("/info/status")?.as_str()?;
-    let word = !status.is_empty() && status.len() <= 32 && status.bytes().all(|c| c.is_ascii_lowercase() || c == b'-');
-    word.then(|| Some((status.to_string(), v.get("version")?.as_u64()?))).flatten()
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn status_json() {
-        let j = r#"{"name":"vdu1","info":{"status":"pending-install","description":"Initial install underway"},"version":1,"namespace":"default"}"#;
-        assert_eq!(super::release_status(j), Some(("pending-install".into(), 1)));
-        assert_eq!(super::release_status("Error: release: not found"), None);
-        assert_eq!(super::release_status(r#"{"info":{"status":"deployed; rm -rf /"},"version":1}"#), None);
-        assert_eq!(super::release_status(r#"{"info":{"status":"deployed"},"version":-1}"#), None);
     }
 }

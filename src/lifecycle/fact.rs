@@ -1,17 +1,33 @@
 //! Facts: values an operation reads back from a node (a hostname, a join token, an etcd member
-//! id, Helm's JSON). One helper runs the command, parses what it printed, and either gives the
-//! value, a placeholder when the step was only planned (dry run), or one typed error that names
-//! the node, the command and what could not be read. Operations never parse raw output by hand
-//! and never ask whether this is a dry run.
+//! id, Helm's JSON), each a named fact of `crate::facts`. One helper runs the command, parses
+//! what it printed, and either gives the value, a placeholder when the step was only planned
+//! (dry run), or one typed error that names the node, the command and what could not be read.
+//! Operations never parse raw output by hand and never ask whether this is a dry run.
 
 use crate::command::RemoteCommand;
 use crate::error::{Error, Result};
+use crate::facts::{Fact, Wait};
 use crate::lifecycle::runner::Runner;
-use crate::target::Node;
+use crate::target::{become_for, Node};
 
 impl Runner {
+    /// Read a named fact (`crate::facts`) on `node`: its command within its wait, as root when
+    /// it asks for root (as `root_cmd` makes every command of the operations).
+    pub async fn read<F: Fact>(&self, node: &dyn Node, fact: &F) -> Result<F::Value> {
+        let timeout = match fact.wait() {
+            Wait::Command => self.timeouts.command,
+            Wait::Helm => self.timeouts.helm,
+            Wait::Install => self.timeouts.install,
+            Wait::For(d) => d,
+        };
+        let cmd = fact.command()?;
+        let cmd = cmd.with_timeout(Some(timeout)).with_become(become_for(node.host(), fact.as_root()));
+        self.fact(node, cmd, &fact.what(), || fact.placeholder(), |out| fact.parse(out)).await
+    }
+
     /// Run `cmd` on `node` and parse its stdout with `parse`; `what` names the value for the
-    /// error ("the bootstrap token", "the release status"). In a plan, `placeholder()`.
+    /// error ("the bootstrap token", "the release status"). In a plan, `placeholder()`. What
+    /// [`read`](Self::read) stands on; a new value read back is a named fact, not a call here.
     pub async fn fact<T>(
         &self,
         node: &dyn Node,
@@ -26,18 +42,6 @@ impl Runner {
             return Ok(placeholder());
         }
         parse(&out.stdout_text()).map_err(|message| unreadable(node.name(), &command, what, message))
-    }
-
-    /// A fact that is JSON.
-    pub async fn json_fact(&self, node: &dyn Node, cmd: RemoteCommand, what: &str) -> Result<serde_json::Value> {
-        self.fact(
-            node,
-            cmd,
-            what,
-            || serde_json::Value::Null,
-            |t| serde_json::from_str(t.trim()).map_err(|e| format!("not JSON: {e}")),
-        )
-        .await
     }
 }
 
@@ -79,7 +83,8 @@ mod tests {
         assert!(text.contains("m1") && text.contains("garbage") && text.contains("the count"), "{text}");
         let planned = rt(Arc::new(PlanConnector::new()));
         assert_eq!(planned.fact(&h, cmd("count"), "the count", || 7, number).await.unwrap(), 7);
-        let j = planned.json_fact(&h, cmd("helm list -o json"), "the release list").await.unwrap();
+        let list = crate::facts::helm::Json::new("helm list -o json".into(), "the release list");
+        let j = planned.read(&h, &list).await.unwrap();
         assert!(j.is_null());
     }
 }

@@ -16,14 +16,15 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use crate::cnf::cluster_env::HelmEnv;
-use crate::cnf::manifest::{self, Resource};
+use crate::cnf::manifest::Resource;
 use crate::cnf::names;
 use crate::cnf::ops::{cnf_releases, CnfState, Ctx, Record};
 use crate::cnf::params::CnfParams;
 use crate::cnf::Inputs;
 use crate::error::{Error, Result};
+use crate::facts::helm::ReleaseManifest;
+use crate::facts::kubectl::{PodState, WorkloadPods, WorkloadSelector};
 use crate::lifecycle::Node;
-use crate::redact::Redact;
 use crate::request::{HealRequest, VnfInstance};
 
 /// What a heal request asks for.
@@ -144,67 +145,6 @@ fn pods_json(env: &HelmEnv, selector: &str, ns: &str) -> Result<String> {
     kubectl(env, &["get", "pods", "--namespace", ns, "-l", selector, "-o", "json"])
 }
 
-/// A workload's `spec.selector.matchLabels` as a `-l` selector, every key and value checked
-/// (they are read back from the cluster and reach a command line).
-pub fn selector_of(workload_json: &str) -> std::result::Result<String, String> {
-    let v: Value = serde_json::from_str(workload_json.trim()).map_err(|e| format!("not JSON: {e}"))?;
-    let m = v.pointer("/spec/selector/matchLabels").and_then(Value::as_object).ok_or("no spec.selector.matchLabels")?;
-    let ok = |s: &str, extra: &[u8], max: usize| {
-        !s.is_empty()
-            && s.len() <= max
-            && s.bytes().all(|c| c.is_ascii_alphanumeric() || b"._-".contains(&c) || extra.contains(&c))
-    };
-    let mut parts = Vec::new();
-    for (k, x) in m {
-        let x = x.as_str().ok_or("a selector value that is not a string")?;
-        if !ok(k, b"/", 317) || !(x.is_empty() || ok(x, b"", 63)) {
-            return Err(format!("'{}' is not a label selector", crate::error::excerpt(&format!("{k}={x}"))));
-        }
-        parts.push(format!("{k}={x}"));
-    }
-    if parts.is_empty() {
-        return Err("an empty selector".into());
-    }
-    Ok(parts.join(","))
-}
-
-/// A pod as a heal reports it.
-#[derive(Clone, Debug, PartialEq)]
-pub struct PodState {
-    pub name: String,
-    pub uid: String,
-    pub phase: String,
-    pub ready: bool,
-}
-
-/// `kubectl get pods -o json` → the pods, names checked; Ready is the Ready condition (and
-/// phase Running when a pod has no conditions yet).
-pub fn parse_pods(out: &str) -> std::result::Result<Vec<PodState>, String> {
-    let v: Value = serde_json::from_str(out.trim()).map_err(|e| format!("not JSON: {e}"))?;
-    let items = v.get("items").and_then(Value::as_array).ok_or("no items list")?;
-    let mut pods = Vec::new();
-    for p in items {
-        let s = |ptr: &str| p.pointer(ptr).and_then(Value::as_str).unwrap_or("").to_string();
-        let name = s("/metadata/name");
-        if !names::dns_subdomain(&name) {
-            return Err(format!("'{}' is not a pod name", crate::error::excerpt(&name)));
-        }
-        let uid = s("/metadata/uid");
-        if !uid.bytes().all(|c| c.is_ascii_hexdigit() || c == b'-') || uid.len() > 64 {
-            return Err(format!("pod {name}: uid is not a UID"));
-        }
-        let phase = s("/status/phase");
-        let cond = p
-            .pointer("/status/conditions")
-            .and_then(Value::as_array)
-            .and_then(|cs| cs.iter().find(|c| c["type"] == "Ready").map(|c| c["status"] == "True"));
-        let ready = cond.unwrap_or(phase == "Running") && phase == "Running";
-        let phase = if phase.bytes().all(|c| c.is_ascii_alphabetic()) { phase } else { "Unknown".into() };
-        pods.push(PodState { name, uid, phase, ready });
-    }
-    Ok(pods)
-}
-
 /// SOL002: delete each named pod; its controller makes a replacement.
 pub async fn pods(c: &Ctx<'_>, targets: &[VnfcPod]) -> Result<Value> {
     let ns = &c.params.namespace;
@@ -220,12 +160,9 @@ pub async fn pods(c: &Ctx<'_>, targets: &[VnfcPod]) -> Result<Value> {
 async fn workload_pods(c: &Ctx<'_>, kind: &str, name: &str) -> Result<Vec<PodState>> {
     let (s, ns) = (c.s, c.params.namespace.as_str());
     let m = s.master();
-    let t = s.rt.timeouts.command;
-    let what = format!("the selector of {kind} {name}");
-    let get = s.rt.root_cmd(m, get_json(&s.helm.env, kind, name, ns)?, t).with_redact(Redact::All);
-    let sel = s.rt.fact(m, get, &what, || "app=planned".to_string(), selector_of).await?;
-    let list = s.rt.root_cmd(m, pods_json(&s.helm.env, &sel, ns)?, t).with_redact(Redact::All);
-    s.rt.fact(m, list, &format!("the pods of {kind} {name}"), Vec::new, parse_pods).await
+    let get = WorkloadSelector { script: get_json(&s.helm.env, kind, name, ns)?, kind, name };
+    let sel = s.rt.read(m, &get).await?;
+    s.rt.read(m, &WorkloadPods { script: pods_json(&s.helm.env, &sel, ns)?, kind, name }).await
 }
 
 fn pods_json_value(pods: &[PodState]) -> Value {
@@ -244,9 +181,8 @@ pub async fn whole(c: &Ctx<'_>, releases: &[(String, Vec<Resource>)]) -> Result<
     let t = s.rt.timeouts.command;
     let mut work: Vec<(String, String, String)> = Vec::new();
     for (rel, recorded) in releases {
-        let man = s.rt.root_cmd(m, s.helm.get_manifest(rel, &ns)?, t).with_redact(Redact::All);
-        let recorded = recorded.clone();
-        let res = s.rt.fact(m, man, "the release manifest", move || recorded, |o| manifest::parse(o, &ns)).await?;
+        let man = ReleaseManifest { helm: &s.helm, release: rel, namespace: &ns, planned: recorded.clone() };
+        let res = s.rt.read(m, &man).await?;
         for r in res.into_iter().filter(|r| WORKLOADS.contains(&r.kind.as_str()) && r.namespace == ns) {
             work.push((rel.clone(), r.kind, r.name));
         }
@@ -376,24 +312,6 @@ mod tests {
         let east = HelmEnv::cluster("east").unwrap();
         let d = delete_pod(&east, "p-1", "ns").unwrap();
         assert!(d.starts_with("export KUBECONFIG=/var/lib/mgmt-driver/helm/east/kubeconfig "), "{d}");
-    }
-
-    #[test]
-    fn selectors_and_pods_read_back_are_checked() {
-        let d = r#"{"spec": {"selector": {"matchLabels": {"app.kubernetes.io/instance": "vdu1", "app.kubernetes.io/name": "localhelm"}}}}"#;
-        assert_eq!(selector_of(d).unwrap(), "app.kubernetes.io/instance=vdu1,app.kubernetes.io/name=localhelm");
-        for bad in [r#"{"spec": {"selector": {"matchLabels": {"a": "x;id"}}}}"#, r#"{"spec": {}}"#, "nope"] {
-            assert!(selector_of(bad).is_err(), "{bad}");
-        }
-        let pods = parse_pods(
-            r#"{"items": [
-              {"metadata": {"name": "a-1", "uid": "0a-1b"}, "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}},
-              {"metadata": {"name": "a-2", "uid": "0c"}, "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "False"}]}},
-              {"metadata": {"name": "a-3", "uid": "0d"}, "status": {"phase": "Pending"}}]}"#,
-        )
-        .unwrap();
-        assert_eq!(pods.iter().map(|p| p.ready).collect::<Vec<_>>(), vec![true, false, false]);
-        assert!(parse_pods(r#"{"items": [{"metadata": {"name": "$(x)", "uid": "1"}}]}"#).is_err());
     }
 
     /// The fake's answers for a whole-CNF heal of vdu2: a Deployment in its manifest, its

@@ -1,17 +1,15 @@
 //! `cnf repo-list`: the active master's repositories, every name checked as it is read.
 
-use std::collections::BTreeMap;
-
 use serde_json::{json, Value};
 
 use crate::cnf::ops::Ctx;
-use crate::cnf::run::repo_sync::parse_repo_list;
+use crate::cnf::run::repo_sync::instance_id_ok;
 use crate::error::Result;
+use crate::facts::helm::RepoList;
 
 pub async fn run(c: &Ctx<'_>) -> Result<Value> {
     let s = c.s;
     let m = s.master();
-    let cmd = s.rt.root_cmd(m, s.helm.repo_list(), s.rt.timeouts.command);
-    let have = s.rt.fact(m, cmd, "the repository list", BTreeMap::new, parse_repo_list).await?;
+    let have = s.rt.read(m, &RepoList { helm: &s.helm, instance_id_ok }).await?;
     Ok(Value::Array(have.into_iter().map(|(name, url)| json!({"name": name, "url": url})).collect()))
 }

@@ -11,6 +11,7 @@ use crate::cnf::names;
 use crate::cnf::ops::add_repo_as;
 use crate::cnf::session::Session;
 use crate::error::{Error, Result};
+use crate::facts::helm::RepoList;
 use crate::lifecycle::{all_ok, Node};
 
 /// `repo-sync --repo NAME=URL ...`: names checked like a request's, URLs http(s) with any
@@ -42,27 +43,10 @@ pub struct WantRepo {
     pub creds: Option<(String, crate::secret::Secret)>,
 }
 
-/// The repositories of a master as `helm repo list -o json` prints them: every name checked
-/// (a repository name, or an instance's `<id>@<name>`) before it is compared or removed.
-pub fn parse_repo_list(out: &str) -> std::result::Result<BTreeMap<String, String>, String> {
-    let v: Value = serde_json::from_str(out.trim()).map_err(|e| format!("not JSON: {e}"))?;
-    let list = v.as_array().ok_or("not a JSON list")?;
-    let mut have = BTreeMap::new();
-    for r in list {
-        let (Some(name), Some(url)) = (r.get("name").and_then(Value::as_str), r.get("url").and_then(Value::as_str))
-        else {
-            return Err("an entry without a name or url".into());
-        };
-        let ok = match name.split_once('@') {
-            Some((inst, n)) => crate::lifecycle::state::check_instance_id(inst).is_ok() && names::repo(n).is_ok(),
-            None => names::repo(name).is_ok(),
-        };
-        if !ok {
-            return Err(format!("'{}' is not a repository name", crate::error::excerpt(name)));
-        }
-        have.insert(name.to_string(), url.trim_end_matches('/').to_string());
-    }
-    Ok(have)
+/// Whether `id` is an instance id as the state store takes one: the `<id>` of a CNF's own
+/// `<id>@<name>` repositories is checked by that rule when a master's list is read.
+pub fn instance_id_ok(id: &str) -> bool {
+    crate::lifecycle::state::check_instance_id(id).is_ok()
 }
 
 /// Make the repository set of every master equal `want` (OSM's synchronize_repos): add missing,
@@ -75,8 +59,7 @@ pub async fn run(s: &Session, instance: &str, want: &BTreeMap<String, WantRepo>)
         s.rt.each(&nodes, |n| async move {
             let t = s.rt.timeouts.command;
             s.ensure_env(n).await?;
-            let list = s.rt.root_cmd(n, s.helm.repo_list(), t);
-            let have = s.rt.fact(n, list, "the repository list", BTreeMap::new, parse_repo_list).await?;
+            let have = s.rt.read(n, &RepoList { helm: &s.helm, instance_id_ok }).await?;
             let (mut added, mut updated, mut removed) = (vec![], vec![], vec![]);
             for (name, w) in want {
                 match have.get(name) {
@@ -96,25 +79,4 @@ pub async fn run(s: &Session, instance: &str, want: &BTreeMap<String, WantRepo>)
         })
         .await;
     Ok(Value::Array(all_ok(res)?))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_masters_repository_list_is_checked_before_use() {
-        let ok = parse_repo_list(r#"[{"name":"labrepo","url":"http://h/"},{"name":"cnf1@labrepo","url":"http://g"}]"#);
-        assert_eq!(ok.unwrap().get("labrepo").map(String::as_str), Some("http://h"));
-        for bad in [
-            r#"[{"name":"--insecure-skip-tls-verify","url":"http://h"}]"#,
-            r#"[{"name":"..","url":"http://h"}]"#,
-            r#"[{"name":"x@-y","url":"http://h"}]"#,
-            r#"[{"url":"http://h"}]"#,
-            r#"{"name":"x"}"#,
-            "Error: no repositories",
-        ] {
-            assert!(parse_repo_list(bad).is_err(), "{bad}");
-        }
-    }
 }

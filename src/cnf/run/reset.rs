@@ -7,6 +7,7 @@ use serde_json::{json, Value};
 use crate::cnf::ops::{cnf_releases, Ctx, Record};
 use crate::cnf::run::terminate;
 use crate::error::{Error, Result};
+use crate::facts::helm::EnvReset;
 use crate::lifecycle::Node;
 
 /// With `uninstall` (--uninstall, and a CNF recorded), terminate the CNF first (its releases,
@@ -34,14 +35,7 @@ pub async fn run(c: &Ctx<'_>, rec: &Record<'_>, uninstall: bool) -> Result<Value
     let res =
         s.rt.each(&nodes, |n| {
             let cmd = cmd.clone();
-            async move {
-                let rc = s.rt.root_cmd(n, cmd, s.rt.timeouts.command);
-                let parse = |o: &str| match o.trim() {
-                    w @ ("removed" | "absent") => Ok(w.to_string()),
-                    other => Err(format!("not removed/absent: {:?}", crate::error::excerpt(other))),
-                };
-                s.rt.fact(n, rc, "the environment reset", || "planned".to_string(), parse).await
-            }
+            async move { s.rt.read(n, &EnvReset { script: cmd }).await }
         })
         .await;
     let (mut masters, mut not_reached) = (Vec::new(), Vec::new());

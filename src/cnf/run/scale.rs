@@ -10,6 +10,7 @@ use crate::cnf::ops::{chart_ref, cmd_timeout, describe, Ctx, Record, ReleaseStat
 use crate::cnf::params::{aspect_release, aspect_vdu, ChartSource, CnfParams};
 use crate::cnf::Inputs;
 use crate::error::{Error, Result};
+use crate::facts::helm::ReplicaCount;
 use crate::lifecycle::package::Package;
 use crate::redact::Redact;
 use crate::request::{ScaleRequest, ScaleType, VnfInstance};
@@ -96,22 +97,8 @@ async fn scale(c: &Ctx<'_>, aspect: &str, delta: i64) -> Result<(u64, u64, Relea
     })?;
     let s = c.s;
     let m = s.master();
-    let vals = s.rt.root_cmd(m, s.helm.get_values(&r.name, &p.namespace, true)?, s.rt.timeouts.command);
-    let vals = vals.with_redact(Redact::All);
-    let current = s.rt.fact(
-        m,
-        vals,
-        "the replica count",
-        || 1,
-        |o| {
-            let v: Value = serde_json::from_str(o.trim()).map_err(|e| format!("not JSON: {e}"))?;
-            value_at(&v, path)
-                .and_then(Value::as_u64)
-                .filter(|n| *n <= i32::MAX as u64)
-                .ok_or_else(|| format!("no replica count (0 to 2147483647) at '{path}' in the release's values"))
-        },
-    );
-    let current = current.await?;
+    let count = ReplicaCount { helm: &s.helm, release: &r.name, namespace: &p.namespace, path };
+    let current = s.rt.read(m, &count).await?;
     let target =
         scale_target(p, aspect, vdu, current, delta).map_err(|m| Error::input(c.req_file, "numberOfSteps", m))?;
     let chart = chart_ref(c.instance, r);
@@ -130,11 +117,6 @@ async fn scale(c: &Ctx<'_>, aspect: &str, delta: i64) -> Result<(u64, u64, Relea
     )?;
     s.run_watched(cmd, cmd_timeout(c), &r.name, &p.namespace, Redact::None).await?;
     Ok((current, target as u64, describe(c, r, &chart).await?))
-}
-
-/// `a.b.c` in a values document.
-pub fn value_at<'v>(v: &'v Value, path: &str) -> Option<&'v Value> {
-    path.split('.').try_fold(v, |cur, k| cur.get(k))
 }
 
 /// Without a VNFD bound for the aspect, the VNF instance's own: `instantiatedVnfInfo.scaleStatus`
@@ -216,14 +198,6 @@ pub fn scale_target(
 mod tests {
     use super::*;
     use serde_json::json;
-
-    #[test]
-    fn values_paths() {
-        let v = json!({"a": {"b": {"c": 3}}, "replicaCount": 2});
-        assert_eq!(value_at(&v, "a.b.c"), Some(&json!(3)));
-        assert_eq!(value_at(&v, "replicaCount"), Some(&json!(2)));
-        assert_eq!(value_at(&v, "a.x"), None);
-    }
 
     /// Tacker's two-release body (no extension keys) and a VNFD of its shape.
     fn tacker_two_releases() -> CnfParams {

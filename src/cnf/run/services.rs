@@ -5,9 +5,10 @@
 use serde_json::{json, Value};
 
 use crate::cnf::ops::{cnf_releases, Ctx, Record};
-use crate::cnf::services::{from_manifest, get_service, with_live, Service};
+use crate::cnf::services::Service;
 use crate::error::Result;
-use crate::redact::Redact;
+use crate::facts::helm::ReleaseServices;
+use crate::facts::kubectl::ServiceLive;
 
 pub async fn run(c: &Ctx<'_>, release: Option<&str>, rec: &Record<'_>) -> Result<Value> {
     let releases = match release {
@@ -23,18 +24,13 @@ async fn services(c: &Ctx<'_>, releases: &[String]) -> Result<Vec<Service>> {
     let s = c.s;
     let m = s.master();
     let ns = &c.params.namespace;
-    let t = s.rt.timeouts.command;
     let prefix = s.helm.env.prefix();
     let mut out = Vec::new();
     for rel in releases {
         // Manifests may hold rendered Secrets: read, not streamed.
-        let man = s.rt.root_cmd(m, s.helm.get_manifest(rel, ns)?, t).with_redact(Redact::All);
-        let found = s.rt.fact(m, man, "the release manifest", Vec::new, |o| from_manifest(o, rel, ns)).await?;
-        for svc in found {
-            let cmd = s.rt.root_cmd(m, get_service(&prefix, &svc.name, &svc.namespace)?, t);
-            let planned = svc.clone();
-            let what = format!("service {}", svc.name);
-            out.push(s.rt.fact(m, cmd, &what, || planned, |o| with_live(svc, o)).await?);
+        let found = s.rt.read(m, &ReleaseServices { helm: &s.helm, release: rel, namespace: ns }).await?;
+        for svc in &found {
+            out.push(s.rt.read(m, &ServiceLive { prefix: &prefix, service: svc }).await?);
         }
     }
     s.rt.ev(m).emit(crate::event::EventKind::Status {

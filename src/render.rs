@@ -188,6 +188,8 @@ impl Renderer {
                 ),
             ),
             EventKind::Timeout { command, secs } => (false, format!("{h}: TIMEOUT after {secs:.1}s: {command}")),
+            // A plan's host is planned, not done: the same word as the result document's status.
+            EventKind::Done { ok: true, .. } if self.plan => (false, format!("{h}: planned")),
             EventKind::Done { ok: true, ms, .. } => (false, format!("{h}: ok ({:.2}s)", *ms as f64 / 1000.0)),
             EventKind::Done { ok: false, error, .. } => {
                 let e = error.as_deref().unwrap_or("unknown error");

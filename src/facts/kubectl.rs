@@ -1,5 +1,6 @@
 //! Facts read with kubectl from the cluster: the VIM's bearer token, the pods a drain left, a
-//! Service as the cluster has it, a workload's selector and pods. Names and values read back
+//! Service as the cluster has it, a CNF workload's selector and pods, a Kubernetes workload's
+//! status and running pods. Names and values read back
 //! reach later command lines, records and events: each is checked before it is kept.
 
 use serde_json::Value;
@@ -12,6 +13,9 @@ use crate::error::Result;
 use crate::facts::Fact;
 use crate::redact::Redact;
 use crate::secret::Secret;
+use crate::workload::kind::Kind;
+use crate::workload::kubectl as workload_kubectl;
+use crate::workload::status::{self as workload_status, Pod, Status};
 
 /// The VIM's bearer token (`admin_token.sh` in the run directory `run_dir`): a JWT's characters
 /// only, at most 16 KiB; it goes into the VIM record and the state. The whole output is the
@@ -229,6 +233,62 @@ pub fn parse_pods(out: &str) -> std::result::Result<Vec<PodState>, String> {
     Ok(pods)
 }
 
+/// A Deployment's or StatefulSet's status (`workload/status.rs`: replicas, revision, images,
+/// selector, each checked), or None in a plan. The object's JSON holds the pod template's
+/// environment values: never streamed.
+pub struct WorkloadStatus<'a> {
+    pub kind: Kind,
+    pub ns: &'a str,
+    pub name: &'a str,
+}
+
+impl Fact for WorkloadStatus<'_> {
+    type Value = Option<Status>;
+
+    fn what(&self) -> String {
+        format!("the {} status", self.kind.api())
+    }
+
+    fn command(&self) -> Result<RemoteCommand> {
+        Ok(RemoteCommand::new(workload_kubectl::get(self.kind, self.ns, self.name)?).with_redact(Redact::All))
+    }
+
+    fn placeholder(&self) -> Option<Status> {
+        None
+    }
+
+    fn parse(&self, out: &str) -> std::result::Result<Option<Status>, String> {
+        workload_status::parse(out, self.kind, self.name).map(Some)
+    }
+}
+
+/// The running pods a selector picks (names and nodes checked); a plan goes on with one
+/// placeholder pod. Pod JSON holds environment values too: never streamed.
+pub struct RunningPods<'a> {
+    pub ns: &'a str,
+    pub selector: &'a str,
+}
+
+impl Fact for RunningPods<'_> {
+    type Value = Vec<Pod>;
+
+    fn what(&self) -> String {
+        "the pod list".into()
+    }
+
+    fn command(&self) -> Result<RemoteCommand> {
+        Ok(RemoteCommand::new(workload_kubectl::pods(self.ns, self.selector)?).with_redact(Redact::All))
+    }
+
+    fn placeholder(&self) -> Vec<Pod> {
+        vec![Pod { name: "<each running pod>".into(), node: String::new(), phase: "Running".into() }]
+    }
+
+    fn parse(&self, out: &str) -> std::result::Result<Vec<Pod>, String> {
+        workload_status::running_pods(out)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -330,5 +390,36 @@ mod tests {
         .unwrap();
         assert_eq!(pods.iter().map(|p| p.ready).collect::<Vec<_>>(), vec![true, false, false]);
         assert!(parse_pods(r#"{"items": [{"metadata": {"name": "$(x)", "uid": "1"}}]}"#).is_err());
+    }
+
+    #[tokio::test]
+    async fn a_workload_s_status_is_parsed_checked_and_never_streamed() {
+        let f = WorkloadStatus { kind: Kind::Deployment, ns: "dcae", name: "web" };
+        assert_eq!(f.command().unwrap().redact, Redact::All);
+        let doc = serde_json::json!({"kind": "Deployment", "metadata": {"name": "web", "generation": 1},
+            "spec": {"replicas": 1, "selector": {"matchLabels": {"app.kubernetes.io/name": "web"}},
+                     "template": {"spec": {"containers": [{"name": "web", "image": "nginx:1"}]}}},
+            "status": {"observedGeneration": 1, "replicas": 1, "updatedReplicas": 1, "availableReplicas": 1}});
+        let (sent, got) = read(&f, &doc.to_string()).await;
+        assert!(sent.contains("kubectl get deployment.apps/web -n dcae -o json"), "{sent}");
+        assert!(got.unwrap().expect("a status").is_available());
+        let other = doc.to_string().replace("\"name\":\"web\",\"generation\"", "\"name\":\"db\",\"generation\"");
+        assert!(!unreadable(&f, &other).await.is_empty(), "another object's status");
+        assert_eq!(f.what(), "the Deployment status");
+        assert!(planned(&f).await.is_none());
+    }
+
+    #[tokio::test]
+    async fn running_pods_are_named_as_kubernetes_names_them() {
+        let f = RunningPods { ns: "dcae", selector: "app.kubernetes.io/name=web" };
+        let list = serde_json::json!({"items": [
+            {"metadata": {"name": "web-1"}, "spec": {"nodeName": "w1"}, "status": {"phase": "Running"}},
+            {"metadata": {"name": "web-2"}, "status": {"phase": "Pending"}}]});
+        let (sent, got) = read(&f, &list.to_string()).await;
+        assert!(sent.contains("kubectl get pods -n dcae") && sent.contains("app.kubernetes.io/name=web"), "{sent}");
+        assert_eq!(got.unwrap().iter().map(|p| p.name.as_str()).collect::<Vec<_>>(), ["web-1"]);
+        let hostile = list.to_string().replace("web-1", "-n; reboot");
+        assert!(!unreadable(&f, &hostile).await.is_empty());
+        assert_eq!(planned(&f).await[0].name, "<each running pod>");
     }
 }

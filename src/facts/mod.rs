@@ -18,6 +18,7 @@ pub mod helm;
 pub mod kubeadm;
 pub mod kubectl;
 pub mod node;
+pub mod primitive;
 pub mod storage;
 #[cfg(test)]
 mod testkit;

@@ -4,32 +4,27 @@
 //! (as root when it says so), then read back its exit status and structured result with
 //! `primitive_result.sh`, which also removes the directory. The parameters never reach a command
 //! line: the script finds them in `$PARAM_<NAME>` and in the JSON file `$MGMT_DRIVER_PARAMS`,
-//! and may write JSON to `$MGMT_DRIVER_RESULT` (at most [`RESULT_MAX`] bytes, checked as JSON).
+//! and may write JSON to `$MGMT_DRIVER_RESULT` (at most [`RESULT_MAX`](crate::facts::primitive::RESULT_MAX) bytes, checked as JSON).
 //!
 //! The status record moves `pending → running → completed | failed` as this goes, saved and
 //! emitted at each step (`status.rs`). [`run`] does this on every target at once, every run
 //! recorded before the first connection and marked interrupted if the command is stopped.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use serde_json::{Map, Value};
 
 use crate::command::RemoteCommand;
 use crate::error::{exit, Error, Result};
+use crate::facts::primitive::PrimitiveResult;
 use crate::inventory::Host;
 use crate::lifecycle::state::Store;
 use crate::lifecycle::Runner;
 use crate::primitive::spec::{env_file, Primitive};
 use crate::primitive::status::{tail, ErrorKind, RunRecord, Status};
-use crate::remote::{PRIMITIVE_RESULT, PRIMITIVE_RUN};
+use crate::remote::PRIMITIVE_RUN;
 use crate::target::become_for;
 use crate::transport::{Source, UploadFile};
-
-/// The largest structured result a script may write.
-pub const RESULT_MAX: usize = 64 << 10;
-/// Reading the result and cleaning up.
-const RESULT_LIMIT: Duration = Duration::from_secs(60);
 
 /// A primitive ready to run: checked parameters, the script's bytes (opened inside the
 /// primitives' directory), and the parameter files. No `Debug`: the files hold the values.
@@ -52,23 +47,6 @@ impl Prepared {
     fn script_name(&self) -> &str {
         self.primitive.script.rsplit('/').next().unwrap_or(&self.primitive.script)
     }
-}
-
-/// Read `primitive_result.sh`'s output: the status line, then the result bytes.
-pub fn parse_result(out: &str) -> std::result::Result<(Option<u32>, Option<Value>), String> {
-    let (first, rest) = out.split_once('\n').unwrap_or((out, ""));
-    let code = match first.trim() {
-        "none" => None,
-        n => Some(n.parse::<u32>().map_err(|_| format!("'{}' is not an exit status", crate::error::excerpt(n)))?),
-    };
-    if rest.is_empty() {
-        return Ok((code, None));
-    }
-    if rest.len() > RESULT_MAX {
-        return Err(format!("the result file is larger than {RESULT_MAX} bytes"));
-    }
-    let v: Value = serde_json::from_str(rest).map_err(|e| format!("the result file is not JSON: {e}"))?;
-    Ok((code, Some(v)))
 }
 
 /// Run `prep` on `host`, moving `rec` through its statuses. The error (if any) is also in the
@@ -122,27 +100,23 @@ async fn steps(rt: &Runner, store: &Store, prep: &Prepared, host: &Host, rec: &m
         .with_timeout(Some(p.timeout))
         .with_become(become_.clone());
     let ran = rt.exec(host, run).await;
-    let read = RemoteCommand::new(PRIMITIVE_RESULT.command(&[dir.clone(), RESULT_MAX.to_string()])?)
-        .with_timeout(Some(RESULT_LIMIT))
-        .with_become(become_)
-        .with_capture(RESULT_MAX + 64);
+    let result = PrimitiveResult { dir: &dir, root: p.root };
     let out = match ran {
         Ok(o) => o,
         Err(e) => {
             // Clean up what can be (the run directory holds the parameters); the run's own
             // error is what counts.
             if !matches!(e, Error::Connect { .. } | Error::Auth { .. } | Error::HostKey { .. }) {
-                let _ = rt.exec(host, read).await;
+                let _ = rt.read(host, &result).await;
             }
             return Err(e);
         }
     };
     rec.stdout_tail = Some(tail(&out.stdout_text()));
     rec.stderr_tail = Some(tail(&out.stderr_tail));
-    let (code, result) =
-        rt.fact(host, read.clone(), "the primitive's result", || (Some(0), None), parse_result).await?;
+    let (code, value) = rt.read(host, &result).await?;
     rec.exit_code = code;
-    rec.result = result;
+    rec.result = value;
     match code {
         Some(0) => Ok(()),
         _ => Err(Error::Remote {
@@ -237,17 +211,8 @@ impl Drop for Unfinished<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_result_is_a_status_line_then_json_within_the_cap() {
-        assert_eq!(parse_result("0\n").unwrap(), (Some(0), None));
-        assert_eq!(parse_result("3\n{\"a\": 1}").unwrap(), (Some(3), Some(serde_json::json!({"a": 1}))));
-        assert_eq!(parse_result("none\n").unwrap(), (None, None));
-        assert!(parse_result("0\nnot json").unwrap_err().contains("not JSON"));
-        assert!(parse_result("x\n").is_err());
-        let big = format!("0\n\"{}\"", "a".repeat(RESULT_MAX));
-        assert!(parse_result(&big).unwrap_err().contains("larger"));
-    }
+    use crate::facts::primitive::parse_result;
+    use crate::remote::PRIMITIVE_RESULT;
 
     /// The two node-side programs, run here: parameters arrive through the environment and the
     /// JSON file, params.env is gone before the script starts, a failing script's status and

@@ -8,11 +8,13 @@ use serde_json::{json, Value};
 
 use crate::error::{Error, Result};
 use crate::event::EventKind;
+use crate::facts::kubectl::{RunningPods, WorkloadStatus};
+use crate::facts::Fact;
 use crate::lifecycle::{Runner, Target};
 use crate::transport::{Source, UploadFile};
 use crate::workload::kind::Kind;
 use crate::workload::spec::Workload;
-use crate::workload::status::{self, Pod, Status};
+use crate::workload::status::{Pod, Status};
 use crate::workload::{kubectl, manifest};
 
 /// One workload on one master.
@@ -36,18 +38,10 @@ impl Ctx<'_> {
         kubectl::object(self.kind, self.name)
     }
 
-    /// A command whose output is an object's JSON: not streamed, since it holds the pod
-    /// template's env values (what is shown is the parsed, checked result).
-    fn quiet(&self, script: String) -> crate::command::RemoteCommand {
-        self.cmd(script).with_redact(crate::redact::Redact::All)
-    }
-
     /// The workload's status; None in a plan.
     pub async fn status(&self) -> Result<Option<Status>> {
-        let cmd = self.quiet(kubectl::get(self.kind, self.ns, self.name)?);
-        let (kind, name) = (self.kind, self.name);
-        let what = format!("the {} status", kind.api());
-        match self.rt.fact(self.m, cmd, &what, || None, |o| status::parse(o, kind, name).map(Some)).await {
+        let fact = WorkloadStatus { kind: self.kind, ns: self.ns, name: self.name };
+        match self.rt.read(self.m, &fact).await {
             // The hidden command's stderr is hidden too: ask again for the name only (no env
             // values in it), so the error says why (NotFound, Forbidden, unreachable API).
             Err(Error::Remote { .. }) => {
@@ -56,7 +50,7 @@ impl Ctx<'_> {
                 Err(Error::Unreadable {
                     node: self.m.host.name.clone(),
                     command: kubectl::get(self.kind, self.ns, self.name)?,
-                    what,
+                    what: fact.what(),
                     message: "kubectl failed, then succeeded when asked again".into(),
                 })
             }
@@ -175,9 +169,7 @@ pub async fn exec(c: &Ctx<'_>, container: Option<&str>, command: &[String]) -> R
     // In a plan the selector is the one `deploy` sets, and the pods are a placeholder.
     let selector =
         s.as_ref().map(Status::selector_text).unwrap_or_else(|| format!("{}={}", manifest::NAME_LABEL, c.name));
-    let placeholder = || vec![Pod { name: "<each running pod>".into(), node: String::new(), phase: "Running".into() }];
-    let cmd = c.quiet(kubectl::pods(c.ns, &selector)?);
-    let pods: Vec<Pod> = c.rt.fact(c.m, cmd, "the pod list", placeholder, status::running_pods).await?;
+    let pods: Vec<Pod> = c.rt.read(c.m, &RunningPods { ns: c.ns, selector: &selector }).await?;
     if let (Some(s), Some(want)) = (&s, container) {
         if !s.images.iter().any(|(n, _)| n == want) {
             let have: Vec<&str> = s.images.iter().map(|(n, _)| n.as_str()).collect();

@@ -6,10 +6,11 @@ use std::time::Duration;
 
 use clap::Args;
 
-use crate::cli::common::{parse_duration, Ctx, Defaults, KnownHosts, StateDir};
+use crate::cli::common::{Ctx, Defaults, KnownHosts, StateDir};
 use crate::cli::envelope::Envelope;
 use crate::cnf::{self, Inputs, Op};
 use crate::console;
+use crate::duration::parse_duration;
 use crate::error::{exit, Result};
 use crate::lifecycle::Timeouts;
 use crate::render::Output;

@@ -122,8 +122,7 @@ impl Defaults {
     pub const EE: Defaults = Defaults { retry_for: Duration::from_secs(10), parallel: 64 };
 }
 
-/// The one duration parser (`crate::duration`), here for the flags' `value_parser`.
-pub use crate::duration::parse_duration;
+use crate::duration::parse_duration;
 
 impl Ctx {
     pub fn inventory_opts(&self) -> LoadOptions {

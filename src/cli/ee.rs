@@ -16,7 +16,7 @@ use crate::ee::driver_key::{KeyDoc, KeyType};
 use crate::ee::record::Registry;
 use crate::ee::rotate;
 use crate::error::{exit, Result};
-use crate::inventory::{Host, HostKeyCheck};
+use crate::inventory::HostKeyCheck;
 use crate::lifecycle::state::Store;
 use crate::lifecycle::Timeouts;
 use crate::render::Output;
@@ -142,11 +142,6 @@ impl RegisterArgs {
             key_type: self.key_type,
         }
     }
-}
-
-/// The hosts of `--ee NAME|ID …`, ready to connect (for the fan-out commands).
-pub fn ee_hosts(store: &Store, names: &[String]) -> Result<Vec<Host>> {
-    ee::record::hosts(store, names)
 }
 
 fn print_doc(ctx: &Ctx, op: &str, ok: bool, result: Value, errors: Vec<ErrorItem>, plain: impl FnOnce()) {

@@ -7,9 +7,10 @@ use std::time::{Duration, Instant};
 use clap::Args;
 use serde_json::{json, Value};
 
-use crate::cli::common::{parse_duration, Ctx, Defaults, StateDir};
+use crate::cli::common::{Ctx, Defaults, StateDir};
 use crate::cli::envelope::{Envelope, ErrorItem};
 use crate::console;
+use crate::duration::parse_duration;
 use crate::env_vars;
 use crate::error::{exit, Error, Result};
 use crate::fanout::{exec_job, get_job, put_job, ScriptJob};
@@ -49,7 +50,7 @@ impl Select {
         };
         if !self.ee.is_empty() {
             let store = ctx.store(&self.store.state_dir)?;
-            hosts.extend(crate::cli::ee::ee_hosts(&store, &self.ee)?);
+            hosts.extend(crate::ee::record::hosts(&store, &self.ee)?);
         }
         for (i, h) in hosts.iter().enumerate() {
             if hosts[..i].iter().any(|o| o.name == h.name) {

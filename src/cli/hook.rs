@@ -7,11 +7,12 @@ use std::time::Duration;
 
 use clap::Args;
 
-use crate::cli::common::{parse_duration, Ctx, Defaults, KnownHosts, StateDir};
+use crate::cli::common::{Ctx, Defaults, KnownHosts, StateDir};
 use crate::cli::envelope::Envelope;
 use crate::cluster::kubeconfig;
 use crate::cluster::prepare::{self, Inputs, Op};
 use crate::console;
+use crate::duration::parse_duration;
 use crate::env_vars;
 use crate::error::{exit, Error, Result};
 use crate::lifecycle::Timeouts;

@@ -9,9 +9,10 @@ use std::time::{Duration, Instant};
 use clap::{Args, Subcommand};
 use serde_json::{json, Value};
 
-use crate::cli::common::{parse_duration, Ctx, Defaults, StateDir};
+use crate::cli::common::{Ctx, Defaults, StateDir};
 use crate::cli::envelope::{Envelope, ErrorItem};
 use crate::console;
+use crate::duration::parse_duration;
 use crate::error::{exit, Error, Result};
 use crate::lifecycle::plan::PlanConnector;
 use crate::lifecycle::state::Store;

@@ -11,9 +11,10 @@ use clap::Args;
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 
-use crate::cli::common::{parse_duration, Ctx, Defaults, KnownHosts, StateDir};
+use crate::cli::common::{Ctx, Defaults, KnownHosts, StateDir};
 use crate::cli::envelope::ErrorItem;
 use crate::console;
+use crate::duration::parse_duration;
 use crate::error::{exit, Error, Result};
 use crate::event::Events;
 use crate::inventory::LoadOptions;

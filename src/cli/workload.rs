@@ -5,9 +5,10 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::cli::common::{parse_duration, Ctx, Defaults, KnownHosts, StateDir};
+use crate::cli::common::{Ctx, Defaults, KnownHosts, StateDir};
 use crate::cli::envelope::Envelope;
 use crate::console;
+use crate::duration::parse_duration;
 use crate::error::{exit, Result};
 use crate::lifecycle::Timeouts;
 use crate::render::Output;

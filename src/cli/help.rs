@@ -99,6 +99,183 @@ const SITE_OPS: &[(&str, &str)] = &[
     ("run-script", " check.sh --fast"),
 ];
 
+/// Every command's example lines, by its path (the top-level command as ""). `# ...` comments
+/// and shell redirections are not part of what is parsed.
+const EXAMPLES: &[(&str, &[&str])] = &[
+    ("", &[
+        "mgmt-driver exec -i hosts.yaml -- uptime",
+        "mgmt-driver instantiate-end --request instantiate.json -i hosts.yaml --package-dir pkg --vnf-instance-id vnf-1",
+        "mgmt-driver cnf instantiate --request cnf.json --vnf-instance-id cnf-1 --cluster-instance vnf-1 --package-dir pkg",
+        "mgmt-driver hook --input hook.json > response.json   # the VNFM protocol",
+        "mgmt-driver sites apply instantiate --sites sites.yaml",
+    ]),
+    ("exec", &[
+        "mgmt-driver exec -i hosts.yaml -- uptime",
+        "mgmt-driver exec -i hosts.yaml -g workers --become -t 10m -- apt-get -y upgrade",
+        "mgmt-driver exec --ee db-1 -o json -- df -h /",
+    ]),
+    ("put", &[
+        "mgmt-driver put -i hosts.yaml app.conf /etc/app/ --mode 0644",
+        "mgmt-driver put -i hosts.yaml --host web-1 site/ /srv/www",
+    ]),
+    ("get", &[
+        "mgmt-driver get -i hosts.yaml /var/log/syslog logs/   # logs/<host>/syslog",
+        "mgmt-driver get -i hosts.yaml -g masters /etc/kubernetes/admin.conf kubeconfigs/",
+    ]),
+    ("run-script", &[
+        "mgmt-driver run-script -i hosts.yaml samples/scripts/node-info.sh",
+        "mgmt-driver run-script -i hosts.yaml --become -t 30m upgrade.sh 1.31 'with spaces'",
+    ]),
+    ("instantiate-end", &[
+        "mgmt-driver instantiate-end --request instantiate.json -i hosts.yaml --package-dir pkg --vnf-instance-id vnf-1",
+        "mgmt-driver instantiate-end --dry-run --request instantiate.json -i hosts.yaml --package-dir pkg --vnf-instance-id vnf-1",
+        "mgmt-driver instantiate-end --request instantiate.json -i hosts.yaml --package-dir pkg --vnf-instance-id vnf-1 --kubeconfig-out vnf-1.kubeconfig",
+    ]),
+    ("heal-start", &["mgmt-driver heal-start --request heal.json -i hosts.yaml --vnf-instance-id vnf-1"]),
+    ("heal-end", &["mgmt-driver heal-end --request heal.json -i hosts.yaml --package-dir pkg --vnf-instance-id vnf-1"]),
+    ("scale-start", &[
+        "mgmt-driver scale-start --request scale-in.json -i hosts.yaml --vnf-instance-id vnf-1 --node worker-3",
+    ]),
+    ("scale-end", &[
+        "mgmt-driver scale-end --request scale-out.json -i hosts.yaml --package-dir pkg --vnf-instance-id vnf-1",
+    ]),
+    ("terminate-end", &[
+        "mgmt-driver terminate-end -i hosts.yaml --vnf-instance-id vnf-1",
+        "mgmt-driver terminate-end --request terminate.json -i hosts.yaml --vnf-instance-id vnf-1 --reset-nodes",
+    ]),
+    ("hook", &[
+        "mgmt-driver hook --input hook.json > response.json",
+        "mgmt-driver hook --dry-run < hook.json",
+    ]),
+    ("cnf", &[
+        "mgmt-driver cnf instantiate --request cnf.json --vnf-instance-id cnf-1 --cluster-instance vnf-1 --package-dir pkg",
+        "mgmt-driver cnf list --cluster-instance vnf-1 -n default",
+        "mgmt-driver cnf status --vnf-instance-id cnf-1 --release web",
+    ]),
+    ("cnf instantiate", &[
+        "mgmt-driver cnf instantiate --request cnf.json --vnf-instance-id cnf-1 --cluster-instance vnf-1 --package-dir pkg",
+        "mgmt-driver cnf instantiate --request cnf.json --vnf-instance-id cnf-1 --cluster-instance vnf-1 --package-dir pkg --wait --atomic --timeout 10m",
+    ]),
+    ("cnf scale", &["mgmt-driver cnf scale --request scale.json --vnf-instance-id cnf-1"]),
+    ("cnf heal", &[
+        "mgmt-driver cnf heal --request heal.json --vnf-instance-id cnf-1 --vnf-instance instance.json",
+    ]),
+    ("cnf upgrade", &[
+        "mgmt-driver cnf upgrade --vnf-instance-id cnf-1 --release web --version 1.2.0 --set image.tag=1.2.0 --reuse-values",
+    ]),
+    ("cnf rollback", &["mgmt-driver cnf rollback --vnf-instance-id cnf-1 --release web --revision 2"]),
+    ("cnf status", &["mgmt-driver cnf status --vnf-instance-id cnf-1 --release web"]),
+    ("cnf history", &["mgmt-driver cnf history --vnf-instance-id cnf-1 --release web -o json"]),
+    ("cnf values", &["mgmt-driver cnf values --vnf-instance-id cnf-1 --release web --all"]),
+    ("cnf list", &[
+        "mgmt-driver cnf list --cluster-instance vnf-1",
+        "mgmt-driver cnf list --cluster-instance vnf-1 -n default",
+    ]),
+    ("cnf show", &[
+        "mgmt-driver cnf show values nginx --repo https://charts.example/ --cluster-instance vnf-1",
+        "mgmt-driver cnf show chart stable/web --version 1.2.0 --cluster-instance vnf-1",
+    ]),
+    ("cnf repo-list", &["mgmt-driver cnf repo-list --cluster-instance vnf-1"]),
+    ("cnf repo-sync", &[
+        "mgmt-driver cnf repo-sync --cluster-instance vnf-1 --repo stable=https://charts.example/stable --repo extra=https://charts.example/extra",
+    ]),
+    ("cnf terminate", &["mgmt-driver cnf terminate --vnf-instance-id cnf-1"]),
+    ("cnf services", &["mgmt-driver cnf services --vnf-instance-id cnf-1 --release web -o json"]),
+    ("cnf reset", &[
+        "mgmt-driver cnf reset --vnf-instance-id cnf-1",
+        "mgmt-driver cnf reset --vnf-instance-id cnf-1 --uninstall",
+    ]),
+    ("workload", &[
+        "mgmt-driver workload deploy web.yaml --vnf-instance-id vnf-1 -i hosts.yaml",
+        "mgmt-driver workload scale web 3 --vnf-instance-id vnf-1 -i hosts.yaml",
+        "mgmt-driver workload wait web -i hosts.yaml --master-group masters -n apps",
+    ]),
+    ("workload deploy", &[
+        "mgmt-driver workload deploy web.yaml --vnf-instance-id vnf-1 -i hosts.yaml",
+        "mgmt-driver workload deploy db.yaml -i hosts.yaml --master-group masters --kind statefulset -n apps",
+    ]),
+    ("workload undeploy", &["mgmt-driver workload undeploy web --vnf-instance-id vnf-1 -i hosts.yaml"]),
+    ("workload available", &["mgmt-driver workload available web --vnf-instance-id vnf-1 -i hosts.yaml -o json"]),
+    ("workload scale", &["mgmt-driver workload scale web 3 --vnf-instance-id vnf-1 -i hosts.yaml"]),
+    ("workload set-image", &[
+        "mgmt-driver workload set-image web web=registry.example/web:1.1 --vnf-instance-id vnf-1 -i hosts.yaml",
+    ]),
+    ("workload rollback", &[
+        "mgmt-driver workload rollback web --vnf-instance-id vnf-1 -i hosts.yaml",
+        "mgmt-driver workload rollback web --vnf-instance-id vnf-1 -i hosts.yaml --to-revision 2",
+    ]),
+    ("workload exec", &[
+        "mgmt-driver workload exec web --vnf-instance-id vnf-1 -i hosts.yaml -- sh -c 'echo $HOSTNAME'",
+        "mgmt-driver workload exec web -c sidecar --vnf-instance-id vnf-1 -i hosts.yaml -- cat /etc/os-release",
+    ]),
+    ("workload wait", &[
+        "mgmt-driver workload wait web --vnf-instance-id vnf-1 -i hosts.yaml --interval 10s --timeout 5m",
+    ]),
+    ("key", &[
+        "mgmt-driver key   # the public key, for cloud-init",
+        "mgmt-driver key rotate",
+    ]),
+    ("key show", &["mgmt-driver key show", "mgmt-driver key show -o json"]),
+    ("key rotate", &["mgmt-driver key rotate", "mgmt-driver key rotate --type rsa"]),
+    ("key finish-rotation", &["mgmt-driver key finish-rotation"]),
+    ("ee", &[
+        "mgmt-driver ee register db-1 --host 192.0.2.21 --user ops --password-file pw.txt --install-key --drop-password",
+        "mgmt-driver ee list",
+        "mgmt-driver ee show db-1",
+    ]),
+    ("ee register", &[
+        "mgmt-driver ee register db-1 --host 192.0.2.21 --user ops --password-file pw.txt --install-key --drop-password",
+        "mgmt-driver ee register cache-1 --host cache-1.example --user ops --identity ops.key --namespace .ns1.vnf1.vdu1-0",
+    ]),
+    ("ee list", &["mgmt-driver ee list", "mgmt-driver ee list --namespace .ns1 -o json"]),
+    ("ee show", &["mgmt-driver ee show db-1 -o json"]),
+    ("ee delete", &["mgmt-driver ee delete db-1", "mgmt-driver ee delete db-1 --remove-key"]),
+    ("primitive", &[
+        "mgmt-driver primitive list --package pkg",
+        "mgmt-driver primitive run set-banner --dir prims --ee db-1 --param text=Hello",
+        "mgmt-driver primitive status",
+    ]),
+    ("primitive list", &["mgmt-driver primitive list --dir prims", "mgmt-driver primitive list --package pkg"]),
+    ("primitive show", &["mgmt-driver primitive show set-banner --dir prims"]),
+    ("primitive run", &[
+        "mgmt-driver primitive run set-banner --dir prims --ee db-1 --param text=Hello",
+        "mgmt-driver primitive run restart-kubelet --package pkg --cluster-instance vnf-1 -i hosts.yaml",
+    ]),
+    ("primitive status", &["mgmt-driver primitive status", "mgmt-driver primitive status RUN_ID -o json"]),
+    ("sites", &[
+        "mgmt-driver sites render --sites samples/sites/sites.yaml --out target/sites",
+        "mgmt-driver sites plan instantiate --sites samples/sites/sites.yaml",
+        "mgmt-driver sites apply instantiate --sites samples/sites/sites.yaml",
+        "mgmt-driver sites status",
+    ]),
+    ("sites render", &[
+        "mgmt-driver sites render --sites samples/sites/sites.yaml --out target/sites",
+        "mgmt-driver sites render --sites samples/sites/sites.yaml --out target/sites --selector region=eu",
+    ]),
+    ("sites plan", &[
+        "mgmt-driver sites plan instantiate --sites samples/sites/sites.yaml",
+        "mgmt-driver sites plan cnf-instantiate --rendered target/sites --only par1,ber2",
+    ]),
+    ("sites apply", &[
+        "mgmt-driver sites apply instantiate --sites samples/sites/sites.yaml --max-sites 8",
+        "mgmt-driver sites apply cnf-instantiate --rendered target/sites --selector tier=large",
+        "mgmt-driver sites apply instantiate --rendered target/sites --index 3   # one pod of the Job",
+    ]),
+    ("sites status", &["mgmt-driver sites status", "mgmt-driver sites status -o json"]),
+    ("sites export", &[
+        "mgmt-driver sites export k8s-job --rendered target/sites --image registry.example/mgmt-driver:1 --state-claim mgmt-state instantiate | kubectl apply -f -",
+    ]),
+    ("sites export k8s-job", &[
+        "mgmt-driver sites export k8s-job --rendered target/sites --image registry.example/mgmt-driver:1 --state-claim mgmt-state instantiate | kubectl apply -f -",
+        "mgmt-driver sites export k8s-job --rendered target/sites --image registry.example/mgmt-driver:1 --state-claim mgmt-state -n fleet --secret site-secrets run-script check.sh --fast",
+    ]),
+    ("version", &["mgmt-driver version", "mgmt-driver version -o json"]),
+    ("completion", &[
+        "mgmt-driver completion bash > /etc/bash_completion.d/mgmt-driver",
+        "mgmt-driver completion zsh > ~/.zfunc/_mgmt-driver",
+    ]),
+];
+
 /// A command's example lines (`# ...` comments and shell redirections are not part of what is
 /// parsed); empty for a command without any (a unit test refuses that).
 fn examples(path: &str) -> Vec<String> {
@@ -111,182 +288,11 @@ fn examples(path: &str) -> Vec<String> {
             format!("mgmt-driver sites {verb} --rendered target/sites --selector region=eu {op}{arg}"),
         ];
     }
-    let lines: &[&str] = match path {
-        "" => &[
-            "mgmt-driver exec -i hosts.yaml -- uptime",
-            "mgmt-driver instantiate-end --request instantiate.json -i hosts.yaml --package-dir pkg --vnf-instance-id vnf-1",
-            "mgmt-driver cnf instantiate --request cnf.json --vnf-instance-id cnf-1 --cluster-instance vnf-1 --package-dir pkg",
-            "mgmt-driver hook --input hook.json > response.json   # the VNFM protocol",
-            "mgmt-driver sites apply instantiate --sites sites.yaml",
-        ],
-        "exec" => &[
-            "mgmt-driver exec -i hosts.yaml -- uptime",
-            "mgmt-driver exec -i hosts.yaml -g workers --become -t 10m -- apt-get -y upgrade",
-            "mgmt-driver exec --ee db-1 -o json -- df -h /",
-        ],
-        "put" => &[
-            "mgmt-driver put -i hosts.yaml app.conf /etc/app/ --mode 0644",
-            "mgmt-driver put -i hosts.yaml --host web-1 site/ /srv/www",
-        ],
-        "get" => &[
-            "mgmt-driver get -i hosts.yaml /var/log/syslog logs/   # logs/<host>/syslog",
-            "mgmt-driver get -i hosts.yaml -g masters /etc/kubernetes/admin.conf kubeconfigs/",
-        ],
-        "run-script" => &[
-            "mgmt-driver run-script -i hosts.yaml samples/scripts/node-info.sh",
-            "mgmt-driver run-script -i hosts.yaml --become -t 30m upgrade.sh 1.31 'with spaces'",
-        ],
-        "instantiate-end" => &[
-            "mgmt-driver instantiate-end --request instantiate.json -i hosts.yaml --package-dir pkg --vnf-instance-id vnf-1",
-            "mgmt-driver instantiate-end --dry-run --request instantiate.json -i hosts.yaml --package-dir pkg --vnf-instance-id vnf-1",
-            "mgmt-driver instantiate-end --request instantiate.json -i hosts.yaml --package-dir pkg --vnf-instance-id vnf-1 --kubeconfig-out vnf-1.kubeconfig",
-        ],
-        "heal-start" => &["mgmt-driver heal-start --request heal.json -i hosts.yaml --vnf-instance-id vnf-1"],
-        "heal-end" => &["mgmt-driver heal-end --request heal.json -i hosts.yaml --package-dir pkg --vnf-instance-id vnf-1"],
-        "scale-start" => &[
-            "mgmt-driver scale-start --request scale-in.json -i hosts.yaml --vnf-instance-id vnf-1 --node worker-3",
-        ],
-        "scale-end" => &[
-            "mgmt-driver scale-end --request scale-out.json -i hosts.yaml --package-dir pkg --vnf-instance-id vnf-1",
-        ],
-        "terminate-end" => &[
-            "mgmt-driver terminate-end -i hosts.yaml --vnf-instance-id vnf-1",
-            "mgmt-driver terminate-end --request terminate.json -i hosts.yaml --vnf-instance-id vnf-1 --reset-nodes",
-        ],
-        "hook" => &[
-            "mgmt-driver hook --input hook.json > response.json",
-            "mgmt-driver hook --dry-run < hook.json",
-        ],
-        "cnf" => &[
-            "mgmt-driver cnf instantiate --request cnf.json --vnf-instance-id cnf-1 --cluster-instance vnf-1 --package-dir pkg",
-            "mgmt-driver cnf list --cluster-instance vnf-1 -n default",
-            "mgmt-driver cnf status --vnf-instance-id cnf-1 --release web",
-        ],
-        "cnf instantiate" => &[
-            "mgmt-driver cnf instantiate --request cnf.json --vnf-instance-id cnf-1 --cluster-instance vnf-1 --package-dir pkg",
-            "mgmt-driver cnf instantiate --request cnf.json --vnf-instance-id cnf-1 --cluster-instance vnf-1 --package-dir pkg --wait --atomic --timeout 10m",
-        ],
-        "cnf scale" => &["mgmt-driver cnf scale --request scale.json --vnf-instance-id cnf-1"],
-        "cnf heal" => &[
-            "mgmt-driver cnf heal --request heal.json --vnf-instance-id cnf-1 --vnf-instance instance.json",
-        ],
-        "cnf upgrade" => &[
-            "mgmt-driver cnf upgrade --vnf-instance-id cnf-1 --release web --version 1.2.0 --set image.tag=1.2.0 --reuse-values",
-        ],
-        "cnf rollback" => &["mgmt-driver cnf rollback --vnf-instance-id cnf-1 --release web --revision 2"],
-        "cnf status" => &["mgmt-driver cnf status --vnf-instance-id cnf-1 --release web"],
-        "cnf history" => &["mgmt-driver cnf history --vnf-instance-id cnf-1 --release web -o json"],
-        "cnf values" => &["mgmt-driver cnf values --vnf-instance-id cnf-1 --release web --all"],
-        "cnf list" => &[
-            "mgmt-driver cnf list --cluster-instance vnf-1",
-            "mgmt-driver cnf list --cluster-instance vnf-1 -n default",
-        ],
-        "cnf show" => &[
-            "mgmt-driver cnf show values nginx --repo https://charts.example/ --cluster-instance vnf-1",
-            "mgmt-driver cnf show chart stable/web --version 1.2.0 --cluster-instance vnf-1",
-        ],
-        "cnf repo-list" => &["mgmt-driver cnf repo-list --cluster-instance vnf-1"],
-        "cnf repo-sync" => &[
-            "mgmt-driver cnf repo-sync --cluster-instance vnf-1 --repo stable=https://charts.example/stable --repo extra=https://charts.example/extra",
-        ],
-        "cnf terminate" => &["mgmt-driver cnf terminate --vnf-instance-id cnf-1"],
-        "cnf services" => &["mgmt-driver cnf services --vnf-instance-id cnf-1 --release web -o json"],
-        "cnf reset" => &[
-            "mgmt-driver cnf reset --vnf-instance-id cnf-1",
-            "mgmt-driver cnf reset --vnf-instance-id cnf-1 --uninstall",
-        ],
-        "workload" => &[
-            "mgmt-driver workload deploy web.yaml --vnf-instance-id vnf-1 -i hosts.yaml",
-            "mgmt-driver workload scale web 3 --vnf-instance-id vnf-1 -i hosts.yaml",
-            "mgmt-driver workload wait web -i hosts.yaml --master-group masters -n apps",
-        ],
-        "workload deploy" => &[
-            "mgmt-driver workload deploy web.yaml --vnf-instance-id vnf-1 -i hosts.yaml",
-            "mgmt-driver workload deploy db.yaml -i hosts.yaml --master-group masters --kind statefulset -n apps",
-        ],
-        "workload undeploy" => &["mgmt-driver workload undeploy web --vnf-instance-id vnf-1 -i hosts.yaml"],
-        "workload available" => &["mgmt-driver workload available web --vnf-instance-id vnf-1 -i hosts.yaml -o json"],
-        "workload scale" => &["mgmt-driver workload scale web 3 --vnf-instance-id vnf-1 -i hosts.yaml"],
-        "workload set-image" => &[
-            "mgmt-driver workload set-image web web=registry.example/web:1.1 --vnf-instance-id vnf-1 -i hosts.yaml",
-        ],
-        "workload rollback" => &[
-            "mgmt-driver workload rollback web --vnf-instance-id vnf-1 -i hosts.yaml",
-            "mgmt-driver workload rollback web --vnf-instance-id vnf-1 -i hosts.yaml --to-revision 2",
-        ],
-        "workload exec" => &[
-            "mgmt-driver workload exec web --vnf-instance-id vnf-1 -i hosts.yaml -- sh -c 'echo $HOSTNAME'",
-            "mgmt-driver workload exec web -c sidecar --vnf-instance-id vnf-1 -i hosts.yaml -- cat /etc/os-release",
-        ],
-        "workload wait" => &[
-            "mgmt-driver workload wait web --vnf-instance-id vnf-1 -i hosts.yaml --interval 10s --timeout 5m",
-        ],
-        "key" => &[
-            "mgmt-driver key   # the public key, for cloud-init",
-            "mgmt-driver key rotate",
-        ],
-        "key show" => &["mgmt-driver key show", "mgmt-driver key show -o json"],
-        "key rotate" => &["mgmt-driver key rotate", "mgmt-driver key rotate --type rsa"],
-        "key finish-rotation" => &["mgmt-driver key finish-rotation"],
-        "ee" => &[
-            "mgmt-driver ee register db-1 --host 192.0.2.21 --user ops --password-file pw.txt --install-key --drop-password",
-            "mgmt-driver ee list",
-            "mgmt-driver ee show db-1",
-        ],
-        "ee register" => &[
-            "mgmt-driver ee register db-1 --host 192.0.2.21 --user ops --password-file pw.txt --install-key --drop-password",
-            "mgmt-driver ee register cache-1 --host cache-1.example --user ops --identity ops.key --namespace .ns1.vnf1.vdu1-0",
-        ],
-        "ee list" => &["mgmt-driver ee list", "mgmt-driver ee list --namespace .ns1 -o json"],
-        "ee show" => &["mgmt-driver ee show db-1 -o json"],
-        "ee delete" => &["mgmt-driver ee delete db-1", "mgmt-driver ee delete db-1 --remove-key"],
-        "primitive" => &[
-            "mgmt-driver primitive list --package pkg",
-            "mgmt-driver primitive run set-banner --dir prims --ee db-1 --param text=Hello",
-            "mgmt-driver primitive status",
-        ],
-        "primitive list" => &["mgmt-driver primitive list --dir prims", "mgmt-driver primitive list --package pkg"],
-        "primitive show" => &["mgmt-driver primitive show set-banner --dir prims"],
-        "primitive run" => &[
-            "mgmt-driver primitive run set-banner --dir prims --ee db-1 --param text=Hello",
-            "mgmt-driver primitive run restart-kubelet --package pkg --cluster-instance vnf-1 -i hosts.yaml",
-        ],
-        "primitive status" => &["mgmt-driver primitive status", "mgmt-driver primitive status RUN_ID -o json"],
-        "sites" => &[
-            "mgmt-driver sites render --sites samples/sites/sites.yaml --out target/sites",
-            "mgmt-driver sites plan instantiate --sites samples/sites/sites.yaml",
-            "mgmt-driver sites apply instantiate --sites samples/sites/sites.yaml",
-            "mgmt-driver sites status",
-        ],
-        "sites render" => &[
-            "mgmt-driver sites render --sites samples/sites/sites.yaml --out target/sites",
-            "mgmt-driver sites render --sites samples/sites/sites.yaml --out target/sites --selector region=eu",
-        ],
-        "sites plan" => &[
-            "mgmt-driver sites plan instantiate --sites samples/sites/sites.yaml",
-            "mgmt-driver sites plan cnf-instantiate --rendered target/sites --only par1,ber2",
-        ],
-        "sites apply" => &[
-            "mgmt-driver sites apply instantiate --sites samples/sites/sites.yaml --max-sites 8",
-            "mgmt-driver sites apply cnf-instantiate --rendered target/sites --selector tier=large",
-            "mgmt-driver sites apply instantiate --rendered target/sites --index 3   # one pod of the Job",
-        ],
-        "sites status" => &["mgmt-driver sites status", "mgmt-driver sites status -o json"],
-        "sites export" => &[
-            "mgmt-driver sites export k8s-job --rendered target/sites --image registry.example/mgmt-driver:1 --state-claim mgmt-state instantiate | kubectl apply -f -",
-        ],
-        "sites export k8s-job" => &[
-            "mgmt-driver sites export k8s-job --rendered target/sites --image registry.example/mgmt-driver:1 --state-claim mgmt-state instantiate | kubectl apply -f -",
-            "mgmt-driver sites export k8s-job --rendered target/sites --image registry.example/mgmt-driver:1 --state-claim mgmt-state -n fleet --secret site-secrets run-script check.sh --fast",
-        ],
-        "version" => &["mgmt-driver version", "mgmt-driver version -o json"],
-        "completion" => &[
-            "mgmt-driver completion bash > /etc/bash_completion.d/mgmt-driver",
-            "mgmt-driver completion zsh > ~/.zfunc/_mgmt-driver",
-        ],
-        _ => &[],
-    };
-    lines.iter().map(|l| l.to_string()).collect()
+    EXAMPLES
+        .iter()
+        .find(|(p, _)| *p == path)
+        .map(|(_, lines)| lines.iter().map(|l| l.to_string()).collect())
+        .unwrap_or_default()
 }
 
 #[cfg(test)]

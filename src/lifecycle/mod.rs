@@ -17,6 +17,7 @@ pub mod fact;
 pub mod job;
 pub mod package;
 pub mod plan;
+pub mod private_file;
 pub mod runner;
 pub mod seal;
 pub mod state;

@@ -1,7 +1,12 @@
 //! The embedded state store: JSON documents per VNF instance in a private directory (0700),
 //! each written atomically (temp file, fsync, rename, mode 0600: they hold the cluster's
 //! secrets), and an instance lock held for the whole run so two operations on the same instance
-//! cannot interleave. Later operations (heal, scale, terminate, CNF) read what earlier ones
+//! cannot interleave.
+//!
+//! The store trusts no directory it is given ([`super::private_file`]): an existing one must be
+//! the running user's and writable by nobody else, or it is refused (exit 2) before anything
+//! connects; files are created new and never through a symlink; documents are read
+//! non-blocking, regular files only, up to [`DOC_MAX_BYTES`]. Later operations (heal, scale, terminate, CNF) read what earlier ones
 //! recorded here. Each operation family keeps its own document kind beside the others:
 //! `<id>.json` for the cluster, `<id>.cnf.json` for Helm releases.
 //!
@@ -13,9 +18,9 @@
 //! document kind is covered without knowing its fields. A document written in clear by an
 //! earlier version still loads, and is sealed on its next write.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::Write;
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -24,8 +29,13 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::error::{Error, Result};
+use crate::lifecycle::private_file;
 use crate::lifecycle::seal;
 use crate::lifecycle::state_key::StateKey;
+
+/// A state document larger than this is refused unread: the largest real ones (a cluster with
+/// its CNF releases' values) are well under 1 MiB.
+pub const DOC_MAX_BYTES: u64 = 32 << 20;
 
 /// A directory of instance documents, and the key that seals their secrets.
 #[derive(Clone, Debug)]
@@ -68,9 +78,14 @@ impl Store {
     /// that cannot be read or created stops the run before anything changed (exit 2).
     pub fn open_with_key(dir: &Path, key: StateKey) -> Result<Store> {
         let err = |e: std::io::Error| Error::input("--state-dir", dir.display().to_string(), e.to_string());
-        std::fs::create_dir_all(dir).map_err(err)?;
-        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).map_err(err)?;
-        let inside = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+        // Only a directory created here is made 0700; an existing one is checked, never chmodded.
+        if std::fs::symlink_metadata(dir).is_err() {
+            std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir).map_err(err)?;
+            std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).map_err(err)?;
+        }
+        check_dir(dir)?;
+        // Resolved, symlinks included: a link outside leading inside is inside.
+        let inside = crate::lifecycle::state_key::resolved;
         if !key.path().as_os_str().is_empty() && inside(key.path()).starts_with(inside(dir)) {
             return Err(Error::input(
                 "--state-key",
@@ -116,13 +131,8 @@ impl Store {
             return Ok(Lock { _file: None });
         }
         let p = self.dir.join(file_name(id, kind, "lock"));
-        let f = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .mode(0o600)
-            .open(&p)
-            .map_err(|e| Error::input(p.display().to_string(), "lock", e.to_string()))?;
+        let f =
+            private_file::open_lock(&p).map_err(|e| Error::input(p.display().to_string(), "lock", e.to_string()))?;
         match f.try_lock() {
             Ok(()) => Ok(Lock { _file: Some(f) }),
             Err(std::fs::TryLockError::WouldBlock) => Err(Error::input(
@@ -139,8 +149,16 @@ impl Store {
         let p = self.doc_path(id, kind);
         let unreadable =
             |e: serde_json::Error| Error::input(p.display().to_string(), "state", format!("unreadable: {e}"));
-        let doc: Value = match std::fs::read_to_string(&p) {
-            Ok(t) => serde_json::from_str(&t).map_err(unreadable)?,
+        if !self.writable {
+            // A plan opens nothing up front: check the directory where a run's open would have.
+            match std::fs::metadata(&self.dir) {
+                Ok(_) => check_dir(&self.dir)?,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+                Err(_) => {}
+            }
+        }
+        let doc: Value = match private_file::read_regular(&p, DOC_MAX_BYTES, false) {
+            Ok((t, _)) => serde_json::from_slice(&t).map_err(unreadable)?,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(Error::input(p.display().to_string(), "state", e.to_string())),
         };
@@ -179,7 +197,13 @@ impl Store {
         }
         let body = serde_json::to_vec_pretty(&value).expect("state serializes");
         let write = || -> std::io::Result<()> {
-            let mut f = OpenOptions::new().create(true).truncate(true).write(true).mode(0o600).open(&tmp)?;
+            // A temp file left by a crashed run (or planted) is unlinked, never written through:
+            // removing a symlink removes the link, not what it points at.
+            match std::fs::remove_file(&tmp) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+                _ => {}
+            }
+            let mut f = private_file::create_new(&tmp)?;
             f.write_all(&body)?;
             f.sync_all()?;
             drop(f);
@@ -207,6 +231,16 @@ impl Store {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
             Err(e) => Err(Error::State { path: p.display().to_string(), message: e.to_string() }),
         }
+    }
+}
+
+/// Refuse a state directory someone else could change (exit 2, naming it and the fix).
+fn check_dir(dir: &Path) -> Result<()> {
+    let meta =
+        std::fs::metadata(dir).map_err(|e| Error::input("--state-dir", dir.display().to_string(), e.to_string()))?;
+    match private_file::untrusted_dir(dir, &meta) {
+        None => Ok(()),
+        Some(why) => Err(Error::input("--state-dir", dir.display().to_string(), why)),
     }
 }
 
@@ -366,6 +400,91 @@ mod tests {
         ro.save_doc("abc", "", &json!({"password": "x"})).unwrap();
         assert!(ro.load_doc::<Value>("abc", "").unwrap().is_none());
         assert!(!key.exists() && !d.path().join("cfg").exists());
+    }
+
+    fn mode_of(p: &Path) -> u32 {
+        std::fs::metadata(p).unwrap().permissions().mode() & 0o7777
+    }
+
+    #[test]
+    fn a_shared_or_foreign_state_directory_is_refused_never_chmodded() {
+        let d = tempfile::tempdir().unwrap();
+        let key = || StateKey::at(d.path().join("k"));
+        let shared = d.path().join("shared");
+        std::fs::create_dir(&shared).unwrap();
+        std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o1777)).unwrap();
+        let e = Store::open_with_key(&shared, key()).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        let m = e.to_string();
+        assert!(m.contains(&shared.display().to_string()) && m.contains("writable by group or others"), "{m}");
+        assert!(m.contains(&format!("chmod 700 {}", shared.display())), "{m}");
+        assert_eq!(mode_of(&shared), 0o1777, "the shared directory was chmodded");
+        // A plan refuses it too, on its first read.
+        let e = Store::read_only_with_key(&shared, key()).load_doc::<Value>("abc", "").unwrap_err();
+        assert!(e.to_string().contains("writable by group or others"), "{e}");
+        // 0755 and ours: others may read, not change; accepted as it is.
+        let mine = d.path().join("mine");
+        std::fs::create_dir(&mine).unwrap();
+        std::fs::set_permissions(&mine, std::fs::Permissions::from_mode(0o755)).unwrap();
+        Store::open_with_key(&mine, key()).unwrap();
+        assert_eq!(mode_of(&mine), 0o755);
+        // Someone else's (testable when running as root, as CI does).
+        if private_file::euid() == 0 {
+            let theirs = d.path().join("theirs");
+            std::fs::create_dir(&theirs).unwrap();
+            std::os::unix::fs::chown(&theirs, Some(4242), None).unwrap();
+            let m = Store::open_with_key(&theirs, key()).unwrap_err().to_string();
+            assert!(m.contains("owned by uid 4242") && m.contains("not by the user running"), "{m}");
+        }
+    }
+
+    #[test]
+    fn a_new_state_directory_is_created_private() {
+        let d = tempfile::tempdir().unwrap();
+        let dir = d.path().join("a/b");
+        Store::open_with_key(&dir, StateKey::at(d.path().join("k"))).unwrap();
+        assert_eq!(mode_of(&dir), 0o700);
+    }
+
+    #[test]
+    fn a_planted_temp_file_or_lock_symlink_is_never_written_through() {
+        let d = tempfile::tempdir().unwrap();
+        let st = Store::open_with_key(&d.path().join("s"), StateKey::at(d.path().join("k"))).unwrap();
+        let victim = d.path().join("victim");
+        std::fs::write(&victim, "untouched").unwrap();
+        std::os::unix::fs::symlink(&victim, st.dir().join(".abc.json.tmp")).unwrap();
+        st.save_doc("abc", "", &json!({"v": 1})).unwrap();
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "untouched");
+        assert_eq!(st.load_doc::<Value>("abc", "").unwrap().unwrap()["v"], 1);
+        assert!(!std::fs::symlink_metadata(st.dir().join("abc.json")).unwrap().file_type().is_symlink());
+        // The lock file neither follows a link (nor creates what it points at).
+        let absent = d.path().join("absent");
+        std::os::unix::fs::symlink(&absent, st.dir().join("abc.lock")).unwrap();
+        let e = st.lock("abc", "").err().unwrap();
+        assert!(e.to_string().contains("symbolic link"), "{e}");
+        assert!(!absent.exists(), "the lock created the link's target");
+        // Nor does a document read: a link in the store is refused, not followed.
+        std::os::unix::fs::symlink(&victim, st.dir().join("lnk.json")).unwrap();
+        let e = st.load_doc::<Value>("lnk", "").unwrap_err();
+        assert!(e.to_string().contains("symbolic link") && e.exit_code() == 2, "{e}");
+    }
+
+    #[test]
+    fn a_fifo_or_an_oversized_document_is_refused_without_hanging() {
+        let d = tempfile::tempdir().unwrap();
+        let st = Store::open_with_key(&d.path().join("s"), StateKey::at(d.path().join("k"))).unwrap();
+        let fifo = st.doc_path("abc", "");
+        assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+        let (tx, rx) = std::sync::mpsc::channel();
+        let st2 = st.clone();
+        std::thread::spawn(move || tx.send(st2.load_doc::<Value>("abc", "").map_err(|e| e.to_string())));
+        let e = rx.recv_timeout(std::time::Duration::from_secs(10)).expect("reading a FIFO hung").unwrap_err();
+        assert!(e.contains("not a regular file"), "{e}");
+        std::fs::remove_file(&fifo).unwrap();
+        let f = std::fs::File::create(st.doc_path("big", "")).unwrap();
+        f.set_len(DOC_MAX_BYTES + 1).unwrap();
+        let e = st.load_doc::<Value>("big", "").unwrap_err().to_string();
+        assert!(e.contains("larger than"), "{e}");
     }
 
     #[test]

@@ -8,16 +8,26 @@
 //! 64 hex digits (or 32 raw bytes); a run that writes state creates it (0600, in a 0700
 //! directory) when it does not exist yet. A plan never creates it, and a missing or wrong key
 //! for a document with sealed values is an error naming this file, never an empty password.
+//!
+//! The key is trusted as the state directory is ([`super::private_file`]): its file is read
+//! only when it is a regular file (a FIFO does not stall the run), at most [`KEY_MAX_BYTES`],
+//! owned by the running user or root and changeable by nobody else. 32 bytes of text are a
+//! passphrase, not a key, and are refused: the key must be random, and no passphrase is
+//! stretched into one (a key file is simpler to keep right than a passphrase policy).
 
 use std::io::Write;
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use chacha20poly1305::aead::Generate;
 
 use crate::error::{Error, Result};
+use crate::lifecycle::private_file;
 use crate::lifecycle::seal::Sealer;
+
+/// A key file is 65 bytes; some white space around the digits is fine, a big file is not a key.
+pub const KEY_MAX_BYTES: u64 = 4096;
 
 /// The environment variable naming the key file.
 pub const ENV: &str = crate::env_vars::STATE_KEY_FILE;
@@ -67,8 +77,10 @@ impl StateKey {
             return Ok(s);
         }
         self.named()?;
-        let bytes = match std::fs::read(&self.path) {
-            Ok(b) => b,
+        // A link is followed (a Kubernetes Secret volume's files are links); the checks are on
+        // the file it leads to, as opened.
+        let (bytes, meta) = match private_file::read_regular(&self.path, KEY_MAX_BYTES, true) {
+            Ok(read) => read,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 return Err(self.err(format!(
                     "no state key here, but {why}; pass the key that sealed it with --state-key FILE or {ENV}"
@@ -77,6 +89,9 @@ impl StateKey {
             Err(e) => return Err(self.err(e.to_string())),
         };
         let key = parse_key(&bytes).map_err(|m| self.err(m))?;
+        if let Some(why) = private_file::unsafe_secret(&self.path, &meta) {
+            return Err(self.err(why));
+        }
         Ok(self.sealer.get_or_init(|| Sealer::new(&key)))
     }
 
@@ -96,9 +111,13 @@ impl StateKey {
             std::fs::create_dir_all(dir)?;
             std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
         }
+        // Where someone else could write, they could swap the key for one they know.
+        if let Some(why) = private_file::untrusted_dir(dir, &std::fs::metadata(dir)?) {
+            return Err(std::io::Error::other(format!("{}: {why}", dir.display())));
+        }
         let key: [u8; 32] = Generate::generate();
         let tmp = dir.join(format!(".state.key.{}.{:016x}.tmp", std::process::id(), fastrand::u64(..)));
-        let mut f = std::fs::OpenOptions::new().create(true).truncate(true).write(true).mode(0o600).open(&tmp)?;
+        let mut f = private_file::create_new(&tmp)?;
         f.write_all(format!("{}\n", hex::encode(key)).as_bytes())?;
         f.sync_all()?;
         drop(f);
@@ -127,7 +146,10 @@ impl StateKey {
     }
 }
 
-/// 64 hex digits (surrounding white space ignored), or exactly 32 raw bytes.
+/// 64 hex digits (surrounding white space ignored), or exactly 32 raw bytes that are not text.
+/// 32 characters of text are a passphrase (guessable), which earlier versions took as the raw
+/// key: refused, saying how to make a real key. 32 random bytes are text (UTF-8 without control
+/// characters) with a chance far below one in a billion.
 fn parse_key(bytes: &[u8]) -> std::result::Result<[u8; 32], String> {
     let text = std::str::from_utf8(bytes).map(str::trim);
     if let Ok(t) = text {
@@ -137,10 +159,50 @@ fn parse_key(bytes: &[u8]) -> std::result::Result<[u8; 32], String> {
             }
         }
     }
-    if bytes.len() == 32 {
+    if bytes.len() == 32 && !looks_like_text(bytes) {
         return Ok(bytes.try_into().expect("32 bytes"));
     }
+    if bytes.len() == 32 {
+        return Err("holds 32 characters of text: a passphrase, not a key (a key is 32 random bytes). \
+            Make a key with `openssl rand -hex 32 > FILE` (chmod 600); state sealed with this passphrase \
+            cannot be opened with the new key: record it again (or open it once with the passphrase \
+            hex-encoded, `xxd -p -c 64`)"
+            .into());
+    }
     Err("is not a state key (64 hex digits or 32 bytes; e.g. `openssl rand -hex 32`)".into())
+}
+
+fn looks_like_text(bytes: &[u8]) -> bool {
+    std::str::from_utf8(bytes).is_ok_and(|t| !t.chars().any(char::is_control))
+}
+
+/// The path as the file system resolves it, symlinks included, also for a path whose last
+/// components do not exist yet: what "the key is outside the state directory" is checked on.
+pub fn resolved(p: &Path) -> PathBuf {
+    resolved_within(p, 40)
+}
+
+fn resolved_within(p: &Path, links: u32) -> PathBuf {
+    let abs = std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+    let mut rest = Vec::new();
+    let mut at = abs.as_path();
+    loop {
+        if let Ok(real) = at.canonicalize() {
+            return rest.iter().rev().fold(real, |acc, c| acc.join(c));
+        }
+        // A dangling link: where it leads is where a file would be created.
+        if let (Ok(target), Some(parent), true) = (std::fs::read_link(at), at.parent(), links > 0) {
+            let base = resolved_within(&parent.join(target), links - 1);
+            return rest.iter().rev().fold(base, |acc, c| acc.join(c));
+        }
+        match (at.parent(), at.file_name()) {
+            (Some(parent), Some(name)) => {
+                rest.push(name.to_os_string());
+                at = parent;
+            }
+            _ => return abs,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -185,5 +247,71 @@ mod tests {
         let e = StateKey::at(d.path().join("k")).load("x").err().unwrap();
         assert_eq!(e.exit_code(), 2);
         assert!(e.to_string().contains("openssl rand -hex 32"), "{e}");
+    }
+
+    #[test]
+    fn a_passphrase_is_not_a_key() {
+        let e = parse_key(b"correct horse battery staple 12!").unwrap_err();
+        assert!(e.contains("passphrase") && e.contains("openssl rand -hex 32"), "{e}");
+        let mut raw = [0x9c; 32];
+        raw[0] = b'a';
+        assert_eq!(parse_key(&raw).unwrap(), raw, "32 raw (non-text) bytes stay a key");
+    }
+
+    #[test]
+    fn a_key_file_others_could_change_or_read_is_refused() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("k");
+        std::fs::write(&p, "ab".repeat(32)).unwrap();
+        for bad in [0o644, 0o620, 0o602] {
+            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(bad)).unwrap();
+            let e = StateKey::at(&p).load("x").err().unwrap();
+            assert_eq!(e.exit_code(), 2);
+            assert!(e.to_string().contains(&format!("chmod 600 {}", p.display())), "{e}");
+        }
+        // A Kubernetes Secret's file: root's (or ours), readable through the pod's group.
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o440)).unwrap();
+        StateKey::at(&p).load("x").unwrap();
+        if private_file::euid() == 0 {
+            std::os::unix::fs::chown(&p, Some(4242), None).unwrap();
+            let e = StateKey::at(&p).load("x").err().unwrap().to_string();
+            assert!(e.contains("owned by uid 4242"), "{e}");
+        }
+    }
+
+    #[test]
+    fn a_fifo_or_a_huge_file_is_no_key_and_does_not_hang() {
+        let d = tempfile::tempdir().unwrap();
+        let fifo = d.path().join("fifo");
+        assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+        let (tx, rx) = std::sync::mpsc::channel();
+        let f2 = fifo.clone();
+        std::thread::spawn(move || tx.send(StateKey::at(&f2).load("x").err().map(|e| e.to_string())));
+        let e = rx.recv_timeout(std::time::Duration::from_secs(10)).expect("reading a FIFO key hung").unwrap();
+        assert!(e.contains("not a regular file"), "{e}");
+        let big = d.path().join("big");
+        std::fs::File::create(&big).unwrap().set_len(KEY_MAX_BYTES + 1).unwrap();
+        std::fs::set_permissions(&big, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let e = StateKey::at(&big).load("x").err().unwrap().to_string();
+        assert!(e.contains("larger than"), "{e}");
+    }
+
+    #[test]
+    fn a_symlink_does_not_get_the_key_into_the_state_directory() {
+        let d = tempfile::tempdir().unwrap();
+        let state = d.path().join("state");
+        std::fs::create_dir(&state).unwrap();
+        std::os::unix::fs::symlink(&state, d.path().join("looks-outside")).unwrap();
+        let e = crate::lifecycle::state::Store::open_with_key(
+            &state,
+            StateKey::at(d.path().join("looks-outside/state.key")),
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("keep the key apart"), "{e}");
+        std::os::unix::fs::symlink(state.join("state.key"), d.path().join("key-link")).unwrap();
+        let e =
+            crate::lifecycle::state::Store::open_with_key(&state, StateKey::at(d.path().join("key-link"))).unwrap_err();
+        assert!(e.to_string().contains("keep the key apart"), "{e}");
+        assert_eq!(std::fs::read_dir(&state).unwrap().count(), 0, "no key was made in the state directory");
     }
 }

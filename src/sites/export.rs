@@ -5,7 +5,7 @@
 //! prints what this returns. The manifest is a ConfigMap holding exactly the selected sites'
 //! rendered files (or a reference to one the operator made) and a `batch/v1` Job with
 //! `completionMode: Indexed`, one completion per site: pod i runs
-//! `mgmt-driver sites apply --rendered /config/rendered --index i --state-dir /state OP`, and
+//! `mgmt-driver sites apply --rendered /config/rendered --index i --state-dir /state/store OP`, and
 //! because the ConfigMap holds only the selected sites, in the order `load_rendered` sorts them
 //! (catalogue index, then name), index i is the i-th site listed in the Job's annotation.
 //!
@@ -21,8 +21,13 @@ use crate::error::{Error, Result};
 
 /// Where the pod finds the rendered sites (the ConfigMap's mount).
 pub const CONFIG_MOUNT: &str = "/config";
-/// Where the pod keeps the state store (the PVC's mount).
+/// Where the state volume (the PVC) is mounted.
 pub const STATE_MOUNT: &str = "/state";
+/// The state store inside it: a directory the first pod creates, 0700 and its own. The volume's
+/// root cannot be the store: where the kubelet manages a volume's ownership for `fsGroup` it
+/// leaves the root root's and group-writable, which the store refuses (docs/security.md); the
+/// group write is what lets the pod create this directory.
+pub const STATE_DIR: &str = "/state/store";
 /// Where the Secret named by `--secret` is mounted (files) in the pod.
 pub const SECRET_MOUNT: &str = "/secrets";
 /// Where the state key Secret is mounted; outside the state volume, as the store requires.
@@ -342,7 +347,7 @@ fn job(sites: &[SiteFiles], o: &JobOptions, env_refs: &[String], items: Vec<Valu
             "--index",
             "$(JOB_COMPLETION_INDEX)",
             "--state-dir",
-            STATE_MOUNT,
+            STATE_DIR,
             "--max-sites",
             "1",
         ]
@@ -518,7 +523,7 @@ mod tests {
                 "--index",
                 "$(JOB_COMPLETION_INDEX)",
                 "--state-dir",
-                "/state",
+                "/state/store",
                 "--max-sites",
                 "1",
                 "instantiate"

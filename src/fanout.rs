@@ -72,6 +72,7 @@ pub fn get_job(remote: &str, dir: &Path, host: &Host) -> Result<Job> {
     if remote.contains(['\n', '\0']) {
         return Err(Error::input("arguments", "REMOTE", "contains a newline or NUL"));
     }
+    crate::transport::check_not_an_option("REMOTE", remote)?;
     Ok(Job { actions: vec![Action::Download { remote: remote.to_string(), local: dir.join(&host.name).join(name) }] })
 }
 
@@ -168,8 +169,12 @@ mod tests {
         let job = get_job("/var/log/syslog", Path::new("out"), &host("root", false)).unwrap();
         let Action::Download { local, .. } = &job.actions[0] else { panic!() };
         assert_eq!(local, Path::new("out/n1/syslog"));
-        for bad in ["/var/log/", "..", "/tmp/.."] {
+        for bad in ["/var/log/", "..", "/tmp/..", "-rf", "--help", "-x/y"] {
             assert!(get_job(bad, Path::new("out"), &host("root", false)).is_err(), "{bad}");
+        }
+        // Only a leading '-' is an option; later components are plain names.
+        for ok in ["/tmp/-x", "./-x", "a/-b"] {
+            assert!(get_job(ok, Path::new("out"), &host("root", false)).is_ok(), "{ok}");
         }
     }
 
@@ -185,9 +190,12 @@ mod tests {
         assert_eq!(remotes, vec!["/srv/x/b/c.txt", "/srv/x/top"]);
         // Unusable destinations fail before any connection (bad input, exit 2).
         let file = d.path().join("a/top");
-        for bad in ["", "/srv/x\ny"] {
+        for bad in ["", "/srv/x\ny", "-rf", "--target-directory=/etc", "-x/", "-x/y"] {
             let e = put_job(&file, bad, None).unwrap_err();
             assert_eq!(e.kind(), "input", "{bad:?}");
+        }
+        for ok in ["/tmp/-x", "./-x", "a/-b"] {
+            assert!(put_job(&file, ok, None).is_ok(), "{ok}");
         }
         std::os::unix::fs::symlink("/etc/passwd", d.path().join("a/link")).unwrap();
         assert!(put_job(&d.path().join("a"), "/srv/x", None).is_err());

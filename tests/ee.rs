@@ -393,6 +393,17 @@ fn key_rotation_waits_for_a_stopped_ee_then_retires_the_old_key() -> R {
         }
     }
     let old_line = c.run(&["key"]).stdout.trim().to_string();
+    phase("a rotate refused for bad input (exit 2) changes nothing", || {
+        for bad in [&["--parallel", "0"][..], &["--kex", "bogus-kex"]] {
+            let mut args = vec!["key", "rotate"];
+            args.extend(bad);
+            c.run(&args).fails(2, bad[0]);
+        }
+        let now = c.run(&["-o", "json", "key"]);
+        let d = doc(&now);
+        check(d["result"]["rotation"]["pending"] == false, || format!("{d:#}"))?;
+        check(d["result"]["publicKey"] == old_line.as_str(), || format!("{d:#}"))
+    })?;
     lab().stop(&n2);
     let restart = Restart(n2.clone());
     let new_line = phase("rotate while rot-2 is down: pending on rot-2, exit 1", || {

@@ -209,7 +209,7 @@ pub async fn key(a: KeyArgs, ctx: &Ctx) -> Result<i32> {
             let mut rotation = ee::key::prepare(&store, a.kind, rotate_new)?;
             let (events, renderer) = ctx.renderer(Some(rotation.registry.ees.len().max(1)));
             let rt = ctx.runner(events, &EE_DEFAULTS, Timeouts::default(), true)?;
-            let pass = rotation.run(&store, rt).await;
+            let pass = rotation.run(&store, rt).await?;
             let warnings = renderer.await.unwrap_or_default();
             rotation.save(&store)?;
             let (keys, reg) = (&rotation.keys, &rotation.registry);

@@ -21,7 +21,7 @@ case $3 in
 esac
 cd "$1" || exit 1
 check_archive "$2" "$3"
-stage=$(mktemp -d ./.extract.XXXXXX) || exit 1
+stage=$(mktemp -d -- ./.extract.XXXXXX) || exit 1
 trap 'rm -rf -- "$stage"' EXIT
 extract_checked "$2" "$stage" --no-same-owner
 if [ ! -d "$stage/$3" ]; then

@@ -14,7 +14,7 @@ new_copy() {
     */*) dir=${1%/*} ;;
     *) dir=. ;;
     esac
-    t=$(mktemp "$dir/.${1##*/}.mgmt-driver.XXXXXX") || exit 1
+    t=$(mktemp -- "$dir/.${1##*/}.mgmt-driver.XXXXXX") || exit 1
     if ! cp -p -- "$1" "$t"; then
         rm -f -- "$t"
         printf 'cannot copy %s\n' "$1" >&2

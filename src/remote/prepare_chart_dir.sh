@@ -17,4 +17,4 @@ case $2 in
     exit 2
     ;;
 esac
-mkdir -p -- "$1" && chown -- "$2" "$1" && chmod 0755 "$1"
+mkdir -p -- "$1" && chown -- "$2" "$1" && chmod 0755 -- "$1"

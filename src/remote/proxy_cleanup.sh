@@ -20,7 +20,7 @@ managed='managed by install_k8s_cluster.sh'
 
 env_file=$root/etc/environment
 if [ -f "$env_file" ] && grep -qxF -- "$begin" "$env_file"; then
-    tmp=$(mktemp "$env_file.XXXXXX") || exit 1
+    tmp=$(mktemp -- "$env_file.XXXXXX") || exit 1
     if awk -v b="$begin" -v e="$end" '
         $0 == b { skip = 1; next }
         skip && $0 == e { skip = 0; next }

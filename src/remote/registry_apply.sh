@@ -98,8 +98,8 @@ fi
 
 # put SRC DEST MODE: copy SRC over DEST through a temporary file beside it (atomic rename).
 put() {
-    t=$(mktemp "${2%/*}/.${2##*/}.mgmt-driver.XXXXXX") || exit 1
-    if ! cat -- "$1" >"$t" || ! chmod "$3" "$t" || ! mv -f -- "$t" "$2"; then
+    t=$(mktemp -- "${2%/*}/.${2##*/}.mgmt-driver.XXXXXX") || exit 1
+    if ! cat -- "$1" >"$t" || ! chmod -- "$3" "$t" || ! mv -f -- "$t" "$2"; then
         rm -f -- "$t"
         printf 'cannot write %s\n' "$2" >&2
         exit 1
@@ -113,7 +113,7 @@ while IFS=' ' read -r kind server; do
     [ -n "$server" ] || continue
     dir=$certs/$server
     mkdir -p -- "$dir" || exit 1
-    chmod 0755 "$dir" || exit 1
+    chmod 0755 -- "$dir" || exit 1
     put "registry-$k.hosts.toml" "$dir/hosts.toml" 0644
     if [ "$kind" = C ]; then
         put "registry-ca-$k.crt" "$dir/ca.crt" 0644
@@ -156,7 +156,7 @@ replace_file "$tmp" "$hosts"
 # 3. containerd reads certs.d.
 cfg=/etc/containerd/config.toml
 if [ -f "$cfg" ]; then
-    new=$(mktemp "$cfg.mgmt-driver.XXXXXX") || exit 1
+    new=$(mktemp -- "$cfg.mgmt-driver.XXXXXX") || exit 1
     if ! awk -v dir="$certs" '
         /^[[:space:]]*\[/ { in_reg = ($0 ~ /\.registry\][[:space:]]*$/) }
         in_reg && /^[[:space:]]*config_path[[:space:]]*=[[:space:]]*""[[:space:]]*$/ {
@@ -164,7 +164,7 @@ if [ -f "$cfg" ]; then
         { print }
         END { exit !changed }' "$cfg" >"$new"; then
         rm -f -- "$new"
-    elif chmod 0644 "$new" && mv -f -- "$new" "$cfg"; then
+    elif chmod 0644 -- "$new" && mv -f -- "$new" "$cfg"; then
         printf 'containerd: registry config_path set to %s\n' "$certs"
         if systemctl is-active --quiet containerd; then
             systemctl restart containerd || exit 1

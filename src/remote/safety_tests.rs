@@ -13,6 +13,12 @@ use crate::quote::{join, quote};
 
 /// Run `p` with `args`, each `(from, to)` of `swap` replaced in its text first.
 fn run(p: Program, swap: &[(&str, &str)], args: &[&str]) -> Output {
+    run_in(None, p, swap, args)
+}
+
+/// [`run`] in the working directory `cwd` (a relative path is in the login user's home on a
+/// node).
+fn run_in(cwd: Option<&Path>, p: Program, swap: &[(&str, &str)], args: &[&str]) -> Output {
     let mut text = p.text.to_string();
     for (from, to) in swap {
         assert!(text.contains(from), "{}: no {from} to swap", p.name);
@@ -21,6 +27,9 @@ fn run(p: Program, swap: &[(&str, &str)], args: &[&str]) -> Output {
     let cmd = format!("sh -c {} {} {}", quote(&text).unwrap(), p.name, join(args).unwrap());
     let mut c = Command::new("sh");
     c.arg("-c").arg(cmd);
+    if let Some(d) = cwd {
+        c.current_dir(d);
+    }
     // On a node the programs start under sshd with every signal at its default. A test runner
     // started in the background of a non-interactive shell inherits SIGINT/SIGQUIT ignored, and
     // a shell cannot undo an inherited ignore: put them back, so the signal tests mean the same.
@@ -344,6 +353,52 @@ fn an_owner_that_looks_like_an_option_never_reaches_chown() {
     let me = String::from_utf8(Command::new("id").arg("-un").output().unwrap().stdout).unwrap();
     let o = run(PREPARE_CHART_DIR, &[], &[s(&d.path().join("ok")), me.trim()]);
     assert!(o.status.success(), "{}", text(&o));
+}
+
+/// A relative chart directory whose name starts with `-` is an operand of mkdir, chown and
+/// chmod, never an option.
+#[test]
+fn a_chart_dir_that_looks_like_an_option_is_a_directory() {
+    let d = tempfile::tempdir().unwrap();
+    let me = String::from_utf8(Command::new("id").arg("-un").output().unwrap().stdout).unwrap();
+    let o = run_in(Some(d.path()), PREPARE_CHART_DIR, &[], &["-R", me.trim()]);
+    assert!(o.status.success(), "{}", text(&o));
+    let m = std::fs::metadata(d.path().join("-R")).unwrap();
+    assert!(m.is_dir() && m.permissions().mode() & 0o777 == 0o755, "{m:?}");
+}
+
+/// The upload programs (issue 20): a target or temporary name that starts with `-` reaches
+/// chmod, mv and rm as a file, never as an option. The driver refuses such remote paths before
+/// anything connects (`transport::check_not_an_option`); this is the defence behind that.
+#[test]
+fn upload_targets_that_look_like_options_are_files_not_options() {
+    let d = tempfile::tempdir().unwrap();
+    let at = Some(d.path());
+    let mode = |n: &str| std::fs::metadata(d.path().join(n)).unwrap().permissions().mode() & 0o777;
+    let empty = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+    // Written first (TMP verified, chmod, mv), then skipped (chmod only); stdin is empty.
+    for want in ["written", "skipped"] {
+        let o = run_in(at, UPLOAD_INLINE, &[], &["-R", "-R.mgmtd-0000000000000001", empty, "640"]);
+        assert!(o.status.success(), "{want}: {}", text(&o));
+        assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), want, "{}", text(&o));
+        assert_eq!(mode("-R"), 0o640, "{want}");
+    }
+    let o = run_in(at, UPLOAD_PROBE, &[], &["60", "-R", "-n"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(String::from_utf8_lossy(&o.stdout), format!("640 {empty}\n-\n"), "{}", text(&o));
+    // Finalize: a chmod step and a move step, both on names that look like options.
+    std::fs::write(d.path().join("-t"), "").unwrap();
+    let o = run_in(at, UPLOAD_FINALIZE, &[], &["chmod", "600", "-R", "move", "-t", "-n", empty, "604"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!((mode("-R"), mode("-n")), (0o600, 0o604));
+    assert_eq!(ls(d.path()), ["-R", "-n"], "the temporary file is moved");
+    // A checksum mismatch removes the temporary file and leaves the target alone.
+    std::fs::write(d.path().join("-t"), "x").unwrap();
+    let o = run_in(at, UPLOAD_FINALIZE, &[], &["move", "-t", "-n", empty, "600"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("checksum mismatch"), "{}", text(&o));
+    assert_eq!(ls(d.path()), ["-R", "-n"], "the bad temporary file is removed");
+    assert_eq!(mode("-n"), 0o604);
 }
 
 /// nfs_exports.sh (storage slice): our exports file only, written whole; a client that carries

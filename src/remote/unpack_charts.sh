@@ -20,7 +20,7 @@ stage=
 trap 'rm -f -- "$archive"; [ -z "$stage" ] || rm -rf -- "$stage"' EXIT
 check_archive "$archive" "$top"
 mkdir -p -- "$root" || exit 1
-stage=$(mktemp -d "${root%/*}/.helm-restore.XXXXXX") || exit 1
+stage=$(mktemp -d -- "${root%/*}/.helm-restore.XXXXXX") || exit 1
 extract_checked "$archive" "$stage"
 for e in "$stage/$top"/* "$stage/$top"/.[!.]* "$stage/$top"/..?*; do
     [ -e "$e" ] || continue

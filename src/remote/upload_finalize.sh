@@ -13,7 +13,7 @@ while [ $# -gt 0 ]; do
     case $1 in
     chmod)
         [ $# -ge 3 ] || exit 2
-        if ! chmod "$2" "$3"; then
+        if ! chmod -- "$2" "$3"; then
             printf 'chmod failed: %s\n' "$3" >&2
             exit 1
         fi

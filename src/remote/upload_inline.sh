@@ -19,7 +19,7 @@ if [ -f "$file" ]; then
     have=$(sha256sum <"$file")
     if [ "${have%% *}" = "$sha" ]; then
         cat >/dev/null
-        chmod "$mode" "$file" || exit 1
+        chmod -- "$mode" "$file" || exit 1
         echo skipped
         exit 0
     fi

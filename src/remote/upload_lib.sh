@@ -35,12 +35,12 @@ verify_and_move() {
     got=$(sha256sum <"$1")
     got=${got%% *}
     if [ "$got" != "$3" ]; then
-        rm -f "$1"
+        rm -f -- "$1"
         printf 'checksum mismatch after transfer: %s (got %s)\n' "$2" "$got" >&2
         exit 1
     fi
-    if ! { chmod "$4" "$1" && mv -f "$1" "$2"; }; then
-        rm -f "$1"
+    if ! { chmod -- "$4" "$1" && mv -f -- "$1" "$2"; }; then
+        rm -f -- "$1"
         printf 'cannot move into place: %s\n' "$2" >&2
         exit 1
     fi

@@ -28,7 +28,9 @@ use crate::error::{Error, Result};
 use crate::event::{EventKind, HostEvents};
 use crate::quote::quote;
 use crate::remote;
-use crate::transport::{check_remote_path, open_source, reopen, Opened, Source, UploadFile, UploadResult};
+use crate::transport::{
+    check_not_an_option, check_remote_path, open_source, reopen, Opened, Source, UploadFile, UploadResult,
+};
 
 const CHUNK: usize = 256 * 1024;
 
@@ -278,6 +280,7 @@ impl SshSession {
     }
 
     pub(super) async fn download_file(&self, remote: &str, local: &Path, ev: &HostEvents) -> Result<u64> {
+        check_not_an_option("REMOTE", remote)?;
         let node = self.node.as_str();
         let terr = |m: String| Error::Transfer { node: node.into(), what: format!("download of {remote}"), message: m };
         let tmp = local.with_file_name(format!(

@@ -165,13 +165,28 @@ pub fn reopen(p: &std::path::Path, want: &Identity) -> std::io::Result<std::fs::
 }
 
 /// A remote file path we can transfer to: not empty, not a directory, no newline or NUL
-/// (the node-side programs read one line per file).
+/// (the node-side programs read one line per file), not an option (see [`check_not_an_option`]).
 pub fn check_remote_path(p: &str) -> Result<()> {
     if p.is_empty() || p.ends_with('/') || p.contains(['\n', '\0']) {
         return Err(Error::input(
             "DEST",
             p.escape_debug().to_string(),
             "not a usable remote file path (empty, a directory, or has a newline)",
+        ));
+    }
+    check_not_an_option("DEST", p)
+}
+
+/// A remote path reaches the node-side programs (and `chmod`, `mv`, `rm`, `cat`) as an operand;
+/// one whose first character is `-` would be read as an option there. The programs put `--`
+/// before their operands too, but the driver refuses such a path anyway, naming `field`: only
+/// the whole argument's first character matters (`/tmp/-x` and `./-x` are harmless).
+pub fn check_not_an_option(field: &str, p: &str) -> Result<()> {
+    if p.starts_with('-') {
+        return Err(Error::input(
+            field,
+            p.escape_debug().to_string(),
+            "a remote path must not start with '-' (it would read as an option): write ./ in front",
         ));
     }
     Ok(())

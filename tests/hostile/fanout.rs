@@ -100,6 +100,31 @@ pub fn cases() -> Vec<Case> {
         .file("f", "x"),
         Case::rejected("fanout/get-remote-newline", &["get", "-i", "{dir}/inv.yaml", "a\nb", "{dir}/out"], "REMOTE")
             .file("inv.yaml", inventory()),
+        // A remote path starting with '-' would reach chmod/mv/rm/cat on the node as an option
+        // (after `--`, clap hands it over as a value).
+        Case::rejected("fanout/put-dest-as-option", &["put", "-i", "{dir}/inv.yaml", "--", "{dir}/f", "-rf"], "DEST")
+            .file("inv.yaml", inventory())
+            .file("f", "x"),
+        Case::rejected(
+            "fanout/put-dest-long-option",
+            &["put", "-i", "{dir}/inv.yaml", "{dir}/f", "--", "--reference=/etc/shadow"],
+            "DEST",
+        )
+        .file("inv.yaml", inventory())
+        .file("f", "x"),
+        Case::rejected(
+            "fanout/put-dest-dir-as-option",
+            &["put", "-i", "{dir}/inv.yaml", "--", "{dir}/f", "-R/"],
+            "DEST",
+        )
+        .file("inv.yaml", inventory())
+        .file("f", "x"),
+        Case::rejected(
+            "fanout/get-remote-as-option",
+            &["get", "-i", "{dir}/inv.yaml", "--", "-n/x", "{dir}/out"],
+            "REMOTE",
+        )
+        .file("inv.yaml", inventory()),
         Case::rejected("fanout/get-remote-directory", &["get", "-i", "{dir}/inv.yaml", "/etc/", "{dir}/out"], "/etc/")
             .file("inv.yaml", inventory()),
         Case::rejected(
@@ -125,6 +150,14 @@ pub fn cases() -> Vec<Case> {
             "fanout/put-dest-with-quotes-and-spaces",
             &["put", "-i", "{dir}/inv.yaml", "{dir}/f", "/tmp/a b'$(id)"],
             &["-> /tmp/a b'$(id) (mode"],
+            &["pw-hostile-fanout"],
+        )
+        .file("inv.yaml", inventory())
+        .file("f", "x"),
+        Case::accepted(
+            "fanout/put-dest-dash-inside-is-a-name",
+            &["put", "-i", "{dir}/inv.yaml", "{dir}/f", "./-rf"],
+            &["-> ./-rf (mode"],
             &["pw-hostile-fanout"],
         )
         .file("inv.yaml", inventory())

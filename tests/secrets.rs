@@ -170,6 +170,8 @@ fn wrong_key_is_refused(t: &mut Sealed) -> R {
     let c = &t.c;
     let other = c.dir.path().join("other.key");
     std::fs::write(&other, format!("{}\n", "11".repeat(32))).unwrap();
+    // A key file as a key file is kept (0600): the store refuses one others may read.
+    std::fs::set_permissions(&other, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
     let heal = c.write("heal-w.json", &json!({"vnfcInstanceId": [c.lab.node(2)]}));
     let r = c.hook("heal-start", Some(&heal), &["--state-key", s(&other)]);
     r.fails(2, &other.display().to_string());

@@ -4,6 +4,7 @@
 
 use crate::cluster::storage_setup::check_k8s_name;
 use crate::error::Result;
+use crate::facts::last_line;
 use crate::kube::kubectl::Kubectl;
 use crate::remote;
 
@@ -90,8 +91,7 @@ pub fn parse_pv_list(out: &str) -> std::result::Result<Vec<(String, String)>, St
 /// `filesystem=made|kept type=T uuid=U`, the last line of storage_volume.sh: whether a
 /// filesystem was made.
 pub fn parse_volume(out: &str) -> std::result::Result<bool, String> {
-    let line = out.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("");
-    match line.split_whitespace().next() {
+    match last_line(out).split_whitespace().next() {
         Some("filesystem=made") => Ok(true),
         Some("filesystem=kept") => Ok(false),
         _ => Err("the last line is not 'filesystem=made|kept ...'".into()),
@@ -100,9 +100,9 @@ pub fn parse_volume(out: &str) -> std::result::Result<bool, String> {
 
 /// `exports=changed|unchanged`, the last line of nfs_exports.sh.
 pub fn parse_exports(out: &str) -> std::result::Result<bool, String> {
-    match out.lines().rev().find(|l| !l.trim().is_empty()).map(str::trim) {
-        Some("exports=changed") => Ok(true),
-        Some("exports=unchanged") => Ok(false),
+    match last_line(out) {
+        "exports=changed" => Ok(true),
+        "exports=unchanged" => Ok(false),
         _ => Err("the last line is not 'exports=changed|unchanged'".into()),
     }
 }

@@ -6,7 +6,7 @@ use crate::cluster::install_output::{self, MasterOutput};
 use crate::cluster::node_cmd;
 use crate::command::RemoteCommand;
 use crate::error::Result;
-use crate::facts::{Fact, Wait};
+use crate::facts::{last_line, Fact, Wait};
 use crate::redact::Redact;
 use crate::secret::Secret;
 
@@ -105,7 +105,7 @@ impl Fact for JoinToken {
 /// The last non-empty line, when it is a bootstrap token (`[a-z0-9]{6}.[a-z0-9]{16}`). The
 /// message never quotes the output: it may be a secret.
 fn parse_token(out: &str) -> std::result::Result<Secret, String> {
-    let t = out.lines().rev().map(str::trim).find(|l| !l.is_empty()).unwrap_or("");
+    let t = last_line(out);
     let ok = t.len() == 23
         && t.as_bytes()[6] == b'.'
         && t.chars().filter(|c| *c != '.').all(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
@@ -141,7 +141,7 @@ impl Fact for CertificateKey {
 }
 
 fn parse_certificate_key(out: &str) -> std::result::Result<Secret, String> {
-    let k = out.lines().rev().map(str::trim).find(|l| !l.is_empty()).unwrap_or("");
+    let k = last_line(out);
     if k.len() == 64 && k.chars().all(|c| c.is_ascii_hexdigit()) {
         Ok(Secret::new(k))
     } else {

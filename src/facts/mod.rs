@@ -54,6 +54,12 @@ pub trait Fact {
     fn parse(&self, out: &str) -> std::result::Result<Self::Value, String>;
 }
 
+/// The last line of `out` that is not blank, trimmed (`""` when there is none): where node
+/// programs and kubeadm print the value or the verdict after whatever they logged.
+pub fn last_line(out: &str) -> &str {
+    out.lines().rev().map(str::trim).find(|l| !l.is_empty()).unwrap_or("")
+}
+
 /// How long a fact's command may run: one of the runner's configured timeouts, or a fixed one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Wait {

@@ -43,26 +43,7 @@ impl Inventory {
         env: &dyn Fn(&str) -> Option<String>,
         opts: &LoadOptions,
     ) -> Result<Inventory> {
-        // Input bombs (aliases, deep nesting) are refused before the real deserialization.
-        yaml_limits::check(text).map_err(|m| Error::input(file, "inventory", m))?;
-        let raw: InventoryFile =
-            yaml_serde::from_str(text).map_err(|e| Error::input(file, "inventory", e.to_string()))?;
-        for (group, _) in &raw.groups.0 {
-            check_name(group).map_err(|m| Error::input(file, format!("groups.{}", excerpt(group)), m))?;
-        }
-        for (name, addr) in &raw.cps {
-            let at = format!("cps.{}", excerpt(name));
-            check_name(name).map_err(|m| Error::input(file, &at, m))?;
-            validate_addr(addr).map_err(|_| {
-                Error::input(file, &at, format!("'{}' is not an IP address or host name", excerpt(addr)))
-            })?;
-        }
-        let d = &raw.defaults;
-        for (key, set) in [("name", d.name.is_some()), ("ssh_ip", d.ssh_ip.is_some()), ("nic_ip", d.nic_ip.is_some())] {
-            if set {
-                return Err(Error::input(file, format!("defaults.{key}"), "is per host; it cannot be a default"));
-            }
-        }
+        let raw = parse_shape(text, file)?;
         let home = env("HOME").filter(|h| !h.is_empty()).map(PathBuf::from).or_else(dirs::home_dir);
         let ssh = ssh_config::Client::load(&opts.ssh_config, home.as_deref())?;
         let ctx = Ctx { file, base, env, opts, ssh: ssh.as_ref() };
@@ -136,6 +117,13 @@ impl Inventory {
         Ok(inv)
     }
 
+    /// Whether `text` has an inventory's shape: it parses, its keys are known, its values have
+    /// their types, its group and connection point names and addresses are well formed. Nothing
+    /// is read, resolved or connected: `sites render` checks each rendered inventory with this.
+    pub fn check_shape(text: &str, file: &str) -> Result<()> {
+        parse_shape(text, file).map(drop)
+    }
+
     /// Hosts selected by `--group`/`--host` (empty selectors mean every host), in file order.
     pub fn select(&self, groups: &[String], hosts: &[String]) -> Result<Vec<Host>> {
         for g in groups {
@@ -187,3 +175,26 @@ pub use checks::check_user;
 use checks::{check_logins, check_name};
 pub use model::{fmt_addr, Auth, Host, HostKeyCheck, Jump, LoadOptions, SshConfigSource};
 use model::{HostSpec, InventoryFile};
+
+/// The file as written, checked for shape only (see [`Inventory::check_shape`]).
+fn parse_shape(text: &str, file: &str) -> Result<InventoryFile> {
+    // Input bombs (aliases, deep nesting) are refused before the real deserialization.
+    yaml_limits::check(text).map_err(|m| Error::input(file, "inventory", m))?;
+    let raw: InventoryFile = yaml_serde::from_str(text).map_err(|e| Error::input(file, "inventory", e.to_string()))?;
+    for (group, _) in &raw.groups.0 {
+        check_name(group).map_err(|m| Error::input(file, format!("groups.{}", excerpt(group)), m))?;
+    }
+    for (name, addr) in &raw.cps {
+        let at = format!("cps.{}", excerpt(name));
+        check_name(name).map_err(|m| Error::input(file, &at, m))?;
+        validate_addr(addr)
+            .map_err(|_| Error::input(file, &at, format!("'{}' is not an IP address or host name", excerpt(addr))))?;
+    }
+    let d = &raw.defaults;
+    for (key, set) in [("name", d.name.is_some()), ("ssh_ip", d.ssh_ip.is_some()), ("nic_ip", d.nic_ip.is_some())] {
+        if set {
+            return Err(Error::input(file, format!("defaults.{key}"), "is per host; it cannot be a default"));
+        }
+    }
+    Ok(raw)
+}

@@ -140,6 +140,8 @@ impl Catalogue {
                 for (i, s) in list.into_iter().enumerate() {
                     let field = format!("sites[{i}]");
                     check_site(&s.name, &s.labels, &s.vars).map_err(|(f, m)| err(&format!("{field}.{f}"), m))?;
+                    check_declared_types(&raw.defaults, &s.vars, "vars")
+                        .map_err(|(f, m)| err(&format!("{field}.{f}"), m))?;
                     sites.push(Site { name: s.name, labels: s.labels, vars: s.vars });
                 }
                 sites
@@ -147,7 +149,7 @@ impl Catalogue {
             (None, Some(csv)) => {
                 let csv_path = path_of("sites_csv", &csv)?;
                 let text = read_capped(&csv_path, INVENTORY_MAX_BYTES, "sites_csv")?;
-                parse_csv(&text, &csv_path)?
+                parse_csv(&text, &csv_path, &raw.defaults)?
             }
         };
         let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
@@ -310,6 +312,41 @@ fn check_vars(vars: &Map<String, Value>, at: &str) -> std::result::Result<(), (S
     Ok(())
 }
 
+/// A site's value has the type its default declares: a number stays a number, a string a
+/// string, a map a map (checked key by key), a list a list; a `null` default declares nothing.
+/// The templates write numbers and booleans where YAML and JSON take them bare, so a CSV cell
+/// `22\n  jump: evil` for `ssh_port` must stop here, not reach a rendered inventory as
+/// structure. `at` is the path the error names (`vars`, or empty for a CSV line).
+fn check_declared_types(
+    defaults: &Map<String, Value>,
+    vars: &Map<String, Value>,
+    at: &str,
+) -> std::result::Result<(), (String, String)> {
+    for (k, v) in vars {
+        let field = format!("{at}.{}", excerpt(k));
+        let Some(d) = defaults.get(k) else { continue };
+        match (d, v) {
+            (Value::Null, _) | (_, Value::Null) => {}
+            (Value::Object(dm), Value::Object(vm)) => check_declared_types(dm, vm, &field)?,
+            _ if type_name(d) == type_name(v) => {}
+            _ => return Err((field, format!("is {}, but its default declares {}", type_name(v), type_name(d)))),
+        }
+    }
+    Ok(())
+}
+
+/// The JSON type of `v`, as an error names it.
+fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "a map",
+    }
+}
+
 /// A value under a secret-looking name (or a URL with a password anywhere) is refused: it would
 /// be written into rendered files and into git. The message never shows the value.
 fn no_secret_literal(
@@ -384,7 +421,7 @@ fn secret_ref(v: &Value, base: &Path) -> std::result::Result<SecretRef, String> 
 /// `k=v;k=v`; every other column is a variable, empty cells left unset (the defaults apply).
 /// Cells are strings, except whole integers (`3`, not `03`) and `true`/`false`, so
 /// `masters == 3` reads the same from a CSV as from YAML; `1.31` stays the string "1.31".
-fn parse_csv(text: &str, file: &Path) -> Result<Vec<Site>> {
+fn parse_csv(text: &str, file: &Path, defaults: &Map<String, Value>) -> Result<Vec<Site>> {
     let at = file.display().to_string();
     // A spreadsheet's "CSV UTF-8" starts with a byte-order mark.
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
@@ -447,6 +484,8 @@ fn parse_csv(text: &str, file: &Path) -> Result<Vec<Site>> {
         }
         check_site(&site.name, &site.labels, &site.vars)
             .map_err(|(f, m)| Error::input(&at, format!("line {line}.{f}"), m))?;
+        check_declared_types(defaults, &site.vars, "")
+            .map_err(|(f, m)| Error::input(&at, format!("line {line}{f}"), m))?;
         sites.push(site);
     }
     Ok(sites)
@@ -548,6 +587,14 @@ mod tests {
             ("sites: [{name: a, labels: {'bad key': x}}]", "sites.yaml: sites[0].labels.bad key: label key"),
             ("sites: []\nsites_csv: x.csv", "sites.yaml: sites_csv: give either"),
             ("defaults: {}", "sites.yaml: sites: is required"),
+            (
+                "defaults: {ssh_port: 22, app: {replicas: 1}, any: null}\nsites: [{name: a, vars: {any: [1], ssh_port: '22'}}]",
+                "sites.yaml: sites[0].vars.ssh_port: is a string, but its default declares a number",
+            ),
+            (
+                "defaults: {app: {replicas: 1}}\nsites: [{name: a, vars: {app: {replicas: {x: 1}}}}]",
+                "sites.yaml: sites[0].vars.app.replicas: is a map, but its default declares a number",
+            ),
         ];
         for (body, want) in cases {
             let e = parse(&format!("{HEAD}{body}\n")).unwrap_err();
@@ -639,6 +686,9 @@ mod tests {
             ("name,a..b\nz,1\n", "header column 2: '': names are"),
             ("name,x\na,1,2\n", "line 2: "),
             ("name,x\na,http://u:pw@h/\n", "line 2.vars.x: looks like a secret"),
+            // A cell typed against its default: a port with YAML structure in it stops here.
+            ("name,masters\na,\"3\n  jump: evil\"\n", "line 2.masters: is a string, but its default declares a number"),
+            ("name,app.values.replicaCount\na,two\n", "line 2.app.values.replicaCount: is a string, but its default"),
         ];
         for (text, want) in bad {
             std::fs::write(dir.path().join("s.csv"), text).unwrap();

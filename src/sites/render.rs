@@ -529,4 +529,86 @@ mod tests {
         assert!(e.contains("Variable `secrets.node_password` not found"), "{e}");
         assert!(!out.exists(), "nothing is written when a site fails");
     }
+
+    /// The shipped templates (templates/edge) quote or type-check every catalogue value: a
+    /// site whose strings carry YAML or JSON structure renders files with exactly the shipped
+    /// keys, and a number given as text with structure in it is refused before anything is
+    /// written.
+    #[test]
+    fn shipped_templates_take_no_structure_from_a_value() {
+        let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let sample = std::fs::read_to_string(repo.join("samples/sites/sites.yaml")).unwrap();
+        let head = sample.split("\nsites:\n").next().unwrap();
+        let head = head.replace(
+            "templates: ../../templates/edge",
+            &format!("templates: {}", repo.join("templates/edge").display()),
+        );
+        let d = tempfile::tempdir().unwrap();
+        let evil = "x\n  jump: evil.example\n  known_hosts: /dev/null\n#";
+        let json_evil = "x\", \"evil\": {\"a\": \"";
+        let site = format!(
+            "sites:\n  - name: par1\n    vars: {{network: 198.18.60.0/24, node_user: {e}, \
+             vim_name_prefix: {j}, flavour_id: {j}, termination_type: {j}, \
+             app: {{release: {e}, namespace: {j}, chart_name: {j}}}}}\n",
+            e = serde_json::to_string(evil).unwrap(),
+            j = serde_json::to_string(json_evil).unwrap(),
+        );
+        let f = d.path().join("sites.yaml");
+        std::fs::write(&f, format!("{head}\n{site}")).unwrap();
+        let c = Catalogue::load(&f).unwrap();
+        let out = d.path().join("out");
+        render_all(&c, &out, &[], &[]).unwrap();
+        let inv: serde_json::Value =
+            yaml_serde::from_str(&std::fs::read_to_string(out.join("par1/inventory.yaml")).unwrap()).unwrap();
+        let shipped = ["user", "port", "identity_file", "password", "password_env", "password_file", "host_key_check"];
+        assert!(inv["defaults"].as_object().unwrap().keys().all(|k| shipped.contains(&k.as_str())), "{inv}");
+        assert_eq!(inv["defaults"]["user"], evil);
+        for f in ["cluster/instantiate.json", "cnf/app.json", "cluster/terminate.json"] {
+            let text = std::fs::read_to_string(out.join("par1").join(f)).unwrap();
+            let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+            assert!(!has_key(&v, "evil"), "{f}: {v}");
+        }
+        let values = std::fs::read_to_string(out.join("par1/values/app.yaml")).unwrap();
+        let v: serde_json::Value = yaml_serde::from_str(&values).unwrap();
+        assert!(v.get("jump").is_none() && v.get("known_hosts").is_none(), "{values}");
+
+        // A value the inventory types (an enum): the rendered inventory's shape refuses it.
+        let site = format!(
+            "sites:\n  - {{name: par1, vars: {{network: 198.18.60.0/24, host_key_check: {}}}}}\n",
+            serde_json::to_string(evil).unwrap()
+        );
+        std::fs::write(&f, format!("{head}\n{site}")).unwrap();
+        let c = Catalogue::load(&f).unwrap();
+        let e = render_all(&c, &d.path().join("out2"), &[], &[]).unwrap_err().to_string();
+        assert!(e.starts_with("site par1: inventory.yaml: inventory: defaults.host_key_check: unknown variant"), "{e}");
+
+        // A port given as text: the catalogue refuses it (its default is a number).
+        let site = "sites:\n  - {name: par1, vars: {network: 198.18.60.0/24, ssh_port: \"22\\n  jump: evil\"}}\n";
+        std::fs::write(&f, format!("{head}\n{site}")).unwrap();
+        let e = Catalogue::load(&f).unwrap_err().to_string();
+        assert!(e.contains("sites[0].vars.ssh_port: is a string, but its default declares a number"), "{e}");
+    }
+
+    fn has_key(v: &serde_json::Value, key: &str) -> bool {
+        match v {
+            serde_json::Value::Object(m) => m.iter().any(|(k, x)| k == key || has_key(x, key)),
+            serde_json::Value::Array(a) => a.iter().any(|x| has_key(x, key)),
+            _ => false,
+        }
+    }
+
+    /// A template that writes a value bare is caught by the rendered inventory's shape: a port
+    /// that rendered as text is refused naming the site and the file.
+    #[test]
+    fn a_rendered_inventory_must_have_an_inventorys_shape() {
+        let tpl = "defaults:\n  port: {{ port | json }}\ngroups:\n  m:\n    - {name: a, ssh_ip: 10.0.0.1}\n";
+        let sites = "defaults: {port: 22}\nsites:\n  - {name: par1, vars: {network: 10.20.1.0/24}}\n  - {name: ber2, vars: {network: 10.20.2.0/24, port: 23}}\n";
+        let (d, c) = setup(&[("inventory.yaml.tera", tpl)], sites);
+        render_all(&c, &d.path().join("out"), &[], &[]).unwrap();
+        let tpl = "defaults:\n  port: {{ port | json }}\n  jumpp: 1\n";
+        let (d, c) = setup(&[("inventory.yaml.tera", tpl)], sites);
+        let e = render_all(&c, &d.path().join("out"), &[], &[]).unwrap_err().to_string();
+        assert!(e.starts_with("site par1: inventory.yaml: inventory: defaults: unknown field `jumpp`"), "{e}");
+        assert!(!d.path().join("out/par1").exists());
+    }
 }

@@ -21,6 +21,8 @@ use crate::sites::lexical_path::clean;
 use crate::sites::rendered_check::scan_for_secrets;
 use crate::sites::template_helpers;
 
+/// The rendered file `sites plan` / `apply` load as the site's inventory.
+pub const INVENTORY: &str = "inventory.yaml";
 /// More template files than this in one folder is a mistake (a wrong `templates:` path).
 const MAX_TEMPLATES: usize = 1000;
 /// Files named like this are only for `{% include %}` / `{% import %}`, never rendered alone.
@@ -101,6 +103,12 @@ impl Templates {
             })?;
             scan_for_secrets(rel, &text)
                 .map_err(|(line, m)| Error::input(format!("site {site}"), format!("{}{line}", rel.display()), m))?;
+            if rel == Path::new(INVENTORY) {
+                // The shape an inventory must have: a catalogue value that rendered into YAML
+                // structure (a key it should not have, a port that is not a number) stops here.
+                let at = format!("site {site}: {}", rel.display());
+                crate::inventory::Inventory::check_shape(&text, &at)?;
+            }
             out.push((rel.clone(), text));
         }
         Ok(out)

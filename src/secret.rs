@@ -38,14 +38,42 @@ impl fmt::Display for Secret {
     }
 }
 
-/// Key names that hold secrets: compared lower-case with everything but letters and digits
-/// dropped, so `masternode_password`, `bearerToken`, `certificate-key` and `db.password` all
-/// count. Generous on purpose: treating a value as secret costs only readability.
+/// Key names that hold secrets. The name is cut into words (at anything but letters and digits,
+/// and where a lower-case letter meets an upper-case one), compared lower-case: a name is secret
+/// when its letters hold `password`, `passphrase`, `secret`, `token`, `credential`, `apikey`,
+/// `privatekey` (so `masternode_password`, `bearerToken`, `db.password` count), or when its last
+/// word is exactly `key`, `pass`, `pwd`, `pw` or `psk` (`certificate-key`, `tls.key`,
+/// `db_pass`; not `host_key_check`). A word that only ends so (`pubkey`, `hostkey`, `compass`)
+/// is not a secret: a public key in a primitive's result must stay readable. Generous otherwise: treating a value
+/// as secret costs only readability.
 pub fn is_secret_name(key: &str) -> bool {
-    let k: String = key.chars().filter(|c| c.is_ascii_alphanumeric()).map(|c| c.to_ascii_lowercase()).collect();
-    const CONTAINS: [&str; 7] = ["password", "passwd", "passphrase", "secret", "token", "credentials", "apikey"];
-    const ENDS: [&str; 3] = ["key", "pass", "pwd"];
-    CONTAINS.iter().any(|s| k.contains(s)) || ENDS.iter().any(|s| k.ends_with(s)) || k == "pw"
+    const CONTAINS: [&str; 9] =
+        ["password", "passwd", "passphrase", "secret", "token", "credential", "apikey", "privatekey", "privkey"];
+    const WORDS: [&str; 5] = ["key", "pass", "pwd", "pw", "psk"];
+    let joined: String = key.chars().filter(|c| c.is_ascii_alphanumeric()).map(|c| c.to_ascii_lowercase()).collect();
+    CONTAINS.iter().any(|s| joined.contains(s)) || words(key).last().is_some_and(|w| WORDS.contains(&w.as_str()))
+}
+
+/// The words of a key name, lower-case: split at every character that is not a letter or a
+/// digit, and between a lower-case letter or digit and the upper-case letter after it.
+fn words(key: &str) -> impl Iterator<Item = String> + '_ {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut prev_lower = false;
+    for c in key.chars() {
+        if !c.is_ascii_alphanumeric() {
+            out.push(std::mem::take(&mut cur));
+            prev_lower = false;
+            continue;
+        }
+        if c.is_ascii_uppercase() && prev_lower {
+            out.push(std::mem::take(&mut cur));
+        }
+        prev_lower = c.is_ascii_lowercase() || c.is_ascii_digit();
+        cur.push(c.to_ascii_lowercase());
+    }
+    out.push(cur);
+    out.into_iter().filter(|w| !w.is_empty())
 }
 
 /// A string that is itself a secret: a URL with userinfo (`http://user:pass@proxy`), or
@@ -122,12 +150,42 @@ mod tests {
 
     #[test]
     fn secret_names_and_strings() {
-        for k in
-            ["password", "masternode_password", "bearerToken", "certificate-key", "exthelmrepo_password", "db.pass"]
-        {
+        for k in [
+            "password",
+            "masternode_password",
+            "bearerToken",
+            "certificate-key",
+            "certificateKey",
+            "exthelmrepo_password",
+            "db.pass",
+            "admin_password",
+            "tls.key",
+            "ssh_private_key",
+            "privateKey",
+            "apiKey",
+            "api_key",
+            "wifi-psk",
+            "credentials",
+            "PW",
+        ] {
             assert!(is_secret_name(k), "{k}");
         }
-        for k in ["username", "ssh_cp_name", "masternode_ip", "no_proxy", "ca_hash", "nodes", "keys"] {
+        // A public key, a host key, a monkey: words that only end in "key" are no secret.
+        for k in [
+            "username",
+            "ssh_cp_name",
+            "masternode_ip",
+            "no_proxy",
+            "ca_hash",
+            "nodes",
+            "keys",
+            "pubkey",
+            "ssh_pubkey",
+            "hostkey",
+            "compass",
+            "host_key_check",
+            "key_file",
+        ] {
             assert!(!is_secret_name(k), "{k}");
         }
         assert!(is_secret_string("https://tok@charts.example/"));

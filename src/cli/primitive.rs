@@ -99,7 +99,7 @@ fn print(ctx: &Ctx, op: &str, ok: bool, result: Value, errors: Vec<ErrorItem>) {
 }
 
 fn record_json(r: &RunRecord) -> Value {
-    serde_json::to_value(crate::secret::masked(&serde_json::to_value(r).expect("serializes"))).expect("json")
+    r.shown()
 }
 
 pub async fn run(cmd: PrimitiveCmd, src: Source, ctx: &Ctx) -> Result<i32> {
@@ -221,7 +221,7 @@ async fn run_cmd(a: RunArgs, src: Source, ctx: &Ctx) -> Result<i32> {
                     r.status.as_str(),
                     r.error.as_ref().map(|e| format!(": {e}")).unwrap_or_default()
                 ));
-                if let Some(v) = &r.result {
+                if let Some(v) = r.shown_result() {
                     console::out_line(&v.to_string());
                 }
             }

@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 
 use crate::cnf::names;
 use crate::error::{Error, Result};
-use crate::secret::Secret;
+use crate::secret::{is_secret_name, Secret};
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum ChartSource {
@@ -362,7 +362,8 @@ fn local_chart(m: &Map<String, Value>, it: &Item) -> Result<ChartSource> {
 
 /// `helmparameter` (`secret` false) or `helmsecretparameter` (true): `key=value` strings. A
 /// plain item becomes one literal `--set` argument; an item whose value is `@env:NAME` or
-/// `@file:PATH`, and every `helmsecretparameter` item, becomes a [`SecretSet`]. A literal value
+/// `@file:PATH`, an item whose key is secret-named ([`is_secret_name`]: `db.password`,
+/// `tls.key`), and every `helmsecretparameter` item, becomes a [`SecretSet`]. A literal value
 /// that starts with `@env:`/`@file:` is written with a doubled `@` (`key=@@env:x`).
 fn helm_parameters(
     m: &Map<String, Value>,
@@ -395,8 +396,11 @@ fn helm_parameters(
                 return Err(it.err(&at, "@file: must name a file inside the VNF package"));
             }
             Some(SecretFrom::File(path.to_string()))
-        } else if secret {
-            Some(SecretFrom::Literal(Secret::new(value)))
+        } else if secret || is_secret_name(key) {
+            // A `helmparameter` item whose name says secret (`db.password=…`) is one too: it
+            // would otherwise show in plans, `-v` events, errors and the master's process list.
+            let literal = value.strip_prefix('@').filter(|v| v.starts_with("@env:") || v.starts_with("@file:"));
+            Some(SecretFrom::Literal(Secret::new(literal.unwrap_or(value))))
         } else {
             None
         };

@@ -192,6 +192,17 @@ impl RunRecord {
         store.save_doc(&self.run_id, KIND, self)
     }
 
+    /// The record as every output shows it: secret-named parameters and result fields
+    /// (`admin_password`) masked, a `pubkey` left readable ([`crate::secret::is_secret_name`]).
+    pub fn shown(&self) -> Value {
+        crate::secret::masked(&serde_json::to_value(self).expect("a record serializes"))
+    }
+
+    /// The structured result as outputs show it (masked as [`RunRecord::shown`]).
+    pub fn shown_result(&self) -> Option<Value> {
+        self.result.as_ref().map(crate::secret::masked)
+    }
+
     pub fn load(store: &Store, run_id: &str) -> Result<Option<RunRecord>> {
         store.load_doc(run_id, KIND)
     }
@@ -283,5 +294,18 @@ mod tests {
         assert_eq!(RunRecord::list(&store).unwrap().len(), 1);
         let t = tail(&"é".repeat(5000));
         assert!(t.len() <= TAIL_BYTES && t.starts_with('é'), "{}", t.len());
+    }
+
+    #[test]
+    fn outputs_mask_secret_result_fields_and_keep_public_keys() {
+        let mut r = RunRecord::new("r1", "p", "n1", Map::new());
+        r.result = Some(
+            serde_json::json!({"admin_password": "hunter2", "pubkey": "ssh-ed25519 AAAAC3", "db": {"api_token": "t0k"}}),
+        );
+        for shown in [r.shown()["result"].clone(), r.shown_result().unwrap()] {
+            assert_eq!(shown["admin_password"], crate::secret::MASK);
+            assert_eq!(shown["db"]["api_token"], crate::secret::MASK);
+            assert_eq!(shown["pubkey"], "ssh-ed25519 AAAAC3");
+        }
     }
 }

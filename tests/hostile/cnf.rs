@@ -447,6 +447,16 @@ pub fn cases() -> Vec<Case> {
             &[HELM_SECRET],
         ),
         accepted_inst(
+            "secret-named-parameter-travels-in-a-file",
+            set(
+                req(),
+                &format!("{ITEM}/helmparameter"),
+                json!([format!("db.password={HELM_SECRET}"), "replicaCount=2"]),
+            ),
+            &["--set-file db.password=.mgmt-driver/run/i1/set-vdu2-0", "--set replicaCount=2"],
+            &[HELM_SECRET, "--set db.password"],
+        ),
+        accepted_inst(
             "parameter-from-env-travels-in-a-file",
             set(req(), &format!("{ITEM}/helmparameter"), json!(["api.token=@env:CNF_HOSTILE_TOKEN"])),
             &["--set-file api.token=.mgmt-driver/run/i1/set-vdu2-0"],

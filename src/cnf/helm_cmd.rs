@@ -264,7 +264,7 @@ pub fn extract_chart(instance: &str, tgz_name: &str, chart_dir_name: &str) -> Re
 }
 
 pub fn remove_chart_dir(instance: &str) -> Result<String> {
-    Ok(format!("rm -rf {}", quote(&chart_dir(instance))?))
+    Ok(format!("rm -rf -- {}", quote(&chart_dir(instance))?))
 }
 
 /// OSM's release-name rule: from the chart name, lowercase alphanumerics and `-`, at most 35

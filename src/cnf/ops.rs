@@ -151,7 +151,7 @@ pub async fn add_repo_as(
     let add = s.helm.repo_add(name, url, creds.map(|c| c.0), pw_file.as_deref(), ca_file.as_deref())?;
     let res = s.rt.exec(n, s.rt.root_cmd(n, add, t)).await;
     if let Some(f) = &pw_file {
-        s.rt.exec(n, s.rt.root_cmd(n, format!("rm -f {}", quote(f)?), t)).await?;
+        s.rt.exec(n, s.rt.root_cmd(n, format!("rm -f -- {}", quote(f)?), t)).await?;
     }
     res?;
     s.rt.exec(n, s.rt.root_cmd(n, s.helm.repo_update(name)?, t)).await?;

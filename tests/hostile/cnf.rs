@@ -443,7 +443,7 @@ pub fn cases() -> Vec<Case> {
         accepted_inst(
             "secret-parameter-travels-in-a-file",
             set(req(), &format!("{ITEM}/helmsecretparameter"), json!([format!("db.password={HELM_SECRET}")])),
-            &["--set-file db.password=.mgmt-driver/run/i1/set-vdu2-0", "rm -f .mgmt-driver/run/i1/set-vdu2-0"],
+            &["--set-file db.password=.mgmt-driver/run/i1/set-vdu2-0", "rm -f -- .mgmt-driver/run/i1/set-vdu2-0"],
             &[HELM_SECRET],
         ),
         accepted_inst(

@@ -297,7 +297,7 @@ pub async fn apply_release(c: &Ctx<'_>, r: &Release) -> Result<ReleaseState> {
     let res = s.run_watched(cmd, cmd_timeout(c), &r.name, ns, redact).await;
     let res = res.map_err(|e| crate::cnf::secret_values::mask_error(e, &r.secret_set));
     for f in &files {
-        let _ = s.run(format!("rm -f {}", quote(f)?), s.rt.timeouts.command).await;
+        let _ = s.run(format!("rm -f -- {}", quote(f)?), s.rt.timeouts.command).await;
     }
     res?;
     describe(c, r, &chart).await
@@ -487,7 +487,7 @@ mod tests {
         assert!(execs.contains("--set-file db.password=.mgmt-driver/run/cnf1/set-vdu2-1"), "{execs}");
         assert!(execs.contains("--set-file api.token=.mgmt-driver/run/cnf1/set-vdu2-0"), "{execs}");
         assert!(execs.contains("--set plain=@env:literal"), "{execs}");
-        assert!(execs.contains("rm -f .mgmt-driver/run/cnf1/set-vdu2-0"), "{execs}");
+        assert!(execs.contains("rm -f -- .mgmt-driver/run/cnf1/set-vdu2-0"), "{execs}");
         assert_eq!(o.result["releases"]["vdu2"]["values"]["db"]["password"], crate::secret::MASK);
         assert_eq!(o.result["releases"]["vdu2"]["values"]["copy"], crate::secret::MASK);
         // A missing variable stops the run before anything connects, naming the field.

@@ -117,7 +117,7 @@ mod tests {
         for step in [
             "helm uninstall --namespace cnf --wait -- vdu2",
             "helm repo remove -- cnf1@labrepo",
-            "rm -rf /var/tacker/helm/cnf1",
+            "rm -rf -- /var/tacker/helm/cnf1",
             "helm_env_reset.sh /var/lib/mgmt-driver/helm/cnf1",
         ] {
             assert!(lines.contains(step), "{step} not planned:\n{lines}");

@@ -43,7 +43,10 @@ impl fmt::Display for Secret {
 /// count. Generous on purpose: treating a value as secret costs only readability.
 pub fn is_secret_name(key: &str) -> bool {
     let k: String = key.chars().filter(|c| c.is_ascii_alphanumeric()).map(|c| c.to_ascii_lowercase()).collect();
-    const CONTAINS: [&str; 7] = ["password", "passwd", "passphrase", "secret", "token", "credentials", "apikey"];
+    // `credentialref`: a cluster's `masternode_credential_ref` is a bearer secret (its token
+    // binds it to the cluster, cluster/credential_ref.rs).
+    const CONTAINS: [&str; 8] =
+        ["password", "passwd", "passphrase", "secret", "token", "credentials", "apikey", "credentialref"];
     const ENDS: [&str; 3] = ["key", "pass", "pwd"];
     CONTAINS.iter().any(|s| k.contains(s)) || ENDS.iter().any(|s| k.ends_with(s)) || k == "pw"
 }
@@ -122,9 +125,16 @@ mod tests {
 
     #[test]
     fn secret_names_and_strings() {
-        for k in
-            ["password", "masternode_password", "bearerToken", "certificate-key", "exthelmrepo_password", "db.pass"]
-        {
+        for k in [
+            "password",
+            "masternode_password",
+            "bearerToken",
+            "certificate-key",
+            "exthelmrepo_password",
+            "db.pass",
+            "masternode_credential_ref",
+            "credential_ref_token",
+        ] {
             assert!(is_secret_name(k), "{k}");
         }
         for k in ["username", "ssh_cp_name", "masternode_ip", "no_proxy", "ca_hash", "nodes", "keys"] {

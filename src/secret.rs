@@ -44,8 +44,9 @@ impl fmt::Display for Secret {
 /// `privatekey` (so `masternode_password`, `bearerToken`, `db.password` count), or when its last
 /// word is exactly `key`, `pass`, `pwd`, `pw` or `psk` (`certificate-key`, `tls.key`,
 /// `db_pass`; not `host_key_check`). A word that only ends so (`pubkey`, `hostkey`, `compass`)
-/// is not a secret: a public key in a primitive's result must stay readable. Generous otherwise: treating a value
-/// as secret costs only readability.
+/// is not a secret: a public key in a primitive's result must stay readable. `credential`
+/// covers a cluster's `masternode_credential_ref`, a bearer secret (cluster/credential_ref.rs).
+/// Generous otherwise: treating a value as secret costs only readability.
 pub fn is_secret_name(key: &str) -> bool {
     const CONTAINS: [&str; 9] =
         ["password", "passwd", "passphrase", "secret", "token", "credential", "apikey", "privatekey", "privkey"];
@@ -167,6 +168,8 @@ mod tests {
             "wifi-psk",
             "credentials",
             "PW",
+            "masternode_credential_ref",
+            "credential_ref_token",
         ] {
             assert!(is_secret_name(k), "{k}");
         }

@@ -297,6 +297,7 @@ fn helm_lifecycle(name: &str, net: u8, major: u32) -> R {
             ("two cluster ids on one master never share repositories", two_cluster_ids_one_master),
             ("terminate leaves nothing on the masters", terminate_leaves_nothing),
             ("reset --uninstall removes the releases and the environment, twice", reset_uninstall),
+            ("a tenant's CNF reaches only its own cluster", tenant_reaches_only_its_own_cluster),
         ],
     )
 }
@@ -868,6 +869,99 @@ fn terminate_leaves_nothing(h: &mut HelmCnf) -> R {
             || format!("master {i}: {left}"),
         )?;
     }
+    Ok(())
+}
+
+/// A hook document for cluster `c` as a VNFM sends it, with the operator's options (the
+/// inventory the shim passes, the state directory).
+fn hook_doc(c: &Cluster, operation: &str, instance: &str, request: Value) -> Value {
+    json!({"apiVersion": "mgmt-driver.hook/v1", "operation": operation, "request": request,
+           "vnf_instance": {"id": instance}, "grant_request": null, "grant_response": null,
+           "tmp_csar_dir": c.pkg, "user_script_err_handling_data": {},
+           "options": {"inventory": c.inv, "state_dir": c.state}})
+}
+
+fn run_hook(c: &Cluster, name: &str, doc: &Value) -> support::Run {
+    let input = c.write(name, doc);
+    mgmt(&["hook", "--input", s(&input)], &[])
+}
+
+/// Event lines (stderr) that mean a node was reached.
+fn connections(r: &support::Run) -> Vec<String> {
+    r.stderr
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| ["connecting", "connected", "command", "uploaded"].contains(&e["event"].as_str().unwrap_or("")))
+        .map(|e| e.to_string())
+        .collect()
+}
+
+/// Issue 20: tenant A's cluster (this lab's) is recorded; its instantiate response (the hook's
+/// `vnf_instance`, which the VNFM keeps) holds A's credential reference. Tenant B's CNF
+/// request, a hook document as its VNFM sends it, repeats A's helm_info with (i) the reference
+/// before tokens and (ii) a guessed token: exit 2 naming the field, nothing reaches A's masters
+/// (no connection event, no Helm environment or repository for B's CNF, A's repositories
+/// unchanged). (iii) A's own reference works: A's CNF installs from the repository.
+fn tenant_reaches_only_its_own_cluster(h: &mut HelmCnf) -> R {
+    let c = &h.c;
+    // A's instantiate_end through the VNFM protocol (a re-run: the nodes are done).
+    let mut req = c.request();
+    req["additionalParams"]["k8s_cluster_installation_param"]["helm_installation_script_path"] =
+        "Scripts/install_helm.sh".into();
+    let r = run_hook(c, "hook-a.json", &hook_doc(c, "instantiate_end", &c.id, req));
+    r.ok();
+    let resp: Value = serde_json::from_str(r.stdout.trim()).unwrap();
+    let entry = resp["vnf_instance"]["vimConnectionInfo"]
+        .as_object()
+        .and_then(|m| m.values().find(|e| e["extra"]["helm_info"].is_object()).cloned())
+        .ok_or_else(|| format!("no helm_info in the response's vimConnectionInfo: {resp}"))?;
+    let a_info = entry["extra"]["helm_info"].clone();
+    let a_ref = a_info["masternode_credential_ref"].as_str().unwrap_or_default().to_string();
+    let prefix = format!("mgmt-driver-state:{}:", c.id);
+    check(a_ref.starts_with(&prefix) && a_ref.len() == prefix.len() + 64, || format!("A's reference: {a_info}"))?;
+    check(!resp["result"].to_string().contains(&a_ref), || format!("the reference in the result: {}", resp["result"]))?;
+    // What A's masters hold before B tries: the Helm environments and A's repositories.
+    let before = |c: &Cluster| -> Vec<String> {
+        [1, 2].map(|i| c.on(i, &format!("ls /var/lib/mgmt-driver/helm; {} repo list -o json", env_helm(&c.id)))).into()
+    };
+    let was = before(c);
+    let cnf_request = |info: &Value, release: &str| {
+        json!({"flavourId": "helmchart", "additionalParams": {"use_helm": "True", "namespace": "cnf",
+            "using_helm_install_param": [{"exthelmchart": "true", "helmreleasename": release,
+                "helmrepositoryname": "labrepo", "helmchartname": "nginxlab",
+                "exthelmrepo_url": h.repo.url, "helmchartversion": "0.1.0"}]},
+            "vimConnectionInfo": {"kubernetes_a": {"vimId": entry["vimId"], "vimType": "ETSINFV.HELM.V_3",
+                "extra": {"helm_info": info}}}})
+    };
+    let field = "extra.helm_info.masternode_credential_ref";
+    for (what, forged) in [
+        ("(i) the reference before tokens", format!("mgmt-driver-state:{}", c.id)),
+        ("(ii) a guessed token", format!("{prefix}{}", "0".repeat(64))),
+    ] {
+        let mut info = a_info.clone();
+        info["masternode_credential_ref"] = json!(forged);
+        let doc = hook_doc(c, "instantiate_end", "cnf-tenant-b", cnf_request(&info, "vdub"));
+        let r = run_hook(c, "hook-b.json", &doc);
+        check(r.code == 2 && r.all().contains(field), || {
+            format!("{what}: expected exit 2 naming {field}:\n{}", r.all())
+        })?;
+        check(!r.all().contains(&a_ref), || format!("{what}: A's reference in the output"))?;
+        let reached = connections(&r);
+        check(reached.is_empty(), || format!("{what}: a refused request reached a node: {reached:?}"))?;
+        check(!c.state.join("cnf-tenant-b.cnf.json").exists(), || format!("{what}: B's CNF was recorded"))?;
+        let now = before(c);
+        check(now == was, || format!("{what}: A's masters changed:\nbefore {was:?}\nafter {now:?}"))?;
+        check(now.iter().all(|m| !m.contains("cnf-tenant-b")), || format!("{what}: {now:?}"))?;
+    }
+    // (iii) A's own reference, from its instantiate response: A's CNF installs.
+    let doc = hook_doc(c, "instantiate_end", "cnf-tenant-a", cnf_request(&a_info, "vdua"));
+    let r = run_hook(c, "hook-a-cnf.json", &doc);
+    r.ok();
+    check(!r.all().contains(&a_ref), || format!("A's reference in the output:\n{}", r.all()))?;
+    let a_env = env_helm("cnf-tenant-a");
+    let repos = c.on(1, &format!("{a_env} repo list -o json"));
+    check(repos.contains("cnf-tenant-a@labrepo"), || format!("A's CNF repository: {repos}"))?;
+    run_hook(c, "hook-a-term.json", &hook_doc(c, "terminate_end", "cnf-tenant-a", json!({}))).ok();
     Ok(())
 }
 

@@ -71,6 +71,9 @@ pub struct CnfArgs {
 impl CnfArgs {
     fn inputs(&self, ctx: &Ctx) -> Inputs {
         Inputs {
+            // The operator's own command line (its request file may still be a tenant's body:
+            // what a request's helm_info may name is checked whoever runs it).
+            author: cnf::Author::Operator,
             request: self.request.clone().map(crate::request::Doc::File),
             package_dir: self.package_dir.clone(),
             vnf_instance: self.vnf_instance.clone().map(crate::request::Doc::File),

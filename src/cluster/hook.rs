@@ -7,9 +7,11 @@
 use std::io::Read;
 use std::sync::Mutex;
 
+use chacha20poly1305::aead::Generate;
 use serde::Serialize;
 use serde_json::{json, Value};
 
+use crate::cluster::credential_ref;
 use crate::cluster::install_output::MasterOutput;
 use crate::cluster::node_cmd::{self as cmd, InstallMode};
 use crate::cluster::params::ClusterParams;
@@ -347,9 +349,24 @@ impl Hook {
         let facts = self
             .with_state(|s| s.facts.clone())
             .ok_or_else(|| Error::input("state", "facts", "no cluster facts recorded"))?;
-        let rec = Record::of_cluster(&self.params, &self.topo, &facts, bearer, &self.instance_id, self.tacker_compat);
+        // The token that binds the credential reference to this cluster: minted once, kept by
+        // every re-record (a heal), so the references VNFMs and CNF records hold stay valid; a
+        // record written before tokens gets one now.
+        let token = self.with_state(|s| {
+            s.credential_ref_token
+                .get_or_insert_with(|| {
+                    let bytes: [u8; credential_ref::TOKEN_BYTES] = Generate::generate();
+                    credential_ref::token_text(&bytes)
+                })
+                .clone()
+        });
+        let rec =
+            Record::of_cluster(&self.params, &self.topo, &facts, bearer, &self.instance_id, self.tacker_compat, &token);
         let conn = rec.vim_connection();
-        self.results.set_vim_connection(&rec.auth_url, &self.params.vim_name, conn.clone());
+        // The result shows the entry; only the stored record and the VNFM's entry hold the ref.
+        let shown = record::masked_ref(&serde_json::to_value(&conn).expect("serializes"));
+        let shown = serde_json::from_value(shown).expect("the same entry, one string masked");
+        self.results.set_vim_connection(&rec.auth_url, &self.params.vim_name, shown);
         let login_password = self.topo.masters[0].host.auth.password.as_ref().map(|p| p.expose().to_string());
         self.with_state(|s| {
             s.bearer_token = Some(bearer.expose().to_string());
@@ -376,13 +393,14 @@ impl Hook {
         })
     }
 
-    /// The recorded VIM (its bearer token masked unless `--tacker-compat`).
+    /// The recorded VIM (its bearer token masked unless `--tacker-compat`; its credential
+    /// reference always).
     pub fn recorded_vim(&self) -> Option<Value> {
         self.with_state(|s| s.vim.clone()).map(|mut v| {
             if !self.tacker_compat {
                 v["auth_cred"]["bearer_token"] = crate::secret::MASK.into();
             }
-            v
+            record::masked_ref(&v)
         })
     }
 

@@ -5,8 +5,8 @@
 //!   their requests (`op`), the caller's `inputs`; the params (`params`, with `param_obj`,
 //!   `cidr`, `registry`, `storage`); the nodes (`topology`, `labels`, `hostname`, `rebuilt`);
 //!   node commands and what nodes print (`node_cmd`, `script_env`, `script_marker`,
-//!   `install_output`, `storage_cmd`); what is stored (`state`, `record`, `storage_setup`,
-//!   `kubeconfig_doc`) and what a run returns (`results`).
+//!   `install_output`, `storage_cmd`); what is stored (`state`, `record`, `credential_ref`,
+//!   `storage_setup`, `kubeconfig_doc`) and what a run returns (`results`).
 //! - `prepare` reads and checks every input (`storage_locate`, `state_store`) into a `hook`: the
 //!   runner, the inputs, the instance's records, the results, and the steps every hook reuses.
 //! - Each operation is a file that reads like the spec's step list (`instantiate`, `heal`,
@@ -34,6 +34,7 @@ pub mod script_marker;
 pub mod storage_cmd;
 
 // What is stored and what a run returns (pure).
+pub mod credential_ref;
 pub mod kubeconfig_doc;
 pub mod record;
 pub mod results;

@@ -2,11 +2,14 @@
 //! (`{name, type: kubernetes, auth_url, auth_cred, extra.helm_info}`) and (b) the
 //! `vimConnectionInfo` entry it appends to the VNF instance. `helm_info` is a real JSON object
 //! (Tacker wrote a Python repr string); the node password goes in only with the explicit
-//! Tacker-compatibility flag, otherwise a reference to the state store stands in for it.
+//! Tacker-compatibility flag, otherwise a reference to the state store stands in for it: a
+//! bearer secret bound to the cluster by its token (`credential_ref.rs`), in the record the
+//! store keeps and the VNFM's entry, masked in every record shown.
 
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
+use crate::cluster::credential_ref;
 use crate::cluster::params::ClusterParams;
 use crate::cluster::state::ClusterFacts;
 use crate::cluster::topology::Topology;
@@ -31,8 +34,9 @@ pub fn auth_url(server: &str, fip: Option<&str>) -> String {
 
 /// What stands for the masters' password in `helm_info`.
 pub enum HelmPassword<'a> {
-    /// Without `--tacker-compat`: a reference to the state store, which keeps the login.
-    Reference,
+    /// Without `--tacker-compat`: a reference to the state store, which keeps the login, bound
+    /// to the cluster by this token (hex).
+    Reference(&'a str),
     /// `--tacker-compat`: the password the first master logs in with.
     Reveal(&'a str),
     /// `--tacker-compat`, but the first master logs in with a key: there is no password to give.
@@ -54,8 +58,8 @@ impl HelmInfo<'_> {
         });
         match self.password {
             HelmPassword::Reveal(p) => v["masternode_password"] = json!(p),
-            HelmPassword::Reference => {
-                v["masternode_credential_ref"] = json!(format!("mgmt-driver-state:{}", self.vnf_instance_id))
+            HelmPassword::Reference(token) => {
+                v[credential_ref::FIELD] = json!(credential_ref::format(self.vnf_instance_id, token))
             }
             HelmPassword::None => {}
         }
@@ -130,7 +134,8 @@ impl<'a> Record<'a> {
     /// The record of the cluster `topo` whose main master gave `facts`: the API server's URL
     /// (the floating IP's when there is one, and then no CA: its certificate does not name that
     /// address), the bearer token, and `helm_info` when the params install Helm, which holds the
-    /// first master's own login (its password only with `tacker_compat`).
+    /// first master's own login (its password only with `tacker_compat`, else the credential
+    /// reference bound by `ref_token`).
     pub fn of_cluster(
         params: &'a ClusterParams,
         topo: &'a Topology,
@@ -138,6 +143,7 @@ impl<'a> Record<'a> {
         bearer: &'a Secret,
         vnf_instance_id: &'a str,
         tacker_compat: bool,
+        ref_token: &'a str,
     ) -> Record<'a> {
         let helm = params.helm_script_path.is_some().then(|| {
             let masters: Vec<String> = topo.masters.iter().map(|m| m.host.addr.clone()).collect();
@@ -147,7 +153,7 @@ impl<'a> Record<'a> {
                 master_ips: masters,
                 username: &login.user,
                 password: match (tacker_compat, &login.auth.password) {
-                    (false, _) => HelmPassword::Reference,
+                    (false, _) => HelmPassword::Reference(ref_token),
                     (true, Some(p)) => HelmPassword::Reveal(p.expose()),
                     (true, None) => HelmPassword::None,
                 },
@@ -167,8 +173,8 @@ impl<'a> Record<'a> {
 }
 
 impl Record<'_> {
-    /// The VIM registration record. `reveal` puts the bearer token in; otherwise it is masked
-    /// (the state store keeps the real one, mode 0600).
+    /// The VIM registration record. `reveal` puts the bearer token and the credential reference
+    /// in; otherwise they are masked (the state store keeps the real ones, sealed).
     pub fn vim(&self, reveal: bool) -> Value {
         let mut v = json!({
             "id": stable_uuid(&format!("vim:{}", self.vim_name)),
@@ -186,7 +192,11 @@ impl Record<'_> {
         if let Some(h) = &self.helm_info {
             v["extra"] = json!({"helm_info": h});
         }
-        v
+        if reveal {
+            v
+        } else {
+            masked_ref(&v)
+        }
     }
 
     pub fn vim_connection(&self) -> VimConnection {
@@ -206,6 +216,19 @@ impl Record<'_> {
     }
 }
 
+/// `record` (a VIM record or a vimConnectionInfo entry) with its `helm_info`'s credential
+/// reference masked: what is shown of a record (results, logs), never what is kept or returned
+/// to the VNFM.
+pub fn masked_ref(record: &Value) -> Value {
+    let mut v = record.clone();
+    if let Some(Value::Object(h)) = v.pointer_mut("/extra/helm_info") {
+        if let Some(r) = h.get_mut(credential_ref::FIELD).filter(|r| !r.is_null()) {
+            *r = json!(MASK);
+        }
+    }
+    v
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -221,13 +244,13 @@ mod tests {
         let h = HelmInfo {
             master_ips: vec!["10.0.0.1".into()],
             username: "ubuntu",
-            password: HelmPassword::Reference,
+            password: HelmPassword::Reference("t0k"),
             vnf_instance_id: "i1",
         };
         let v = h.to_json();
         assert_eq!(v["masternode_ip"][0], "10.0.0.1");
         assert!(v.get("masternode_password").is_none());
-        assert_eq!(v["masternode_credential_ref"], "mgmt-driver-state:i1");
+        assert_eq!(v["masternode_credential_ref"], "mgmt-driver-state:i1:t0k");
         let h = HelmInfo { password: HelmPassword::Reveal("pw"), ..h };
         assert_eq!(h.to_json()["masternode_password"], "pw");
         let v = HelmInfo { password: HelmPassword::None, ..h }.to_json();
@@ -268,5 +291,34 @@ mod tests {
         assert_eq!(r.vim_connection(), r.vim_connection());
         assert_eq!(r.vim_connection().access_info.unwrap()["authUrl"], "https://a:6443");
         assert_eq!(stable_uuid("x").len(), 36);
+    }
+
+    #[test]
+    fn the_credential_reference_is_kept_and_returned_but_masked_where_shown() {
+        let h = HelmInfo {
+            master_ips: vec!["10.0.0.1".into()],
+            username: "ubuntu",
+            password: HelmPassword::Reference("t0k"),
+            vnf_instance_id: "i",
+        };
+        let r = Record {
+            vim_name: "v",
+            auth_url: "https://a:6443".into(),
+            bearer_token: "tok",
+            ca_pem: None,
+            helm_info: Some(h.to_json()),
+            vnf_instance_id: "i",
+        };
+        let stored = r.vim(true);
+        assert_eq!(stored["extra"]["helm_info"]["masternode_credential_ref"], "mgmt-driver-state:i:t0k");
+        let shown = r.vim(false);
+        assert_eq!(shown["extra"]["helm_info"]["masternode_credential_ref"], MASK);
+        assert_eq!(shown["extra"]["helm_info"]["masternode_username"], "ubuntu");
+        let conn = serde_json::to_value(r.vim_connection()).unwrap();
+        assert_eq!(conn["extra"]["helm_info"]["masternode_credential_ref"], "mgmt-driver-state:i:t0k");
+        let shown = masked_ref(&conn);
+        assert!(!shown.to_string().contains("t0k") && shown["extra"]["vim_name"] == "v", "{shown}");
+        // Nothing to mask: unchanged.
+        assert_eq!(masked_ref(&json!({"extra": {"vim_name": "v"}})), json!({"extra": {"vim_name": "v"}}));
     }
 }

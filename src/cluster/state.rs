@@ -56,6 +56,13 @@ pub struct InstanceState {
     /// for CNF operations whose helm_info refers to this record. Sealed at rest like the rest.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub master_login_password: Option<String>,
+    /// What binds the cluster's credential reference (`helm_info.masternode_credential_ref`)
+    /// to it: 32 random bytes (hex), minted when the record is first written and kept across
+    /// re-records, so a CNF request can use the cluster's credential only by presenting it
+    /// (`cluster/credential_ref.rs`). Secret-named, so the store seals it. None in records
+    /// written before tokens (the next instantiate_end or heal_end mints one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub credential_ref_token: Option<String>,
     /// The VIM registration record (with the bearer token) and the vimConnectionInfo entry.
     #[serde(default)]
     pub vim: Option<Value>,

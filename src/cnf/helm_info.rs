@@ -7,13 +7,14 @@ use serde_json::{Map, Value};
 
 use crate::error::{Error, Result};
 
-/// `Debug` masks the password.
+/// `Debug` masks the password and the credential reference (a bearer secret).
 #[derive(Clone, PartialEq)]
 pub struct HelmInfo {
     pub masternode_ip: Vec<String>,
     pub username: String,
     pub password: Option<String>,
-    /// `mgmt-driver-state:<id>`: credentials are in our state store.
+    /// `mgmt-driver-state:<cluster id>:<token>`: the credentials are in our state store, with
+    /// the cluster recorded under that id (`cluster/credential_ref.rs`).
     pub credential_ref: Option<String>,
 }
 
@@ -23,7 +24,7 @@ impl std::fmt::Debug for HelmInfo {
             .field("masternode_ip", &self.masternode_ip)
             .field("username", &self.username)
             .field("password", &self.password.as_ref().map(|_| crate::secret::MASK))
-            .field("credential_ref", &self.credential_ref)
+            .field("credential_ref", &self.credential_ref.as_ref().map(|_| crate::secret::MASK))
             .finish()
     }
 }

@@ -155,9 +155,24 @@ impl Op {
     }
 }
 
+/// Who wrote the operation's request, which decides what it may make the driver do with the
+/// conductor's own credentials (`masters::masters`, the one place that asks).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Author {
+    /// The operator's command line (`mgmt-driver cnf`): masters that no credential covers are
+    /// logged in to with the conductor's ssh-agent, as `ssh` would.
+    Operator,
+    /// A VNFM's API user, through `mgmt-driver hook`: its request never gets the conductor's
+    /// ssh-agent for addresses it chose. The default: the one with the least power.
+    #[default]
+    Tenant,
+}
+
 /// What the caller hands over for a CNF operation.
 #[derive(Clone, Debug, Default)]
 pub struct Inputs {
+    /// Who wrote the request (and the vimConnectionInfo in it).
+    pub author: Author,
     /// The VNF instance (CNF) id: names the chart directory and the state document.
     pub vnf_instance_id: Option<String>,
     /// The operation's request (instantiate, scale, heal).
@@ -190,11 +205,13 @@ pub struct Inputs {
 
 impl Inputs {
     /// A CNF operation on `vnf_instance_id` with nothing else given: no request, package or
-    /// masters yet (every caller names its own), no `--wait` or `--atomic`, Helm's timeout of
+    /// masters yet (every caller names its own), written by a tenant (the operator's own
+    /// command line says it is the operator), no `--wait` or `--atomic`, Helm's timeout of
     /// [`TIMEOUT`] and its status polled every [`STATUS_INTERVAL`] (the CLI's defaults). The one
     /// place these are decided: callers fill what they have with `..Inputs::new(..)`.
     pub fn new(vnf_instance_id: Option<String>, inventory_opts: LoadOptions) -> Inputs {
         Inputs {
+            author: Author::Tenant,
             vnf_instance_id,
             request: None,
             vnf_instance: None,

@@ -230,6 +230,8 @@ async fn cluster<S: Setup>(
 
 async fn run_cnf<S: Setup>(c: &Call, setup: &S, events: Events, store: Store, op: cnf::Op, id: &str) -> Result<Done> {
     let inputs = cnf::Inputs {
+        // The request, and the vimConnectionInfo in it, are the VNFM API user's.
+        author: cnf::Author::Tenant,
         request: inline(c, "request", &c.doc.request),
         // A heal's vnfcInstanceId names VNFCs of this instance (Tacker's ids), not pods.
         vnf_instance: inline(c, "vnf_instance", &c.doc.vnf_instance),

@@ -32,8 +32,8 @@ pub fn find(w: &Where, store: &Store) -> Result<Vec<Target>> {
                 known_hosts: w.known_hosts.clone(),
                 ..crate::cnf::Inputs::new(None, w.inventory_opts.clone())
             };
-            let (h, _, _) = crate::cnf::masters::find_helm_info(&inputs, None, store, None)?;
-            crate::cnf::masters::masters(&h, &inputs, store)
+            let found = crate::cnf::masters::find_helm_info(&inputs, None, store, None)?;
+            crate::cnf::masters::masters(&found, &inputs, store)
         }
         (None, Some(p)) => {
             let inv = Inventory::load(p, &w.inventory_opts)?;

@@ -40,7 +40,7 @@ use crate::cnf::{check_arg, Inputs, Op};
 use crate::error::{Error, Result};
 use crate::lifecycle::package::Package;
 use crate::lifecycle::state::{check_instance_id, Lock, Store};
-use crate::lifecycle::Runner;
+use crate::lifecycle::{Runner, Target};
 use crate::request::{Doc, ScaleRequest, VimConnections, VnfInstance};
 
 // The CNF document's kind, which callers name as `cnf::run::KIND`.
@@ -59,6 +59,8 @@ pub struct Prepared {
     pkg: Option<Package>,
     helm_info: HelmInfo,
     helm_info_json: Value,
+    /// The masters, each with the credentials it may be logged in with (`masters::masters`).
+    nodes: Vec<Target>,
     /// The cluster's Helm environment the commands run with (`cluster_env::choose`).
     env: HelmEnv,
     /// The operation, with its own inputs.
@@ -184,8 +186,12 @@ pub fn prepare(op: &Op, a: &Inputs, store: Store) -> Result<Prepared> {
         Checked::Instantiate { .. } => instantiate::check_package(&mut params, pkg.as_ref(), &req_file)?,
         _ => {}
     }
-    let (helm_info, helm_info_json, _from) = find_helm_info(a, vims.as_ref(), &store, saved.as_ref())?;
-    Ok(Prepared { id, store, _lock: lock, saved, req_file, ap, params, pkg, helm_info, helm_info_json, env, op })
+    let found = find_helm_info(a, vims.as_ref(), &store, saved.as_ref())?;
+    // Which credentials each master gets, decided (and a request's reference checked) before
+    // anything connects.
+    let nodes = masters(&found, a, &store)?;
+    let (helm_info, helm_info_json) = (found.info, found.json);
+    Ok(Prepared { id, store, _lock: lock, saved, req_file, ap, params, pkg, helm_info, helm_info_json, nodes, env, op })
 }
 
 /// The operator's words for an operation (`--release`, `--chart`, `show CHART`, `--set`,
@@ -291,7 +297,7 @@ fn saved_params(saved: &Option<CnfState>) -> Result<Map<String, Value>> {
 /// Run a prepared operation: open the Helm session, call the operation, record the outcome.
 /// `_op` is the operation `p` was prepared for; `p` carries it, with its inputs.
 pub async fn run(_op: &Op, a: &Inputs, p: Prepared, rt: Runner) -> Result<Outcome> {
-    let nodes = masters(&p.helm_info, a, &p.store)?;
+    let nodes = p.nodes.clone();
     // A reset uses Helm only to uninstall a recorded CNF's releases.
     let needs_env = match p.op {
         Checked::Reset { uninstall } => uninstall && p.saved.is_some(),

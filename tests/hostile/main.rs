@@ -22,6 +22,7 @@ mod hook;
 mod inventory;
 mod registry;
 mod storage;
+mod tenant_secrets;
 mod workload;
 
 /// The corpus as one suite: one trial per case.
@@ -36,5 +37,6 @@ pub fn suite() -> Suite {
     cases.extend(storage::cases());
     cases.extend(ee::cases());
     cases.extend(workload::cases());
+    cases.extend(tenant_secrets::cases());
     case::suite(file!(), cases)
 }

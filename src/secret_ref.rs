@@ -186,10 +186,10 @@ pub fn resolve(
             Some(v) if !v.is_empty() => Ok(Secret::new(v)),
             _ => Err(format!("refers to environment variable {name}, which is unset or empty")),
         },
-        Written::File(path) => {
-            let Policy::Operator(a) = policy else { unreachable!("check refused the tenant") };
-            read_confined(path, a)
-        }
+        Written::File(path) => match policy {
+            Policy::Operator(a) => read_confined(path, a),
+            Policy::Tenant => Err(tenant_refusal("@file:")),
+        },
     }
 }
 

@@ -30,7 +30,13 @@ fn cluster_params() -> Map<String, Value> {
 #[test]
 fn no_struct_that_holds_a_secret_prints_it_under_debug() {
     let ap = cluster_params();
-    let p = crate::cluster::params::ClusterParams::from_additional_params(&ap, "req.json", "i1").unwrap();
+    let p = crate::cluster::params::ClusterParams::from_additional_params(
+        &ap,
+        "req.json",
+        "i1",
+        &crate::secret_ref::Policy::Tenant,
+    )
+    .unwrap();
     assert_clean("ClusterParams", format!("{p:?}"));
     assert_clean("Registry", format!("{:?}", p.registries[0]));
 
@@ -144,7 +150,13 @@ fn the_storage_servers_password_is_masked_under_debug() {
         "ssh_cp_name": "s_CP", "username": "ubuntu", "password": "Node-Pw-1",
         "cinder_volume_setup_params": [{"volume_resource_id": "v", "mount_to": "/volume"}],
         "nfs_server_setup_params": [{"export_dir": "/volume/a", "export_to": "10.0.0.0/24"}]});
-    let p = crate::cluster::params::ClusterParams::from_additional_params(&ap, "req.json", "i1").unwrap();
+    let p = crate::cluster::params::ClusterParams::from_additional_params(
+        &ap,
+        "req.json",
+        "i1",
+        &crate::secret_ref::Policy::Tenant,
+    )
+    .unwrap();
     let srv = p.storage.as_ref().and_then(|s| s.server.clone()).expect("a storage server");
     assert_clean("ClusterParams with storage", format!("{p:?}"));
     assert_clean("StorageServer", format!("{srv:?}"));

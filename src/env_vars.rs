@@ -14,6 +14,10 @@ pub const STATE_KEY_FILE: &str = "MGMT_DRIVER_STATE_KEY_FILE";
 pub const SSH_CONFIG: &str = "MGMT_DRIVER_SSH_CONFIG";
 /// The log filter.
 pub const LOG: &str = "MGMT_DRIVER_LOG";
+/// `--secrets-dir`'s directories.
+pub const SECRETS_DIR: &str = "MGMT_DRIVER_SECRETS_DIR";
+/// `--secret-env`'s names and prefixes.
+pub const SECRET_ENV: &str = "MGMT_DRIVER_SECRET_ENV";
 
 /// Who reads a variable.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -72,6 +76,16 @@ pub const ALL: &[Var] = &[
         name: LOG,
         reader: Reader::Driver,
         meaning: "The log filter, in `tracing`'s syntax (`debug`, `mgmt_driver=debug,russh=info`); it wins over `-vv`. Default: the driver's own warnings and errors, its libraries' errors.",
+    },
+    Var {
+        name: SECRETS_DIR,
+        reader: Reader::Driver,
+        meaning: "The directories (`DIR:DIR`) whose files `@file:` references in operator-given request files may read, when `--secrets-dir` is not given (docs/security.md, \"Secret references\"). Unset: none.",
+    },
+    Var {
+        name: SECRET_ENV,
+        reader: Reader::Driver,
+        meaning: "The variables (`NAME,PREFIX*`) that `@env:` references in operator-given request files may read, when `--secret-env` is not given. Unset: none.",
     },
     Var {
         name: "MGMT_DRIVER_PARAMS",

@@ -51,6 +51,7 @@ mod remote;
 pub(crate) mod render;
 pub(crate) mod request;
 pub mod secret;
+pub mod secret_ref;
 pub mod sites;
 pub mod ssh;
 pub(crate) mod target;

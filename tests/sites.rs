@@ -307,8 +307,9 @@ fn plan_and_refusal_connect_to_nothing() -> R {
         let name = site_name(j);
         let d = out.join(&name);
         std::fs::create_dir_all(d.join("cluster")).unwrap();
-        let site =
-            json!({"name": name, "index": j, "labels": {"region": if j == 1 { "us" } else { "eu" }}, "package": pkg});
+        // As `sites render` writes it: the catalogue's declared references are the ones honoured.
+        let site = json!({"name": name, "index": j, "labels": {"region": if j == 1 { "us" } else { "eu" }},
+                          "package": pkg, "secret_refs": ["@env:SITES_TEST_NODE_PW"]});
         std::fs::write(d.join("site.json"), site.to_string()).unwrap();
         let inv = format!(
             "defaults: {{known_hosts: {}}}\ngroups:\n  master_instance:\n    - {{name: m1, ssh_ip: 192.0.2.{}}}\n  worker_instance:\n    - {{name: w1, ssh_ip: 192.0.2.{}}}\n",

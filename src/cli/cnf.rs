@@ -87,6 +87,7 @@ impl CnfArgs {
             atomic: self.atomic,
             timeout: self.timeout,
             status_interval: self.status_interval,
+            secret_refs: ctx.secret_refs(),
             ..Inputs::new(self.vnf_instance_id.clone(), ctx.inventory_opts())
         }
     }

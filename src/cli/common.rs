@@ -21,6 +21,7 @@ use crate::lifecycle::state::Store;
 use crate::lifecycle::state_key::StateKey;
 use crate::lifecycle::{FanOut, Runner, Timeouts};
 use crate::render::{Output, Renderer};
+use crate::secret_ref::{Allowed, Policy};
 use crate::ssh::{SshConnector, SshOptions};
 use crate::transport::Connector;
 
@@ -70,6 +71,34 @@ pub struct RunArgs {
     pub dry_run: bool,
 }
 
+/// What the operator's secret references may reach (`secret_ref.rs`). Global: the request files
+/// of the hook and `cnf` commands and the `sites` renders take references; a VNFM's request
+/// (`hook`) never does, whatever is given here.
+#[derive(Args, Debug, Clone, Default)]
+#[command(next_help_heading = "Global options")]
+pub struct SecretArgs {
+    /// `@file:` references in request files named on the command line may read files under DIR
+    /// only (symlinks resolved; repeatable; the variable takes DIR:DIR). None given: no `@file:`.
+    #[arg(long = "secrets-dir", global = true, env = env_vars::SECRETS_DIR, value_delimiter = ':', value_name = "DIR")]
+    pub secrets_dir: Vec<PathBuf>,
+    /// `@env:` references in request files named on the command line may read this variable, or
+    /// those starting with PREFIX (repeatable; the variable takes NAME,PREFIX*). None given: no
+    /// `@env:` (a site catalogue's declared secrets need neither flag).
+    #[arg(
+        long = "secret-env",
+        global = true,
+        env = env_vars::SECRET_ENV,
+        value_delimiter = ',',
+        value_parser = parse_env_rule,
+        value_name = "NAME|PREFIX*"
+    )]
+    pub secret_env: Vec<String>,
+}
+
+fn parse_env_rule(s: &str) -> std::result::Result<String, String> {
+    crate::secret_ref::check_env_rule(s).map(|()| s.to_string())
+}
+
 /// `--state-dir`: the state store. One declaration, flattened into every command that opens it.
 #[derive(Args, Debug, Clone, Default)]
 pub struct StateDir {
@@ -99,6 +128,8 @@ pub struct Ctx {
     pub run: RunArgs,
     /// `--state-key`: the file of the key that seals the state store's secrets.
     pub state_key: Option<PathBuf>,
+    /// `--secrets-dir`, `--secret-env`.
+    pub secrets: SecretArgs,
 }
 
 /// A command family's own defaults for `--retry-for` and `--parallel` (their help texts list
@@ -128,6 +159,17 @@ impl Ctx {
     pub fn inventory_opts(&self) -> LoadOptions {
         let ssh_config = self.conn.ssh_config.as_deref().map(SshConfigSource::from_arg).unwrap_or_default();
         LoadOptions { allow_insecure: self.conn.insecure_no_host_key_check, ssh_config, ..Default::default() }
+    }
+
+    /// What the operator allows secret references to reach (`--secrets-dir`, `--secret-env`).
+    pub fn secret_allowed(&self) -> Allowed {
+        Allowed { dirs: self.secrets.secrets_dir.clone(), env: self.secrets.secret_env.clone(), declared: vec![] }
+    }
+
+    /// The policy for a request file the operator named on the command line: the operator's
+    /// words (which may be a tenant's body forwarded), so references confined to what is allowed.
+    pub fn secret_refs(&self) -> Policy {
+        Policy::Operator(self.secret_allowed())
     }
 
     fn parallel(&self, d: &Defaults) -> Result<usize> {

@@ -75,6 +75,7 @@ impl HookArgs {
             .node(self.node.clone())
             .tacker_compat(self.tacker_compat)
             .known_hosts(self.known.known_hosts.clone())
+            .secret_refs(ctx.secret_refs())
     }
 }
 

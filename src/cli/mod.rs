@@ -27,7 +27,7 @@ use crate::console;
 use crate::env_vars;
 use crate::error::Result;
 use crate::render::Output;
-use common::{ConnArgs, Ctx, RunArgs, StateDir};
+use common::{ConnArgs, Ctx, RunArgs, SecretArgs, StateDir};
 
 #[derive(Parser, Debug)]
 #[command(name = "mgmt-driver", version, about = "Turn VMs into a Kubernetes cluster with Helm, over SSH")]
@@ -56,6 +56,8 @@ pub struct Cli {
     pub conn: ConnArgs,
     #[command(flatten)]
     pub run: RunArgs,
+    #[command(flatten)]
+    pub secrets: SecretArgs,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -215,8 +217,14 @@ fn requested_output(args: &[String]) -> Output {
 
 /// Run the parsed command line and return the process exit code.
 pub async fn main(cli: Cli) -> i32 {
-    let ctx =
-        Ctx { output: cli.output, verbose: cli.verbose > 0, conn: cli.conn, run: cli.run, state_key: cli.state_key };
+    let ctx = Ctx {
+        output: cli.output,
+        verbose: cli.verbose > 0,
+        conn: cli.conn,
+        run: cli.run,
+        state_key: cli.state_key,
+        secrets: cli.secrets,
+    };
     match run(cli.command, &ctx).await {
         Ok(code) => code,
         Err(e) => {

@@ -214,6 +214,7 @@ async fn plan_or_apply(op: &Op, args: &SitesArgs, ctx: &Ctx, dry: bool) -> Resul
         inventory_opts: ctx.inventory_opts(),
         dry_run: dry,
         helm_timeout: args.helm_timeout,
+        secrets: ctx.secret_allowed(),
     };
     let timeouts = Timeouts { install: args.install_timeout, helm: args.helm_timeout, ..Default::default() };
     let name = format!("sites {} {}", if dry { "plan" } else { "apply" }, op.name());

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 
 use crate::inventory::LoadOptions;
 use crate::request::Doc;
+use crate::secret_ref::Policy;
 
 #[derive(Clone, Debug, Default)]
 pub struct Inputs {
@@ -27,6 +28,9 @@ pub struct Inputs {
     pub known_hosts: Option<PathBuf>,
     /// Only planning: a scale or heal may be planned without a recorded instantiate.
     pub dry_run: bool,
+    /// Who wrote the documents, so which secret references their passwords may use
+    /// (`secret_ref.rs`). Default: a tenant's, none.
+    pub secret_refs: Policy,
 }
 
 impl Inputs {
@@ -77,6 +81,13 @@ impl Inputs {
 
     pub fn known_hosts(mut self, path: Option<PathBuf>) -> Inputs {
         self.known_hosts = path;
+        self
+    }
+
+    /// The secret references the documents may use: the operator's confinement for files the
+    /// operator named, [`Policy::Tenant`] (the default) for a VNFM's request body.
+    pub fn secret_refs(mut self, policy: Policy) -> Inputs {
+        self.secret_refs = policy;
         self
     }
 }

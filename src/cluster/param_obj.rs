@@ -1,7 +1,9 @@
 //! Reading the request's params objects, shared by every params block (`params.rs`, `registry.rs`,
 //! `storage.rs`): a JSON object with its path for messages, its strings, VNFD names and nested
 //! objects, package paths, and node passwords given as literals or references. Errors name the
-//! file and the JSON path; no message shows a password. The shared items are `pub(crate)`, not
+//! file and the JSON path; no message shows a password. Whether a password may be a reference
+//! is not decided here: the object carries the policy of whoever wrote the request
+//! (`secret_ref.rs`), and [`password`] asks it. The shared items are `pub(crate)`, not
 //! `pub(super)`: `super` would name `cluster/mod.rs`, which runs the hooks, from a pure file
 //! (docs/architecture.md).
 
@@ -9,12 +11,15 @@ use serde_json::{Map, Value};
 
 use crate::error::{excerpt, Error, Result};
 use crate::secret::Secret;
+use crate::secret_ref::Policy;
 
-/// A JSON object being validated, with its path for messages.
+/// A JSON object being validated, with its path for messages and the policy for the secret
+/// references its values may hold (who wrote the document).
 pub(crate) struct Obj<'a> {
     pub(crate) map: &'a Map<String, Value>,
     pub(crate) path: String,
     pub(crate) file: &'a str,
+    pub(crate) refs: &'a Policy,
 }
 
 impl<'a> Obj<'a> {
@@ -54,7 +59,9 @@ impl<'a> Obj<'a> {
     pub(crate) fn opt_obj(&self, key: &str) -> Result<Option<Obj<'a>>> {
         match self.map.get(key) {
             None | Some(Value::Null) => Ok(None),
-            Some(Value::Object(m)) => Ok(Some(Obj { map: m, path: format!("{}.{key}", self.path), file: self.file })),
+            Some(Value::Object(m)) => {
+                Ok(Some(Obj { map: m, path: format!("{}.{key}", self.path), file: self.file, refs: self.refs }))
+            }
             Some(other) => Err(self.err(key, format!("must be an object, got {}", kind(other)))),
         }
     }
@@ -99,55 +106,20 @@ pub(crate) fn package_path(o: &Obj, key: &str) -> Result<Option<String>> {
 
 /// A node password, or a reference to one: `@env:NAME` (the driver's environment) or
 /// `@file:/abs/path` (the whole file, one trailing newline dropped: a mounted Kubernetes Secret,
-/// a file written by `echo`). Rendered per-site requests hold references, never the value. A
-/// literal password starting with `@env:`/`@file:` is written with a doubled `@`. A reference
-/// that does not resolve is bad input naming the field; no message ever shows the value.
+/// a file written by `echo`), honoured only as the object's policy allows (`secret_ref.rs`: never
+/// in a VNFM's request; confined for the operator's). Rendered per-site requests hold
+/// references, never the value. A literal password starting with `@env:`/`@file:` is written
+/// with a doubled `@`. A reference refused or not resolving is bad input naming the field; no
+/// message ever shows the value.
 pub(crate) fn password(o: &Obj, text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<Secret> {
-    if let Some(name) = text.strip_prefix("@env:") {
-        let ok = !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
-        if !ok {
-            return Err(o.err("password", format!("'@env:{}' does not name an environment variable", excerpt(name))));
-        }
-        return match env(name) {
-            Some(v) if !v.is_empty() => Ok(Secret::new(v)),
-            _ => Err(o.err("password", format!("refers to environment variable {name}, which is unset or empty"))),
-        };
-    }
-    if let Some(path) = text.strip_prefix("@file:") {
-        let p = std::path::Path::new(path);
-        if !p.is_absolute() {
-            return Err(o.err("password", format!("'@file:{}' must be an absolute path", excerpt(path))));
-        }
-        let mut v = std::fs::read(p)
-            .map_err(|e| o.err("password", format!("refers to {}, which cannot be read: {e}", excerpt(path))))?;
-        if v.len() > 4096 {
-            return Err(o.err("password", format!("refers to {}, which is over 4096 bytes", excerpt(path))));
-        }
-        if v.ends_with(b"\n") {
-            v.pop();
-            if v.ends_with(b"\r") {
-                v.pop();
-            }
-        }
-        let v = String::from_utf8(v)
-            .map_err(|_| o.err("password", format!("refers to {}, which is not UTF-8 text", excerpt(path))))?;
-        if v.is_empty() {
-            return Err(o.err("password", format!("refers to {}, which is empty", excerpt(path))));
-        }
-        return Ok(Secret::new(v));
-    }
-    let literal = match text.strip_prefix('@') {
-        Some(rest) if rest.starts_with("@env:") || rest.starts_with("@file:") => rest,
-        _ => text,
-    };
-    Ok(Secret::new(literal.to_string()))
+    crate::secret_ref::resolve(text, o.refs, env).map_err(|m| o.err("password", m))
 }
 
 /// A registry password (`registry.rs`): a literal or a reference, as a node password;
 /// `parent` is the JSON path of the object holding it.
-pub(crate) fn password_at(file: &str, parent: &str, text: &str) -> Result<Secret> {
+pub(crate) fn password_at(file: &str, parent: &str, text: &str, refs: &Policy) -> Result<Secret> {
     let empty = Map::new();
-    let o = Obj { map: &empty, path: parent.to_string(), file };
+    let o = Obj { map: &empty, path: parent.to_string(), file, refs };
     password(&o, text, &|k| std::env::var(k).ok())
 }
 
@@ -161,10 +133,16 @@ mod tests {
         let f = d.path().join("pw");
         std::fs::write(&f, "fr0m-file\n").unwrap();
         let map: Map<String, Value> = serde_json::from_str(r#"{"password": "x"}"#).unwrap();
+        let refs = Policy::Operator(crate::secret_ref::Allowed {
+            dirs: vec![d.path().to_path_buf()],
+            env: vec!["EDGE_PW".into(), "NOT_SET_HERE".into()],
+            declared: vec![],
+        });
         let o = Obj {
             map: &map,
             path: "additionalParams.k8s_cluster_installation_param.master_node".into(),
             file: "par1/cluster/instantiate.json",
+            refs: &refs,
         };
         let env = |k: &str| (k == "EDGE_PW").then(|| "fr0m-env".to_string());
         let got = |t: &str| password(&o, t, &env).map(|s| s.expose().to_string());
@@ -184,5 +162,10 @@ mod tests {
         }
         std::fs::write(&f, "").unwrap();
         assert!(got(&format!("@file:{}", f.display())).unwrap_err().to_string().contains("empty"));
+        // The same object written by a tenant: no reference, the literal still works.
+        let tenant = Obj { refs: &Policy::Tenant, ..o };
+        let e = password(&tenant, "@env:EDGE_PW", &env).unwrap_err().to_string();
+        assert!(e.contains("master_node.password") && e.contains("operator's tool"), "{e}");
+        assert_eq!(password(&tenant, "@@env:EDGE_PW", &env).unwrap().expose(), "@env:EDGE_PW");
     }
 }

@@ -8,6 +8,7 @@ use crate::cluster::cidr::Cidr;
 use crate::cluster::param_obj::{package_path, password, Obj};
 use crate::error::{excerpt, Result};
 use crate::secret::Secret;
+use crate::secret_ref::Policy;
 
 pub const PARAM_KEY: &str = "k8s_cluster_installation_param";
 const ROOT: &str = "additionalParams.k8s_cluster_installation_param";
@@ -127,9 +128,15 @@ fn cidr(o: &Obj, key: &str, default: &str, warnings: &mut Vec<String>) -> Result
 
 impl ClusterParams {
     /// Validate `additionalParams` of a request read from `file`. `vnf_instance_id` gives the
-    /// default VIM name.
-    pub fn from_additional_params(ap: &Map<String, Value>, file: &str, vnf_instance_id: &str) -> Result<ClusterParams> {
-        let top = Obj { map: ap, path: "additionalParams".into(), file };
+    /// default VIM name; `refs` says who wrote it, so which secret references its passwords may
+    /// use (`secret_ref.rs`: none in a VNFM's request).
+    pub fn from_additional_params(
+        ap: &Map<String, Value>,
+        file: &str,
+        vnf_instance_id: &str,
+        refs: &Policy,
+    ) -> Result<ClusterParams> {
+        let top = Obj { map: ap, path: "additionalParams".into(), file, refs };
         let o = top.req_obj(PARAM_KEY)?;
         debug_assert_eq!(o.path, ROOT);
         let mut warnings = Vec::new();
@@ -156,6 +163,7 @@ impl ClusterParams {
             o.map.get("private_registry_connection_info"),
             &o.path,
             file,
+            refs,
             &mut warnings,
         )?;
         let offline_artifacts_path = package_path(&o, "offline_artifacts_path")?;
@@ -368,12 +376,16 @@ mod tests {
     }
 
     fn err(extra: &str) -> String {
-        ClusterParams::from_additional_params(&params(extra), "req.json", "id1").unwrap_err().to_string()
+        ClusterParams::from_additional_params(&params(extra), "req.json", "id1", &crate::secret_ref::Policy::Tenant)
+            .unwrap_err()
+            .to_string()
     }
 
     #[test]
     fn defaults_follow_tacker() {
-        let p = ClusterParams::from_additional_params(&params(""), "req.json", "id1").unwrap();
+        let p =
+            ClusterParams::from_additional_params(&params(""), "req.json", "id1", &crate::secret_ref::Policy::Tenant)
+                .unwrap();
         assert_eq!(p.vim_name, "kubernetes_vim_id1");
         assert_eq!(p.pod_cidr.text, "192.168.0.0/16");
         assert_eq!(p.cluster_cidr.text, "10.96.0.0/12");
@@ -385,13 +397,20 @@ mod tests {
     fn errors_name_the_json_path_and_file() {
         let mut ap = params("");
         ap["k8s_cluster_installation_param"]["master_node"].as_object_mut().unwrap().remove("password");
-        let e = ClusterParams::from_additional_params(&ap, "req.json", "id1").unwrap_err().to_string();
+        let e = ClusterParams::from_additional_params(&ap, "req.json", "id1", &crate::secret_ref::Policy::Tenant)
+            .unwrap_err()
+            .to_string();
         assert_eq!(e, "req.json: additionalParams.k8s_cluster_installation_param.master_node.password: is required");
-        let e = ClusterParams::from_additional_params(&Map::new(), "req.json", "id1").unwrap_err().to_string();
+        let e =
+            ClusterParams::from_additional_params(&Map::new(), "req.json", "id1", &crate::secret_ref::Policy::Tenant)
+                .unwrap_err()
+                .to_string();
         assert_eq!(e, "req.json: additionalParams.k8s_cluster_installation_param: is required");
         let mut ap = params("");
         ap["k8s_cluster_installation_param"]["master_node"]["pod_cidr"] = "10.0.0.0/33".into();
-        let e = ClusterParams::from_additional_params(&ap, "req.json", "id1").unwrap_err().to_string();
+        let e = ClusterParams::from_additional_params(&ap, "req.json", "id1", &crate::secret_ref::Policy::Tenant)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("master_node.pod_cidr: '10.0.0.0/33': prefix must be 0..32"), "{e}");
     }
 
@@ -405,7 +424,13 @@ mod tests {
     #[test]
     fn storage_is_checked_not_ignored_and_unknown_keys_warn() {
         assert!(err(r#", "storage_server": {"ssh_cp_name": "s"}"#).contains("storage_server.username: is required"));
-        let p = ClusterParams::from_additional_params(&params(r#", "extra_thing": 1"#), "f", "i").unwrap();
+        let p = ClusterParams::from_additional_params(
+            &params(r#", "extra_thing": 1"#),
+            "f",
+            "i",
+            &crate::secret_ref::Policy::Tenant,
+        )
+        .unwrap();
         assert_eq!(
             p.warnings,
             vec!["additionalParams.k8s_cluster_installation_param.extra_thing: unknown key, ignored"]
@@ -414,15 +439,18 @@ mod tests {
 
     #[test]
     fn half_a_proxy_is_ignored_with_a_warning_and_registries_are_checked() {
-        let p =
-            ClusterParams::from_additional_params(&params(r#", "proxy": {"http_proxy": "http://p:3128"}"#), "f", "i")
-                .unwrap();
+        let p = ClusterParams::from_additional_params(
+            &params(r#", "proxy": {"http_proxy": "http://p:3128"}"#),
+            "f",
+            "i",
+            &crate::secret_ref::Policy::Tenant,
+        )
+        .unwrap();
         assert!(p.proxy.is_none() && p.warnings[0].contains("both http_proxy and https_proxy"));
         let p = ClusterParams::from_additional_params(
             &params(r#", "private_registry_connection_info": [{"connection_type": 0, "server": "reg:5000", "hosts_string": "10.0.0.9 reg"}]"#),
             "f",
-            "i",
-        )
+            "i", &crate::secret_ref::Policy::Tenant,)
         .unwrap();
         assert!(!p.registries[0].https);
         let e = err(r#", "private_registry_connection_info": [{"connection_type": "2", "server": "r"}]"#);
@@ -457,7 +485,13 @@ mod tests {
         for k in
             ["K8S_ALLOW_ANY_OS", "K8S_PKG_VERSION", "K8S_MINOR", "CALICO_VERSION", "CNI_WAIT_SECONDS", "MY_TUNABLE"]
         {
-            let p = ClusterParams::from_additional_params(&params(&env(k, "1")), "f", "i").unwrap();
+            let p = ClusterParams::from_additional_params(
+                &params(&env(k, "1")),
+                "f",
+                "i",
+                &crate::secret_ref::Policy::Tenant,
+            )
+            .unwrap();
             assert_eq!(p.script_environment, vec![(k.to_string(), "1".to_string())]);
         }
     }
@@ -466,11 +500,15 @@ mod tests {
     fn usernames_are_login_names_and_identifiers_are_checked() {
         let mut ap = params("");
         ap["k8s_cluster_installation_param"]["master_node"]["username"] = "-oProxyCommand=sh".into();
-        let e = ClusterParams::from_additional_params(&ap, "req.json", "id1").unwrap_err().to_string();
+        let e = ClusterParams::from_additional_params(&ap, "req.json", "id1", &crate::secret_ref::Policy::Tenant)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("master_node.username: '-oProxyCommand=sh' is not a login name"), "{e}");
         let mut ap = params("");
         ap["k8s_cluster_installation_param"]["worker_node"]["aspect_id"] = "a\nb".into();
-        let e = ClusterParams::from_additional_params(&ap, "req.json", "id1").unwrap_err().to_string();
+        let e = ClusterParams::from_additional_params(&ap, "req.json", "id1", &crate::secret_ref::Policy::Tenant)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("worker_node.aspect_id: 'a\\nb' is not a VNFD identifier"), "{e}");
         let e = err(r#", "proxy": {"http_proxy": "http://p:1 $(id)", "https_proxy": "http://p:1"}"#);
         assert!(e.contains("proxy.http_proxy: must be an http:// or https:// URL") && !e.contains("$(id)"), "{e}");
@@ -484,7 +522,8 @@ mod tests {
         let m = &mut ap["k8s_cluster_installation_param"]["master_node"];
         m["pod_cidr"] = "192.168.3.0/16".into();
         m["cluster_cidr"] = "fd00:96::1/108".into();
-        let p = ClusterParams::from_additional_params(&ap, "req.json", "id1").unwrap();
+        let p =
+            ClusterParams::from_additional_params(&ap, "req.json", "id1", &crate::secret_ref::Policy::Tenant).unwrap();
         assert_eq!((p.pod_cidr.text.as_str(), p.cluster_cidr.text.as_str()), ("192.168.3.0/16", "fd00:96::1/108"));
         assert_eq!(p.warnings.len(), 2, "{:?}", p.warnings);
         assert!(p.warnings[0].contains("pod_cidr: '192.168.3.0/16' has host bits set"), "{:?}", p.warnings);

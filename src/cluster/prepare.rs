@@ -236,7 +236,7 @@ fn cluster_params(src: &ParamSources, state: &InstanceState) -> Result<(ClusterP
             format!("no state for VNF instance {id}; nothing to terminate"),
         ));
     }
-    let params = ClusterParams::from_additional_params(&ap, &params_file, &id)?;
+    let params = ClusterParams::from_additional_params(&ap, &params_file, &id, &a.secret_refs)?;
     Ok((params, params_file, ap.get(PARAM_KEY).cloned().unwrap_or(Value::Null)))
 }
 

@@ -23,6 +23,7 @@ use serde_json::{Map, Value};
 
 use crate::error::{excerpt, Error, Result};
 use crate::secret::Secret;
+use crate::secret_ref::Policy;
 
 /// The first line of every `hosts.toml` we write; the node program removes a `certs.d` directory
 /// for a registry no longer in the params only when its `hosts.toml` starts with it (or with the
@@ -53,7 +54,13 @@ const KNOWN: [&str; 6] = ["connection_type", "server", "username", "password", "
 
 /// Parse `private_registry_connection_info` (the value under `parent`, the params object's JSON
 /// path, of `file`). `null`/absent: no registries.
-pub fn parse(value: Option<&Value>, parent: &str, file: &str, warnings: &mut Vec<String>) -> Result<Vec<Registry>> {
+pub fn parse(
+    value: Option<&Value>,
+    parent: &str,
+    file: &str,
+    refs: &Policy,
+    warnings: &mut Vec<String>,
+) -> Result<Vec<Registry>> {
     let at = format!("{parent}.{KEY}");
     let items = match value {
         None | Some(Value::Null) => return Ok(vec![]),
@@ -67,7 +74,7 @@ pub fn parse(value: Option<&Value>, parent: &str, file: &str, warnings: &mut Vec
     for (i, item) in items.iter().enumerate() {
         let path = format!("{at}[{i}]");
         let Value::Object(m) = item else { return Err(Error::input(file, &path, "must be an object")) };
-        let r = entry(m, &path, file)?;
+        let r = entry(m, &path, file, refs)?;
         for k in m.keys().filter(|k| !KNOWN.contains(&k.as_str())) {
             warnings.push(format!("{path}.{k}: unknown key, ignored"));
         }
@@ -79,7 +86,7 @@ pub fn parse(value: Option<&Value>, parent: &str, file: &str, warnings: &mut Vec
     Ok(out)
 }
 
-fn entry(m: &Map<String, Value>, path: &str, file: &str) -> Result<Registry> {
+fn entry(m: &Map<String, Value>, path: &str, file: &str, refs: &Policy) -> Result<Registry> {
     let err = |key: &str, msg: String| Error::input(file, format!("{path}.{key}"), msg);
     let opt = |key: &str| -> Result<Option<String>> {
         match m.get(key) {
@@ -115,7 +122,7 @@ fn entry(m: &Map<String, Value>, path: &str, file: &str) -> Result<Registry> {
     let password = match m.get("password") {
         None | Some(Value::Null) => None,
         Some(Value::String(s)) if s.is_empty() => return Err(err("password", "must not be empty".into())),
-        Some(Value::String(s)) => Some(crate::cluster::param_obj::password_at(file, path, s)?),
+        Some(Value::String(s)) => Some(crate::cluster::param_obj::password_at(file, path, s, refs)?),
         Some(_) => return Err(err("password", "must be a string (value not shown)".into())),
     };
     if let Some(p) = &password {
@@ -304,7 +311,7 @@ mod tests {
     const P: &str = "additionalParams.k8s_cluster_installation_param";
 
     fn parse(v: Option<&Value>, p: &str, f: &str) -> Result<Vec<Registry>> {
-        super::parse(v, p, f, &mut Vec::new())
+        super::parse(v, p, f, &Policy::Tenant, &mut Vec::new())
     }
 
     fn parse_one(v: Value) -> Result<Vec<Registry>> {
@@ -314,8 +321,14 @@ mod tests {
     #[test]
     fn unknown_keys_warn() {
         let mut w = Vec::new();
-        super::parse(Some(&json!([{"connection_type": "0", "server": "r", "insecure": true}])), P, "f", &mut w)
-            .unwrap();
+        super::parse(
+            Some(&json!([{"connection_type": "0", "server": "r", "insecure": true}])),
+            P,
+            "f",
+            &Policy::Tenant,
+            &mut w,
+        )
+        .unwrap();
         assert_eq!(w, vec![format!("{P}.private_registry_connection_info[0].insecure: unknown key, ignored")]);
     }
 

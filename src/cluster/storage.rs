@@ -162,7 +162,7 @@ fn items<'a>(o: &Obj<'a>, key: &str) -> Result<&'a Vec<Value>> {
 
 fn item<'a>(o: &Obj<'a>, key: &str, i: usize, v: &'a Value) -> Result<Obj<'a>> {
     match v {
-        Value::Object(m) => Ok(Obj { map: m, path: format!("{}.{key}[{i}]", o.path), file: o.file }),
+        Value::Object(m) => Ok(Obj { map: m, path: format!("{}.{key}[{i}]", o.path), file: o.file, refs: o.refs }),
         other => Err(o.err(&format!("{key}[{i}]"), format!("must be an object, got {}", kind(other)))),
     }
 }
@@ -270,12 +270,20 @@ mod tests {
     }
 
     fn parse_err(v: Value) -> String {
-        ClusterParams::from_additional_params(&body(v), "req.json", "i").unwrap_err().to_string()
+        ClusterParams::from_additional_params(&body(v), "req.json", "i", &crate::secret_ref::Policy::Tenant)
+            .unwrap_err()
+            .to_string()
     }
 
     #[test]
     fn tackers_guide_shape_parses_with_defaults_and_a_masked_password() {
-        let p = ClusterParams::from_additional_params(&body(tacker_shape()), "req.json", "i").unwrap();
+        let p = ClusterParams::from_additional_params(
+            &body(tacker_shape()),
+            "req.json",
+            "i",
+            &crate::secret_ref::Policy::Tenant,
+        )
+        .unwrap();
         let s = p.storage.expect("storage");
         let srv = s.server.expect("server");
         assert_eq!(srv.nic_cp_name, "storage_server_CP", "nic_cp_name defaults to ssh_cp_name");
@@ -284,7 +292,13 @@ mod tests {
         assert_eq!(s.pvs[1].pv_manifest_file_path, "Files/kubernetes/nfs-pv2.yaml");
         assert!(p.warnings.is_empty(), "{:?}", p.warnings);
         assert!(!format!("{srv:?}").contains("s3cret"));
-        let none = ClusterParams::from_additional_params(&body(json!({})), "req.json", "i").unwrap();
+        let none = ClusterParams::from_additional_params(
+            &body(json!({})),
+            "req.json",
+            "i",
+            &crate::secret_ref::Policy::Tenant,
+        )
+        .unwrap();
         assert!(none.storage.is_none());
     }
 

@@ -333,7 +333,13 @@ mod tests {
             "storage_server": {"ssh_cp_name": "s_CP", "username": "u", "password": "pw",
                 "cinder_volume_setup_params": [{"volume_resource_id": "vol", "mount_to": "/volume"}],
                 "nfs_server_setup_params": [{"export_dir": "/volume/a", "export_to": "10.0.0.0/24"}]}}});
-        let params = ClusterParams::from_additional_params(ap.as_object().unwrap(), "req.json", "i").unwrap();
+        let params = ClusterParams::from_additional_params(
+            ap.as_object().unwrap(),
+            "req.json",
+            "i",
+            &crate::secret_ref::Policy::Tenant,
+        )
+        .unwrap();
         let cp = |ip: &str| {
             serde_json::json!([{"cpdId": "s_CP", "cpProtocolInfo": [{"layerProtocol": "IP_OVER_ETHERNET",
                 "ipOverEthernet": {"ipAddresses": [{"type": "IPV4", "addresses": [ip]}]}}]}])

@@ -295,7 +295,13 @@ cps: {vip_CP: 10.0.0.100}
             "script_path": "s.sh",
             "master_node": {"aspect_id": "master_instance", "ssh_cp_name": "m", "username": "ubuntu", "password": "pw", "cluster_cp_name": cp},
             "worker_node": {"aspect_id": "worker_instance", "ssh_cp_name": "w", "username": "ubuntu", "password": "pw"}}});
-        ClusterParams::from_additional_params(ap.as_object().unwrap(), "req.json", "i").unwrap()
+        ClusterParams::from_additional_params(
+            ap.as_object().unwrap(),
+            "req.json",
+            "i",
+            &crate::secret_ref::Policy::Tenant,
+        )
+        .unwrap()
     }
 
     fn inv(text: &str) -> Inventory {
@@ -345,7 +351,13 @@ cps: {vip_CP: 10.0.0.100}
                             "username": "ubuntu", "password": "pw", "cluster_cp_name": "masterNode_CP1"},
             "worker_node": {"vdu_id": "workerNode", "ssh_cp_name": "workerNode_CP1_floating_ip", "nic_cp_name": "workerNode_CP1",
                             "username": "ubuntu", "password": "pw"}}});
-        let p = ClusterParams::from_additional_params(ap.as_object().unwrap(), "req.json", "i").unwrap();
+        let p = ClusterParams::from_additional_params(
+            ap.as_object().unwrap(),
+            "req.json",
+            "i",
+            &crate::secret_ref::Policy::Tenant,
+        )
+        .unwrap();
         let cp = |id: &str, ip: &str| {
             serde_json::json!({"cpdId": id, "cpProtocolInfo": [{"layerProtocol": "IP_OVER_ETHERNET",
             "ipOverEthernet": {"ipAddresses": [{"type": "IPV4", "addresses": [ip]}]}}]})
@@ -377,7 +389,13 @@ cps: {vip_CP: 10.0.0.100}
         let ap = serde_json::json!({"k8s_cluster_installation_param": {"script_path": "s.sh",
             "master_node": {"vdu_id": "m", "ssh_cp_name": "m_CP", "username": "u", "password": "pw", "cluster_cp_name": "vip"},
             "worker_node": {"vdu_id": "w", "ssh_cp_name": "w_CP", "username": "u", "password": "pw"}}});
-        let p = ClusterParams::from_additional_params(ap.as_object().unwrap(), "req.json", "i").unwrap();
+        let p = ClusterParams::from_additional_params(
+            ap.as_object().unwrap(),
+            "req.json",
+            "i",
+            &crate::secret_ref::Policy::Tenant,
+        )
+        .unwrap();
         let cp = |id: &str, ip: &str| serde_json::json!({"cpdId": id, "cpProtocolInfo": [{"ipOverEthernet": {"ipAddresses": [{"addresses": [ip]}]}}]});
         let d = NodeDefaults { known_hosts: "/tmp/kh".into(), host_key_check: HostKeyCheck::AcceptNew };
         for (vnfc, ssh, vip, needle) in [

@@ -201,6 +201,9 @@ pub struct Inputs {
     pub timeout: Duration,
     /// Poll `helm status` this often while a long Helm command runs.
     pub status_interval: Duration,
+    /// Who wrote the request, so which `@env:` references its Helm values may use
+    /// (`secret_ref.rs`). Default: a tenant's, none.
+    pub secret_refs: crate::secret_ref::Policy,
 }
 
 impl Inputs {
@@ -227,6 +230,7 @@ impl Inputs {
             atomic: false,
             timeout: TIMEOUT,
             status_interval: STATUS_INTERVAL,
+            secret_refs: crate::secret_ref::Policy::Tenant,
         }
     }
 

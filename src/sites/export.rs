@@ -14,6 +14,14 @@
 //! Secret named by `--secret`; the same Secret is mounted read-only at `/secrets`, so a
 //! `@file:/secrets/KEY` marker (or an inventory's key file there) resolves in the pod. A file
 //! marker anywhere else cannot resolve in a pod and is refused here, before anything is applied.
+//! The pod's driver honours exactly these (`secret_ref.rs`): the Job sets
+//! `MGMT_DRIVER_SECRETS_DIR=/secrets` and `MGMT_DRIVER_SECRET_ENV` to the referenced names.
+//!
+//! Two things Kubernetes does to a container's words are guarded here: an env entry of the
+//! Secret must not shadow one the Job sets itself (the completion index, `MGMT_DRIVER_*`,
+//! `PATH`, `HOME`, the loader's `LD_*`), so such a reference is refused naming the site's file;
+//! and Kubernetes expands `$(VAR)` in `command`, `args` and env values, so every `$` we write
+//! from the operator's words is doubled (`$$` is Kubernetes' escape for `$`).
 
 use serde_json::{json, Map, Value};
 
@@ -184,8 +192,41 @@ fn check(sites: &[SiteFiles], o: &JobOptions) -> Result<()> {
     Ok(())
 }
 
+/// The env var the completion index is read from (and `$(..)`-expanded in the args).
+const INDEX_VAR: &str = "JOB_COMPLETION_INDEX";
+
+/// The env entries the Job sets itself, name and plain value (the index has none: it comes from
+/// the pod's annotation). A Secret's entry of the same name would shadow it.
+fn own_env(o: &JobOptions, env_refs: &[String]) -> Vec<(&'static str, Option<String>)> {
+    let mut v = vec![
+        (INDEX_VAR, None),
+        (crate::env_vars::STATE_KEY_FILE, Some(format!("{KEY_MOUNT}/state.key"))),
+        ("HOME", Some("/tmp".to_string())),
+    ];
+    if o.secret.is_some() {
+        v.push((crate::env_vars::SECRETS_DIR, Some(SECRET_MOUNT.to_string())));
+        if !env_refs.is_empty() {
+            v.push((crate::env_vars::SECRET_ENV, Some(env_refs.join(","))));
+        }
+    }
+    v
+}
+
+/// Whether an `@env:` name would shadow what the Job or the driver depends on: an entry the Job
+/// sets, any `MGMT_DRIVER_*` (the driver's own settings), `PATH`, or the loader's `LD_*`.
+fn shadows_own_env(name: &str) -> bool {
+    ["HOME", "PATH", INDEX_VAR].contains(&name) || name.starts_with("MGMT_DRIVER_") || name.starts_with("LD_")
+}
+
+/// A word for `command`, `args` or an env value, as Kubernetes will not expand it: every `$`
+/// doubled (`$$` is its escape for `$`), so `$(VAR)` in an operator's word stays text.
+fn k8s_literal(s: &str) -> String {
+    s.replace('$', "$$")
+}
+
 /// The env var names every selected site's files reference (`@env:VAR`), sorted and distinct;
-/// a `@file:` marker outside `/secrets` is refused (it cannot resolve in a pod).
+/// a `@file:` marker outside `/secrets` is refused (it cannot resolve in a pod), and so is a
+/// name that would shadow the Job's own environment.
 fn env_markers(sites: &[SiteFiles], o: &JobOptions) -> Result<Vec<String>> {
     let mut vars = std::collections::BTreeSet::new();
     for s in sites {
@@ -198,6 +239,16 @@ fn env_markers(sites: &[SiteFiles], o: &JobOptions) -> Result<Vec<String>> {
                             return Err(bad(
                                 &at(),
                                 format!("references @env:{value}: name the Secret that holds it with --secret"),
+                            ));
+                        }
+                        if shadows_own_env(&value) {
+                            return Err(bad(
+                                &at(),
+                                format!(
+                                    "references @env:{value}, a variable the Job sets itself or the driver reads \
+                                     (HOME, PATH, {INDEX_VAR}, MGMT_DRIVER_*, LD_*): a Secret entry of that name \
+                                     would shadow it; use another name"
+                                ),
                             ));
                         }
                         vars.insert(value);
@@ -345,7 +396,8 @@ fn job(sites: &[SiteFiles], o: &JobOptions, env_refs: &[String], items: Vec<Valu
             "--rendered",
             &format!("{CONFIG_MOUNT}/rendered"),
             "--index",
-            "$(JOB_COMPLETION_INDEX)",
+            // The one word Kubernetes is meant to expand.
+            &format!("$({INDEX_VAR})"),
             "--state-dir",
             STATE_DIR,
             "--max-sites",
@@ -353,14 +405,17 @@ fn job(sites: &[SiteFiles], o: &JobOptions, env_refs: &[String], items: Vec<Valu
         ]
         .map(String::from),
     );
-    args.extend(o.op.iter().cloned());
-    let mut env = vec![
-        // Kubernetes sets it too; naming it here keeps `$(JOB_COMPLETION_INDEX)` in args
-        // defined whatever the cluster's version, and says where it comes from.
-        json!({"name": "JOB_COMPLETION_INDEX", "valueFrom": {"fieldRef": {"fieldPath": format!("metadata.annotations['{INDEX_ANNOTATION}']")}}}),
-        json!({"name": "MGMT_DRIVER_STATE_KEY_FILE", "value": format!("{KEY_MOUNT}/state.key")}),
-        json!({"name": "HOME", "value": "/tmp"}),
-    ];
+    args.extend(o.op.iter().map(|a| k8s_literal(a)));
+    let env: Vec<Value> = own_env(o, env_refs)
+        .into_iter()
+        .map(|(name, value)| match value {
+            Some(v) => json!({"name": name, "value": k8s_literal(&v)}),
+            // Kubernetes sets it too; naming it here keeps `$(JOB_COMPLETION_INDEX)` in args
+            // defined whatever the cluster's version, and says where it comes from.
+            None => json!({"name": name, "valueFrom": {"fieldRef": {"fieldPath": format!("metadata.annotations['{INDEX_ANNOTATION}']")}}}),
+        })
+        .collect();
+    let mut env = env;
     if let Some(secret) = &o.secret {
         for v in env_refs {
             env.push(json!({"name": v, "valueFrom": {"secretKeyRef": {"name": secret, "key": v}}}));
@@ -576,6 +631,39 @@ mod tests {
         assert!(mounts.iter().any(|m| m["mountPath"] == "/secrets" && m["readOnly"] == true));
         assert!(mounts.iter().any(|m| m["mountPath"] == "/etc/mgmt-driver" && m["readOnly"] == true));
         assert!(!text.contains("kind: Secret\n"), "the export never writes a Secret");
+        // The pod's driver honours exactly these references (secret_ref.rs).
+        let plain = |n: &str| c["env"].as_array().unwrap().iter().find(|e| e["name"] == n).map(|e| e["value"].clone());
+        assert_eq!(plain("MGMT_DRIVER_SECRETS_DIR"), Some(json!("/secrets")));
+        assert_eq!(plain("MGMT_DRIVER_SECRET_ENV"), Some(json!("EDGE_NODE_PASSWORD")));
+    }
+
+    #[test]
+    fn a_reference_that_would_shadow_the_jobs_own_environment_is_refused_naming_the_site_file() {
+        for name in [
+            "JOB_COMPLETION_INDEX",
+            "MGMT_DRIVER_STATE_KEY_FILE",
+            "MGMT_DRIVER_SECRET_ENV",
+            "PATH",
+            "HOME",
+            "LD_PRELOAD",
+        ] {
+            let mut s = sample();
+            s[1].files[2].1 = format!(r#"{{"additionalParams":{{"pw":"@env:{name}"}}}}"#);
+            let e = k8s_job(&s, &opts()).unwrap_err().to_string();
+            assert!(e.contains("ber2/cluster/instantiate.json") && e.contains(name) && e.contains("shadow"), "{e}");
+        }
+    }
+
+    #[test]
+    fn kubernetes_does_not_expand_a_dollar_paren_in_the_operators_words() {
+        let mut o = opts();
+        o.op = vec!["run-script".into(), "check.sh".into(), "$(HOME)".into(), "a$$(X)".into()];
+        let d = docs(&k8s_job(&sample(), &o).unwrap());
+        let c = &d[1]["spec"]["template"]["spec"]["containers"][0];
+        let args: Vec<&str> = c["args"].as_array().unwrap().iter().map(|a| a.as_str().unwrap()).collect();
+        assert_eq!(args[args.len() - 2..], ["$$(HOME)", "a$$$$(X)"], "every $ doubled: Kubernetes' escape");
+        assert!(args.contains(&"$(JOB_COMPLETION_INDEX)"), "the index alone is expanded: {args:?}");
+        assert_eq!(k8s_literal("x$(Y)$"), "x$$(Y)$$");
     }
 
     #[test]

@@ -126,6 +126,9 @@ pub struct Env<'a> {
     pub inventory_opts: LoadOptions,
     pub dry_run: bool,
     pub helm_timeout: Duration,
+    /// What the operator's flags allow secret references to reach; each site adds the
+    /// references its catalogue declared (`RenderedSite::secret_policy`).
+    pub secrets: crate::secret_ref::Allowed,
 }
 
 /// A site ready to run: what was checked, holding its instance locks until dropped.
@@ -211,6 +214,7 @@ async fn prepare_inner(site: &SiteDir, op: &Op, env: &Env<'_>, rt: Runner) -> Re
                     cluster_instance: Some(cluster_id(&site.name)),
                     inventory: Some(inventory.clone()),
                     timeout: env.helm_timeout,
+                    secret_refs: site.secret_policy(&env.secrets),
                     ..cnf::Inputs::new(Some(id.clone()), env.inventory_opts.clone())
                 };
                 let prepared = cnf::run::prepare(&cop, &inputs, (env.store)()?)?;
@@ -250,7 +254,8 @@ fn cluster(
         .inventory(Some(site.dir.join("inventory.yaml")))
         .package_dir(site.package.clone())
         .vnf_instance_id(Some(cluster_id(&site.name)))
-        .node(node.to_vec());
+        .node(node.to_vec())
+        .secret_refs(site.secret_policy(&env.secrets));
     let p = cluster_prepare::prepare(cop, &inputs, (env.store)()?, rt)?;
     Ok(Work::Cluster(cop, Box::new(p)))
 }
@@ -267,7 +272,7 @@ mod tests {
             labels.split(';').filter(|l| !l.is_empty()).map(|l| parse_selector(l).unwrap()).collect();
         let j = serde_json::json!({"name": name, "index": index, "labels": labels, "package": null});
         std::fs::write(dir.join("site.json"), j.to_string()).unwrap();
-        SiteDir { name: name.into(), index, labels, dir, package: None }
+        SiteDir { name: name.into(), index, labels, dir, package: None, secret_refs: vec![] }
     }
 
     #[test]

@@ -32,6 +32,20 @@ pub struct RenderedSite {
     pub dir: PathBuf,
     /// The VNF package folder, absolute, when the catalogue names one.
     pub package: Option<PathBuf>,
+    /// The secret references the catalogue declares (`secrets`: `@env:VAR`, `@file:PATH`):
+    /// the operator's own words, so `sites plan`/`apply` honour exactly these in the site's
+    /// requests with no further flag (`secret_ref.rs`).
+    pub secret_refs: Vec<String>,
+}
+
+impl RenderedSite {
+    /// What the site's requests may reference: the declared references, and whatever the
+    /// operator's flags allow (`allowed`).
+    pub fn secret_policy(&self, allowed: &crate::secret_ref::Allowed) -> crate::secret_ref::Policy {
+        let mut a = allowed.clone();
+        a.declared.extend(self.secret_refs.iter().cloned());
+        crate::secret_ref::Policy::Operator(a)
+    }
 }
 
 #[derive(Serialize, Deserialize)]
@@ -41,6 +55,9 @@ struct SiteFile {
     index: usize,
     labels: BTreeMap<String, String>,
     package: Option<PathBuf>,
+    /// Absent in a render made before references were confined: none declared.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    secret_refs: Vec<String>,
 }
 
 /// Render every selected site into OUT/<site>/ (site.json + the templates' files); nothing
@@ -55,6 +72,8 @@ pub fn render_all(
     let selected = cat.select(only, selector)?;
     let templates = Templates::load(&cat.templates)?;
     let package = cat.package.as_deref().map(absolute);
+    let secret_refs: Vec<String> =
+        cat.secrets.values().map(|r| r.marker()).collect::<std::collections::BTreeSet<_>>().into_iter().collect();
     let mut rendered = Vec::with_capacity(selected.len());
     for (index, site) in &selected {
         let files = templates.render(&site.name, &context(cat, site, *index))?;
@@ -88,7 +107,13 @@ pub fn render_all(
             }
             std::fs::write(&p, text).map_err(|e| werr(&p, e))?;
         }
-        let desc = SiteFile { name: site.name.clone(), index, labels: site.labels.clone(), package: package.clone() };
+        let desc = SiteFile {
+            name: site.name.clone(),
+            index,
+            labels: site.labels.clone(),
+            package: package.clone(),
+            secret_refs: secret_refs.clone(),
+        };
         let mut json = serde_json::to_string_pretty(&desc).unwrap_or_default();
         json.push('\n');
         std::fs::create_dir_all(&tmp).map_err(|e| werr(&tmp, e))?;
@@ -103,6 +128,7 @@ pub fn render_all(
             labels: site.labels.clone(),
             dir,
             package: package.clone(),
+            secret_refs: secret_refs.clone(),
         });
     }
     // Sites rendered before but not selected now.
@@ -148,7 +174,19 @@ pub fn load_rendered(dir: &Path) -> Result<Vec<RenderedSite>> {
                 format!("'{}' but the folder is '{}'; a site's folder is its name", s.name, excerpt(&folder)),
             ));
         }
-        out.push(RenderedSite { name: s.name, index: s.index, labels: s.labels, dir: p, package: s.package });
+        for (i, r) in s.secret_refs.iter().enumerate() {
+            if matches!(crate::secret_ref::parse(r), crate::secret_ref::Written::Literal(_)) {
+                return Err(Error::input(&shown, format!("secret_refs[{i}]"), "is not a @env:/@file: reference"));
+            }
+        }
+        out.push(RenderedSite {
+            name: s.name,
+            index: s.index,
+            labels: s.labels,
+            dir: p,
+            package: s.package,
+            secret_refs: s.secret_refs,
+        });
     }
     out.sort_by_key(|s| s.index);
     for (i, s) in out.iter().enumerate() {
@@ -221,7 +259,10 @@ mod tests {
         assert_eq!(back[0].package.as_deref(), Some(pkg.as_path()));
         let sj: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(out.join("par1/site.json")).unwrap()).unwrap();
-        assert_eq!(sj, serde_json::json!({"name": "par1", "index": 0, "labels": {"region": "eu"}, "package": pkg}));
+        // The catalogue's declared references are recorded: what plan/apply honour for the site.
+        let want = serde_json::json!({"name": "par1", "index": 0, "labels": {"region": "eu"}, "package": pkg,
+                                      "secret_refs": ["@env:EDGE_PW"]});
+        assert_eq!(sj, want);
         assert!(!out.join("nyc1").exists());
 
         // A later render of another selection replaces the folder: stale files and sites go.
@@ -391,6 +432,7 @@ mod tests {
                 &req.additional_params,
                 &file.display().to_string(),
                 &format!("site-{}", s.name),
+                &s.secret_policy(&Default::default()),
             )
             .unwrap();
             let k = &req.additional_params["k8s_cluster_installation_param"];
@@ -484,6 +526,7 @@ mod tests {
             req["additionalParams"].as_object().unwrap(),
             "instantiate.json",
             "site-nyc1",
+            &r.iter().find(|s| s.name == "nyc1").expect("rendered").secret_policy(&Default::default()),
         )
         .unwrap();
 

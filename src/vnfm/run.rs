@@ -3,6 +3,11 @@
 //! `cluster::prepare` / `cnf::run::prepare` the CLI commands use, with the document's parts
 //! handed over in memory (`request::Doc::Inline`, never written to disk). What it leaves
 //! ([`Done`]) becomes the response in `respond.rs`.
+//!
+//! Every document part here (`request`, `vnf_instance`, the grants, and the params an earlier
+//! hook recorded from them) was written by the VNFM's API user, a tenant: each operation runs
+//! with [`Policy::Tenant`], so no secret reference (`@env:`, `@file:`) is honoured
+//! (`secret_ref.rs`).
 
 use std::path::PathBuf;
 
@@ -20,6 +25,7 @@ use crate::lifecycle::package::Package;
 use crate::lifecycle::state::{check_instance_id, Store};
 use crate::lifecycle::{Runner, Timeouts};
 use crate::request::Doc;
+use crate::secret_ref::Policy;
 use crate::vnfm::dispatch::{self, Action, Kind};
 use crate::vnfm::document::{parse_operation, Lcm};
 use crate::vnfm::prepare::Call;
@@ -142,7 +148,7 @@ fn check(c: &Call, kind: Kind, id: &str) -> Result<Value> {
     let pkg = c.doc.tmp_csar_dir.as_ref().map(|d| Package::open(d)).transpose()?;
     match kind {
         Kind::Cluster => {
-            let p = ClusterParams::from_additional_params(&ap, &file, id)?;
+            let p = ClusterParams::from_additional_params(&ap, &file, id, &Policy::Tenant)?;
             if let Some(pkg) = &pkg {
                 let key = crate::cluster::params::PARAM_KEY;
                 pkg.resolve(&p.script_path, &file, &format!("additionalParams.{key}.script_path"), false)?;
@@ -156,7 +162,8 @@ fn check(c: &Call, kind: Kind, id: &str) -> Result<Value> {
             Ok(json!({"checked": "k8s_cluster_installation_param", "warnings": p.warnings}))
         }
         Kind::Cnf => {
-            cnf::params::CnfParams::from_additional_params(&ap, &file)?;
+            let p = cnf::params::CnfParams::from_additional_params(&ap, &file)?;
+            cnf::run::instantiate::check_refs(&p, &file, &Policy::Tenant)?;
             Ok(json!({"checked": dispatch::CNF_KEY}))
         }
     }
@@ -183,7 +190,8 @@ async fn cluster<S: Setup>(
         .grant_request(inline(c, "grant_request", &c.doc.grant_request))
         .node(node)
         .tacker_compat(c.opts.tacker_compat.unwrap_or(false))
-        .known_hosts(c.opts.known_hosts.clone());
+        .known_hosts(c.opts.known_hosts.clone())
+        .secret_refs(Policy::Tenant);
     let timeouts = Timeouts { install: c.install_timeout, drain: c.drain_timeout, ..Default::default() };
     let writes_kubeconfig = matches!(op, Op::InstantiateEnd | Op::HealEnd);
     let kubeconfig_out = c.opts.kubeconfig_out.as_ref().filter(|_| writes_kubeconfig);
@@ -239,6 +247,7 @@ async fn run_cnf<S: Setup>(c: &Call, setup: &S, events: Events, store: Store, op
         cluster_instance: c.opts.cluster_instance.clone(),
         inventory: c.opts.inventory.clone(),
         known_hosts: c.opts.known_hosts.clone(),
+        secret_refs: Policy::Tenant,
         ..cnf::Inputs::new(Some(id.to_string()), setup.inventory_opts())
     };
     let prepared = cnf::run::prepare(&op, &inputs, store)?;

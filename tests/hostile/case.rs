@@ -49,6 +49,9 @@ pub struct Case {
     /// content is replaced too).
     pub files: Vec<(String, Vec<u8>)>,
     pub env: Vec<(String, String)>,
+    /// Symbolic links made after the files (path in the case's directory, target; `{dir}` in
+    /// the target is replaced).
+    pub links: Vec<(String, String)>,
     pub expect: Expect,
     /// Texts (secrets) that must never appear in the output, whatever the outcome.
     pub never: Vec<String>,
@@ -62,6 +65,7 @@ impl Case {
             args: args.iter().map(|a| a.to_string()).collect(),
             files: Vec::new(),
             env: Vec::new(),
+            links: Vec::new(),
             expect: Expect::Rejected { field: field.into() },
             never: Vec::new(),
         }
@@ -76,6 +80,7 @@ impl Case {
             args: args.iter().map(|a| a.to_string()).collect(),
             files: Vec::new(),
             env: Vec::new(),
+            links: Vec::new(),
             expect: Expect::Accepted { shown: v(shown), never: v(never) },
             never: Vec::new(),
         }
@@ -88,6 +93,18 @@ impl Case {
 
     pub fn env(mut self, k: &str, v: &str) -> Case {
         self.env.push((k.to_string(), v.to_string()));
+        self
+    }
+
+    /// A symbolic link at `path` to `target`.
+    pub fn link(mut self, path: &str, target: &str) -> Case {
+        self.links.push((path.to_string(), target.to_string()));
+        self
+    }
+
+    /// More arguments after the case's own (global flags such as `--secrets-dir {dir}/s`).
+    pub fn arg(mut self, more: &[&str]) -> Case {
+        self.args.extend(more.iter().map(|a| a.to_string()));
         self
     }
 
@@ -174,6 +191,11 @@ fn run_case(c: &Case) -> Result<(), Failed> {
             Ok(text) => std::fs::write(&p, text.replace("{dir}", &d))?,
             Err(_) => std::fs::write(&p, content)?,
         }
+    }
+    for (rel, target) in &c.links {
+        let p = dir.path().join(rel);
+        std::fs::create_dir_all(p.parent().unwrap_or(Path::new(".")))?;
+        std::os::unix::fs::symlink(target.replace("{dir}", &d), &p)?;
     }
     let mut args: Vec<String> = vec!["--dry-run".into(), "-o".into(), "json".into()];
     args.extend(c.args.iter().map(|a| a.replace("{dir}", &d)));

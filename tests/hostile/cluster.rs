@@ -213,7 +213,9 @@ pub fn cases() -> Vec<Case> {
             "/master_node/password",
             json!("@env:MGMT_HOSTILE_UNSET_PW"),
             "master_node.password: refers to environment variable MGMT_HOSTILE_UNSET_PW, which is unset",
-        ),
+        )
+        // The operator allows these variables (a request file on the command line: issue 20).
+        .env("MGMT_DRIVER_SECRET_ENV", "MGMT_HOSTILE_*"),
         param(
             "password-file-reference-relative",
             "/worker_node/password",
@@ -482,6 +484,9 @@ pub fn cases() -> Vec<Case> {
             Expect::Accepted(&["install_k8s_cluster.sh -m"]),
         )
         .env("MGMT_HOSTILE_NODE_PW", "pw-ref-env-hostile")
+        // The operator allows them: the variable by prefix, the file by its directory.
+        .env("MGMT_DRIVER_SECRET_ENV", "MGMT_HOSTILE_*")
+        .arg(&["--secrets-dir", "{dir}"])
         .file("node-pw", "pw-ref-file-hostile\n")
         .never("pw-ref-env-hostile")
         .never("pw-ref-file-hostile"),

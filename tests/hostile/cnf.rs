@@ -180,7 +180,9 @@ pub fn cases() -> Vec<Case> {
         item("param-not-a-list", "helmparameter", json!("a=b"), "helmparameter"),
         item("param-not-a-string", "helmparameter", json!([5]), "helmparameter[0]"),
         item("param-env-bad-name", "helmparameter", json!(["k=@env:1BAD"]), "helmparameter[0]"),
-        item("param-env-unset", "helmparameter", json!(["db.pw=@env:CNF_HOSTILE_UNSET"]), "CNF_HOSTILE_UNSET"),
+        // The operator allows the variable (a request file on the command line: issue 20).
+        item("param-env-unset", "helmparameter", json!(["db.pw=@env:CNF_HOSTILE_UNSET"]), "CNF_HOSTILE_UNSET")
+            .env("MGMT_DRIVER_SECRET_ENV", "CNF_HOSTILE_*"),
         item("param-file-outside-package", "helmparameter", json!(["k=@file:../../etc/shadow"]), "helmparameter[0]"),
         item("param-file-absolute", "helmparameter", json!(["k=@file:/etc/shadow"]), "helmparameter[0]"),
         item("param-file-missing", "helmparameter", json!(["k=@file:Files/nope"]), "using_helm_install_param[0].k"),
@@ -462,7 +464,8 @@ pub fn cases() -> Vec<Case> {
             &["--set-file api.token=.mgmt-driver/run/i1/set-vdu2-0"],
             &[HELM_SECRET, "CNF_HOSTILE_TOKEN="],
         )
-        .env("CNF_HOSTILE_TOKEN", HELM_SECRET),
+        .env("CNF_HOSTILE_TOKEN", HELM_SECRET)
+        .env("MGMT_DRIVER_SECRET_ENV", "CNF_HOSTILE_*"),
         accepted_inst(
             "parameter-from-package-file-travels-in-a-file",
             set(req(), &format!("{ITEM}/helmparameter"), json!(["tls.key=@file:Files/secret.key"])),

@@ -72,7 +72,9 @@ pub fn cases() -> Vec<Case> {
             "password-env-unset",
             one(json!({"username": "u", "password": "@env:MGMT_HOSTILE_UNSET_REG_PW"})),
             "[0].password: refers to environment variable MGMT_HOSTILE_UNSET_REG_PW",
-        ),
+        )
+        // The operator allows the variable (a request file on the command line: issue 20).
+        .env("MGMT_DRIVER_SECRET_ENV", "MGMT_HOSTILE_*"),
         rejected(
             "same-server-twice",
             json!([{"connection_type": "0", "server": "r"}, {"connection_type": "1", "server": "r"}]),

@@ -17,6 +17,7 @@ use crate::quote::quote;
 use crate::redact::Redact;
 use crate::request::InstantiateRequest;
 use crate::secret::Secret;
+use crate::secret_ref::Policy;
 use crate::transport::{Source, UploadFile};
 
 /// The instantiate request.
@@ -45,9 +46,11 @@ pub fn keep_recorded_names(ap: &mut Map<String, Value>, saved: Option<&CnfState>
 }
 
 /// What the package must give before anything connects: every secret helm value (a missing
-/// variable or file stops the run here) and every local chart.
-pub fn check_package(params: &mut CnfParams, pkg: Option<&Package>, req_file: &str) -> Result<()> {
-    read_secrets(params, pkg, req_file)?;
+/// variable or file stops the run here; an `@env:` the request's writer may not use too) and
+/// every local chart.
+pub fn check_package(params: &mut CnfParams, pkg: Option<&Package>, req_file: &str, refs: &Policy) -> Result<()> {
+    check_refs(params, req_file, refs)?;
+    read_secrets(params, pkg, req_file, refs)?;
     for (i, r) in params.releases.iter().enumerate() {
         if let ChartSource::Local { path, .. } = &r.source {
             let pkg = pkg.ok_or_else(|| Error::input("arguments", "--package-dir", "is required for local charts"))?;
@@ -58,12 +61,32 @@ pub fn check_package(params: &mut CnfParams, pkg: Option<&Package>, req_file: &s
     Ok(())
 }
 
+/// Every `@env:` reference of the request's Helm values, checked against who wrote it
+/// (`secret_ref.rs`: none in a VNFM's request; an allowed name for the operator's) without
+/// reading anything. A `@file:` here is a file of the VNF package (the vendor's, checked by
+/// `params.rs` and the package), never one of the controller: it is not a reference to confine.
+pub fn check_refs(params: &CnfParams, req_file: &str, refs: &Policy) -> Result<()> {
+    for (i, r) in params.releases.iter().enumerate() {
+        for sv in &r.secret_set {
+            if let SecretFrom::Env(name) = &sv.from {
+                crate::secret_ref::check(crate::secret_ref::Written::Env(name), refs)
+                    .map_err(|m| Error::input(req_file, secret_at(i, &sv.key), m))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn secret_at(i: usize, key: &str) -> String {
+    format!("additionalParams.using_helm_install_param[{i}].{key}")
+}
+
 /// Every secret helm value of the request, read into its [`SecretSet`].
-fn read_secrets(params: &mut CnfParams, pkg: Option<&Package>, req_file: &str) -> Result<()> {
+fn read_secrets(params: &mut CnfParams, pkg: Option<&Package>, req_file: &str, refs: &Policy) -> Result<()> {
     for (i, r) in params.releases.iter_mut().enumerate() {
         for sv in &mut r.secret_set {
-            let at = format!("additionalParams.using_helm_install_param[{i}].{}", sv.key);
-            sv.value = Some(read_secret(sv, pkg, req_file, &at)?);
+            let at = secret_at(i, &sv.key);
+            sv.value = Some(read_secret(sv, pkg, req_file, &at, refs)?);
         }
     }
     Ok(())
@@ -71,12 +94,11 @@ fn read_secrets(params: &mut CnfParams, pkg: Option<&Package>, req_file: &str) -
 
 /// A secret value from where it comes from; `pkg` resolves `@file:` paths; `at` names the
 /// field in errors (the value is never in one).
-fn read_secret(sv: &SecretSet, pkg: Option<&Package>, file: &str, at: &str) -> Result<Secret> {
+fn read_secret(sv: &SecretSet, pkg: Option<&Package>, file: &str, at: &str, refs: &Policy) -> Result<Secret> {
     Ok(match &sv.from {
         SecretFrom::Literal(s) => s.clone(),
-        SecretFrom::Env(name) => Secret::new(std::env::var(name).map_err(|_| {
-            Error::input(file, at, format!("the environment variable {name} is not set (or not UTF-8)"))
-        })?),
+        SecretFrom::Env(name) => crate::secret_ref::resolve(&format!("@env:{name}"), refs, &|k| std::env::var(k).ok())
+            .map_err(|m| Error::input(file, at, m))?,
         SecretFrom::File(path) => {
             let pkg = pkg.ok_or_else(|| Error::input("arguments", "--package-dir", format!("is required for {at}")))?;
             let p = pkg.resolve(path, file, at, false)?;
@@ -499,6 +521,19 @@ mod tests {
         let e = run_op(&f, Op::Instantiate, "cnf3", Some(req)).await.err().expect("refused").to_string();
         assert!(e.contains("CNFIN_FAKE_TOKEN_UNSET") && e.contains("api.token"), "{e}");
         assert_eq!(f.fake.calls().len(), n);
+    }
+
+    #[test]
+    fn a_tenants_helm_values_get_no_env_reference_and_the_operators_only_allowed_ones() {
+        let ap = json!({"use_helm": "true", "using_helm_install_param": [{"helmchartname": "c", "exthelmchart": "true",
+            "helmrepositoryname": "r", "exthelmrepo_url": "http://192.0.2.50/c",
+            "helmparameter": ["api.token=@env:HOME", "k=@@env:HOME"]}]});
+        let mut p = CnfParams::from_additional_params(ap.as_object().unwrap(), "req.json").unwrap();
+        let e = check_package(&mut p, None, "req.json", &Policy::Tenant).unwrap_err().to_string();
+        assert!(e.contains("using_helm_install_param[0].api.token") && e.contains("operator's tool"), "{e}");
+        let only = Policy::Operator(crate::secret_ref::Allowed { env: vec!["EDGE_*".into()], ..Default::default() });
+        let e = check_package(&mut p, None, "req.json", &only).unwrap_err().to_string();
+        assert!(e.contains("did not allow") && !e.contains(&std::env::var("HOME").unwrap_or_default()), "{e}");
     }
 
     #[test]

@@ -183,7 +183,9 @@ pub fn prepare(op: &Op, a: &Inputs, store: Store) -> Result<Prepared> {
             let flavour = saved.as_ref().and_then(|s| s.flavour_id.as_deref());
             scale::check(&mut params, r, scale_instance.as_ref(), pkg.as_ref(), flavour, &req_file)?;
         }
-        Checked::Instantiate { .. } => instantiate::check_package(&mut params, pkg.as_ref(), &req_file)?,
+        Checked::Instantiate { .. } => {
+            instantiate::check_package(&mut params, pkg.as_ref(), &req_file, &a.secret_refs)?
+        }
         _ => {}
     }
     let found = find_helm_info(a, vims.as_ref(), &store, saved.as_ref())?;

@@ -55,6 +55,11 @@ impl Fixture {
             vim_connection_info: Some(self.dir.path().join("vci.json")),
             timeout: Duration::from_secs(300),
             status_interval: Duration::from_secs(60),
+            // A request file the operator named, who allows the tests' own variables.
+            secret_refs: crate::secret_ref::Policy::Operator(crate::secret_ref::Allowed {
+                env: vec!["CNFIN_*".into()],
+                ..Default::default()
+            }),
             ..Default::default()
         }
     }

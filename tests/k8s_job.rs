@@ -45,7 +45,7 @@ fn the_exported_job_is_valid_kubernetes_and_a_wrong_one_is_not() {
     std::fs::create_dir_all(t.join("cluster")).unwrap();
     std::fs::write(
         t.join("inventory.yaml.tera"),
-        "all:\n  user: ubuntu\n  password: {{ secrets.node_password | json }}\ngroups:\n  master:\n    - {name: {{ site.name }}-m1, ssh_ip: {{ nth_host(cidr=network, n=10) }}}\n",
+        "defaults:\n  user: ubuntu\n  password: {{ secrets.node_password | json }}\ngroups:\n  master:\n    - {name: {{ site.name }}-m1, ssh_ip: {{ nth_host(cidr=network, n=10) }}}\n",
     )
     .unwrap();
     std::fs::write(t.join("cluster/instantiate.json.tera"), "{\"site\": {{ site.name | json }}}\n").unwrap();

@@ -116,7 +116,9 @@ impl Sealer {
         let mac_ptr = child("", MAC_FIELD);
         let mac = match fields.shift_remove(MAC_FIELD) {
             Some(Value::String(s)) => s,
-            _ => return Err(UnsealError::at(&mac_ptr, "is missing or not a string: the document is not authenticated")),
+            _ => {
+                return Err(UnsealError::at(&mac_ptr, "is missing or not a string: the document is not authenticated"))
+            }
         };
         let tag = mac
             .strip_prefix(&format!("{V2}:"))
@@ -152,9 +154,7 @@ impl Sealer {
         }
         match v {
             Value::Object(m) => Value::Object(
-                m.iter()
-                    .map(|(k, x)| (k.clone(), self.seal_at(x, &child(ptr, k), is_secret_name(k), aad)))
-                    .collect(),
+                m.iter().map(|(k, x)| (k.clone(), self.seal_at(x, &child(ptr, k), is_secret_name(k), aad))).collect(),
             ),
             Value::Array(a) => Value::Array(
                 a.iter().enumerate().map(|(i, x)| self.seal_at(x, &child(ptr, &i.to_string()), false, aad)).collect(),
@@ -241,7 +241,9 @@ fn plaintext_secret(v: &Value, ptr: &str, secret: bool) -> Option<String> {
     }
     match v {
         Value::Object(m) => m.iter().find_map(|(k, x)| plaintext_secret(x, &child(ptr, k), is_secret_name(k))),
-        Value::Array(a) => a.iter().enumerate().find_map(|(i, x)| plaintext_secret(x, &child(ptr, &i.to_string()), false)),
+        Value::Array(a) => {
+            a.iter().enumerate().find_map(|(i, x)| plaintext_secret(x, &child(ptr, &i.to_string()), false))
+        }
         _ => None,
     }
 }
@@ -525,10 +527,8 @@ mod tests {
     fn v1_doc(s: &Sealer) -> Value {
         let v1 = |ptr: &str, v: &Value| {
             let nonce = XNonce::generate();
-            let ct = s
-                .cipher
-                .encrypt(&nonce, Payload { msg: &serde_json::to_vec(v).unwrap(), aad: &aad_v1(ptr) })
-                .unwrap();
+            let ct =
+                s.cipher.encrypt(&nonce, Payload { msg: &serde_json::to_vec(v).unwrap(), aad: &aad_v1(ptr) }).unwrap();
             json!({"sealed": format!("v1:{}:{}", hex::encode(nonce), hex::encode(ct))})
         };
         json!({"masternode_ip": "192.0.2.11", "password": v1("/password", &json!("Old-Pw"))})

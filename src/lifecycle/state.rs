@@ -166,7 +166,11 @@ impl Store {
         let p = self.doc_path(id, kind);
         let why = format!("{} is sealed under the state key", p.display());
         self.key.load(&why)?.open_doc(seal::DocAt { kind, id }, doc).map_err(|e| {
-            Error::input(p.display().to_string(), e.pointer, format!("{}; state key: {}", e.message, self.key.path().display()))
+            Error::input(
+                p.display().to_string(),
+                e.pointer,
+                format!("{}; state key: {}", e.message, self.key.path().display()),
+            )
         })
     }
 
@@ -444,14 +448,19 @@ mod tests {
         };
         check(st.load_doc::<Value>("i1", "").unwrap_err());
         // A plan verifies what it reads the same way.
-        check(Store::read_only_with_key(st.dir(), StateKey::at(d.path().join("k"))).load_doc::<Value>("i1", "").unwrap_err());
+        check(
+            Store::read_only_with_key(st.dir(), StateKey::at(d.path().join("k")))
+                .load_doc::<Value>("i1", "")
+                .unwrap_err(),
+        );
     }
 
     #[test]
     fn a_document_copied_to_another_instance_or_kind_is_refused() {
         let d = tempfile::tempdir().unwrap();
         let (st, _) = recorded(d.path());
-        st.save_doc("i2", "", &json!({"vnf_instance_id": "i2", "params": {"master_node": {"password": "Pw-2"}}})).unwrap();
+        st.save_doc("i2", "", &json!({"vnf_instance_id": "i2", "params": {"master_node": {"password": "Pw-2"}}}))
+            .unwrap();
         std::fs::copy(st.doc_path("i1", ""), st.doc_path("i2", "")).unwrap();
         let e = st.load_doc::<Value>("i2", "").unwrap_err().to_string();
         assert!(e.contains("i2.json") && e.contains("/state_mac") && e.contains("another instance"), "{e}");
@@ -503,7 +512,8 @@ mod tests {
         st.save_doc("i1", "cnf", &json!({"releases": {}})).unwrap();
         let missing = d.path().join("missing.key");
         for kind in ["", "cnf"] {
-            let e = Store::read_only_with_key(st.dir(), StateKey::at(&missing)).load_doc::<Value>("i1", kind).unwrap_err();
+            let e =
+                Store::read_only_with_key(st.dir(), StateKey::at(&missing)).load_doc::<Value>("i1", kind).unwrap_err();
             assert_eq!(e.exit_code(), 2);
             assert!(e.to_string().contains(&missing.display().to_string()), "{e}");
         }

@@ -6,7 +6,7 @@
 //!   and never in the harmful one.
 //!
 //! Tables live in one file per input family (`inventory.rs`, `cluster.rs`, `cnf.rs`,
-//! `fanout.rs`); `case.rs` is the runner. The corpus is the suite `hostile` of the `offline` test
+//! `fanout.rs`, `tenant_state.rs` for a state directory changed behind the store's back); `case.rs` is the runner. The corpus is the suite `hostile` of the `offline` test
 //! binary (tests/bin/offline.rs, which also gives the tables their `crate::case`):
 //! `cargo test --test offline -- hostile:: --list` lists them all; the last line of its run
 //! counts rejected and accepted cases.
@@ -22,6 +22,7 @@ mod hook;
 mod inventory;
 mod registry;
 mod storage;
+mod tenant_state;
 mod workload;
 
 /// The corpus as one suite: one trial per case.
@@ -36,5 +37,6 @@ pub fn suite() -> Suite {
     cases.extend(storage::cases());
     cases.extend(ee::cases());
     cases.extend(workload::cases());
+    cases.extend(tenant_state::cases());
     case::suite(file!(), cases)
 }

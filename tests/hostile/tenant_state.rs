@@ -11,7 +11,7 @@
 
 use serde_json::{json, Value};
 
-use crate::case::{set, Case};
+use crate::case::{recorded, set, Case};
 
 const ID: &str = "6c1f4b4e-0d2a-4f86-9d6c-3b9a7e5a1c01";
 const OTHER: &str = "0b7a3d2e-9c41-4e55-8f0a-2d6b1c9e7f10";
@@ -27,7 +27,7 @@ fn params(pw: &str) -> Value {
 }
 
 /// A cluster as instantiate_end records it: one master, two workers.
-fn recorded(id: &str, pw: &str) -> Value {
+fn cluster_doc(id: &str, pw: &str) -> Value {
     let node = |role: &str, ip: &str, k8s: &str| json!({"role": role, "ssh_addr": ip, "nic_ip": ip, "k8s_name": k8s, "installed": true, "helm_installed": false});
     json!({"version": 1, "vnf_instance_id": id, "params": params(pw),
            "nodes": {"res-1": node("master", "192.0.2.11", "master11"), "res-2": node("worker", "192.0.2.12", "worker12"),
@@ -41,11 +41,7 @@ fn recorded(id: &str, pw: &str) -> Value {
 
 /// `doc` as the store writes it for `id` (kind: the cluster's), under the test state key.
 fn sealed(id: &str, doc: &Value) -> Value {
-    let d = tempfile::tempdir().expect("temp dir");
-    let key = mgmt_driver::StateKey::at(crate::support::test_state_key());
-    let st = mgmt_driver::Store::open_with_key(&d.path().join("s"), key).expect("store");
-    st.save_doc(id, "", doc).expect("save");
-    serde_json::from_slice(&std::fs::read(st.doc_path(id, "")).expect("read")).expect("json")
+    serde_json::from_str(&recorded(id, "", doc)).expect("json")
 }
 
 /// A VNFC of the instance, its address on an external CP (as Tacker v2 keeps it).
@@ -100,11 +96,11 @@ fn rejected(name: &str, state: &Value, field: &str) -> Case {
 }
 
 pub fn cases() -> Vec<Case> {
-    let good = sealed(ID, &recorded(ID, PW));
-    let other = sealed(OTHER, &recorded(OTHER, OTHER_PW));
+    let good = sealed(ID, &cluster_doc(ID, PW));
+    let other = sealed(OTHER, &cluster_doc(OTHER, OTHER_PW));
     // What old versions planned from (exit 0, the drain run on the recorded master): a plain
     // document with a password the attacker chose.
-    let mut downgraded = recorded(ID, "pw-attacker");
+    let mut downgraded = cluster_doc(ID, "pw-attacker");
     downgraded["vim_connection_info"]["vim1"]["extra"]["helm_info"]["masternode_ip"][0] = json!(EVIL);
     downgraded["nodes"]["res-1"]["ssh_addr"] = json!(EVIL);
     downgraded.as_object_mut().expect("object").remove("bearer_token");

@@ -6,6 +6,9 @@
 //! a directory exits 2 naming the document and `/state_mac`, before anything is planned; the
 //! same document untouched plans the drain.
 //!
+//! `state reseal`, the operator's upgrade of an earlier version's directory, is here too: its
+//! plan lists what it would authenticate, and a changed authenticated document stops it.
+//!
 //! The documents are written by the real store, sealed under the test state key (the one every
 //! run of the binary in these tests uses), and then changed as an attacker would.
 
@@ -105,7 +108,22 @@ pub fn cases() -> Vec<Case> {
     downgraded["nodes"]["res-1"]["ssh_addr"] = json!(EVIL);
     downgraded.as_object_mut().expect("object").remove("bearer_token");
     let pw_ptr = "/params/master_node/password";
+    let reseal = ["state", "reseal", "--state-dir", "{dir}/st"];
     vec![
+        // The operator's upgrade: a plan of `state reseal` lists an earlier version's document
+        // (and the authenticated one as it is), and never blesses a changed one.
+        Case::accepted(
+            "tenant_state/reseal_plan_lists_an_earlier_document",
+            &reseal,
+            &["\"upgraded\":1", "old.json"],
+            &[PW],
+        )
+        .file("st/old.json", r#"{"version": 1, "vnf_instance_id": "old", "nodes": {}}"#)
+        .file(&file(), serde_json::to_string_pretty(&good).expect("json")),
+        Case::rejected("tenant_state/reseal_refuses_a_changed_document", &reseal, format!("{}: /state_mac", file()))
+            .file("st/old.json", r#"{"version": 1, "vnf_instance_id": "old", "nodes": {}}"#)
+            .file(&file(), set(good.clone(), "/nodes/res-1/ssh_addr", json!(EVIL)).to_string())
+            .never(PW),
         with_state(
             Case::accepted("tenant_state/untouched_plans_the_drain", &ARGS, &["kubectl drain worker13"], &[EVIL]),
             &good,

@@ -18,8 +18,10 @@
 //! - **cli** (`cli`): the composition root: parse, resolve, call, print.
 //!
 //! The public API is what the binary and the integration tests use: the CLI entry point, the
-//! transport seam (SSH and the fake), the inventory, events and errors. Everything else is
-//! crate-private, so the compiler reports what nothing uses.
+//! transport seam (SSH and the fake), the inventory, events and errors, and the state store
+//! with its key (a test that needs a recorded document writes it as a run would: sealed and
+//! authenticated, which no hand-written file is). Everything else is crate-private, so the
+//! compiler reports what nothing uses.
 
 #[cfg(test)]
 mod architecture;
@@ -59,3 +61,6 @@ pub mod transport;
 pub mod url_mask;
 pub(crate) mod vnfm;
 pub mod workload;
+
+pub use lifecycle::state::Store;
+pub use lifecycle::state_key::StateKey;

@@ -366,9 +366,12 @@ fn hooks_interrupted_killed_and_refused() -> R {
         check(d["ok"] == true, || d.to_string())?;
         // Forget worker 3 and make its join slow again, then cut its sshd mid-join.
         h.c.on(3, "kubeadm reset -f >/dev/null 2>&1; rm -rf /etc/kubernetes /tmp/installed");
-        let mut st: serde_json::Value = h.c.state_doc().unwrap();
+        // Through the store, as a run writes it: a hand-edited document is refused.
+        let store =
+            mgmt_driver::Store::open_with_key(&h.c.state, mgmt_driver::StateKey::at(support::test_state_key()))?;
+        let mut st: serde_json::Value = store.load_doc(&h.c.id, "")?.ok_or("no state recorded")?;
         st["nodes"][h.c.lab.node(3)]["installed"] = false.into();
-        std::fs::write(h.c.state.join(format!("{}.json", h.c.id)), st.to_string())?;
+        store.save_doc(&h.c.id, "", &st)?;
         h.c.kit_ctl(&["set-delay", "20"]);
         let run = h.start();
         let install = "install_k8s_cluster.sh -w";

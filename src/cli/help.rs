@@ -218,6 +218,11 @@ const EXAMPLES: &[(&str, &[&str])] = &[
     ("key show", &["mgmt-driver key show", "mgmt-driver key show -o json"]),
     ("key rotate", &["mgmt-driver key rotate", "mgmt-driver key rotate --type rsa"]),
     ("key finish-rotation", &["mgmt-driver key finish-rotation"]),
+    ("state", &["mgmt-driver state reseal --state-dir /var/lib/mgmt-driver --dry-run"]),
+    ("state reseal", &[
+        "mgmt-driver state reseal --dry-run   # what would be authenticated",
+        "mgmt-driver state reseal --state-dir /var/lib/mgmt-driver --state-key /etc/mgmt-driver/state.key",
+    ]),
     ("ee", &[
         "mgmt-driver ee register db-1 --host 192.0.2.21 --user ops --password-file pw.txt --install-key --drop-password",
         "mgmt-driver ee list",

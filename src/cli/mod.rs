@@ -1,8 +1,8 @@
 //! The command line: one parser, shared flags declared once (`common.rs`), one result envelope
 //! (`envelope.rs`), what `--help` shows (`help.rs`: examples, global flags once), and
 //! subcommands that only parse their own arguments and call an operation: the fan-out commands
-//! (`fanout.rs`), the cluster hooks (`hook.rs`), the Helm CNF operations (`cnf.rs`), and
-//! `version` / `completion` (`meta.rs`). This is the composition root: the only place that picks
+//! (`fanout.rs`), the cluster hooks (`hook.rs`), the Helm CNF operations (`cnf.rs`), the state
+//! store's upkeep (`state.rs`), and `version` / `completion` (`meta.rs`). This is the composition root: the only place that picks
 //! the SSH connector (or the plan connector for `--dry-run`). Everything it prints goes through
 //! `console.rs` (and events through the renderer).
 
@@ -18,6 +18,7 @@ pub mod meta;
 pub mod primitive;
 pub mod sites;
 pub mod sites_export;
+pub mod state;
 pub mod vnfm_hook;
 pub mod workload;
 
@@ -123,6 +124,13 @@ pub enum Command {
         #[command(subcommand)]
         cmd: sites::SitesCmd,
     },
+    /// The state store's upkeep: `reseal` authenticates an earlier version's documents.
+    State {
+        #[command(subcommand)]
+        cmd: state::StateCmd,
+        #[command(flatten)]
+        store: StateDir,
+    },
     /// Print the version (and, with -o json, the build's details).
     Version,
     /// Print a shell completion script: `mgmt-driver completion bash > /etc/bash_completion.d/mgmt-driver`.
@@ -168,6 +176,7 @@ impl Command {
                 primitive::PrimitiveCmd::Run(_) => "primitive run",
                 primitive::PrimitiveCmd::Status { .. } => "primitive status",
             },
+            Command::State { cmd: state::StateCmd::Reseal, .. } => "state reseal",
             Command::Version => "version",
             Command::Completion { .. } => "completion",
         }
@@ -256,6 +265,7 @@ async fn run(command: Command, ctx: &Ctx) -> Result<i32> {
         Command::Key(a) => ee::key(a, ctx).await?,
         Command::Ee { cmd, store } => ee::ee(cmd, store, ctx).await?,
         Command::Primitive { cmd, src } => primitive::run(cmd, src, ctx).await?,
+        Command::State { cmd, store } => state::run(cmd, store, ctx)?,
         Command::Version => meta::version(ctx),
         Command::Completion { shell } => meta::completion(shell, <Cli as clap::CommandFactory>::command()),
     })

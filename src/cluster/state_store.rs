@@ -40,7 +40,7 @@ mod tests {
         save(&mut s, &st).unwrap();
         let back = load(&st, "abc").unwrap().unwrap();
         assert!(back.installed("m1") && !back.installed("m2") && back.updated_at.is_some());
-        std::fs::write(st.doc_path("abc", KIND), r#"{"version": 9, "vnf_instance_id": "abc"}"#).unwrap();
+        st.save_doc("abc", KIND, &serde_json::json!({"version": 9, "vnf_instance_id": "abc"})).unwrap();
         assert!(load(&st, "abc").unwrap_err().to_string().contains("state version 9"));
     }
 

@@ -83,11 +83,12 @@ impl Fixture {
         f.reply(None, "helm_repo_list.sh", "[]\n");
     }
 
-    /// Rewrite the recorded state (a test that the driver distrusts what it reads back).
+    /// Rewrite the recorded state (a test that the driver distrusts what it reads back), as
+    /// the store writes it (sealed and authenticated: an edit by hand is refused on reading).
     pub fn edit_state(&self, f: impl FnOnce(&mut Value)) {
         let mut st = self.state();
         f(&mut st);
-        std::fs::write(self.path("state/vnf1.json"), st.to_string()).unwrap();
+        Store::open(&self.path("state")).unwrap().save_doc("vnf1", crate::cluster::state::KIND, &st).unwrap();
     }
 
     pub fn request(&self, body: Value) -> PathBuf {

@@ -6,8 +6,9 @@
 //! - **plans** (`plan`): dry run as a connector that records steps instead of running them;
 //! - **facts** (`fact`): run, parse, placeholder in a plan, one typed error when unreadable;
 //! - **jobs** (`job`): a host's steps as data, for the fan-out commands;
-//! - **the state store** (`state`, its secrets sealed by `seal` with the operator's `state_key`),
-//!   and **package paths** (`package`). The SOL002/SOL003 request models are pure
+//! - **the state store** (`state`, its documents sealed and authenticated by `seal` with the
+//!   operator's `state_key`; `reseal` upgrades an earlier version's), and **package paths**
+//!   (`package`). The SOL002/SOL003 request models are pure
 //!   (`crate::request`).
 //!
 //! It knows nothing of SSH (that is a `Connector` at the edge) nor of clusters or Helm (those are
@@ -18,6 +19,7 @@ pub mod job;
 pub mod package;
 pub mod plan;
 pub mod private_file;
+pub mod reseal;
 pub mod runner;
 pub mod seal;
 pub mod state;

@@ -144,11 +144,70 @@ impl Store {
         }
     }
 
+    /// The document, its MAC checked and its secrets opened ([`seal::Sealer::open_doc`]):
+    /// nothing in a document is used before it is known to be the one the store wrote for this
+    /// instance and kind. A document without a MAC (an earlier version's, or one put there by
+    /// someone else) is refused, naming `state reseal`, the operator's way to upgrade it.
     pub fn load_doc<T: DeserializeOwned>(&self, id: &str, kind: &str) -> Result<Option<T>> {
+        let Some(doc) = self.read_raw(id, kind)? else { return Ok(None) };
+        let p = self.doc_path(id, kind);
+        if !seal::is_authenticated(&doc) {
+            return Err(Error::input(p.display().to_string(), format!("/{}", seal::MAC_FIELD), self.unauthenticated()));
+        }
+        let doc = self.open_sealed(id, kind, doc)?;
+        serde_json::from_value(doc)
+            .map(Some)
+            .map_err(|e| Error::input(p.display().to_string(), "state", format!("unreadable: {e}")))
+    }
+
+    /// An authenticated document opened with the key (an error naming the key file when there
+    /// is none: a plan never creates it).
+    pub(crate) fn open_sealed(&self, id: &str, kind: &str, doc: Value) -> Result<Value> {
+        let p = self.doc_path(id, kind);
+        let why = format!("{} is sealed under the state key", p.display());
+        self.key.load(&why)?.open_doc(seal::DocAt { kind, id }, doc).map_err(|e| {
+            Error::input(
+                p.display().to_string(),
+                e.pointer,
+                format!("{}; state key: {}", e.message, self.key.path().display()),
+            )
+        })
+    }
+
+    /// A document of an earlier version opened for upgrading: its v1 values with the key (an
+    /// error naming the key file when there is none), a plain one as it is.
+    pub(crate) fn open_legacy(&self, id: &str, kind: &str, doc: Value) -> Result<Value> {
+        if !seal::has_sealed(&doc) {
+            return Ok(doc);
+        }
+        let p = self.doc_path(id, kind);
+        let why = format!("{} holds sealed secrets", p.display());
+        self.key.load(&why)?.open_legacy(doc).map_err(|e| {
+            Error::input(
+                p.display().to_string(),
+                e.pointer,
+                format!("sealed value {}; state key: {}", e.message, self.key.path().display()),
+            )
+        })
+    }
+
+    /// What a document without a MAC gets told: why it is refused and the one command that
+    /// upgrades the directory.
+    fn unauthenticated(&self) -> String {
+        format!(
+            "is missing: the document is not authenticated under the state key (an mgmt-driver from before \
+             authenticated state wrote it, or something else did), and what it says decides where secrets are \
+             sent. If this state directory is yours and unchanged, authenticate its documents once with \
+             `mgmt-driver state reseal --state-dir {}` (same --state-key)",
+            self.dir.display()
+        )
+    }
+
+    /// The document as it is on disk, parsed, unchecked (`None`: there is none). Only the
+    /// checks of the file itself are made here (regular file, size, directory).
+    pub(crate) fn read_raw(&self, id: &str, kind: &str) -> Result<Option<Value>> {
         check_instance_id(id)?;
         let p = self.doc_path(id, kind);
-        let unreadable =
-            |e: serde_json::Error| Error::input(p.display().to_string(), "state", format!("unreadable: {e}"));
         if !self.writable {
             // A plan opens nothing up front: check the directory where a run's open would have.
             match std::fs::metadata(&self.dir) {
@@ -157,24 +216,13 @@ impl Store {
                 Err(_) => {}
             }
         }
-        let doc: Value = match private_file::read_regular(&p, DOC_MAX_BYTES, false) {
-            Ok((t, _)) => serde_json::from_slice(&t).map_err(unreadable)?,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(Error::input(p.display().to_string(), "state", e.to_string())),
-        };
-        let doc = if seal::has_sealed(&doc) {
-            let why = format!("{} holds sealed secrets", p.display());
-            self.key.load(&why)?.unseal(doc).map_err(|e| {
-                Error::input(
-                    p.display().to_string(),
-                    e.pointer,
-                    format!("sealed value {}; state key: {}", e.message, self.key.path().display()),
-                )
-            })?
-        } else {
-            doc
-        };
-        serde_json::from_value(doc).map(Some).map_err(unreadable)
+        match private_file::read_regular(&p, DOC_MAX_BYTES, false) {
+            Ok((t, _)) => serde_json::from_slice(&t)
+                .map(Some)
+                .map_err(|e| Error::input(p.display().to_string(), "state", format!("unreadable: {e}"))),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(Error::input(p.display().to_string(), "state", e.to_string())),
+        }
     }
 
     /// Atomic replace: a crash leaves the old or the new document, never half of one. A failure
@@ -187,14 +235,12 @@ impl Store {
         let p = self.doc_path(id, kind);
         let tmp = self.dir.join(format!(".{}.tmp", file_name(id, kind, "json")));
         let err = |e: std::io::Error| Error::State { path: p.display().to_string(), message: e.to_string() };
-        let mut value = serde_json::to_value(doc).expect("state serializes");
-        if seal::has_secrets(&value) {
-            let sealer = self
-                .key
-                .load_or_create()
-                .map_err(|e| Error::State { path: p.display().to_string(), message: e.to_string() })?;
-            value = sealer.seal(&value);
-        }
+        let state_err = |message: String| Error::State { path: p.display().to_string(), message };
+        let value = serde_json::to_value(doc).expect("state serializes");
+        // Every document is sealed and authenticated, secrets or not: one without a MAC is
+        // refused on reading, so none may be written without one.
+        let sealer = self.key.load_or_create().map_err(|e| state_err(e.to_string()))?;
+        let value = sealer.seal_doc(seal::DocAt { kind, id }, &value).map_err(state_err)?;
         let body = serde_json::to_vec_pretty(&value).expect("state serializes");
         let write = || -> std::io::Result<()> {
             // A temp file left by a crashed run (or planted) is unlinked, never written through:
@@ -368,19 +414,110 @@ mod tests {
         assert!(!missing.exists(), "a plan never creates the key");
         let other = Store::open_with_key(&dir, StateKey::at(d.path().join("k2"))).unwrap();
         let e = other.load_doc::<Value>("abc", "").unwrap_err().to_string();
-        assert!(e.contains("/password") && e.contains("cannot be opened with this key") && e.contains("k2"), "{e}");
+        assert!(e.contains("/state_mac") && e.contains("another state key") && e.contains("k2"), "{e}");
+        assert!(!e.contains("Pw-1"), "{e}");
+    }
+
+    /// A store with a key, and a cluster document as instantiate leaves one.
+    fn recorded(d: &Path) -> (Store, Value) {
+        let st = Store::open_with_key(&d.join("s"), StateKey::at(d.join("k"))).unwrap();
+        let doc = json!({"vnf_instance_id": "i1",
+            "params": {"master_node": {"username": "ubuntu", "password": "Pw-1", "masternode_ip": "192.0.2.11"}},
+            "nodes": {"m1": {"ssh_addr": "192.0.2.11"}}, "bearer_token": "Tok-1", "credential_ref_token": "Ref-1"});
+        st.save_doc("i1", "", &doc).unwrap();
+        (st, doc)
+    }
+
+    /// `path`'s text with `from` replaced by `to` (an edit outside mgmt-driver).
+    fn edit(path: &Path, from: &str, to: &str) {
+        let text = std::fs::read_to_string(path).unwrap();
+        assert!(text.contains(from), "{from} not in {text}");
+        std::fs::write(path, text.replace(from, to)).unwrap();
     }
 
     #[test]
-    fn a_plaintext_document_of_an_earlier_version_loads_and_is_sealed_on_its_next_write() {
+    fn a_changed_address_in_a_sealed_document_is_refused_before_use() {
         let d = tempfile::tempdir().unwrap();
-        let st = Store::open_with_key(&d.path().join("s"), StateKey::at(d.path().join("k"))).unwrap();
-        std::fs::write(st.doc_path("old", ""), r#"{"params": {"password": "Pw-old"}, "n": 1}"#).unwrap();
-        let v: Value = st.load_doc("old", "").unwrap().unwrap();
-        assert_eq!(v["params"]["password"], "Pw-old");
-        st.save_doc("old", "", &v).unwrap();
-        assert!(!std::fs::read_to_string(st.doc_path("old", "")).unwrap().contains("Pw-old"));
-        assert_eq!(st.load_doc::<Value>("old", "").unwrap().unwrap(), v);
+        let (st, _) = recorded(d.path());
+        edit(&st.doc_path("i1", ""), "\"masternode_ip\": \"192.0.2.11\"", "\"masternode_ip\": \"203.0.113.66\"");
+        let check = |e: Error| {
+            let m = e.to_string();
+            assert_eq!(e.exit_code(), 2, "{m}");
+            assert!(m.contains(&st.doc_path("i1", "").display().to_string()) && m.contains("/state_mac"), "{m}");
+            assert!(m.contains("changed outside mgmt-driver") && !m.contains("Pw-1"), "{m}");
+        };
+        check(st.load_doc::<Value>("i1", "").unwrap_err());
+        // A plan verifies what it reads the same way.
+        check(
+            Store::read_only_with_key(st.dir(), StateKey::at(d.path().join("k")))
+                .load_doc::<Value>("i1", "")
+                .unwrap_err(),
+        );
+    }
+
+    #[test]
+    fn a_document_copied_to_another_instance_or_kind_is_refused() {
+        let d = tempfile::tempdir().unwrap();
+        let (st, _) = recorded(d.path());
+        st.save_doc("i2", "", &json!({"vnf_instance_id": "i2", "params": {"master_node": {"password": "Pw-2"}}}))
+            .unwrap();
+        std::fs::copy(st.doc_path("i1", ""), st.doc_path("i2", "")).unwrap();
+        let e = st.load_doc::<Value>("i2", "").unwrap_err().to_string();
+        assert!(e.contains("i2.json") && e.contains("/state_mac") && e.contains("another instance"), "{e}");
+        std::fs::copy(st.doc_path("i1", ""), st.doc_path("i1", "cnf")).unwrap();
+        assert!(st.load_doc::<Value>("i1", "cnf").unwrap_err().to_string().contains("/state_mac"));
+    }
+
+    #[test]
+    fn a_secret_planted_in_clear_in_a_sealed_document_is_refused() {
+        let d = tempfile::tempdir().unwrap();
+        let (st, _) = recorded(d.path());
+        let p = st.doc_path("i1", "");
+        let mut v: Value = serde_json::from_slice(&std::fs::read(&p).unwrap()).unwrap();
+        v["params"]["master_node"]["password"] = json!("planted");
+        std::fs::write(&p, serde_json::to_vec_pretty(&v).unwrap()).unwrap();
+        let e = st.load_doc::<Value>("i1", "").unwrap_err().to_string();
+        assert!(e.contains("/state_mac") && !e.contains("planted"), "{e}");
+    }
+
+    /// The downgrade: a sealed document replaced by a plain one (no MAC) that points the next
+    /// operation elsewhere. Refused, by runs and plans alike, naming the upgrade command; the
+    /// same refusal an earlier version's document gets until `state reseal` upgrades it.
+    #[test]
+    fn a_document_without_its_mac_is_refused_naming_state_reseal() {
+        let d = tempfile::tempdir().unwrap();
+        let (st, doc) = recorded(d.path());
+        let plain = json!({"vnf_instance_id": "i1", "params": {"master_node": {"masternode_ip": "203.0.113.66"}},
+            "nodes": {"m1": {"ssh_addr": "203.0.113.66"}}});
+        std::fs::write(st.doc_path("i1", ""), plain.to_string()).unwrap();
+        for store in [st.clone(), Store::read_only_with_key(st.dir(), StateKey::at(d.path().join("none")))] {
+            let e = store.load_doc::<Value>("i1", "").unwrap_err();
+            let m = e.to_string();
+            assert_eq!(e.exit_code(), 2, "{m}");
+            assert!(m.contains("i1.json") && m.contains("/state_mac") && m.contains("is missing"), "{m}");
+            assert!(m.contains(&format!("mgmt-driver state reseal --state-dir {}", st.dir().display())), "{m}");
+        }
+        // Also a document with no secret at all: every document is authenticated.
+        std::fs::write(st.doc_path("i3", "cnf"), r#"{"releases": {}}"#).unwrap();
+        assert!(st.load_doc::<Value>("i3", "cnf").unwrap_err().to_string().contains("state reseal"));
+        // The sealed one, written again, reads back.
+        st.save_doc("i1", "", &doc).unwrap();
+        assert_eq!(st.load_doc::<Value>("i1", "").unwrap().unwrap(), doc);
+    }
+
+    #[test]
+    fn a_plan_without_the_key_names_the_key_file_for_any_document() {
+        let d = tempfile::tempdir().unwrap();
+        let (st, _) = recorded(d.path());
+        st.save_doc("i1", "cnf", &json!({"releases": {}})).unwrap();
+        let missing = d.path().join("missing.key");
+        for kind in ["", "cnf"] {
+            let e =
+                Store::read_only_with_key(st.dir(), StateKey::at(&missing)).load_doc::<Value>("i1", kind).unwrap_err();
+            assert_eq!(e.exit_code(), 2);
+            assert!(e.to_string().contains(&missing.display().to_string()), "{e}");
+        }
+        assert!(!missing.exists());
     }
 
     #[test]

@@ -161,6 +161,17 @@ pub fn remove(mut doc: Value, ptr: &str) -> Value {
     doc
 }
 
+/// `doc` as the store writes it for (`id`, `kind`), sealed and authenticated under the test
+/// state key (the one every run of the binary in these tests uses): what a case puts in its
+/// state directory as recorded by an earlier run. A hand-written document is refused.
+pub fn recorded(id: &str, kind: &str, doc: &Value) -> String {
+    let d = tempfile::tempdir().expect("temp dir");
+    let key = mgmt_driver::StateKey::at(crate::support::test_state_key());
+    let st = mgmt_driver::Store::open_with_key(&d.path().join("s"), key).expect("store");
+    st.save_doc(id, kind, doc).expect("save");
+    std::fs::read_to_string(st.doc_path(id, kind)).expect("read")
+}
+
 fn check(ok: bool, what: impl FnOnce() -> String) -> Result<(), Failed> {
     if ok {
         Ok(())

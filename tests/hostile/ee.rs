@@ -124,7 +124,7 @@ pub fn cases() -> Vec<Case> {
         )
         .file("p/primitives.yaml", PRIMS.to_string())
         .file("p/echo.sh", "#!/bin/sh\n")
-        .file("state/cnf-1.cnf.json", "{\"releases\": {}}"),
+        .file("state/cnf-1.cnf.json", crate::case::recorded("cnf-1", "cnf", &serde_json::json!({"releases": {}}))),
         Case::rejected(
             "primitive/masters-without-instance",
             &["primitive", "run", "echo", "--dir", "{dir}/p", "--param", "msg=x", "--state-dir", "{dir}/state"],
@@ -183,7 +183,7 @@ pub fn cases() -> Vec<Case> {
         )
         .file("p/primitives.yaml", format!("{PRIMS}    runs_on: masters\n"))
         .file("p/echo.sh", "#!/bin/sh\n")
-        .file("state/c1.json", cluster)
+        .file("state/c1.json", crate::case::recorded("c1", "", &serde_json::from_str(cluster).expect("json")))
         .file("inv.yaml", inv),
     );
     v.push(

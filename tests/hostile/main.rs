@@ -6,7 +6,9 @@
 //!   and never in the harmful one.
 //!
 //! Tables live in one file per input family (`inventory.rs`, `cluster.rs`, `cnf.rs`,
-//! `fanout.rs`, `tenant_cluster.rs`, …); `case.rs` is the runner. The corpus is the suite `hostile` of the `offline` test
+//! `fanout.rs`, ...); what a VNFM's API user may not do has its own tables (`tenant_*.rs`:
+//! secret references, options, other tenants' clusters, a state directory changed behind the
+//! store's back). `case.rs` is the runner. The corpus is the suite `hostile` of the `offline` test
 //! binary (tests/bin/offline.rs, which also gives the tables their `crate::case`):
 //! `cargo test --test offline -- hostile:: --list` lists them all; the last line of its run
 //! counts rejected and accepted cases.
@@ -24,6 +26,7 @@ mod registry;
 mod storage;
 mod tenant_cluster;
 mod tenant_secrets;
+mod tenant_state;
 mod workload;
 
 /// The corpus as one suite: one trial per case.
@@ -40,5 +43,6 @@ pub fn suite() -> Suite {
     cases.extend(workload::cases());
     cases.extend(tenant_cluster::cases());
     cases.extend(tenant_secrets::cases());
+    cases.extend(tenant_state::cases());
     case::suite(file!(), cases)
 }

@@ -8,7 +8,8 @@
 //! its own command line.
 //!
 //! The victim's cluster is a state document written into the case's store, as
-//! `instantiate-end` records one (sealing aside: a document without sealed values loads as is).
+//! `instantiate-end` records one: sealed and authenticated by the store under the case's key
+//! (`case::recorded`).
 
 use serde_json::{json, Value};
 
@@ -36,7 +37,7 @@ fn cluster(id: &str, token: Option<&str>) -> String {
     if let Some(t) = token {
         doc["credential_ref_token"] = json!(t);
     }
-    doc.to_string()
+    crate::case::recorded(id, "", &doc)
 }
 
 /// helm_info naming the victim's master, with `extra` keys (a reference, a password).

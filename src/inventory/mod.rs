@@ -8,7 +8,8 @@
 //!
 //! The user's OpenSSH client configuration (`~/.ssh/config`, or the file given in
 //! [`LoadOptions::ssh_config`]) fills in what the inventory leaves unset; the private
-//! `ssh_config` module below says exactly how.
+//! `ssh_config` module below says exactly how. An inventory a hook's request names from the VNF
+//! package ([`LoadOptions::package`]) is a tenant's choice: `package.rs` lets it list nodes only.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -45,8 +46,10 @@ impl Inventory {
     ) -> Result<Inventory> {
         // Input bombs (aliases, deep nesting) are refused before the real deserialization.
         yaml_limits::check(text).map_err(|m| Error::input(file, "inventory", m))?;
-        let raw: InventoryFile =
+        let mut raw: InventoryFile =
             yaml_serde::from_str(text).map_err(|e| Error::input(file, "inventory", e.to_string()))?;
+        // A VNF package's inventory (a hook's request named it) lists nodes only.
+        let opts = &package::restrict(&mut raw, opts, file)?;
         for (group, _) in &raw.groups.0 {
             check_name(group).map_err(|m| Error::input(file, format!("groups.{}", excerpt(group)), m))?;
         }
@@ -172,6 +175,7 @@ impl Inventory {
 
 mod checks;
 mod model;
+mod package;
 pub mod placement;
 mod resolve;
 mod ssh_config;
@@ -185,5 +189,5 @@ use resolve::*;
 
 pub use checks::check_user;
 use checks::{check_logins, check_name};
-pub use model::{fmt_addr, Auth, Host, HostKeyCheck, Jump, LoadOptions, SshConfigSource};
+pub use model::{fmt_addr, Auth, Host, HostKeyCheck, Jump, LoadOptions, PackageMode, SshConfigSource};
 use model::{HostSpec, InventoryFile};

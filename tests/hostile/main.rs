@@ -22,6 +22,7 @@ mod hook;
 mod inventory;
 mod registry;
 mod storage;
+mod tenant_options;
 mod workload;
 
 /// The corpus as one suite: one trial per case.
@@ -30,6 +31,7 @@ pub fn suite() -> Suite {
     cases.extend(fanout::cases());
     cases.extend(inventory::cases());
     cases.extend(hook::cases());
+    cases.extend(tenant_options::cases());
     cases.extend(cluster::cases());
     cases.extend(cnf::cases());
     cases.extend(registry::cases());

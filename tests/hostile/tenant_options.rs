@@ -17,6 +17,7 @@ const OPERATOR_SECRET: &str = "operator-secret-4b1";
 fn case(c: Case, d: &Value) -> Case {
     c.file("in.json", d.to_string())
         .file("pkg/Scripts/install_k8s_cluster.sh", "#!/bin/sh\nexit 0\n")
+        .file("pkg/Scripts/install_helm.sh", "#!/bin/sh\nexit 0\n")
         .file("operator_pw", OPERATOR_SECRET)
         .file("id_operator", "-----BEGIN OPENSSH PRIVATE KEY-----\nnot-a-key\n-----END OPENSSH PRIVATE KEY-----\n")
         .never(OPERATOR_SECRET)
@@ -74,7 +75,7 @@ pub fn cases() -> Vec<Case> {
         let field = format!("additionalParams.mgmt_driver.{key}");
         cases.push(rejected(&format!("request_{key}"), &with_helm(request_sets(key, in_request)), &field));
         let d = with_helm(set(doc(), "/options", json!({ key: in_options })));
-        cases.push(accepted(&format!("options_{key}"), &d, shown).file("pkg/Scripts/install_helm.sh", "#!/bin/sh\n"));
+        cases.push(accepted(&format!("options_{key}"), &d, shown));
     }
     cases.extend([
         rejected(

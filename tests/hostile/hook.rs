@@ -1,9 +1,9 @@
 //! Hostile VNFM hook documents (`mgmt-driver hook`, docs/hook-protocol.md): a wrong version or
 //! operation, an instance id that is a path, options a VNFM's API user must not set (state,
 //! host keys, kubeconfig, an inventory outside the package; every other one is in
-//! `tenant_options.rs`), VNFC addresses and ids that are
-//! shell, grants and heal requests naming VMs the instance does not have, bombs. Accepted
-//! cases prove the node password never shows and Tacker v2's own keys pass through.
+//! `tenant_options.rs`), VNFC addresses and ids that are shell, grants and heal requests naming
+//! VMs the instance does not have, bombs. Accepted cases prove the node password never shows
+//! and Tacker v2's own keys pass through.
 
 use serde_json::{json, Value};
 

@@ -89,7 +89,7 @@ fn state_hosts_and_run_dir(t: &mut PasswordCluster) -> R {
     check(mode == 0o600, || format!("state mode {mode:o}"))?;
     // The token is kept, sealed (tests/secrets.rs proves that later hooks read it back).
     let sealed = st["bearer_token"]["sealed"].as_str().unwrap_or("").to_string();
-    check(sealed.starts_with("v1:") && !t.first_output.contains(&sealed), || {
+    check(sealed.starts_with("v2:") && !t.first_output.contains(&sealed), || {
         format!("bearer token missing from the state or not sealed: {}", st["bearer_token"])
     })?;
     // /etc/hosts on a worker knows every node, once.

@@ -292,7 +292,7 @@ fn login_never_leaks(t: &mut RegCluster) -> R {
     })?;
     let st = t.c.state_doc().unwrap();
     let sealed = &st["params"]["private_registry_connection_info"][0]["password"];
-    check(sealed["sealed"].as_str().is_some_and(|s| s.starts_with("v1:")), || format!("not sealed: {sealed}"))?;
+    check(sealed["sealed"].as_str().is_some_and(|s| s.starts_with("v2:")), || format!("not sealed: {sealed}"))?;
     for i in 1..=5 {
         let left = t.c.on(i, "ls -a /root/.mgmt-driver/run/inst-r1 2>/dev/null");
         check(!left.contains("env.registry-auth"), || format!("{}: credentials upload left: {left}", t.c.lab.node(i)))?;

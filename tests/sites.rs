@@ -161,7 +161,7 @@ fn twelve_sites_at_once_with_one_down_and_a_resume() -> R {
         let cat = f.catalogue(&pkg, "sites.yaml", None);
         f.render(&cat, &f.out);
         let inv = std::fs::read_to_string(f.out.join("s12/inventory.yaml")).unwrap();
-        check(inv.contains("s12-worker1, ssh_ip: 198.18.81.34"), || inv.clone())?;
+        check(inv.contains("{name: \"s12-worker1\", ssh_ip: \"198.18.81.34\"}"), || inv.clone())?;
         Ok(f)
     })?;
     timed("plan: every site checked, nothing connects", || {

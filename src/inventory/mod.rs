@@ -8,7 +8,8 @@
 //!
 //! The user's OpenSSH client configuration (`~/.ssh/config`, or the file given in
 //! [`LoadOptions::ssh_config`]) fills in what the inventory leaves unset; the private
-//! `ssh_config` module below says exactly how.
+//! `ssh_config` module below says exactly how. An inventory a hook's request names from the VNF
+//! package ([`LoadOptions::package`]) is a tenant's choice: `package.rs` lets it list nodes only.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -43,7 +44,9 @@ impl Inventory {
         env: &dyn Fn(&str) -> Option<String>,
         opts: &LoadOptions,
     ) -> Result<Inventory> {
-        let raw = parse_shape(text, file)?;
+        let mut raw = parse_shape(text, file)?;
+        // A VNF package's inventory (a hook's request named it) lists nodes only.
+        let opts = &package::restrict(&mut raw, opts, file)?;
         let home = env("HOME").filter(|h| !h.is_empty()).map(PathBuf::from).or_else(dirs::home_dir);
         let ssh = ssh_config::Client::load(&opts.ssh_config, home.as_deref())?;
         let ctx = Ctx { file, base, env, opts, ssh: ssh.as_ref() };
@@ -160,6 +163,7 @@ impl Inventory {
 
 mod checks;
 mod model;
+mod package;
 pub mod placement;
 mod resolve;
 mod ssh_config;
@@ -173,7 +177,7 @@ use resolve::*;
 
 pub use checks::check_user;
 use checks::{check_logins, check_name};
-pub use model::{fmt_addr, Auth, Host, HostKeyCheck, Jump, LoadOptions, SshConfigSource};
+pub use model::{fmt_addr, Auth, Host, HostKeyCheck, Jump, LoadOptions, PackageMode, SshConfigSource};
 use model::{HostSpec, InventoryFile};
 
 /// The file as written, checked for shape only (see [`Inventory::check_shape`]).

@@ -212,6 +212,17 @@ pub struct LoadOptions {
     pub credentials_from_request: bool,
     /// The OpenSSH client configuration consulted for every host (`--ssh-config FILE|none`).
     pub ssh_config: SshConfigSource,
+    /// `Some`: the inventory is a file of a VNF package that a hook's request named (a tenant's
+    /// choice, a vendor's file), not the operator's: it may list nodes only (`package.rs`).
+    pub package: Option<PackageMode>,
+}
+
+/// How a package inventory's nodes are reached: everything but the addresses is the operator's.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PackageMode {
+    /// The operator's known_hosts for the hook's nodes (`--known-hosts`, else the state
+    /// directory's), where every node's key is learned on first contact (accept-new).
+    pub known_hosts: PathBuf,
 }
 
 /// Where the OpenSSH client configuration comes from.

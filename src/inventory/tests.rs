@@ -387,3 +387,62 @@ fn bombs_are_refused_before_loading_and_files_over_the_cap_unread() {
     let err = Inventory::load(&p, &LoadOptions::default()).unwrap_err().to_string();
     assert!(err.contains("inv.yaml: inventory: is larger than 4 MiB"), "{err}");
 }
+
+/// Package mode (`package.rs`): a VNF package's inventory, named by a tenant's request, lists
+/// nodes only; every field that would reach a file, the environment, a key or a host-key setting
+/// of the conductor is refused by name, and no ssh config is read.
+#[test]
+fn a_package_inventory_lists_nodes_only() {
+    let opts = LoadOptions {
+        // Not read in package mode: a missing file would otherwise be an error.
+        ssh_config: SshConfigSource::File("/nonexistent/ssh_config".into()),
+        allow_insecure: true,
+        package: Some(PackageMode { known_hosts: "/op/state/known_hosts".into() }),
+        ..Default::default()
+    };
+    let load = |text: &str| Inventory::parse(text, "pkg/inv.yaml", Path::new("/pkg"), &env, &opts);
+    let ok = "groups:\n  master_instance:\n    - {name: m1, ssh_ip: 198.18.0.10, nic_ip: 10.0.0.10, port: 2222}\n\
+              cps: {vip_CP: 198.18.0.100}\nplacement: {m1: {zone: z1}}\n";
+    let inv = load(ok).unwrap();
+    let h = &inv.hosts[0];
+    assert_eq!((h.addr.as_str(), h.port, h.nic_ip.as_deref()), ("198.18.0.10", 2222, Some("10.0.0.10")));
+    assert!(h.auth.password.is_none() && h.auth.identity_file.is_none() && h.jump.is_empty(), "{:?}", h.auth);
+    assert!(h.become_password.is_none());
+    assert_eq!(
+        (h.known_hosts.as_path(), h.host_key_check),
+        (Path::new("/op/state/known_hosts"), HostKeyCheck::AcceptNew)
+    );
+    for (field, value) in [
+        ("user", "root"),
+        ("password", "pw"),
+        ("password_env", "NODE_PW"),
+        ("password_file", "/etc/shadow"),
+        ("identity_file", "/root/.ssh/id_ed25519"),
+        ("identity_passphrase_env", "NODE_PW"),
+        ("identity_passphrase_file", "/etc/pp"),
+        ("known_hosts", "/dev/null"),
+        ("host_key_check", "off"),
+        ("jump", "[ops@bastion]"),
+        ("become_password", "pw"),
+        ("become_password_env", "SUDO_PW"),
+        ("become_password_file", "/etc/sudo_pw"),
+    ] {
+        let host = format!("groups:\n  g:\n    - {{name: h, ssh_ip: 198.18.0.1, {field}: {value}}}\n");
+        let e = load(&host).unwrap_err().to_string();
+        assert!(
+            e.starts_with(&format!(
+                "pkg/inv.yaml: groups.g[0].{field}: is not allowed in an inventory of the VNF package"
+            )),
+            "{e}"
+        );
+        let defaults =
+            format!("defaults: {{{field}: {value}}}\ngroups:\n  g:\n    - {{name: h, ssh_ip: 198.18.0.1}}\n");
+        let e = load(&defaults).unwrap_err().to_string();
+        assert!(e.starts_with(&format!("pkg/inv.yaml: defaults.{field}: is not allowed")), "{e}");
+        assert!(!e.contains("s3cret") && !e.contains("sudo-pw"), "{e}");
+    }
+    // The same fields are the operator's to use in any other inventory.
+    let operator = LoadOptions { ssh_config: SshConfigSource::None, ..Default::default() };
+    let inv = Inventory::parse(SAMPLE, "inv.yaml", Path::new("/base"), &env, &operator).unwrap();
+    assert_eq!(inv.hosts[0].auth.password.as_ref().map(|s| s.expose()), Some("s3cret'pw"));
+}

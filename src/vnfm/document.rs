@@ -55,8 +55,9 @@ pub enum Vnfm {
     Generic,
 }
 
-/// How mgmt-driver runs. Each may also come from a flag (wins) or from
-/// `request.additionalParams.mgmt_driver` (loses).
+/// How mgmt-driver runs: the operator's settings, from a flag (wins) or the document's
+/// `options` (the shim writes them). The request's `additionalParams.mgmt_driver` is the
+/// tenant's and may set only what `tenant_options.rs` allows.
 #[derive(Clone, Debug, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Options {
@@ -195,14 +196,6 @@ impl HookRequest {
         self.request.get("additionalParams").and_then(Value::as_object).cloned().unwrap_or_default()
     }
 
-    /// Options from `request.additionalParams.mgmt_driver`.
-    pub fn params_options(&self, name: &str) -> Result<Options> {
-        match self.additional_params().get("mgmt_driver") {
-            None | Some(Value::Null) => Ok(Options::default()),
-            Some(v) => crate::request::from_value(v, &format!("{name}: request.additionalParams.mgmt_driver")),
-        }
-    }
-
     pub fn instance_id(&self) -> String {
         self.vnf_instance.get("id").and_then(Value::as_str).unwrap_or_default().to_string()
     }
@@ -255,31 +248,5 @@ mod tests {
             let e = HookRequest::parse(doc, "in.json").unwrap_err().to_string();
             assert!(e.starts_with(&format!("in.json: {field}")), "{doc}: {e}");
         }
-    }
-
-    #[test]
-    fn options_come_from_flags_then_the_document_then_additional_params() {
-        let r = HookRequest::parse(
-            r#"{"operation":"scale_end","vnf_instance":{"id":"i"},"options":{"state_dir":"/doc"},
-                "request":{"additionalParams":{"mgmt_driver":{"state_dir":"/ap","inventory":"inv.yaml","install_timeout":"45m"}}}}"#,
-            "in.json",
-        )
-        .unwrap();
-        let flags = Options { tacker_compat: Some(true), ..Default::default() };
-        let o = flags.or(r.options.clone()).or(r.params_options("in.json").unwrap());
-        assert_eq!(o.state_dir.unwrap(), PathBuf::from("/doc"));
-        assert_eq!(o.inventory.unwrap(), PathBuf::from("inv.yaml"));
-        assert_eq!(o.tacker_compat, Some(true));
-        assert_eq!(o.install_timeout.unwrap().text(), "45m");
-        let bad = HookRequest::parse(
-            r#"{"operation":"scale_end","vnf_instance":{"id":"i"},"request":{"additionalParams":{"mgmt_driver":{"sate_dir":"/x"}}}}"#,
-            "in.json",
-        )
-        .unwrap();
-        let e = bad.params_options("in.json").unwrap_err().to_string();
-        assert!(
-            e.starts_with("in.json: request.additionalParams.mgmt_driver: sate_dir: unknown field `sate_dir`"),
-            "{e}"
-        );
     }
 }

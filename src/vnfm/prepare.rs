@@ -1,14 +1,16 @@
-//! A hook's inputs settled before anything runs: the document checked (`document.rs`), and
-//! the options taken from the flags, then the document, then `additionalParams.mgmt_driver`
-//! (the request's, which the VNFM's API user writes, may not name where state, host keys or a
-//! kubeconfig go, and its inventory must be a file of the package).
+//! A hook's inputs settled before anything runs: the document checked (`document.rs`), the
+//! operator's options taken from the flags, then the document's `options`, and what the request
+//! itself may set (`additionalParams.mgmt_driver`, the tenant's: only what
+//! `tenant_options.rs` allows; its inventory must be a file of the package).
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::duration::parse_duration;
 use crate::error::{Error, Result};
 use crate::lifecycle::package::Package;
 use crate::vnfm::document::{DurationValue, HookRequest, Options};
+use crate::vnfm::tenant_options::{self, Caps};
 
 /// Everything the action needs, settled from the document, the options and the flags.
 pub struct Call {
@@ -16,6 +18,9 @@ pub struct Call {
     /// The document's name in messages (its file, or `<stdin>`).
     pub name: String,
     pub opts: Options,
+    /// `opts.inventory` is the request's (a file of the VNF package, which a tenant picked),
+    /// not the operator's: the inventory loader reads it in package mode.
+    pub package_inventory: bool,
     pub install_timeout: Duration,
     pub drain_timeout: Duration,
 }
@@ -28,61 +33,105 @@ pub struct Flags {
     pub drain_timeout: Option<Duration>,
 }
 
-/// Check the document `text` (named `name`) and settle the options (flags, then the document,
-/// then `additionalParams.mgmt_driver`; the document's relative paths are the package's).
+/// Check the document `text` (named `name`) and settle the options: the operator's (flags, then
+/// the document's `options`; its relative paths are the package's), then what the request may
+/// set (a timeout no longer than the operator's, an inventory of the package when the operator
+/// named none).
 pub fn prepare(text: &str, name: &str, flags: Flags) -> Result<Call> {
     let doc = HookRequest::parse(text, name)?;
-    let csar = doc.tmp_csar_dir.clone();
     let mut doc_opts = doc.options.clone();
-    if let (Some(dir), Some(inv)) = (&csar, &doc_opts.inventory) {
+    if let (Some(dir), Some(inv)) = (&doc.tmp_csar_dir, &doc_opts.inventory) {
         doc_opts.inventory = Some(dir.join(inv));
     }
-    let opts = flags.options.or(doc_opts).or(params_options(&doc, name)?);
-    let install_timeout = match (&flags.install_timeout, &opts.install_timeout) {
-        (Some(d), _) => *d,
-        (None, Some(v)) => duration(v, "options.install_timeout")?,
-        (None, None) => Duration::from_secs(2700),
+    let mut opts = flags.options.or(doc_opts);
+    let operator = Caps {
+        install_timeout: flags
+            .install_timeout
+            .map_or_else(|| optional(&opts.install_timeout, "install_timeout"), |d| Ok(Some(d)))?,
+        drain_timeout: flags
+            .drain_timeout
+            .map_or_else(|| optional(&opts.drain_timeout, "drain_timeout"), |d| Ok(Some(d)))?,
     };
-    let drain_timeout = match (&flags.drain_timeout, &opts.drain_timeout) {
-        (Some(d), _) => *d,
-        (None, Some(v)) => duration(v, "options.drain_timeout")?,
-        (None, None) => Duration::from_secs(300),
-    };
-    Ok(Call { doc, name: name.to_string(), opts, install_timeout, drain_timeout })
-}
-
-/// Options from `request.additionalParams.mgmt_driver`. The request comes from the VNFM's API
-/// user, not the operator: it may not choose where state, host keys or a kubeconfig go, and
-/// its inventory must be a file of the package (a path elsewhere could make an error message
-/// quote a file of the conductor).
-fn params_options(doc: &HookRequest, name: &str) -> Result<Options> {
-    let mut o = doc.params_options(name)?;
     let file = format!("{name}: request");
-    for (key, set) in [
-        ("state_dir", o.state_dir.is_some()),
-        ("known_hosts", o.known_hosts.is_some()),
-        ("kubeconfig_out", o.kubeconfig_out.is_some()),
-    ] {
-        if set {
-            return Err(Error::input(
-                &file,
-                format!("additionalParams.mgmt_driver.{key}"),
-                "is the operator's setting: give it as a flag or in the document's options, not in the request",
-            ));
-        }
+    let tenant = tenant_options::check(doc.additional_params().get("mgmt_driver"), &operator, &file)?;
+    let package_inventory = opts.inventory.is_none() && tenant.inventory.is_some();
+    if let Some(rel) = &tenant.inventory {
+        let inv = package_file(&doc.tmp_csar_dir, rel, &file)?;
+        opts.inventory = opts.inventory.or(Some(inv));
     }
-    if let Some(inv) = &o.inventory {
-        let field = "additionalParams.mgmt_driver.inventory";
-        let dir = doc
-            .tmp_csar_dir
-            .as_ref()
-            .ok_or_else(|| Error::input(&file, field, "names a file of the package, and there is no tmp_csar_dir"))?;
-        let rel = inv.to_str().ok_or_else(|| Error::input(&file, field, "is not UTF-8"))?;
-        o.inventory = Some(Package::open(dir)?.resolve(rel, &file, field, false)?);
-    }
-    Ok(o)
+    // The request may shorten a wait (up to the operator's own value, checked above).
+    let install_timeout = tenant.install_timeout.or(operator.install_timeout).unwrap_or(Duration::from_secs(2700));
+    let drain_timeout = tenant.drain_timeout.or(operator.drain_timeout).unwrap_or(Duration::from_secs(300));
+    Ok(Call { doc, name: name.to_string(), opts, package_inventory, install_timeout, drain_timeout })
 }
 
-fn duration(v: &DurationValue, field: &str) -> Result<Duration> {
-    parse_duration(&v.text()).map_err(|e| Error::input("hook request", field, e))
+/// The request's inventory: a file of the package (a path elsewhere could make an error message
+/// quote a file of the conductor).
+fn package_file(csar: &Option<PathBuf>, rel: &str, file: &str) -> Result<PathBuf> {
+    let field = "additionalParams.mgmt_driver.inventory";
+    let dir = csar
+        .as_ref()
+        .ok_or_else(|| Error::input(file, field, "names a file of the package, and there is no tmp_csar_dir"))?;
+    Package::open(dir)?.resolve(rel, file, field, false)
+}
+
+fn optional(v: &Option<DurationValue>, key: &str) -> Result<Option<Duration>> {
+    v.as_ref()
+        .map(|v| parse_duration(&v.text()).map_err(|e| Error::input("hook request", format!("options.{key}"), e)))
+        .transpose()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn doc(options: &str, mgmt_driver: &str) -> String {
+        format!(
+            r#"{{"operation":"scale_end","vnf_instance":{{"id":"i"}},"options":{options},
+                "request":{{"additionalParams":{{"mgmt_driver":{mgmt_driver}}}}}}}"#
+        )
+    }
+
+    #[test]
+    fn the_operator_sets_options_and_the_request_only_shortens_a_wait() {
+        let flags =
+            Flags { options: Options { tacker_compat: Some(true), ..Default::default() }, ..Default::default() };
+        let c =
+            prepare(&doc(r#"{"state_dir":"/doc","dry_run":true,"install_timeout":"1h"}"#, "null"), "in.json", flags)
+                .unwrap();
+        assert_eq!(c.opts.state_dir, Some(PathBuf::from("/doc")));
+        assert_eq!((c.opts.tacker_compat, c.opts.dry_run), (Some(true), Some(true)));
+        assert_eq!((c.install_timeout, c.drain_timeout), (Duration::from_secs(3600), Duration::from_secs(300)));
+        assert!(!c.package_inventory);
+        // The request may ask for less than the operator's hour, never for more.
+        let c =
+            prepare(&doc(r#"{"install_timeout":"1h"}"#, r#"{"install_timeout":"20m"}"#), "in.json", Flags::default())
+                .unwrap();
+        assert_eq!(c.install_timeout, Duration::from_secs(1200));
+        let e =
+            prepare(&doc(r#"{"install_timeout":"1h"}"#, r#"{"install_timeout":"61m"}"#), "in.json", Flags::default())
+                .err()
+                .unwrap()
+                .to_string();
+        assert!(
+            e.starts_with("in.json: request: additionalParams.mgmt_driver.install_timeout: '61m' is longer"),
+            "{e}"
+        );
+        let flags = Flags { drain_timeout: Some(Duration::from_secs(60)), ..Default::default() };
+        let e = prepare(&doc("{}", r#"{"drain_timeout":61}"#), "in.json", flags).err().unwrap().to_string();
+        assert!(
+            e.contains("additionalParams.mgmt_driver.drain_timeout: '61' is longer than the operator allows"),
+            "{e}"
+        );
+        // What the document's options may set, the request may not.
+        let e =
+            prepare(&doc("{}", r#"{"tacker_compat":true}"#), "in.json", Flags::default()).err().unwrap().to_string();
+        assert!(
+            e.starts_with("in.json: request: additionalParams.mgmt_driver.tacker_compat: is the operator's"),
+            "{e}"
+        );
+        let e =
+            prepare(&doc("{}", r#"{"inventory":"inv.yaml"}"#), "in.json", Flags::default()).err().unwrap().to_string();
+        assert!(e.contains("additionalParams.mgmt_driver.inventory: names a file of the package"), "{e}");
+    }
 }

@@ -20,7 +20,7 @@ use crate::cluster::state::{self as cluster_state, InstanceState};
 use crate::cnf;
 use crate::error::{Error, Result};
 use crate::event::Events;
-use crate::inventory::LoadOptions;
+use crate::inventory::{LoadOptions, PackageMode};
 use crate::lifecycle::package::Package;
 use crate::lifecycle::state::{check_instance_id, Store};
 use crate::lifecycle::{Runner, Timeouts};
@@ -169,6 +169,17 @@ fn check(c: &Call, kind: Kind, id: &str) -> Result<Value> {
     }
 }
 
+/// How the hook's inventory is loaded: as the caller says, and in package mode when the
+/// request named it (a file of the VNF package), with the hook's own known_hosts.
+fn inventory_opts<S: Setup>(c: &Call, setup: &S, store: &Store) -> LoadOptions {
+    let mut o = setup.inventory_opts();
+    if c.package_inventory {
+        let known_hosts = c.opts.known_hosts.clone().unwrap_or_else(|| store.dir().join("known_hosts"));
+        o.package = Some(PackageMode { known_hosts });
+    }
+    o
+}
+
 fn inline(c: &Call, key: &str, v: &Value) -> Option<Doc> {
     (!v.is_null()).then(|| Doc::Inline { name: format!("{}: {key}", c.name), value: v.clone() })
 }
@@ -183,7 +194,8 @@ async fn cluster<S: Setup>(
     node: Vec<String>,
 ) -> Result<Done> {
     let dry_run = setup.dry_run();
-    let inputs = prepare::Inputs::new(inline(c, "request", &request), setup.inventory_opts(), dry_run)
+    let inventory_opts = inventory_opts(c, setup, &store);
+    let inputs = prepare::Inputs::new(inline(c, "request", &request), inventory_opts, dry_run)
         .inventory(c.opts.inventory.clone())
         .package_dir(c.doc.tmp_csar_dir.clone())
         .vnf_instance(inline(c, "vnf_instance", &c.doc.vnf_instance))
@@ -248,7 +260,7 @@ async fn run_cnf<S: Setup>(c: &Call, setup: &S, events: Events, store: Store, op
         inventory: c.opts.inventory.clone(),
         known_hosts: c.opts.known_hosts.clone(),
         secret_refs: Policy::Tenant,
-        ..cnf::Inputs::new(Some(id.to_string()), setup.inventory_opts())
+        ..cnf::Inputs::new(Some(id.to_string()), inventory_opts(c, setup, &store))
     };
     let prepared = cnf::run::prepare(&op, &inputs, store)?;
     let rt = setup.runner_for(events, Family::Cnf, Timeouts::default())?;

@@ -1,14 +1,15 @@
 //! Hostile VNFM hook documents (`mgmt-driver hook`, docs/hook-protocol.md): a wrong version or
 //! operation, an instance id that is a path, options a VNFM's API user must not set (state,
-//! host keys, kubeconfig, an inventory outside the package), VNFC addresses and ids that are
-//! shell, grants and heal requests naming VMs the instance does not have, bombs. Accepted
-//! cases prove the node password never shows and Tacker v2's own keys pass through.
+//! host keys, kubeconfig, an inventory outside the package; every other one is in
+//! `tenant_options.rs`), VNFC addresses and ids that are shell, grants and heal requests naming
+//! VMs the instance does not have, bombs. Accepted cases prove the node password never shows
+//! and Tacker v2's own keys pass through.
 
 use serde_json::{json, Value};
 
 use crate::case::{remove, set, Case};
 
-const PW: &str = "pw-hostile-hook-9f2";
+pub(crate) const PW: &str = "pw-hostile-hook-9f2";
 
 /// A VNFC of a Tacker v2 instance, its address on an external CP (as Tacker v2 keeps it).
 fn vnfc(i: u32, vdu: &str, cp: &str, ip: &str) -> (Value, Value, Value) {
@@ -43,7 +44,7 @@ fn params() -> Value {
 }
 
 /// An instantiate_end document; `{dir}` is the case's directory.
-fn doc() -> Value {
+pub(crate) fn doc() -> Value {
     json!({"apiVersion": "mgmt-driver.hook/v1", "operation": "instantiate_end",
            "request": {"flavourId": "simple", "additionalParams": {"k8s_cluster_installation_param": params(), "x": 1}},
            "vnf_instance": instance(), "grant_request": null, "grant_response": null,
@@ -68,7 +69,7 @@ fn heal(ids: Value) -> Value {
     set(d, "/request", json!({"vnfcInstanceId": ids, "additionalParams": {"k8s_cluster_installation_param": params()}}))
 }
 
-const ARGS: [&str; 5] = ["hook", "--input", "{dir}/in.json", "--state-dir", "{dir}/st"];
+pub(crate) const ARGS: [&str; 5] = ["hook", "--input", "{dir}/in.json", "--state-dir", "{dir}/st"];
 
 fn with_package(c: Case) -> Case {
     c.file("pkg/Scripts/install_k8s_cluster.sh", "#!/bin/sh\nexit 0\n").never(PW)

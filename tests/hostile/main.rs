@@ -27,6 +27,7 @@ mod storage;
 mod tenant_cluster;
 mod tenant_secrets;
 mod tenant_state;
+mod tenant_options;
 mod workload;
 
 /// The corpus as one suite: one trial per case.
@@ -35,6 +36,7 @@ pub fn suite() -> Suite {
     cases.extend(fanout::cases());
     cases.extend(inventory::cases());
     cases.extend(hook::cases());
+    cases.extend(tenant_options::cases());
     cases.extend(cluster::cases());
     cases.extend(cnf::cases());
     cases.extend(registry::cases());

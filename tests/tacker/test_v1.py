@@ -389,6 +389,28 @@ class DryRun(unittest.TestCase):
         self.assertNotIn('Dry-Pw-42', msg)
         self.assertEqual(len(self.inst.vim_connection_info), 1)
 
+    def test_tacker_compat_is_the_operators_flag_not_the_requests(self):
+        """The request body is the VNFM API user's: it may not turn on tacker_compat (the
+        operator's node password into helm_info); the operator does, with --tacker-compat in
+        MGMT_DRIVER_HOOK_ARGS on the conductor."""
+        self.add['mgmt_driver'] = {'tacker_compat': True}
+        with self.assertRaises(exceptions.MgmtDriverOtherError) as cm:
+            self.tacker.call('instantiate_end', self.inst,
+                             instantiate_vnf_request=instantiate_request(self.add),
+                             grant=None, grant_request=None, vnf={})
+        self.assertIn('additionalParams.mgmt_driver.tacker_compat', str(cm.exception))
+        self.assertNotIn('Dry-Pw-42', str(cm.exception))
+        self.assertEqual(len(self.inst.vim_connection_info), 1)
+        del self.add['mgmt_driver']
+        args = os.environ['MGMT_DRIVER_HOOK_ARGS'] + ' --tacker-compat'
+        with mock.patch.dict(os.environ, {'MGMT_DRIVER_HOOK_ARGS': args}):
+            self.tacker.call('instantiate_end', self.inst,
+                             instantiate_vnf_request=instantiate_request(self.add),
+                             grant=None, grant_request=None, vnf={})
+        helm = self.inst.vim_connection_info[1].extra['helm_info']
+        self.assertTrue(helm.get('masternode_password') == 'Dry-Pw-42',
+                        'with --tacker-compat, helm_info has not the login password')
+
     def test_instantiate_start_checks_the_package_before_the_vms_exist(self):
         resp = self.tacker.call('instantiate_start', self.inst,
                                 instantiate_vnf_request=instantiate_request(self.add),
@@ -443,7 +465,9 @@ class Lab(unittest.TestCase):
         cls.state = os.path.join(cls.tmp, 'state')
         cls.env = mock.patch.dict(os.environ, {
             'MGMT_DRIVER_BIN': cls.bin,
-            'MGMT_DRIVER_HOOK_ARGS': '--state-dir %s --retry-for 20' % cls.state,
+            # --tacker-compat: Tacker v1's Helm client needs the password in helm_info. It is the
+            # operator's setting (a request's additionalParams.mgmt_driver may not turn it on).
+            'MGMT_DRIVER_HOOK_ARGS': '--state-dir %s --retry-for 20 --tacker-compat' % cls.state,
             'MGMT_DRIVER_KUBECONFIG_DIR': cls.tmp,
             'MGMT_DRIVER_STATE_KEY_FILE': os.path.join(cls.tmp, 'state.key'),
             'MGMT_DRIVER_SSH_CONFIG': 'none'})
@@ -504,7 +528,6 @@ class Lab(unittest.TestCase):
 
     def test_1_cluster_lifecycle_through_tackers_calls(self):
         add = params('mduser', self.password, helm=True)
-        add['mgmt_driver'] = {'tacker_compat': True}  # Tacker v1's Helm client needs the password
         inst = Lab.inst = instance([self.ip(1), self.ip(2)], add)
 
         # A wrong password: Tacker's error, naming the node, never the password.

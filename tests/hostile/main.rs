@@ -25,9 +25,9 @@ mod inventory;
 mod registry;
 mod storage;
 mod tenant_cluster;
+mod tenant_options;
 mod tenant_secrets;
 mod tenant_state;
-mod tenant_options;
 mod workload;
 
 /// The corpus as one suite: one trial per case.

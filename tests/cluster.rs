@@ -577,7 +577,7 @@ fn bad_inputs_change_nothing() -> R {
     std::os::unix::fs::symlink("/etc/shadow", c.pkg.join("Scripts/evil.sh")).unwrap();
     let mut v = base.clone();
     v["additionalParams"]["k8s_cluster_installation_param"]["helm_installation_script_path"] = "Scripts/evil.sh".into();
-    cases.push((v, "leaves the VNF package"));
+    cases.push((v, "is no file inside the VNF package"));
     let mut v = base.clone();
     v["additionalParams"]["k8s_cluster_installation_param"]["storage_server"] = json!({"ssh_cp_name": "s"});
     cases.push((v, "storage_server.username: is required"));

@@ -53,12 +53,21 @@ impl Package {
         {
             return Err(err(format!("'{rel}' must be a relative path inside the VNF package")));
         }
+        // One message for a path that is missing, a link that leads out (to something or to
+        // nothing) and a file that cannot be opened: the package is a vendor's, the path a
+        // tenant's, and neither may learn from an error whether a controller file exists, nor
+        // where a link points.
+        let what = if want_dir { "directory" } else { "file" };
+        let not_inside = || {
+            err(format!(
+                "'{rel}' is no {what} inside the VNF package (missing, unreadable, or it or a folder on its way \
+                 is a link that leads out of the package)"
+            ))
+        };
         let full = self.root.join(p);
-        let real = full
-            .canonicalize()
-            .map_err(|e| err(format!("'{rel}' not found in the VNF package {}: {e}", self.root.display())))?;
+        let real = full.canonicalize().map_err(|_| not_inside())?;
         if !real.starts_with(&self.root) {
-            return Err(err(format!("'{rel}' leaves the VNF package (it resolves to {})", real.display())));
+            return Err(not_inside());
         }
         // Check the file itself, through one open handle: where it really is and what it is.
         // Path checks one after the other could each see a different file if the package
@@ -68,19 +77,16 @@ impl Package {
             .read(true)
             .custom_flags(libc::O_NONBLOCK)
             .open(&real)
-            .map_err(|e| err(format!("'{rel}' cannot be opened in the VNF package: {e}")))?;
+            .map_err(|_| not_inside())?;
         let at = std::fs::read_link(format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&f)))
             .unwrap_or_else(|_| real.clone());
         if !at.starts_with(&self.root) {
-            return Err(err(format!("'{rel}' leaves the VNF package (it resolves to {})", at.display())));
+            return Err(not_inside());
         }
         let kind = f.metadata().map_err(|e| err(format!("'{rel}': {e}")))?.file_type();
         let ok = if want_dir { kind.is_dir() } else { kind.is_file() };
         if !ok {
-            return Err(err(format!(
-                "'{rel}' is not a {} in the VNF package",
-                if want_dir { "directory" } else { "file" }
-            )));
+            return Err(err(format!("'{rel}' is not a {what} in the VNF package")));
         }
         Ok((at, f))
     }
@@ -104,6 +110,16 @@ mod tests {
             let e = pkg.resolve(bad, "r.json", "script_path", false).unwrap_err().to_string();
             assert!(e.starts_with("r.json: script_path: "), "{bad}: {e}");
         }
+        // A link out to a file that exists and one to a file that does not read the same, and
+        // neither says where it points.
+        std::os::unix::fs::symlink("/nonexistent/shadow", d.path().join("Scripts/nowhere.sh")).unwrap();
+        std::os::unix::fs::symlink("/etc", d.path().join("Etc")).unwrap();
+        let msg =
+            |rel: &str| pkg.resolve(rel, "r.json", "script_path", false).unwrap_err().to_string().replace(rel, "X");
+        for rel in ["Scripts/nowhere.sh", "Scripts/missing.sh", "Etc/passwd", "Etc/no-such-file"] {
+            assert_eq!(msg(rel), msg("Scripts/out.sh"), "{rel}");
+        }
+        assert!(!msg("Scripts/out.sh").contains("/etc"), "{}", msg("Scripts/out.sh"));
         assert!(pkg.resolve("Scripts", "r", "offline", true).is_ok());
         // A FIFO is refused at once, not waited on.
         let fifo = d.path().join("Scripts/fifo.sh");

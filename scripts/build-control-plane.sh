@@ -113,14 +113,16 @@ done <<<"$replaced"
 
 # What `--version` prints. Kubernetes' own build (hack/lib/version.sh) sets these variables in
 # both k8s.io/component-base/version and k8s.io/client-go/pkg/version; buildDate is the release's
-# publication time at the module proxy, so the flags (and the cache key) are reproducible.
+# publication time at the module proxy, so the flags (and the cache key) are reproducible. The
+# proxy does not name the release's git commit, so gitCommit is empty (not the "$Format:%H$"
+# placeholder of the source) and gitTreeState is "archive", as for a build from a source archive.
 build_date=$(cd -- "$K8S_MOD" && go list -mod=readonly -m \
     -f '{{with .Time}}{{.UTC.Format "2006-01-02T15:04:05Z"}}{{end}}' k8s.io/kubernetes)
 [ -n "$build_date" ] || build_date=1970-01-01T00:00:00Z
 k8s_ldflags="-s -w"
 for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
     k8s_ldflags+=" -X $pkg.gitVersion=$k8s_version -X $pkg.gitMajor=1 -X $pkg.gitMinor=$k8s_minor"
-    k8s_ldflags+=" -X $pkg.gitTreeState=archive -X $pkg.buildDate=$build_date"
+    k8s_ldflags+=" -X $pkg.gitCommit= -X $pkg.gitTreeState=archive -X $pkg.buildDate=$build_date"
 done
 etcd_ldflags="-s -w -X go.etcd.io/etcd/api/v3/version.GitSHA=$ETCD_GIT_SHA"
 # Static binaries as upstream ships them (Kubernetes' KUBE_STATIC_LIBRARIES, etcd's CGO_ENABLED=0).

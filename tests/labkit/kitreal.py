@@ -190,8 +190,8 @@ def make_node_certs(name, ip, endpoint, svc_cidr):
             "DNS:kubernetes.default.svc.cluster.local", "DNS:" + name, "DNS:localhost",
             "IP:" + first_service_ip(svc_cidr), "IP:" + ip, "IP:127.0.0.1", ip_or_dns(ep_host(endpoint))]
     make_cert(PKI + "/ca", PKI + "/apiserver", "/CN=kube-apiserver", "serverAuth", list(dict.fromkeys(sans)))
-    make_cert(PKI + "/ca", PKI + "/apiserver-kubelet-client", "/O=kubeadm:cluster-admins/CN=kube-apiserver-kubelet-client",
-              "clientAuth")
+    make_cert(PKI + "/ca", PKI + "/apiserver-kubelet-client",
+              "/O=kubeadm:cluster-admins/CN=kube-apiserver-kubelet-client", "clientAuth")
     make_cert(PKI + "/front-proxy-ca", PKI + "/front-proxy-client", "/CN=front-proxy-client", "clientAuth")
     esans = ["DNS:" + name, "DNS:localhost", "IP:" + ip, "IP:127.0.0.1", "IP:0:0:0:0:0:0:0:1"]
     make_cert(PKI + "/etcd/ca", PKI + "/etcd/server", "/CN=" + name, "serverAuth,clientAuth", esans)
@@ -537,10 +537,10 @@ def upload_certs(key_hex, conf=ADMIN_CONF):
     for f in CERT_FILES:
         with open(os.path.join(PKI, f), "rb") as fh:
             data[f.replace("/", "-")] = base64.b64encode(seal(key_hex, fh.read())).decode()
-    sec = {"apiVersion": "v1", "kind": "Secret", "type": "Opaque", "metadata": meta(
-        "kubeadm-certs", "kube-system", ownerReferences=[{"apiVersion": "v1", "kind": "Secret", "name": ts["metadata"]["name"],
-                                                          "uid": uid, "blockOwnerDeletion": True, "controller": True}]),
-        "data": data}
+    owner = {"apiVersion": "v1", "kind": "Secret", "name": ts["metadata"]["name"], "uid": uid,
+             "blockOwnerDeletion": True, "controller": True}
+    sec = {"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+           "metadata": meta("kubeadm-certs", "kube-system", ownerReferences=[owner]), "data": data}
     kubectl(["-n", "kube-system", "delete", "secret", "kubeadm-certs", "--ignore-not-found"], conf)
     apply([sec], conf)
 
@@ -572,7 +572,7 @@ def init(name, ip, endpoint, pod_cidr, svc_cidr, token, ttl_s, cert_key, say):
     apply(bootstrap_objects(endpoint, token, ttl_s, name, pod_cidr, svc_cidr))
     if cert_key:
         upload_certs(cert_key)
-    register_node(name, ip, control_plane=True)
+    register_node(name, ip)
     mark_control_plane(name)
     if start_kwok():
         say("[kwok] Started KWOK (%s) for the nodes and pods (log %s/kwok.log)" % (binary("kwok"), LOG_DIR))
@@ -618,7 +618,9 @@ def discover(endpoint, token, hashes, unsafe):
         raise RealError("%s: could not find a JWS signature in the cluster-info ConfigMap for token ID \"%s\" (%s)"
                         % (ident, tid, e)) from e
     header, _, sig = jws.partition("..")
-    want = _b64url(hmac.new(token.split(".")[1].encode(), (header + "." + _b64url(conf.encode())).encode(), hashlib.sha256).digest())
+    # The key is the token's secret part (k8s.io/cluster-bootstrap's detached JWS, HS256).
+    signing_input = (header + "." + _b64url(conf.encode())).encode()
+    want = _b64url(hmac.new(token.split(".")[1].encode(), signing_input, hashlib.sha256).digest())
     if not hmac.compare_digest(want, sig):
         raise RealError("%s: failed to verify JWS signature of received cluster info object, can't trust this API "
                         "Server" % ident)
@@ -654,7 +656,8 @@ def tls_bootstrap(name, server, ca_pem, token):
         csr_name = "node-csr-" + ks.rand_str(11)
         obj = {"apiVersion": "certificates.k8s.io/v1", "kind": "CertificateSigningRequest",
                "metadata": {"name": csr_name},
-               "spec": {"request": kc.b64(read(d + "/k.csr")), "signerName": "kubernetes.io/kube-apiserver-client-kubelet",
+               "spec": {"request": kc.b64(read(d + "/k.csr")),
+                        "signerName": "kubernetes.io/kube-apiserver-client-kubelet",
                         "usages": ["digital signature", "client auth"]}}
         kubectl(["create", "-f", "-"], BOOTSTRAP_CONF, stdin=json.dumps(obj))
 
@@ -680,7 +683,7 @@ def join(name, ip, endpoint, token, hashes, unsafe, cp, cert_key, say):
         join_control_plane(name, ip, endpoint, token, ca_pem, cert_key, say)
     csr = tls_bootstrap(name, server, ca_pem, token)
     say("[kubelet-start] lab kit: CSR %s approved and signed by the cluster's controller manager" % csr)
-    register_node(name, ip, control_plane=cp)
+    register_node(name, ip)
     if cp:
         mark_control_plane(name)
     if not have_kwok():
@@ -688,16 +691,12 @@ def join(name, ip, endpoint, token, hashes, unsafe, cp, cert_key, say):
 
 
 def join_control_plane(name, ip, endpoint, token, ca_pem, cert_key, say):
-    """download-certs with a bootstrap-token kubeconfig is what kubeadm does; the kit reads the
-    Secret with a token kubeconfig and decrypts it, makes this master's certificates, adds the etcd
-    member with the real etcdctl, and starts etcd (existing cluster) and the other components."""
-    tmp = K8S + "/labkit-join.conf"
-    kc.write_file(tmp, token_kubeconfig("https://" + endpoint, ca_pem, "bootstrap", token), 0o600)
-    try:
-        raise RealError("lab kit real-API mode: kubeadm join --control-plane is not implemented yet "
-                        "(single master only; see docs/labkit.md)")
-    finally:
-        os.unlink(tmp)
+    """Not yet: kubeadm would read kubeadm-certs with the bootstrap token (download_certs), make this
+    master's certificates (make_node_certs), add the etcd member (etcdctl member add), start etcd with
+    --initial-cluster-state=existing and the other components with leader election."""
+    del name, ip, endpoint, token, ca_pem, cert_key, say
+    raise RealError("lab kit real-API mode: kubeadm join --control-plane is not implemented yet "
+                    "(single master only; see docs/labkit.md)")
 
 
 # ---------------------------------------------------------------- the kubelet's part (stand-in)
@@ -735,13 +734,12 @@ def node_object(name, ip, ready):
                                     "osImage": kc.os_image()}}}
 
 
-def register_node(name, ip, control_plane):
+def register_node(name, ip):
     """The Node, created with the node's own credentials (kubelet.conf), as the kubelet registers."""
     obj = node_object(name, ip, ready=not have_kwok())
     res = kubectl(["create", "-f", "-"], KUBELET_CONF, stdin=json.dumps(obj), check=False)
     if res.returncode != 0 and "AlreadyExists" not in res.stderr:
         raise RealError("registering node %s: %s" % (name, res.stderr.strip()))
-    del control_plane
 
 
 def start_agent(name):
@@ -872,6 +870,13 @@ def reset(name, cp, say):
         except (RealError, ValueError) as e:
             say("[reset] lab kit: could not remove the etcd member of %s: %s" % (name, e))
     stop_all()
-    for d in (ETCD_DATA, "/var/lib/labkit-node/apiserver-certs", "/var/lib/labkit-node/kcm-certs",
+    if os.path.isdir(ETCD_DATA):  # kubeadm empties the data directory and keeps it
+        for e in os.listdir(ETCD_DATA):
+            p = os.path.join(ETCD_DATA, e)
+            if os.path.isdir(p):
+                shutil.rmtree(p, ignore_errors=True)
+            else:
+                os.unlink(p)
+    for d in ("/var/lib/labkit-node/apiserver-certs", "/var/lib/labkit-node/kcm-certs",
               "/var/lib/labkit-node/scheduler-certs"):
         shutil.rmtree(d, ignore_errors=True)

@@ -24,7 +24,7 @@ readonly READY_TIMEOUT_S=30
 usage() {
     cat <<EOF
 usage:
-  $PROG up N [--name NAME] [--net K] [--hidden M] [--no-sftp LIST] [--kit] [--dir DIR]
+  $PROG up N [--name NAME] [--net K] [--hidden M] [--no-sftp LIST] [--kit [--control-plane BINDIR]] [--dir DIR]
   $PROG down [--name NAME] [--dir DIR]
   $PROG stop NODE [--name NAME] [--dir DIR]
   $PROG start NODE [--name NAME] [--dir DIR]
@@ -56,6 +56,11 @@ usage:
   --kit   add the lab kit (tests/labkit, docs/labkit.md): stand-ins for apt-get,
           systemctl, kubeadm, kubectl, ... that share one simulated cluster in
           DIR/kit (mounted at /var/lib/labkit in every node); not the real tools
+  --control-plane BINDIR  with --kit: the REAL-API mode (docs/labkit.md). BINDIR is
+          what scripts/build-control-plane.sh prints; it is bind-mounted read-only at
+          /opt/control-plane in every node. The kit's kubeadm then runs the real etcd,
+          kube-apiserver, kube-controller-manager and kube-scheduler on the masters, and
+          kubectl, etcdctl and every helm verb are the real binaries
   --dir   lab directory (default: <repo>/target/lab/NAME)
 EOF
 }
@@ -74,7 +79,7 @@ since() {
 # ---------------------------------------------------------------------------
 # Arguments
 # ---------------------------------------------------------------------------
-CMD='' NAME=lab NET=0 HIDDEN=0 NOSFTP='' DIR='' NODE_ARG='' COUNT='' KIT=0
+CMD='' NAME=lab NET=0 HIDDEN=0 NOSFTP='' DIR='' NODE_ARG='' COUNT='' KIT=0 CP_BINDIR=''
 CMD_ARGV=()
 
 # is_int_in VALUE MIN MAX: VALUE is a decimal integer (at most 3 digits) in MIN..MAX.
@@ -115,7 +120,8 @@ parse_args() {
             given["--kit"]=1 KIT=1
             shift
             ;;
-        --name | --net | --hidden | --no-sftp | --dir | --name=* | --net=* | --hidden=* | --no-sftp=* | --dir=*)
+        --name | --net | --hidden | --no-sftp | --dir | --control-plane | --name=* | --net=* | --hidden=* | \
+            --no-sftp=* | --dir=* | --control-plane=*)
             if [[ $1 == *=* ]]; then
                 opt=${1%%=*} val=${1#*=}
                 shift
@@ -131,6 +137,7 @@ parse_args() {
             --hidden) HIDDEN=$val ;;
             --no-sftp) NOSFTP=$val ;;
             --dir) DIR=$val ;;
+            --control-plane) CP_BINDIR=$val ;;
             esac
             ;;
         -*) usage_error "unknown option '$1'" ;;
@@ -143,7 +150,7 @@ parse_args() {
 
     # Options that only `up` takes.
     if [ "$CMD" != up ]; then
-        for opt in --net --hidden --no-sftp --kit; do
+        for opt in --net --hidden --no-sftp --kit --control-plane; do
             [ -z "${given[$opt]:-}" ] || usage_error "option $opt is only valid with 'up'"
         done
     fi
@@ -186,6 +193,18 @@ parse_args() {
         for n in ${NOSFTP//,/ }; do
             ((10#$n >= 1 && 10#$n <= COUNT)) ||
                 usage_error "--no-sftp: node $n is not one of the primary nodes 1..$COUNT"
+        done
+    fi
+
+    if [ -n "$CP_BINDIR" ]; then
+        [ "$KIT" = 1 ] || usage_error "--control-plane needs --kit"
+        CP_BINDIR=$(realpath -e -- "$CP_BINDIR" 2>/dev/null) ||
+            usage_error "--control-plane: no such directory"
+        [[ $CP_BINDIR =~ ^/[A-Za-z0-9._/+-]+$ ]] ||
+            usage_error "--control-plane: BINDIR may only contain letters, digits and . _ / + - (got '$CP_BINDIR')"
+        local b
+        for b in $CP_BINARIES; do
+            [ -x "$CP_BINDIR/$b" ] || usage_error "--control-plane: $CP_BINDIR/$b is missing (run scripts/build-control-plane.sh)"
         done
     fi
 
@@ -599,6 +618,7 @@ write_lab_env() {
         printf 'LAB_SSH_CONFIG=%s\n' "$(sh_quote "$SSH_CFG")"
         printf 'LAB_KIT=%s\n' "$KIT"
         if [ "$KIT" = 1 ]; then printf 'LAB_KIT_DIR=%s\n' "$(sh_quote "$KIT_DIR")"; fi
+        if [ -n "$CP_BINDIR" ]; then printf 'LAB_CONTROL_PLANE=%s\n' "$(sh_quote "$CP_BINDIR")"; fi
     } >"$DIR/lab.env"
 }
 
@@ -715,6 +735,11 @@ build_tmpl() {
 # shared cluster state and is bind-mounted at /var/lib/labkit in every node.
 readonly KIT_SHADOWED="apt-get apt-mark systemctl hostnamectl swapoff sysctl modprobe helm exportfs"
 readonly KIT_MASKED="swapoff modprobe mount.nfs"
+# Real-API mode (--control-plane BINDIR): the binaries it needs, and where the nodes see them.
+# The nodes' /root is their own (a bind of their disk), so a BINDIR under the host's /root
+# would not be visible through the overlay: it is bind-mounted read-only instead.
+readonly CP_BINARIES="etcd etcdctl kube-apiserver kube-controller-manager kube-scheduler kubectl"
+readonly CP_NODE_DIR=/opt/control-plane
 
 # mkdir -p under the layer, with the host's mode and owner for each level.
 layer_dirs() { # args: absolute paths
@@ -753,6 +778,15 @@ build_kit() {
     /usr/bin/python3 -m compileall -q -d /opt/labkit "$L/opt/labkit" >/dev/null ||
         die "--kit: python3 could not compile $KIT_SRC"
     for t in $KIT_SHADOWED; do ln -s "/opt/labkit/$t" "$L/usr/local/sbin/$t"; done
+    if [ -n "$CP_BINDIR" ]; then
+        # Real-API mode: the kit records it (the stand-ins read it), etcdctl is the real one
+        # on PATH (kubectl comes with `apt-get install kubectl`, linked to the real one).
+        mkdir -m 0755 "$L$CP_NODE_DIR"
+        printf '%s\n' "$CP_NODE_DIR" >"$KIT_DIR/control-plane"
+        printf '%s\n' "$CP_BINDIR" >"$KIT_DIR/control-plane.host"
+        chmod 0644 "$KIT_DIR/control-plane" "$KIT_DIR/control-plane.host"
+        ln -s "$CP_NODE_DIR/etcdctl" "$L/usr/local/sbin/etcdctl"
+    fi
     ln -s /opt/labkit/apt-get "$L/usr/local/sbin/apt"
     for d in /usr/sbin /sbin; do
         if [ ! -d "$d" ] || [ -L "$d" ]; then continue; fi
@@ -904,6 +938,7 @@ prep_node() {
         printf '%s/home %s/home none bind 0 0\n' "$fs" "$R"
         printf '%s %s/run/mdlab none bind,X-mount.mkdir 0 0\n' "$st" "$R"
         [ "$KIT" = 0 ] || printf '%s %s/var/lib/labkit none bind 0 0\n' "$KIT_DIR" "$R"
+        [ -z "$CP_BINDIR" ] || printf '%s %s%s none bind,ro 0 0\n' "$CP_BINDIR" "$R" "$CP_NODE_DIR"
     } >"$st/fstab"
     # lab kit: who am I (the stand-ins refuse to run without this file)
     [ "$KIT" = 0 ] || printf 'name=%s\nip=%s\nlab=%s\n' "$name" "$ip" "$NAME" >"$st/labkit-node"
@@ -1141,6 +1176,10 @@ cmd_up() {
     if [ "$KIT" = 1 ]; then
         printf '  lab kit:   %s (stand-ins, not the real tools; see docs/labkit.md)\n' "$KIT_DIR"
         printf '             %s/labkit-ctl state %s\n' "$KIT_SRC" "$KIT_DIR"
+        if [ -n "$CP_BINDIR" ]; then
+            printf '  real API:  %s at %s in the nodes (kubeadm runs the real control plane)\n' \
+                "$CP_BINDIR" "$CP_NODE_DIR"
+        fi
     fi
     printf '  down:      %s down %s\n' "$0" "$(lab_args)"
 }

@@ -54,6 +54,9 @@ pub struct Suite {
     cases: Vec<(String, Body)>,
     shared_lab: Option<Box<dyn FnOnce() -> Lab>>,
     closing_line: Option<String>,
+    /// Why its root trials cannot run here although root could run them (something they need
+    /// is not built): they are then ignored, and the run says so loudly.
+    missing: Option<String>,
 }
 
 impl Suite {
@@ -75,6 +78,7 @@ impl Suite {
             cases: Vec::new(),
             shared_lab: None,
             closing_line: None,
+            missing: None,
         }
     }
 
@@ -104,6 +108,12 @@ impl Suite {
         self
     }
 
+    /// Ignore the root trials, loudly, when `missing` says what they need and is not there.
+    pub fn needing(mut self, missing: Option<String>) -> Suite {
+        self.missing = missing;
+        self
+    }
+
     /// A line printed after the suite ran (a count of what the suite covered).
     pub fn closing_line(mut self, line: String) -> Suite {
         self.closing_line = Some(line);
@@ -115,7 +125,8 @@ impl Suite {
         let prefix = |test: &str| format!("{}::{test}", self.name);
         let mut trials: Vec<Trial> = self.without_root.iter().map(|&(n, f)| trial(prefix(n), f)).collect();
         trials.extend(self.cases.drain(..).map(|(n, body)| Trial::test(prefix(&n), body)));
-        trials.extend(self.needing_root.iter().map(|&(n, f)| trial(prefix(n), f).with_ignored_flag(!root)));
+        let ignore = !root || self.missing.is_some();
+        trials.extend(self.needing_root.iter().map(|&(n, f)| trial(prefix(n), f).with_ignored_flag(ignore)));
         (trials, self.needing_root.len())
     }
 }
@@ -180,6 +191,13 @@ fn run_suites(args: &Arguments, suites: Vec<Suite>, root: bool) -> Conclusion {
         if !root && skipped > 0 {
             eprintln!(
                 "\n!!!!!!!! SKIPPING {skipped} LAB TESTS of suite {} ({}): they need root (run `sudo bash scripts/test.sh`) !!!!!!!!\n",
+                p.suite.name,
+                p.suite.file.display()
+            );
+        }
+        if let (true, Some(why)) = (skipped > 0, &p.suite.missing) {
+            eprintln!(
+                "\n!!!!!!!! SKIPPED {skipped} LAB TESTS of suite {} ({}): {why} !!!!!!!!\n",
                 p.suite.name,
                 p.suite.file.display()
             );

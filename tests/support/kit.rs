@@ -77,7 +77,22 @@ impl Cluster {
     /// `masters`/`workers`: lab node numbers. `creds`: inventory credentials (None = the
     /// request's username/password, Tacker's way).
     pub fn new(name: &str, net: u8, nodes: usize, masters: &[usize], workers: &[usize], root_key: bool) -> Cluster {
-        let lab = Lab::up(name, net, nodes, &["--kit"]);
+        Cluster::with_lab_args(name, net, nodes, masters, workers, root_key, &[])
+    }
+
+    /// As [`Cluster::new`], with more `lab.sh up` arguments (`--control-plane BINDIR`).
+    pub fn with_lab_args(
+        name: &str,
+        net: u8,
+        nodes: usize,
+        masters: &[usize],
+        workers: &[usize],
+        root_key: bool,
+        extra: &[&str],
+    ) -> Cluster {
+        let mut args = vec!["--kit"];
+        args.extend_from_slice(extra);
+        let lab = Lab::up(name, net, nodes, &args);
         let dir = tempfile::tempdir().unwrap();
         let pkg = package(dir.path());
         let c = Cluster {

@@ -1,0 +1,23 @@
+//! The `real` test binary: the cluster hooks against a REAL Kubernetes API in the lab
+//! (tests/real_cluster.rs): the lab kit's real-API mode (`scripts/lab.sh up N --kit
+//! --control-plane BINDIR`, docs/labkit.md), where kubeadm runs the real etcd, kube-apiserver,
+//! kube-controller-manager and kube-scheduler built by scripts/build-control-plane.sh, and
+//! kubectl, etcdctl and helm on the nodes are the real binaries.
+//!
+//! Its own binary: it needs the control plane built (~10 min once per machine) and ~0.6 GB per
+//! control plane, which the kit-only suites do not. Without the build, its lab trials are
+//! ignored with a loud message.
+
+// A test binary reports to the test log and exits as a harness must; the print and exit lints
+// (Cargo.toml) guard the driver's own output path (src/console.rs).
+#![allow(clippy::print_stdout, clippy::print_stderr, clippy::exit)]
+
+#[path = "../support/mod.rs"]
+mod support;
+
+#[path = "../real_cluster.rs"]
+mod real_cluster;
+
+fn main() {
+    support::harness::run(vec![real_cluster::suite()])
+}

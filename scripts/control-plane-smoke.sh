@@ -442,6 +442,20 @@ old_gone() {
 wait_for "the old Pods to be removed (kwok's pod-delete stage)" "$STEP_TIMEOUT_S" old_gone
 printf -- '-- rollout restart: new ReplicaSet ready and the old Pods gone: %d s\n' "$((SECONDS - t0))"
 k -n default get rs -l app=web
+echo "== deleting a Pod: grace period and finalizers"
+k -n default run held --image=registry.k8s.io/pause:3.10 --restart=Never \
+    --overrides='{"metadata":{"finalizers":["smoke.example/hold"]},"spec":{"terminationGracePeriodSeconds":30}}' >/dev/null
+running() { [ "$(k -n default get pod "$1" -o jsonpath='{.status.phase}')" = Running ]; }
+wait_for "Pod held Running" "$STEP_TIMEOUT_S" running held
+timed "kubectl delete pod held --wait=false (grace 30 s, a finalizer)" k -n default delete pod held --wait=false
+zero_grace() { [ "$(k -n default get pod held -o jsonpath='{.metadata.deletionGracePeriodSeconds}')" = 0 ]; }
+tfor "kwok's delete (grace 0, as a kubelet's final delete) before the grace period ends" 25 zero_grace
+sleep 2
+k -n default get pod held >/dev/null 2>&1 || die "Pod held is gone although its finalizer is still there"
+echo "-- Pod held stays, Terminating, until its finalizer goes"
+k -n default patch pod held --type=json -p '[{"op":"remove","path":"/metadata/finalizers"}]' >/dev/null
+held_gone() { ! k -n default get pod held >/dev/null 2>&1; }
+tfor "Pod held removed once its finalizer is gone" "$STEP_TIMEOUT_S" held_gone
 
 echo "== a DaemonSet: one Pod per node"
 k -n default apply -f - >/dev/null <<EOF || die "creating the DaemonSet failed"

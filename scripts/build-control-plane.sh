@@ -8,6 +8,8 @@
 #   controlplane/etcd (go.mod, go.sum): go.etcd.io/etcd/server/v3 and etcdctl/v3, the etcd
 #       release that Kubernetes release pins (build/dependencies.yaml, kubeadm's DefaultEtcdVersion)
 #       -> etcd, etcdctl
+#   controlplane/kwok (go.mod, go.sum): sigs.k8s.io/kwok, a kubelet stand-in (no container runs)
+#       -> kwok, and kwok-stages.yaml: the Stage resources it needs, copied from the module
 #
 # The cache directory is CACHE_ROOT/KEY, where KEY hashes the go.mod and go.sum files, the build
 # flags below and the Go version, so a second clone or CI on the same machine reuses the build,
@@ -20,8 +22,8 @@
 # Needs: Go 1.26 or newer, flock, sha256sum; network only to the Go module proxy, for the first
 # build on a machine (the module cache, GOMODCACHE, keeps the sources afterwards).
 # Output: progress on stderr; the LAST LINE OF STDOUT is the directory holding the binaries
-# (etcd, etcdctl, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, VERSIONS,
-# SHA256SUMS).
+# (etcd, etcdctl, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kwok,
+# kwok-stages.yaml, VERSIONS, SHA256SUMS).
 set -euo pipefail
 umask 022
 export LC_ALL=C
@@ -31,18 +33,34 @@ SCRIPT_DIR=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd -P)
 REPO_DIR=$(dirname -- "$SCRIPT_DIR")
 K8S_MOD=$REPO_DIR/controlplane/kubernetes
 ETCD_MOD=$REPO_DIR/controlplane/etcd
-readonly PROG SCRIPT_DIR REPO_DIR K8S_MOD ETCD_MOD
+KWOK_MOD=$REPO_DIR/controlplane/kwok
+readonly PROG SCRIPT_DIR REPO_DIR K8S_MOD ETCD_MOD KWOK_MOD
 
 # etcd's own build (scripts/build_lib.sh of etcd) stamps the short git commit of the release into
 # go.etcd.io/etcd/api/v3/version.GitSHA; the module proxy names the commit of tag v3.7.0 as
 # 4d71f7c83a2cef992d57abd3284edfaf66c91a4a. Change it together with the etcd pin.
 readonly ETCD_GIT_SHA=4d71f7c
+# KWOK's release build (its Makefile and hack/releases.sh) stamps the tag into
+# sigs.k8s.io/kwok/pkg/consts.Version and "v" + the first line of its supported_releases.txt into
+# consts.KubeVersion (1.36.1 for v0.8.0; checked against the module after the build). Change it
+# together with the kwok pin.
+readonly KWOK_KUBE_VERSION=v1.36.1
+# The Stage resources that kwokctl gives kwok by default (the module's kustomize/stage/fast:
+# node/fast, node/heartbeat-with-lease, pod/fast), in that order. kwok itself has no default
+# stages: without them it refuses to start ("no stages found").
+readonly KWOK_STAGES=(
+    kustomize/stage/node/fast/node-initialize.yaml
+    kustomize/stage/node/heartbeat-with-lease/node-heartbeat-with-lease.yaml
+    kustomize/stage/pod/fast/pod-ready.yaml
+    kustomize/stage/pod/fast/pod-complete.yaml
+    kustomize/stage/pod/fast/pod-delete.yaml
+)
 
 usage() {
     cat <<EOF
 usage: $PROG [--print-key]
-Builds etcd, etcdctl, kube-apiserver, kube-controller-manager, kube-scheduler and kubectl from
-the Go modules in controlplane/ into a cache directory outside the clone (unless already there)
+Builds etcd, etcdctl, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl and kwok
+from the Go modules in controlplane/ into a cache directory outside the clone (unless already there)
 and prints that directory as the last line of stdout.
   --print-key   print the cache directory this checkout would use, build nothing
 Environment: MGMT_DRIVER_CONTROL_PLANE_CACHE (cache root; default
@@ -77,7 +95,9 @@ esac
 command -v go >/dev/null 2>&1 || die "go is not installed (Go 1.26 or newer is needed)"
 command -v flock >/dev/null 2>&1 || die "flock is not installed (util-linux)"
 command -v sha256sum >/dev/null 2>&1 || die "sha256sum is not installed (coreutils)"
-for f in "$K8S_MOD/go.mod" "$K8S_MOD/go.sum" "$ETCD_MOD/go.mod" "$ETCD_MOD/go.sum"; do
+readonly MOD_FILES=("$K8S_MOD/go.mod" "$K8S_MOD/go.sum" "$ETCD_MOD/go.mod" "$ETCD_MOD/go.sum"
+    "$KWOK_MOD/go.mod" "$KWOK_MOD/go.sum")
+for f in "${MOD_FILES[@]}"; do
     [ -f "$f" ] || die "missing $f"
 done
 
@@ -95,6 +115,8 @@ mod_version() { # mod_version MODULE_DIR MODULE_PATH: the version built, after a
 k8s_version=$(mod_version "$K8S_MOD" k8s.io/kubernetes)
 etcd_version=$(mod_version "$ETCD_MOD" go.etcd.io/etcd/server/v3)
 etcdctl_version=$(mod_version "$ETCD_MOD" go.etcd.io/etcd/etcdctl/v3)
+kwok_version=$(mod_version "$KWOK_MOD" sigs.k8s.io/kwok)
+[[ $kwok_version =~ ^v[0-9]+\.[0-9]+\.[0-9]+$ ]] || die "unexpected sigs.k8s.io/kwok version '$kwok_version'"
 [[ $k8s_version =~ ^v1\.([0-9]+)\.[0-9]+$ ]] || die "unexpected k8s.io/kubernetes version '$k8s_version'"
 k8s_minor=${BASH_REMATCH[1]}
 [ "$etcd_version" = "$etcdctl_version" ] || die "etcd server $etcd_version and etcdctl $etcdctl_version differ"
@@ -125,22 +147,25 @@ for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
     k8s_ldflags+=" -X $pkg.gitCommit= -X $pkg.gitTreeState=archive -X $pkg.buildDate=$build_date"
 done
 etcd_ldflags="-s -w -X go.etcd.io/etcd/api/v3/version.GitSHA=$ETCD_GIT_SHA"
+kwok_ldflags="-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=$kwok_version"
+kwok_ldflags+=" -X sigs.k8s.io/kwok/pkg/consts.KubeVersion=$KWOK_KUBE_VERSION"
 # Static binaries as upstream ships them (Kubernetes' KUBE_STATIC_LIBRARIES, etcd's CGO_ENABLED=0).
 build_flags=(-trimpath -buildvcs=false -mod=readonly)
 readonly K8S_CMDS=(kube-apiserver kube-controller-manager kube-scheduler kubectl)
 
 key=$(
     {
-        for f in "$K8S_MOD/go.mod" "$K8S_MOD/go.sum" "$ETCD_MOD/go.mod" "$ETCD_MOD/go.sum"; do
+        for f in "${MOD_FILES[@]}"; do
             sha256sum <"$f"
         done
         printf 'flags %s\nk8s %s\netcd %s\ncgo 0\n' "${build_flags[*]}" "$k8s_ldflags" "$etcd_ldflags"
         printf 'go %s %s/%s\n' "$go_version" "$(go env GOOS)" "$(go env GOARCH)"
-        printf 'cmds %s etcd etcdctl\n' "${K8S_CMDS[*]}"
+        printf 'cmds %s etcd etcdctl kwok\n' "${K8S_CMDS[*]}"
+        printf 'kwok %s\nkwok-stages %s\n' "$kwok_ldflags" "${KWOK_STAGES[*]}"
     } | sha256sum | cut -c1-16
 )
 cache_root=${MGMT_DRIVER_CONTROL_PLANE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/mgmt-driver/control-plane}
-name=k8s-$k8s_version-etcd-$etcd_version-$key
+name=k8s-$k8s_version-etcd-$etcd_version-kwok-$kwok_version-$key
 dir=$cache_root/$name
 if [ "$print_key" = 1 ]; then
     printf '%s\n' "$dir"
@@ -149,8 +174,8 @@ fi
 
 complete() { # complete DIR: every binary in place and the checksums match
     local d=$1 b
-    for b in "${K8S_CMDS[@]}" etcd etcdctl; do [ -x "$d/$b" ] || return 1; done
-    [ -f "$d/VERSIONS" ] && (cd -- "$d" && sha256sum --quiet --strict -c SHA256SUMS) >/dev/null 2>&1
+    for b in "${K8S_CMDS[@]}" etcd etcdctl kwok; do [ -x "$d/$b" ] || return 1; done
+    [ -f "$d/VERSIONS" ] && [ -f "$d/kwok-stages.yaml" ] && (cd -- "$d" && sha256sum --quiet --strict -c SHA256SUMS) >/dev/null 2>&1
 }
 
 if [ -d "$dir" ] && complete "$dir"; then
@@ -191,6 +216,22 @@ log "building etcd $etcd_version (etcd, etcdctl)"
     go.etcd.io/etcd/server/v3) || die "building etcd $etcd_version failed"
 (cd -- "$ETCD_MOD" && go build "${build_flags[@]}" -ldflags "$etcd_ldflags" -o "$tmp/etcdctl" \
     go.etcd.io/etcd/etcdctl/v3) || die "building etcdctl $etcd_version failed"
+log "building KWOK $kwok_version (kwok)"
+(cd -- "$KWOK_MOD" && go build "${build_flags[@]}" -ldflags "$kwok_ldflags" -o "$tmp/kwok" \
+    sigs.k8s.io/kwok/cmd/kwok) || die "building kwok $kwok_version failed"
+kwok_src=$(cd -- "$KWOK_MOD" && go list -mod=readonly -m -f '{{.Dir}}' sigs.k8s.io/kwok)
+[ -d "${kwok_src:-/nonexistent}" ] || die "the source of sigs.k8s.io/kwok $kwok_version is not in the module cache"
+kwok_kube=$(head -n 1 -- "$kwok_src/supported_releases.txt") || die "cannot read $kwok_src/supported_releases.txt"
+[ "v$kwok_kube" = "$KWOK_KUBE_VERSION" ] ||
+    die "kwok $kwok_version's release build stamps KubeVersion v$kwok_kube, the script pins $KWOK_KUBE_VERSION"
+(
+    printf '# The Stage resources kwok %s plays: kwokctl'"'"'s default set, copied unchanged from the\n' "$kwok_version"
+    printf '# module sigs.k8s.io/kwok@%s by scripts/build-control-plane.sh. Pass with --config.\n' "$kwok_version"
+    for f in "${KWOK_STAGES[@]}"; do
+        printf -- '---\n# %s\n' "$f"
+        cat -- "$kwok_src/$f" || exit 1
+    done
+) >"$tmp/kwok-stages.yaml" || die "copying kwok's stages from $kwok_src failed"
 
 # Every binary must report the pinned version (the driver parses versions).
 first_line_with() { # first_line_with WANT BINARY ARGS...: the line of the output holding WANT
@@ -216,9 +257,12 @@ versions=$(
     printf 'etcd: %s\n' "$line"
     line=$(first_line_with "etcdctl version: ${etcd_version#v}" "$tmp/etcdctl" version)
     printf 'etcdctl: %s\n' "$line"
+    printf 'kwok %s (sigs.k8s.io/kwok; stages: %s)\n' "$kwok_version" "${KWOK_STAGES[*]}"
+    line=$(first_line_with "kwok version $kwok_version" "$tmp/kwok" --version)
+    printf 'kwok: %s\n' "$line"
 ) || die "a built binary does not report the pinned version"
 printf '%s\n' "$versions" >"$tmp/VERSIONS"
-(cd -- "$tmp" && sha256sum -- "${K8S_CMDS[@]}" etcd etcdctl VERSIONS >SHA256SUMS)
+(cd -- "$tmp" && sha256sum -- "${K8S_CMDS[@]}" etcd etcdctl kwok kwok-stages.yaml VERSIONS >SHA256SUMS)
 chmod 0755 "$tmp"
 mv -T -- "$tmp" "$dir" || die "could not rename $tmp to $dir"
 tmp=''

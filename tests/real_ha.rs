@@ -43,6 +43,7 @@ fn ha_three_masters_on_the_real_api() -> R {
             ("the recorded bearer token works through the VIP from the worker", through_the_vip),
             ("heal-start of master 3 removes its etcd member", heal_start_master),
             ("the VNFM rebuilds master 3; heal-end rejoins it: 3 members again", heal_end_master),
+            ("kubeadm reset -f on master 3 removes its member first, then stops its daemons", reset_master),
         ],
     )
 }
@@ -180,6 +181,22 @@ fn heal_end_master(t: &mut HaCluster) -> R {
     }
     let cps = kubectl(c, 1, "get nodes -l node-role.kubernetes.io/control-plane -o name");
     check(cps.lines().count() == 3 && cps.contains("node/master13"), || format!("control-plane nodes: {cps}"))
+}
+
+fn reset_master(t: &mut HaCluster) -> R {
+    let c = &t.c;
+    let out = c.on(3, "kubeadm reset -f 2>&1");
+    check(out.contains("Removed the etcd member of master13"), || format!("kubeadm reset:\n{out}"))?;
+    let m = etcd_members(c, 1)?;
+    check(voting(&m) == (vec!["master11".into(), "master12".into()], 2), || format!("members: {m:?}"))?;
+    let left = c
+        .on(3, "ls /run/labkit; ps -eo args | grep -E '^(/opt/control-plane/|/usr/bin/python3 .*(labkit-lb|kubelet))'");
+    check(left.trim().is_empty(), || format!("left running on master 3:\n{left}"))?;
+    let st = c.on(3, "systemctl is-active haproxy");
+    check(st.trim() == "inactive", || format!("haproxy unit: {st}"))?;
+    // Two members keep the quorum: the cluster still answers through the VIP.
+    let n = kubectl(c, 4, "--kubeconfig /etc/kubernetes/kubelet.conf get node worker14 -o name");
+    check(n.trim() == "node/worker14", || format!("through the VIP after the reset: {n}"))
 }
 
 pub fn suite() -> Suite {

@@ -991,7 +991,20 @@ def reset(name, cp, say):
             members = json.loads(etcdctl(["member", "list", "-w", "json"])).get("members") or []
             mine = [m for m in members if m.get("name") == name]
             if mine and len(members) > 1:
-                etcdctl(["member", "remove", "%x" % mine[0]["ID"]])
+                # etcd refuses to remove a member while the others have not been connected for its
+                # health interval (5 s), e.g. just after this member joined: retry, as kubeadm's etcd
+                # client does, for a bounded time.
+                def removed():
+                    try:
+                        etcdctl(["member", "remove", "%x" % mine[0]["ID"]])
+                    except RealError as e:
+                        if "member not found" in str(e):  # an earlier try went through
+                            return True
+                        if "unhealthy cluster" in str(e):
+                            return False
+                        raise
+                    return True
+                wait_for("etcd to accept removing the member of %s" % name, removed, 30)
                 say("[reset] Removed the etcd member of %s (id %x)" % (name, mine[0]["ID"]))
         except (RealError, ValueError) as e:
             say("[reset] lab kit: could not remove the etcd member of %s: %s" % (name, e))

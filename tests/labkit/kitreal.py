@@ -7,8 +7,9 @@
 # kube-controller-manager and kube-scheduler (BINDIR, seen at /opt/control-plane in the nodes)
 # as daemons in the master node's own namespaces, with kubeadm's file layout, and it does on
 # the real API what kubeadm's phases do (bootstrap token, cluster-info, node bootstrap RBAC,
-# kubeadm-certs). A worker joins through the real bootstrap-token discovery and CSR flow. The
-# Node objects are written by the kit's kubelet stand-in with the node's own credentials.
+# kubeadm-certs). A worker joins through the real bootstrap-token discovery and CSR flow; a master
+# joins with a real etcd member and its own API server (HA). The Node objects are written by
+# the kit's kubelet stand-in with the node's own credentials.
 # kubeadm itself, the kubelet, containerd, apt-get and systemctl stay stand-ins.
 """Lab kit: the real-API mode of the kubeadm and kubelet stand-ins."""
 
@@ -742,8 +743,8 @@ def join_control_plane(name, ip, endpoint, token, ca_pem, cert_key, say):
     """What kubeadm join --control-plane does before the kubelet starts, on the real cluster:
     download-certs (kubeadm-certs, read with the bootstrap token, opened with the certificate key),
     this master's own certificates and kubeconfigs, a new etcd member added through a running one
-    (as a learner, promoted once it has caught up, as kubeadm 1.33+ does), then the API server on
-    the local member and the controller manager and scheduler with leader election."""
+    (as a learner, promoted once it has caught up, as kubeadm does by default since 1.29), then the
+    API server on the local member and the controller manager and scheduler with leader election."""
     server = "https://" + endpoint
     kc.write_file(PKI + "/ca.crt", ca_pem)
     kc.write_file(BOOTSTRAP_CONF, token_kubeconfig(server, ca_pem, "tls-bootstrap-token-user", token), 0o600)

@@ -18,6 +18,9 @@ mod support;
 #[path = "../real_cluster.rs"]
 mod real_cluster;
 
+#[path = "../real_ha.rs"]
+mod real_ha;
+
 fn main() {
-    support::harness::run(vec![real_cluster::suite()])
+    support::harness::run(vec![real_cluster::suite(), real_ha::suite()])
 }

@@ -7,8 +7,9 @@
 # kube-controller-manager and kube-scheduler (BINDIR, seen at /opt/control-plane in the nodes)
 # as daemons in the master node's own namespaces, with kubeadm's file layout, and it does on
 # the real API what kubeadm's phases do (bootstrap token, cluster-info, node bootstrap RBAC,
-# kubeadm-certs). A worker joins through the real bootstrap-token discovery and CSR flow. The
-# Node objects are written by the kit's kubelet stand-in with the node's own credentials.
+# kubeadm-certs). A worker joins through the real bootstrap-token discovery and CSR flow; a master
+# joins with a real etcd member and its own API server (HA). The Node objects are written by
+# the kit's kubelet stand-in with the node's own credentials.
 # kubeadm itself, the kubelet, containerd, apt-get and systemctl stay stand-ins.
 """Lab kit: the real-API mode of the kubeadm and kubelet stand-ins."""
 
@@ -215,15 +216,19 @@ def client_kubeconfig(path, server, subj, user):
         shutil.rmtree(d, ignore_errors=True)
 
 
-def write_kubeconfigs(name, ip, endpoint):
+def write_kubeconfigs(name, ip, endpoint, joining=False):
+    """admin.conf (and, on init, super-admin.conf and the kubelet's), controller-manager.conf and
+    scheduler.conf (these two talk to this master's own API server, as kubeadm's do)."""
     local = "https://%s:6443" % ip
     client_kubeconfig(ADMIN_CONF, "https://" + endpoint, "/O=kubeadm:cluster-admins/CN=kubernetes-admin",
                       "kubernetes-admin")
-    client_kubeconfig(SUPER_CONF, "https://" + endpoint, "/O=system:masters/CN=kubernetes-super-admin",
-                      "kubernetes-super-admin")
     client_kubeconfig(K8S + "/controller-manager.conf", local, "/CN=system:kube-controller-manager",
                       "system:kube-controller-manager")
     client_kubeconfig(K8S + "/scheduler.conf", local, "/CN=system:kube-scheduler", "system:kube-scheduler")
+    if joining:  # kubeadm join writes no super-admin.conf; the kubelet bootstraps through a CSR
+        return
+    client_kubeconfig(SUPER_CONF, "https://" + endpoint, "/O=system:masters/CN=kubernetes-super-admin",
+                      "kubernetes-super-admin")
     # The kubelet's client certificate of a master is signed directly, as kubeadm init does.
     d = tempfile.mkdtemp(prefix="labkit-")
     try:
@@ -309,6 +314,27 @@ def stop_all():
         stop(n)
 
 
+# ---------------------------------------------------------------- haproxy's data path (stand-in)
+LB = "labkit-lb"
+
+
+def lb_start(cfg, restart=False):
+    """The kit's TCP forwarder (tests/labkit/labkit-lb) for haproxy.cfg's frontend: started with the
+    haproxy unit in real-API mode, so that the VIP's load-balancer port reaches the API servers."""
+    if restart:
+        stop(LB)
+    if pid_of(LB):
+        return None
+    launch(LB, ["/usr/bin/python3", os.path.join(os.path.dirname(os.path.realpath(__file__)), LB), cfg])
+    time.sleep(0.3)
+    if not pid_of(LB):
+        try:
+            return "\n".join(read("%s/%s.log" % (LOG_DIR, LB)).splitlines()[-3:])
+        except OSError:
+            return "labkit-lb exited"
+    return None
+
+
 def etcd_argv(name, ip, initial_cluster, state):
     return [binary("etcd"), "--name=" + name, "--data-dir=" + ETCD_DATA,
             "--listen-client-urls=https://127.0.0.1:2379,https://%s:2379" % ip,
@@ -377,18 +403,32 @@ def scheduler_argv():
             "--cert-dir=/var/lib/labkit-node/scheduler-certs"]
 
 
-def start_control_plane(name, ip, pod_cidr, svc_cidr, initial_cluster, state):
-    """etcd, then the API server (waits for /readyz), then the controller manager and scheduler."""
+def start_etcd(name, ip, initial_cluster, state):
     os.makedirs(ETCD_DATA, mode=0o700, exist_ok=True)
     launch("etcd", etcd_argv(name, ip, initial_cluster, state))
+
+
+def wait_etcd_healthy():
     wait_for("etcd to be healthy", lambda: (alive_or_raise(["etcd"]), etcdctl(["endpoint", "health"]))[1],
              READY_TIMEOUT_S)
+
+
+def start_control_plane(name, ip, pod_cidr, svc_cidr, initial_cluster, state):
+    """etcd, then the API server (waits for /readyz), then the controller manager and scheduler."""
+    start_etcd(name, ip, initial_cluster, state)
+    wait_etcd_healthy()
+    return start_api_and_controllers(ip, pod_cidr, svc_cidr, SUPER_CONF)
+
+
+def start_api_and_controllers(ip, pod_cidr, svc_cidr, conf):
+    """The API server on the local etcd member (waits for its /readyz), then the controller manager
+    and the scheduler, both with leader election (one of each acts in an HA cluster)."""
     launch("kube-apiserver", apiserver_argv(ip, svc_cidr))
     local = "https://%s:6443" % ip
 
     def ready():
         alive_or_raise(["etcd", "kube-apiserver"])
-        return kubectl(["--server", local, "get", "--raw", "/readyz"], SUPER_CONF, timeout=15).strip() == "ok"
+        return kubectl(["--server", local, "get", "--raw", "/readyz"], conf, timeout=15).strip() == "ok"
     t0 = time.time()
     wait_for("the API server's /readyz", ready, READY_TIMEOUT_S)
     launch("kube-controller-manager", kcm_argv(pod_cidr, svc_cidr))
@@ -542,7 +582,16 @@ def upload_certs(key_hex, conf=ADMIN_CONF):
     sec = {"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
            "metadata": meta("kubeadm-certs", "kube-system", ownerReferences=[owner]), "data": data}
     kubectl(["-n", "kube-system", "delete", "secret", "kubeadm-certs", "--ignore-not-found"], conf)
-    apply([sec], conf)
+    # As kubeadm's upload-certs phase: a joining control plane reads the Secret with its bootstrap token.
+    role = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+            "metadata": meta("kubeadm:kubeadm-certs", "kube-system"),
+            "rules": [{"apiGroups": [""], "resources": ["secrets"], "resourceNames": ["kubeadm-certs"],
+                       "verbs": ["get"]}]}
+    binding = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+               "metadata": meta("kubeadm:kubeadm-certs", "kube-system"),
+               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "kubeadm:kubeadm-certs"},
+               "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": NODE_GROUP}]}
+    apply([sec, role, binding], conf)
 
 
 def download_certs(key_hex, conf):
@@ -691,12 +740,90 @@ def join(name, ip, endpoint, token, hashes, unsafe, cp, cert_key, say):
 
 
 def join_control_plane(name, ip, endpoint, token, ca_pem, cert_key, say):
-    """Not yet: kubeadm would read kubeadm-certs with the bootstrap token (download_certs), make this
-    master's certificates (make_node_certs), add the etcd member (etcdctl member add), start etcd with
-    --initial-cluster-state=existing and the other components with leader election."""
-    del name, ip, endpoint, token, ca_pem, cert_key, say
-    raise RealError("lab kit real-API mode: kubeadm join --control-plane is not implemented yet "
-                    "(single master only; see docs/labkit.md)")
+    """What kubeadm join --control-plane does before the kubelet starts, on the real cluster:
+    download-certs (kubeadm-certs, read with the bootstrap token, opened with the certificate key),
+    this master's own certificates and kubeconfigs, a new etcd member added through a running one
+    (as a learner, promoted once it has caught up, as kubeadm does by default since 1.29), then the
+    API server on the local member and the controller manager and scheduler with leader election."""
+    server = "https://" + endpoint
+    kc.write_file(PKI + "/ca.crt", ca_pem)
+    kc.write_file(BOOTSTRAP_CONF, token_kubeconfig(server, ca_pem, "tls-bootstrap-token-user", token), 0o600)
+    try:
+        download_certs(cert_key, BOOTSTRAP_CONF)
+    finally:
+        os.unlink(BOOTSTRAP_CONF)
+    if kc.ca_hash(read(PKI + "/ca.crt")) != kc.ca_hash(ca_pem):
+        raise RealError("the CA in kubeadm-certs is not the CA of cluster-info")
+    say('[download-certs] lab kit: %d files of Secret "kubeadm-certs" opened with the certificate key'
+        % len(CERT_FILES))
+    write_kubeconfigs(name, ip, endpoint, joining=True)
+    cfg = kf.yaml_load(json.loads(kubectl(["-n", "kube-system", "get", "cm", "kubeadm-config", "-o", "json"]))
+                       ["data"]["ClusterConfiguration"])
+    net = cfg.get("networking") or {}
+    svc_cidr = net.get("serviceSubnet") or "10.96.0.0/12"
+    pod_cidr = net.get("podSubnet") or ""
+    make_node_certs(name, ip, endpoint, svc_cidr)
+    initial = add_etcd_member(name, ip, say)
+    start_etcd(name, ip, initial["cluster"], "existing")
+    promote_etcd_member(initial, say)
+    wait_etcd_healthy()
+    took = start_api_and_controllers(ip, pod_cidr, svc_cidr, ADMIN_CONF)
+    say("[control-plane-join] lab kit: the API server of %s is healthy after %.3fs" % (name, took))
+
+
+def control_plane_ips():
+    """The InternalIPs of the control-plane Nodes (kubeadm reads them from its etcd pods'
+    annotations; here no pod runs, the Nodes say the same)."""
+    out = json.loads(kubectl(["get", "nodes", "-l", "node-role.kubernetes.io/control-plane", "-o", "json"]))
+    ips = []
+    for n in out.get("items") or []:
+        for a in (n.get("status") or {}).get("addresses") or []:
+            if a.get("type") == "InternalIP":
+                ips.append(a["address"])
+    return ips
+
+
+def add_etcd_member(name, ip, say):
+    """etcdctl member add NAME --learner through the first running member; a stale member with this
+    node's peer URL (a rebuilt master whose member was not removed) is removed first. Returns
+    {'via', 'id', 'cluster'} (the --initial-cluster the new member starts with)."""
+    peer = "https://%s:2380" % ip
+    last = None
+    for other in control_plane_ips():
+        if other == ip:
+            continue
+        via = "https://%s:2379" % other
+        try:
+            members = json.loads(etcdctl(["member", "list", "-w", "json"], via)).get("members") or []
+        except (RealError, ValueError) as e:
+            last = e
+            continue
+        for m in members:
+            if peer in (m.get("peerURLs") or []) or (name and m.get("name") == name):
+                etcdctl(["member", "remove", "%x" % m["ID"]], via)
+                say("[etcd] lab kit: removed the stale etcd member %x (%s) of this node" % (m["ID"], m.get("name")))
+        out = etcdctl(["member", "add", name, "--learner", "--peer-urls=" + peer], via)
+        mid = re.search(r"Member\s+([0-9a-f]+)\s+added", out)
+        cl = re.search(r'ETCD_INITIAL_CLUSTER="([^"]*)"', out)
+        if not (mid and cl):
+            raise RealError("etcdctl member add: unexpected output: %s" % out.strip())
+        say("[etcd] lab kit: etcd member %s added as a learner through %s" % (mid.group(1), via))
+        return {"via": via, "id": mid.group(1), "cluster": cl.group(1)}
+    raise RealError("no running etcd member to add %s through%s" % (name, ": %s" % last if last else ""))
+
+
+def promote_etcd_member(m, say):
+    """member promote, retried while the learner catches up with the leader."""
+    def promoted():
+        alive_or_raise(["etcd"])
+        try:
+            etcdctl(["member", "promote", m["id"]], m["via"])
+        except RealError as e:
+            if "not a learner" not in str(e):
+                raise
+        return True
+    wait_for("the etcd learner %s to be promoted" % m["id"], promoted, READY_TIMEOUT_S)
+    say("[etcd] lab kit: etcd member %s promoted to a voting member" % m["id"])
 
 
 # ---------------------------------------------------------------- the kubelet's part (stand-in)
@@ -865,11 +992,25 @@ def reset(name, cp, say):
             members = json.loads(etcdctl(["member", "list", "-w", "json"])).get("members") or []
             mine = [m for m in members if m.get("name") == name]
             if mine and len(members) > 1:
-                etcdctl(["member", "remove", "%x" % mine[0]["ID"]])
+                # etcd refuses to remove a member while the others have not been connected for its
+                # health interval (5 s), e.g. just after this member joined: retry, as kubeadm's etcd
+                # client does, for a bounded time.
+                def removed():
+                    try:
+                        etcdctl(["member", "remove", "%x" % mine[0]["ID"]])
+                    except RealError as e:
+                        if "member not found" in str(e):  # an earlier try went through
+                            return True
+                        if "unhealthy cluster" in str(e):
+                            return False
+                        raise
+                    return True
+                wait_for("etcd to accept removing the member of %s" % name, removed, 30)
                 say("[reset] Removed the etcd member of %s (id %x)" % (name, mine[0]["ID"]))
         except (RealError, ValueError) as e:
             say("[reset] lab kit: could not remove the etcd member of %s: %s" % (name, e))
     stop_all()
+    stop(LB)
     if os.path.isdir(ETCD_DATA):  # kubeadm empties the data directory and keeps it
         for e in os.listdir(ETCD_DATA):
             p = os.path.join(ETCD_DATA, e)

@@ -80,6 +80,7 @@ fn single_master_two_workers_on_the_real_api() -> R {
             ("the workers carry their placement labels on the real Nodes", placement_labels),
             ("a Deployment of 4 replicas runs on both workers (real scheduler)", deployment_on_the_workers),
             ("scale-end joins worker14 through the bootstrap token and a CSR", scale_out_one),
+            ("a PodDisruptionBudget blocks the drain: scale-start fails, worker13 stays", drain_blocked_by_a_pdb),
             ("scale-start drains worker13 (real kubectl drain) and deletes its Node", scale_in_one),
             ("heal-start removes worker14; heal-end joins its rebuilt VM", heal_a_rebuilt_worker),
             ("terminate-end --reset-nodes: kubeadm reset stops the daemons and wipes the files", terminate_and_reset),
@@ -261,6 +262,33 @@ fn scale_out_one(t: &mut RealCluster) -> R {
     check(approved_bootstrap_csrs(c) == 3, || format!("bootstrap CSRs approved: {}", approved_bootstrap_csrs(c)))?;
     check_placement(c, 4)?;
     check(c.on(2, "cat /etc/hosts").contains("worker14 # mgmt-driver"), || "hosts not updated on worker12".into())
+}
+
+/// A PodDisruptionBudget that allows no disruption of `web`: the real API refuses every eviction
+/// (429), kubectl retries until the drain timeout; the driver fails naming a pod, and the Node
+/// stays. The budget removed, the next phase's scale-in goes through.
+fn drain_blocked_by_a_pdb(t: &mut RealCluster) -> R {
+    let c = &t.c;
+    let out = kubectl(c, "create poddisruptionbudget web --selector=app=web --max-unavailable=0");
+    check(out.contains("created"), || out.clone())?;
+    // The disruption controller must have computed the budget before an eviction reads it.
+    let (ok, st) = wait_until(
+        Duration::from_secs(30),
+        || kubectl(c, "get pdb web -o jsonpath='{.status.expectedPods} {.status.disruptionsAllowed}'"),
+        |s| s.trim() == "4 0",
+    );
+    check(ok, || format!("the PodDisruptionBudget's status: {st}"))?;
+    let on13: Vec<String> = web_pods(c).into_iter().filter(|p| p.1 == "worker13").map(|p| p.0).collect();
+    let inn = c.write("scale-in.json", &json!({"type": "SCALE_IN", "aspectId": "worker_instance", "numberOfSteps": 1}));
+    let r = c.hook("scale-start", Some(&inn), &["--node", &c.lab.node(3), "--drain-timeout", "3"]);
+    kubectl(c, "delete pdb web");
+    r.fails(1, "");
+    check(on13.iter().any(|p| r.all().contains(p.as_str())), || {
+        format!("the error names no pod of {on13:?}:\n{}", r.all())
+    })?;
+    check(c.k8s_nodes().contains(&"worker13".to_string()), || "the node must stay when its pods cannot leave".into())?;
+    let left: Vec<String> = web_pods(c).into_iter().filter(|p| p.1 == "worker13").map(|p| p.0).collect();
+    check(left == on13, || format!("pods evicted despite the budget: {on13:?} -> {left:?}"))
 }
 
 fn scale_in_one(t: &mut RealCluster) -> R {

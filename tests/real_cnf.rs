@@ -293,6 +293,7 @@ fn helm_lifecycle(name: &str, net: u8, major: u32) -> R {
             ("upgrade vdu2 to 0.2.0 and roll back", upgrade_and_roll_back),
             ("a SOL002 heal re-creates the VNFC's pod", heal_one_pod),
             ("a whole-CNF heal: real rollout restart and rollout status", whole_cnf_heal),
+            ("a heal whose new pods cannot be scheduled fails, naming one; then succeeds", heal_not_back),
             ("services: the cluster IPs the real API allocated, then a node port", services),
             ("an install interrupted while its pods cannot be scheduled stays pending-install", interrupt_an_install),
             ("a re-run recovers the pending install", rerun_recovers_pending_install),
@@ -411,6 +412,26 @@ fn whole_cnf_heal(h: &mut HelmCnf) -> R {
         "get deploy -n cnf vdu1-localhelm -o jsonpath='{.spec.template.metadata.annotations.kubectl\\.kubernetes\\.io/restartedAt}'",
     );
     check(!ann.trim().is_empty(), || "no restartedAt annotation: not a rollout restart".into())
+}
+
+/// Both workers cordoned: the restarted Deployments' new pods stay Pending (the old ones keep
+/// serving: maxUnavailable rounds down to 0), so `rollout status` times out; the heal fails
+/// naming a pod that is not Ready. Uncordoned, a second heal brings every pod back.
+fn heal_not_back(h: &mut HelmCnf) -> R {
+    let c = &h.c;
+    kubectl(c, "cordon worker12 worker13");
+    let heal = c.write("heal-all.json", &json!({}));
+    let r = cnf(c, &["heal", "--request", s(&heal), "--timeout", "5"]);
+    let pods = cnf_pods(c, "");
+    kubectl(c, "uncordon worker12 worker13");
+    check(r.code != 0 && r.stderr.contains("not every pod was Ready again within 5s"), || r.all())?;
+    let pending: Vec<&String> = pods.iter().filter(|(_, p)| !p.2).map(|(n, _)| n).collect();
+    check(!pending.is_empty() && pending.iter().any(|p| r.stderr.contains(p.as_str())), || {
+        format!("the error names no pod that is not Ready ({pods:?}):\n{}", r.stderr)
+    })?;
+    cnf(c, &["heal", "--request", s(&heal), "--timeout", "90"]).ok();
+    let (ok, pods) = wait_until(Duration::from_secs(60), || cnf_pods(c, ""), |p| all_ready(p, 2));
+    check(ok, || format!("pods after the second heal: {pods:?}"))
 }
 
 fn services(h: &mut HelmCnf) -> R {

@@ -1,6 +1,7 @@
-//! The `real` test binary: the cluster hooks against a REAL Kubernetes API in the lab
-//! (tests/real_cluster.rs): the lab kit's real-API mode (`scripts/lab.sh up N --kit
-//! --control-plane BINDIR`, docs/labkit.md), where kubeadm runs the real etcd, kube-apiserver,
+//! The `real` test binary: the cluster hooks (tests/real_cluster.rs), HA with a real 3-member
+//! etcd (tests/real_ha.rs) and the Helm CNF operations (tests/real_cnf.rs) against a REAL
+//! Kubernetes API in the lab: the lab kit's real-API mode
+//! (`scripts/lab.sh up N --kit --control-plane BINDIR`, docs/labkit.md), where kubeadm runs the real etcd, kube-apiserver,
 //! kube-controller-manager and kube-scheduler built by scripts/build-control-plane.sh, and
 //! kubectl, etcdctl and helm on the nodes are the real binaries.
 //!
@@ -21,6 +22,9 @@ mod real_cluster;
 #[path = "../real_ha.rs"]
 mod real_ha;
 
+#[path = "../real_cnf.rs"]
+mod real_cnf;
+
 fn main() {
-    support::harness::run(vec![real_cluster::suite(), real_ha::suite()])
+    support::harness::run(vec![real_cluster::suite(), real_ha::suite(), real_cnf::suite()])
 }

@@ -64,6 +64,18 @@ pub fn phases<T>(ctx: &mut T, list: &[Step<T>]) -> Result<(), Failed> {
     Ok(())
 }
 
+/// As [`phases`], and each phase's wall time on stderr (`phase 'NAME' of TEST: 3.2 s`): for the long
+/// suites whose cost is watched against CI's budget (the `real` binary).
+pub fn timed_phases<T>(ctx: &mut T, list: &[Step<T>]) -> Result<(), Failed> {
+    for (name, f) in list {
+        let t0 = std::time::Instant::now();
+        let r = phase(name, || f(ctx));
+        eprintln!("{}: {:.1} s", label(name), t0.elapsed().as_secs_f64());
+        r?;
+    }
+    Ok(())
+}
+
 /// Keep the default panic output (it goes to stderr at once, interleaved with other trials), name
 /// the phase in front of it, and remember the location for [`phase`]'s error message.
 fn install_panic_hook() {

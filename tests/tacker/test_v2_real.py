@@ -156,6 +156,37 @@ class TackerHelmOnTheRealApi(unittest.TestCase):
         self.assertIsNotNone(entry, "Tacker's instance has no kubernetes_vim entry")
         return entry
 
+    def lcm(self, label, operation, req, inst):
+        """One LCM operation as Tacker's conductor runs it, minus the database and the NFVO:
+        the grant request from the driver's own `<op>_grant` (as VnfLcmDriverV2.grant makes
+        it), an empty GrantV1 (Tacker's local NFVO asks nothing of a CNF), then `post_grant`
+        and `<op>_process`, which pick the Helm infra driver from the instance's VIM."""
+        driver = vnflcm_driver_v2.VnfLcmDriverV2()
+        lcmocc = objects.VnfLcmOpOccV2(id=str(uuid.uuid4()), operation=operation,
+                                       operationState="STARTING", isAutomaticInvocation=False,
+                                       operationParams=req)
+        grant_req = objects.GrantRequestV1(vnfInstanceId=inst.id, vnfLcmOpOccId=lcmocc.id,
+                                           vnfdId=inst.vnfdId, operation=operation,
+                                           isAutomaticInvocation=False)
+        getattr(driver, operation.lower() + "_grant")(grant_req, req, inst, self.tacker.vnfd)
+        grant = objects.GrantV1(id=str(uuid.uuid4()), vnfInstanceId=inst.id,
+                                vnfLcmOpOccId=lcmocc.id)
+        driver.post_grant(None, lcmocc, inst, grant_req, grant, self.tacker.vnfd)
+        with HostEnv(self.helm_env):
+            v2.timed(label, getattr(driver, operation.lower() + "_process"), None, lcmocc,
+                     inst, grant_req, grant, self.tacker.vnfd)
+        return grant_req
+
+    def running(self, inst, deployment):
+        """Tacker's VNFCs and the Running pods of the Deployment in the real API."""
+        tacker = sorted(v.computeResource.resourceId
+                        for v in inst.instantiatedVnfInfo.vnfcResourceInfo)
+        out = self.kubectl("get pods -n %s -o jsonpath='{range .items[*]}{.metadata.name} "
+                           "{.status.phase} {.spec.nodeName}{\"\\n\"}{end}'" % NAMESPACE)
+        real = sorted(f[0] for f in map(str.split, out.splitlines())
+                      if f[0].startswith(deployment + "-") and f[1:] == ["Running", "worker12"])
+        return tacker, real
+
     def test_tackers_helm_driver_deploys_a_chart_with_our_entry(self):
         entry = self.cluster_entry()
         self.assertEqual(entry.vimType, "ETSINFV.HELM.V_3")
@@ -165,7 +196,6 @@ class TackerHelmOnTheRealApi(unittest.TestCase):
         self.assertEqual(sorted(nodes), ["node/master11", "node/worker12"], nodes)
 
         # Step 2: the entry, unchanged, is the CNF's VIM in Tacker's own instantiate.
-        driver = vnflcm_driver_v2.VnfLcmDriverV2()
         inst = objects.VnfInstanceV2(id=str(uuid.uuid4()), vnfdId=self.tacker.vnfd.vnfd_id,
                                      vnfProvider="mgmt-driver",
                                      vnfProductName="mgmt-driver sample VNF",
@@ -184,53 +214,53 @@ class TackerHelmOnTheRealApi(unittest.TestCase):
             "additionalParams": {"helm_chart_path": CHART, "namespace": NAMESPACE,
                                  "helm_value_names": {"VDU1": {"replica": "replicaCount"}},
                                  "helm_parameters": {"fullnameOverride": deployment}}})
-        lcmocc = objects.VnfLcmOpOccV2(id=str(uuid.uuid4()), operation="INSTANTIATE",
-                                       operationState="STARTING", isAutomaticInvocation=False,
-                                       operationParams=req)
-        grant_req = objects.GrantRequestV1(vnfInstanceId=inst.id, vnfLcmOpOccId=lcmocc.id,
-                                           vnfdId=inst.vnfdId, operation="INSTANTIATE",
-                                           isAutomaticInvocation=False)
-        grant = objects.GrantV1(id=str(uuid.uuid4()), vnfInstanceId=inst.id,
-                                vnfLcmOpOccId=lcmocc.id)
-        vnfd = self.tacker.vnfd
-        v2.timed("Tacker instantiate_grant (cnf)", driver.instantiate_grant, grant_req, req,
-                 inst, vnfd)
+        grant_req = self.lcm("Tacker instantiate: Helm.instantiate (helm install, wait Ready)",
+                             "INSTANTIATE", req, inst)
         self.assertEqual([(r.type, r.resourceTemplateId) for r in grant_req.addResources],
                          [("COMPUTE", "VDU1")])
-        v2.timed("Tacker instantiate_post_grant (cnf)", driver.instantiate_post_grant, None,
-                 lcmocc, inst, grant_req, grant, vnfd)
-        with HostEnv(self.helm_env):
-            v2.timed("Tacker instantiate_process: Helm.instantiate (helm install, wait Ready)",
-                     driver.instantiate_process, None, lcmocc, inst, grant_req, grant, vnfd)
+        self.assertEqual(inst.vimConnectionInfo["kubernetes_vim"].to_dict(), entry.to_dict())
         info = inst.instantiatedVnfInfo
         self.assertEqual(inst.instantiationState, "INSTANTIATED")
         self.assertEqual(info.metadata["release_name"], release)
         self.assertEqual(info.metadata["namespace"], NAMESPACE)
         self.assertEqual(list(info.metadata["vdu_reses"]), ["VDU1"])
-        pods = [v.computeResource.resourceId for v in info.vnfcResourceInfo]
-        self.assertEqual(len(pods), 1, "Tacker's vnfcResourceInfo: %s\nthe real API: %s" % (
-            info.vnfcResourceInfo, self.kubectl("get deploy,rs,pods -n %s -o wide" % NAMESPACE)))
-        self.assertEqual(info.vnfcResourceInfo[0].vduId, "VDU1")
+        self.assertEqual(info.metadata["vdu_reses"]["VDU1"]["metadata"]["name"], deployment)
+        self.assertEqual([v.vduId for v in info.vnfcResourceInfo], ["VDU1"])
 
         # Step 3: the real kubectl and the real helm on the master see what Tacker made.
+        tacker, real = self.running(inst, deployment)
+        self.assertEqual((len(tacker), tacker), (1, real), self.kubectl(
+            "get deploy,rs,pods -n %s -o wide" % NAMESPACE))
         got = self.kubectl("get deployment %s -n %s -o jsonpath='{.status.readyReplicas}'"
                            % (deployment, NAMESPACE))
         self.assertEqual(got.strip(), "1", got)
-        phase = self.kubectl("get pod %s -n %s -o jsonpath='{.status.phase} {.spec.nodeName}'"
-                             % (pods[0], NAMESPACE))
-        self.assertEqual(phase.strip(), "Running worker12", phase)
         releases = self.on(1, "KUBECONFIG=/etc/kubernetes/admin.conf helm list -n %s -q"
                               % NAMESPACE)
         self.assertEqual(releases.split(), [release], releases)
 
+        # Scale out one step: `helm upgrade --reuse-values --set replicaCount=2`, and Tacker
+        # waits until the real ReplicaSet's second pod runs (KWOK).
+        scale = objects.ScaleVnfRequest.from_dict({"type": "SCALE_OUT", "aspectId": "vdu1_aspect",
+                                                   "numberOfSteps": 1})
+        self.lcm("Tacker scale out: Helm.scale (helm upgrade, wait 2 pods)", "SCALE", scale, inst)
+        tacker, real = self.running(inst, deployment)
+        self.assertEqual((len(tacker), tacker), (2, real))
+        self.assertEqual(inst.instantiatedVnfInfo.metadata["revision"], "2")
+
+        # Heal one VNFC (SOL002): Tacker deletes the pod through the API with our token and
+        # waits for the one the real ReplicaSet controller makes instead.
+        old = tacker[0]
+        vnfc = [v.id for v in inst.instantiatedVnfInfo.vnfcInfo if v.vnfcResourceInfoId == old]
+        heal = objects.HealVnfRequest.from_dict({"vnfcInstanceId": vnfc})
+        self.lcm("Tacker heal: delete 1 pod, wait for its replacement", "HEAL", heal, inst)
+        tacker, real = self.running(inst, deployment)
+        self.assertEqual((len(tacker), tacker), (2, real))
+        self.assertNotIn(old, tacker)
+
         # Step 4: Tacker's terminate (helm uninstall, then it waits until the objects are gone).
         term_req = objects.TerminateVnfRequest.from_dict({"terminationType": "FORCEFUL"})
-        term = objects.VnfLcmOpOccV2(id=str(uuid.uuid4()), operation="TERMINATE",
-                                     operationState="STARTING", isAutomaticInvocation=False,
-                                     operationParams=term_req)
-        with HostEnv(self.helm_env):
-            v2.timed("Tacker terminate_process: Helm.terminate (helm uninstall, wait gone)",
-                     driver.terminate_process, None, term, inst, None, None, vnfd)
+        self.lcm("Tacker terminate: Helm.terminate (helm uninstall, wait gone)", "TERMINATE",
+                 term_req, inst)
         releases = self.on(1, "KUBECONFIG=/etc/kubernetes/admin.conf helm list -n %s -q"
                               % NAMESPACE)
         self.assertEqual(releases.split(), [], releases)

@@ -34,6 +34,7 @@ import time
 import unittest
 import uuid
 
+sys.dont_write_bytecode = True  # importing test_v2 leaves no __pycache__ in the clone
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import test_v2 as v2  # noqa: E402  (imports and registers Tacker's objects)

@@ -194,7 +194,7 @@ def new_cluster(endpoint, pod_cidr, service_cidr, version, ca_crt, ca_key):
                    "spec": {"replicas": 2}})
     rs = "coredns-" + ks.rand_str(10, ks.SUFFIX_ALPHABET)
     for _ in range(2):
-        new_pod(c, "kube-system", rs + "-" + ks.rand_suffix(), None, owner=("ReplicaSet", rs),
+        new_pod(c, "kube-system", ks.generated_name(rs + "-"), None, owner=("ReplicaSet", rs),
                 labels={"k8s-app": "kube-dns"}, tolerate_cp=True, container="coredns",
                 image="registry.k8s.io/coredns/coredns:v1.11.3")
     return c
@@ -413,7 +413,7 @@ def remove_pod(c, key, recreate=True, exclude=()):
         return p
     owner = p.get("owner") or {}
     if owner.get("kind") in OWNERS_RECREATED:
-        name = p["name"] if owner["kind"] == "StatefulSet" else owner["name"] + "-" + ks.rand_suffix()
+        name = p["name"] if owner["kind"] == "StatefulSet" else ks.generated_name(owner["name"] + "-")
         q = dict(p, name=name, uid=ks.rand_uid(), created=time.time(), node=None, ip=None)
         c["pods"]["%s/%s" % (q["namespace"], name)] = q
         schedule(c, q, exclude)
@@ -536,7 +536,7 @@ def reconcile(c):
         have = {p["node"] for p in c["pods"].values() if p.get("daemonset") == dsk}
         for n in sorted(c["nodes"]):
             if n not in have and c["nodes"][n].get("kubelet_up"):
-                new_pod(c, ds["namespace"], "%s-%s" % (ds["name"], ks.rand_suffix()), n,
+                new_pod(c, ds["namespace"], ks.generated_name(ds["name"] + "-"), n,
                         owner=("DaemonSet", ds["name"]), labels=dict(ds["labels"]),
                         host_network=ds.get("host_network", True), needs_cni=ds.get("needs_cni", False),
                         image=ds.get("image", ""), daemonset=dsk)
@@ -589,9 +589,9 @@ def restart_workload(c, obj, delay_s):
         elif kind == "Deployment":
             labels["pod-template-hash"] = rs_hash
             owner = {"kind": "ReplicaSet", "name": "%s-%s" % (name, rs_hash)}
-            pn = "%s-%s-%s" % (name, rs_hash, ks.rand_suffix())
+            pn = ks.generated_name("%s-%s-" % (name, rs_hash))
         else:
-            pn = "%s-%s" % (name, ks.rand_suffix())
+            pn = ks.generated_name(name + "-")
         q = dict(p, name=pn, uid=ks.rand_uid(), created=now, node=None, ip=None, labels=labels, owner=owner,
                  ready_at=now + delay_s)
         c["pods"]["%s/%s" % (ns, pn)] = q
@@ -829,7 +829,7 @@ def reconcile_workloads(c):
             for k in cur[replicas:]:
                 remove_pod(c, k, recreate=False)
             for _ in range(replicas - len(cur)):
-                _wl_pod(c, w, "%s-%s-%s" % (w["name"], h, ks.rand_suffix()), ("ReplicaSet", "%s-%s" % (w["name"], h)),
+                _wl_pod(c, w, ks.generated_name("%s-%s-" % (w["name"], h)), ("ReplicaSet", "%s-%s" % (w["name"], h)),
                         tpl, h)
         else:
             for k, p in owned.items():

@@ -229,6 +229,13 @@ def rand_suffix(n=5):
     return rand_str(n, SUFFIX_ALPHABET)
 
 
+def generated_name(base):
+    """The name the API server gives an object created with generateName BASE (a controller's
+    Pods: `<owner>-`): BASE cut to 58 characters (63 - 5), then 5 random characters. A long
+    owner name loses the end of its pod-template-hash, as on a real cluster."""
+    return base[:58] + rand_suffix()
+
+
 def rand_uid():
     h = secrets.token_hex(16)
     return "%s-%s-%s-%s-%s" % (h[:8], h[8:12], h[12:16], h[16:20], h[20:])

@@ -19,7 +19,7 @@ use support::repo;
 
 /// The directory `scripts/build-control-plane.sh` builds into for this checkout (it builds
 /// nothing with `--print-key`), when every binary the real-API mode needs is there.
-fn control_plane() -> Result<PathBuf, String> {
+pub fn control_plane() -> Result<PathBuf, String> {
     let o = Command::new("bash")
         .arg(repo().join("scripts/build-control-plane.sh"))
         .arg("--print-key")

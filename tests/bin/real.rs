@@ -18,6 +18,10 @@ mod support;
 #[path = "../real_cluster.rs"]
 mod real_cluster;
 
+// i21-access: workloads, storage, labels and access on the real API (lab rw, net 98).
+#[path = "../real_workload.rs"]
+mod real_workload;
+
 fn main() {
-    support::harness::run(vec![real_cluster::suite()])
+    support::harness::run(vec![real_cluster::suite(), real_workload::suite()])
 }

@@ -18,7 +18,7 @@ mod support;
 #[path = "../real_cluster.rs"]
 mod real_cluster;
 
-// i21-access: workloads, storage, labels and access on the real API (lab rw, net 98).
+// i21-access: workloads, storage, labels and access on the real API (lab rw, net 91).
 #[path = "../real_workload.rs"]
 mod real_workload;
 

@@ -329,6 +329,10 @@ fn deploy(t: &mut Rw) -> R {
         || format!("objects: {}", d["result"]),
     )?;
     check(!r.all().contains("a'b; touch"), || "an env value was shown in the output".into())?;
+    // Right after the apply the real controllers have not made the pods yet (the kit's rollout
+    // was instant): what `available` says then, for the record.
+    let a = out(wl(c, &["available", "vnf-web"]).ok());
+    eprintln!("real_workload: available right after deploy: {}", a["result"]);
     let np = kubectl(c, "get service vnf-web-nodeport -o jsonpath='{.spec.type} {.spec.ports[0].nodePort}'");
     check(np == "NodePort 30080", || format!("nodeport service: {np}"))?;
     let cip = kubectl(c, "get service vnf-web -o jsonpath='{.spec.type} {.spec.clusterIP}'");
@@ -484,6 +488,8 @@ fn terminate(t: &mut Rw) -> R {
     let r = c.hook("terminate-end", None, &["--reset-nodes"]);
     eprintln!("real_workload: terminate-end --reset-nodes took {:.1?}", r.elapsed);
     r.ok();
+    let o = support::kit::outcome(&doc(&r), &c.lab.node(1));
+    check(o.contains("deleted PersistentVolumes nfs-pv1, nfs-pv2"), || o.clone())?;
     check(r.elapsed < Duration::from_secs(60), || format!("terminate-end took {:.0?}", r.elapsed))
 }
 

@@ -50,10 +50,17 @@ pub fn pv_get(names: &[&str]) -> Result<String> {
     Kubectl::admin().args(&words)
 }
 
-pub fn pv_delete(names: &[&str]) -> Result<String> {
+/// `kubectl delete pv`. kubectl waits until the objects are gone, and the API server keeps a PV
+/// that a claim is bound to (the `kubernetes.io/pv-protection` finalizer) until that claim is
+/// deleted: with `wait` false the deletion is only requested (`--wait=false`), so a bound PV
+/// cannot hold the step until its timeout; it goes when its claim does.
+pub fn pv_delete(names: &[&str], wait: bool) -> Result<String> {
     let mut words = vec!["delete", "pv"];
     words.extend(names);
     words.push("--ignore-not-found");
+    if !wait {
+        words.push("--wait=false");
+    }
     Kubectl::admin().args(&words)
 }
 
@@ -121,10 +128,14 @@ mod tests {
         assert!(pv_phase("nfs-pv1")
             .unwrap()
             .ends_with("kubectl get pv nfs-pv1 --ignore-not-found -o jsonpath='{.status.phase}'"));
-        assert!(pv_delete(&["a", "b"]).unwrap().ends_with("kubectl delete pv a b --ignore-not-found"));
+        assert!(pv_delete(&["a", "b"], true).unwrap().ends_with("kubectl delete pv a b --ignore-not-found"));
         let admin = "export KUBECONFIG=/etc/kubernetes/admin.conf; ";
         assert_eq!(pv_get(&["a", "b"]).unwrap(), format!("{admin}kubectl get pv a b --ignore-not-found -o json"));
-        assert_eq!(pv_delete(&["a"]).unwrap(), format!("{admin}kubectl delete pv a --ignore-not-found"));
+        assert_eq!(pv_delete(&["a"], true).unwrap(), format!("{admin}kubectl delete pv a --ignore-not-found"));
+        assert_eq!(
+            pv_delete(&["a"], false).unwrap(),
+            format!("{admin}kubectl delete pv a --ignore-not-found --wait=false")
+        );
         assert_eq!(
             pv_apply("r/pv a.json").unwrap(),
             format!("{admin}kubectl apply -f 'r/pv a.json'; rc=$?; rm -f -- 'r/pv a.json'; exit $rc")

@@ -137,7 +137,7 @@ async fn register_pvs(h: &Hook) -> Result<()> {
         h.rt.exec(via, h.rt.root_cmd(via, pv_apply(&remote_file)?, h.rt.timeouts.command)).await?;
         let phase = wait_available(h, via, &pv.name).await?;
         if phase != "Available" && phase != "Bound" {
-            let del = h.rt.exec(via, h.rt.root_cmd(via, pv_delete(&[&pv.name])?, h.rt.timeouts.command)).await;
+            let del = h.rt.exec(via, h.rt.root_cmd(via, pv_delete(&[&pv.name], true)?, h.rt.timeouts.command)).await;
             let removed = if del.is_ok() { "it was deleted" } else { "deleting it failed too" };
             return Err(Error::Remote {
                 node: via.name().to_string(),
@@ -178,8 +178,11 @@ fn record(h: &Hook, list: &[&Pv]) -> Result<()> {
     h.save_doc(KIND, &doc)
 }
 
-/// Delete the PVs through the first reachable master; with `refuse_bound`, refuse first when
-/// one of them is Bound (a claim uses it: Tacker refused a storage heal then too).
+/// Delete the PVs through the first reachable master; with `refuse_bound` (a heal), refuse first
+/// when one of them is Bound (a claim uses it: Tacker refused a storage heal then too) and wait
+/// until they are gone, since heal-end registers them again. Without it (terminate), the deletion
+/// is only requested: the real API keeps a bound PV until its claim is deleted, and kubectl
+/// would wait for that until the command's timeout.
 async fn delete_pvs(h: &Hook, refuse_bound: bool) -> Result<()> {
     let names: Vec<&str> = pvs(h).iter().map(|p| p.name.as_str()).collect();
     if names.is_empty() {
@@ -203,7 +206,7 @@ async fn delete_pvs(h: &Hook, refuse_bound: bool) -> Result<()> {
             });
         }
     }
-    h.rt.exec(via, h.rt.root_cmd(via, pv_delete(&names)?, h.rt.timeouts.command)).await?;
+    h.rt.exec(via, h.rt.root_cmd(via, pv_delete(&names, refuse_bound)?, h.rt.timeouts.command)).await?;
     h.outcome(via, format!("deleted PersistentVolumes {}", names.join(", ")));
     Ok(())
 }
@@ -335,7 +338,11 @@ mod tests {
             "--ignore-not-found -o json",
             r#"{"metadata":{"name":"nfs-pv1"},"status":{"phase":"Available"}}"#,
         );
+        let before_delete = f.execs().len();
         assert!(f.run(Op::HealStart, heal.clone(), &[]).await.error.is_none());
+        // heal-end registers the PVs again: the delete waits until they are gone.
+        let del = f.execs()[before_delete..].iter().find(|x| x.contains("delete pv")).cloned().unwrap_or_default();
+        assert!(del.contains("delete pv nfs-pv1 --ignore-not-found") && !del.contains("--wait=false"), "{del}");
         f.fake.reply(None, "storage_volume.sh", "filesystem=kept type=ext4 uuid=u-1\n");
         f.fake.reply(None, "-o jsonpath='{.status.phase}'", "Available");
         let before = f.execs().len();
@@ -348,5 +355,21 @@ mod tests {
         );
         assert!(!e.iter().any(|x| x.contains("install_k8s_cluster.sh") || x.contains("token create")), "{e:#?}");
         assert!(o.result["nodes"].to_string().contains("kept the filesystem of /dev/vdb"), "{}", o.result);
+    }
+
+    /// The real API keeps a PV bound to a claim (pv-protection finalizer) until the claim goes, and
+    /// `kubectl delete` waits for that: terminate only requests the deletion, so a bound PV does not
+    /// hold it until the command's timeout (found against the real API, issue 21).
+    #[tokio::test]
+    async fn terminate_with_reset_nodes_does_not_wait_for_a_bound_pv_to_go() {
+        let f = storage_fixture(1);
+        assert!(f.run(Op::InstantiateEnd, body(), &[]).await.error.is_none());
+        let before = f.execs().len();
+        let p = f.prepare(Op::TerminateEnd, json!({}), &[]).unwrap();
+        let o = crate::cluster::run(Op::TerminateEnd, &p, true).await;
+        assert!(o.error.is_none(), "{:?}", o.error);
+        let e = &f.execs()[before..];
+        let del = position(e, "m1", "kubectl delete pv nfs-pv1 --ignore-not-found --wait=false");
+        assert!(del.is_some_and(|d| d < position(e, "m1", "kubeadm reset -f").unwrap()), "{e:#?}");
     }
 }

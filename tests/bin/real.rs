@@ -25,6 +25,10 @@ mod real_ha;
 #[path = "../real_cnf.rs"]
 mod real_cnf;
 
+// Workloads, storage, labels and access on the real API (lab rw, net 92).
+#[path = "../real_workload.rs"]
+mod real_workload;
+
 fn main() {
-    support::harness::run(vec![real_cluster::suite(), real_ha::suite(), real_cnf::suite()])
+    support::harness::run(vec![real_cluster::suite(), real_ha::suite(), real_cnf::suite(), real_workload::suite()])
 }

@@ -29,6 +29,8 @@ pub enum Reader {
     /// The VNFM glue (the Tacker shim `samples/package/Scripts/mgmt_driver_hook.py`, the Tacker
     /// v1 driver `integrations/tacker-v1/`), from the conductor's environment.
     Glue,
+    /// The project's own scripts (`scripts/`), which build what the tests and the demo need.
+    Scripts,
 }
 
 impl Reader {
@@ -38,6 +40,7 @@ impl Reader {
             Reader::Driver => "Read by mgmt-driver",
             Reader::Primitive => "Set for a primitive's script",
             Reader::Glue => "Read by the VNFM glue",
+            Reader::Scripts => "Read by the project's scripts",
         }
     }
 }
@@ -112,6 +115,11 @@ pub const ALL: &[Var] = &[
         name: "MGMT_DRIVER_KUBECONFIG_DIR",
         reader: Reader::Glue,
         meaning: "Tacker v1: a kubeconfig per cluster, written by instantiate_end and heal_end to `<dir>/<vnf instance id>.kubeconfig` (mode 0600).",
+    },
+    Var {
+        name: "MGMT_DRIVER_CONTROL_PLANE_CACHE",
+        reader: Reader::Scripts,
+        meaning: "Where `scripts/build-control-plane.sh` keeps the built control plane, one directory per build key (default: `${XDG_CACHE_HOME:-~/.cache}/mgmt-driver/control-plane`).",
     },
 ];
 

@@ -29,6 +29,16 @@ mod real_cnf;
 #[path = "../real_workload.rs"]
 mod real_workload;
 
+// Two sites, each its own real API, through `mgmt-driver sites` (labs rs1/rs2, nets 85/86).
+#[path = "../real_sites.rs"]
+mod real_sites;
+
 fn main() {
-    support::harness::run(vec![real_cluster::suite(), real_ha::suite(), real_cnf::suite(), real_workload::suite()])
+    support::harness::run(vec![
+        real_cluster::suite(),
+        real_ha::suite(),
+        real_cnf::suite(),
+        real_workload::suite(),
+        real_sites::suite(),
+    ])
 }

@@ -2,7 +2,9 @@
 //! real-API kit lab (`--kit --control-plane BINDIR`: 1 master + 1 worker, its own etcd, API
 //! server, controller manager and scheduler), a catalogue rendered from the shipped
 //! templates/edge as tests/sites.rs renders it, and the real `mgmt-driver sites` commands:
-//! `apply instantiate` of both at once, `status`, a re-run that skips them, `apply terminate`.
+//! `apply instantiate` of both at once, `status`, a re-run that skips them, `apply
+//! cnf-instantiate` and `cnf-terminate` (the sample package's chart, by the real Helm 3 that
+//! `install_helm.sh` put on each master), `apply terminate`.
 //! Every check reads each site's own API with the real kubectl: on its master, and from this
 //! machine with the bearer token the driver recorded for the site.
 //!
@@ -12,7 +14,7 @@
 
 use crate::support;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
@@ -20,7 +22,7 @@ use serde_json::Value;
 
 use crate::real_cluster::control_plane;
 use support::harness::Suite;
-use support::kit::{check, doc, package, s, R};
+use support::kit::{check, doc, s, R};
 use support::phase::{phase, timed_phases};
 use support::{mgmt, repo, Lab, Run};
 
@@ -65,7 +67,7 @@ impl Sites {
         );
         for (j, lab) in self.labs.iter().enumerate() {
             y.push_str(&format!(
-                "  - name: {}\n    labels: {{region: eu}}\n    vars: {{network: 198.18.{}.0/24, first_node: 11, helm: false, identity_file: {}, known_hosts: {}}}\n",
+                "  - name: {}\n    labels: {{region: eu}}\n    vars: {{network: 198.18.{}.0/24, first_node: 11, identity_file: {}, known_hosts: {}}}\n",
                 site_name(j),
                 lab.net,
                 lab.file("id_ed25519").display(),
@@ -86,8 +88,13 @@ impl Sites {
 
     /// Real kubectl with the admin kubeconfig on site `j`'s master.
     fn kubectl(&self, j: usize, args: &str) -> String {
-        let o = self.labs[j]
-            .node_exec("1", &["sh", "-c", &format!("KUBECONFIG=/etc/kubernetes/admin.conf kubectl {args} 2>&1")]);
+        self.on(j, &format!("kubectl {args}"))
+    }
+
+    /// A shell command on site `j`'s master with the admin kubeconfig (stdout and stderr).
+    fn on(&self, j: usize, cmd: &str) -> String {
+        let cmd = format!("export KUBECONFIG=/etc/kubernetes/admin.conf; {{ {cmd}; }} 2>&1");
+        let o = self.labs[j].node_exec("1", &["sh", "-c", &cmd]);
         String::from_utf8_lossy(&o.stdout).into_owned()
     }
 
@@ -240,7 +247,91 @@ fn terminate(t: &mut Sites) -> R {
     let all = doc(&st)["result"]["sites"].as_array().cloned().unwrap_or_default();
     check(all.len() == LABS.len() && all.iter().all(|x| x["status"] == "done" && x["op"] == "terminate"), || {
         format!("{all:?}")
-    })
+    })?;
+    // terminate-end forgets the cluster (the VNFM deletes the VMs): the instance state is gone,
+    // and nothing was done to the clusters themselves.
+    for j in 0..LABS.len() {
+        let f = t.state.join(format!("site-{}.json", site_name(j)));
+        check(!f.exists(), || format!("{} is still there", f.display()))?;
+        check(t.nodes(j) == Sites::want_nodes(), || format!("site {}: {:?}", site_name(j), t.nodes(j)))?;
+    }
+    Ok(())
+}
+
+/// The real Helm 3 binary and its tarball (tests/labkit/fetch-helm.sh, fetched once per machine).
+fn helm3() -> PathBuf {
+    let d = repo().join("target/helm");
+    if !d.join("helm3/helm").is_file() {
+        let o = Command::new("bash").arg(repo().join("tests/labkit/fetch-helm.sh")).arg(&d).output().unwrap();
+        assert!(o.status.success(), "fetch-helm.sh: {}", String::from_utf8_lossy(&o.stderr));
+    }
+    d.join("helm3")
+}
+
+/// The sample package as an operator builds it (samples/package/make-package.sh): our scripts,
+/// the sample chart packaged by the real Helm 3, and the kit's offline artifacts with the real
+/// Helm 3 tarball in place of the kit's, so `install_helm.sh` puts the real helm on each master.
+fn cnf_package(dir: &Path) -> PathBuf {
+    let off = dir.join("offline");
+    let o = Command::new("bash").arg(repo().join("tests/labkit/make-offline-dir.sh")).arg(&off).output().unwrap();
+    assert!(o.status.success(), "make-offline-dir: {}", String::from_utf8_lossy(&o.stderr));
+    for e in std::fs::read_dir(&off).unwrap() {
+        let p = e.unwrap().path();
+        let n = p.file_name().unwrap().to_string_lossy().into_owned();
+        if n.ends_with(".tar.gz") || n == "SHA256SUMS" {
+            std::fs::remove_file(p).unwrap();
+        }
+    }
+    let h = helm3();
+    let tgz = std::fs::read_dir(&h)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_string_lossy().ends_with("-linux-amd64.tar.gz"))
+        .unwrap_or_else(|| panic!("no helm tarball in {}", h.display()));
+    std::fs::copy(&tgz, off.join(tgz.file_name().unwrap())).unwrap();
+    let pkg = dir.join("pkg");
+    let o = Command::new("bash")
+        .arg(repo().join("samples/package/make-package.sh"))
+        .args([s(&pkg), "--offline-from", s(&off), "--helm", s(&h.join("helm"))])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "make-package.sh: {}", String::from_utf8_lossy(&o.stderr));
+    pkg
+}
+
+/// `sites apply cnf-instantiate`: the sample chart installed by the real helm on each master,
+/// against its own real API; the real controllers make the pod, the real scheduler places it on
+/// the site's worker, KWOK runs it.
+fn cnf_instantiate(t: &mut Sites) -> R {
+    let r = t.sites(&["apply", "cnf-instantiate", "--max-sites", "2"]);
+    r.ok();
+    all_status(&doc(&r), "done")?;
+    for j in 0..LABS.len() {
+        let n = site_name(j);
+        let v = t.on(j, "helm version --short");
+        check(v.starts_with("v3.17."), || format!("site {n}: helm on the master: {v}"))?;
+        let h = t.on(j, "helm list -n edge -o json");
+        let v: Value = serde_json::from_str(h.trim()).unwrap_or(Value::Null);
+        check(v[0]["name"] == "app" && v[0]["status"] == "deployed", || format!("site {n}: helm list: {h}"))?;
+        let p = t.kubectl(
+            j,
+            "-n edge get pods -o jsonpath='{range .items[*]}{.spec.nodeName} {.status.phase}{\"\\n\"}{end}'",
+        );
+        check(p.trim() == "worker12 Running", || format!("site {n}: the release's pods: {p}"))?;
+    }
+    Ok(())
+}
+
+/// `sites apply cnf-terminate`: the release gone from each site's API.
+fn cnf_terminate(t: &mut Sites) -> R {
+    let r = t.sites(&["apply", "cnf-terminate", "--max-sites", "2"]);
+    r.ok();
+    all_status(&doc(&r), "done")?;
+    for j in 0..LABS.len() {
+        let h = t.on(j, "kubectl -n edge get deploy,rs -o name; helm list -n edge -q");
+        check(h.trim().is_empty(), || format!("site {}: left in edge: {h}", site_name(j)))?;
+    }
+    Ok(())
 }
 
 fn two_sites_on_real_apis() -> R {
@@ -250,7 +341,7 @@ fn two_sites_on_real_apis() -> R {
         let b = bindir.to_str().unwrap().to_string();
         let labs = LABS.iter().map(|(name, net)| Lab::up(name, *net, 2, &["--kit", "--control-plane", &b])).collect();
         let dir = tempfile::tempdir().unwrap();
-        let pkg = package(dir.path());
+        let pkg = cnf_package(dir.path());
         let t = Sites { out: dir.path().join("out"), state: dir.path().join("state"), labs, bindir, pkg, dir };
         let cat = t.catalogue();
         mgmt(&["sites", "render", "-o", "json", "--sites", s(&cat), "--out", s(&t.out)], &[]).ok();
@@ -269,6 +360,8 @@ fn two_sites_on_real_apis() -> R {
                 recorded_tokens_from_the_controller,
             ),
             ("sites status; a re-run skips both sites (done before)", status_then_a_rerun_skips),
+            ("sites apply cnf-instantiate: the sample chart by real helm, pods Running", cnf_instantiate),
+            ("sites apply cnf-terminate: the release gone from both APIs", cnf_terminate),
             ("sites apply terminate: both sites", terminate),
         ],
     )

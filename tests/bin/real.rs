@@ -1,5 +1,6 @@
 //! The `real` test binary: the cluster hooks (tests/real_cluster.rs), HA with a real 3-member
-//! etcd (tests/real_ha.rs) and the Helm CNF operations (tests/real_cnf.rs) against a REAL
+//! etcd (tests/real_ha.rs), the Helm CNF operations (tests/real_cnf.rs), workloads
+//! (tests/real_workload.rs) and two sites through `mgmt-driver sites` (tests/real_sites.rs) against a REAL
 //! Kubernetes API in the lab: the lab kit's real-API mode
 //! (`scripts/lab.sh up N --kit --control-plane BINDIR`, docs/labkit.md), where kubeadm runs the real etcd, kube-apiserver,
 //! kube-controller-manager and kube-scheduler built by scripts/build-control-plane.sh, and
@@ -29,6 +30,16 @@ mod real_cnf;
 #[path = "../real_workload.rs"]
 mod real_workload;
 
+// Two sites, each its own real API, through `mgmt-driver sites` (labs rs1/rs2, nets 85/86).
+#[path = "../real_sites.rs"]
+mod real_sites;
+
 fn main() {
-    support::harness::run(vec![real_cluster::suite(), real_ha::suite(), real_cnf::suite(), real_workload::suite()])
+    support::harness::run(vec![
+        real_cluster::suite(),
+        real_ha::suite(),
+        real_cnf::suite(),
+        real_workload::suite(),
+        real_sites::suite(),
+    ])
 }

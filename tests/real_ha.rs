@@ -21,6 +21,10 @@ use support::phase::{phase, phases};
 
 struct HaCluster {
     c: Cluster,
+    /// The control plane's binaries (the host's real kubectl).
+    bindir: PathBuf,
+    /// Where `--kubeconfig-out` wrote the cluster's kubeconfig.
+    kubeconfig: PathBuf,
     /// SOL002 heal request for master 3.
     heal: PathBuf,
 }
@@ -31,7 +35,9 @@ fn ha_three_masters_on_the_real_api() -> R {
         let b = bindir.to_str().unwrap().to_string();
         let c = Cluster::with_lab_args("rh", 96, 4, &[1, 2, 3], &[4], true, &["--control-plane", &b]);
         let heal = c.write("heal-m.json", &json!({"vnfcInstanceId": [c.lab.node(3)], "cause": "healing"}));
-        Ok(HaCluster { c, heal })
+        let kubeconfig = c.dir.path().join("out/rh.kubeconfig");
+        std::fs::create_dir_all(kubeconfig.parent().unwrap()).unwrap();
+        Ok(HaCluster { c, bindir, kubeconfig, heal })
     })?;
     phases(
         &mut t,
@@ -41,6 +47,10 @@ fn ha_three_masters_on_the_real_api() -> R {
             ("the real API lists 3 control-plane nodes and the worker, all Ready", nodes),
             ("each master's own API server is ready; one controller manager and one scheduler lead", api_servers),
             ("the recorded bearer token works through the VIP from the worker", through_the_vip),
+            (
+                "from the controller host: real kubectl and Helm 3/4 through the VIP with --kubeconfig-out",
+                host_through_the_vip,
+            ),
             ("heal-start of master 3 removes its etcd member", heal_start_master),
             ("the VNFM rebuilds master 3; heal-end rejoins it: 3 members again", heal_end_master),
             ("kubeadm reset -f on master 3 removes its member first, then stops its daemons", reset_master),
@@ -81,7 +91,8 @@ fn masters() -> Vec<String> {
 
 fn instantiate(t: &mut HaCluster) -> R {
     let c = &t.c;
-    let r = c.instantiate(&c.request());
+    let req = c.write("instantiate.json", &c.request());
+    let r = c.hook("instantiate-end", Some(&req), &["--kubeconfig-out", t.kubeconfig.to_str().unwrap()]);
     r.ok();
     let d = doc(&r);
     let url = format!("https://{}:16443", c.vip());
@@ -159,6 +170,31 @@ fn through_the_vip(t: &mut HaCluster) -> R {
         check(lb.contains("listening on *:16443"), || format!("forwarder on master {i}: {lb}"))?;
     }
     Ok(())
+}
+
+/// The kubeconfig `--kubeconfig-out` wrote names the VIP; this machine's real kubectl lists the
+/// nodes through it, and the real Helm 3 installs a chart through it that Helm 4 lists and
+/// removes.
+fn host_through_the_vip(t: &mut HaCluster) -> R {
+    use crate::real_workload::{helms, host};
+    let c = &t.c;
+    let home = c.dir.path();
+    let kc = t.kubeconfig.to_str().unwrap();
+    let text = std::fs::read_to_string(&t.kubeconfig).unwrap_or_default();
+    check(text.contains(&format!("server: https://{}:16443", c.vip())), || format!("kubeconfig:\n{text}"))?;
+    let (ok, o) = host(&t.bindir.join("kubectl"), &["--kubeconfig", kc, "get", "nodes", "-o", "name"], home);
+    check(ok && o.lines().count() == 4 && o.contains("node/master12"), || format!("host kubectl: {o}"))?;
+    let helms = helms();
+    let chart = home.join("chart");
+    let (ok, o) = host(&helms[0], &["create", chart.to_str().unwrap()], home);
+    check(ok, || format!("helm create: {o}"))?;
+    let install = ["install", "viavip", chart.to_str().unwrap(), "-n", "default", "--kubeconfig", kc, "--wait"];
+    let (ok, o) = host(&helms[0], &[&install[..], &["--timeout", "60s"]].concat(), home);
+    check(ok && o.contains("STATUS: deployed"), || format!("host helm 3 install through the VIP: {o}"))?;
+    let (ok, o) = host(&helms[1], &["list", "-n", "default", "--kubeconfig", kc, "-q"], home);
+    check(ok && o == "viavip\n", || format!("host helm 4 list through the VIP: {o}"))?;
+    let (ok, o) = host(&helms[1], &["uninstall", "viavip", "-n", "default", "--kubeconfig", kc, "--wait"], home);
+    check(ok, || format!("host helm 4 uninstall: {o}"))
 }
 
 fn heal_start_master(t: &mut HaCluster) -> R {

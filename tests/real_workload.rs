@@ -495,7 +495,7 @@ fn terminate(t: &mut Rw) -> R {
 
 /// The real Helm 3 and 4 binaries (tests/labkit/fetch-helm.sh, once per machine) in the target
 /// directory the tests were built in.
-fn helms() -> Vec<PathBuf> {
+pub fn helms() -> Vec<PathBuf> {
     let target = std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| repo().join("target"));
     let d = target.join("helm");
     let bins = vec![d.join("helm3/helm"), d.join("helm4/helm")];
@@ -507,7 +507,7 @@ fn helms() -> Vec<PathBuf> {
 }
 
 /// A program on the controller host (this machine), its output and whether it succeeded.
-fn host(prog: &Path, args: &[&str], home: &Path) -> (bool, String) {
+pub fn host(prog: &Path, args: &[&str], home: &Path) -> (bool, String) {
     let o = Command::new(prog).args(args).env("HOME", home).env_remove("KUBECONFIG").output().unwrap();
     (o.status.success(), format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr)))
 }

@@ -34,6 +34,9 @@ pub async fn start(h: &Hook, targets: &[&ClusterNode], whole: bool) -> Result<()
         h.forget_vim_connection();
         return h.save();
     }
+    // What prepare learned of the targets (their addresses), for heal_end: first, so a node
+    // taken out below can always be found again.
+    h.save()?;
     crate::cluster::storage_ops::heal_start(h).await?;
     for t in targets {
         let survivors: Vec<&ClusterNode> = installed_masters(h).into_iter().filter(|m| m.name() != t.name()).collect();
@@ -322,6 +325,37 @@ mod tests {
         let e = o.error.expect("refused");
         assert!(e.to_string().contains("only master") && e.exit_code() == 2, "{e}");
         assert_eq!(f.execs().len(), before);
+    }
+
+    /// Tacker v2 heals `worker-srv-w1` by replacing server srv-w1 with srv-w1b (same port, same
+    /// address); heal_end's request still names the old vnfcInfo id.
+    #[tokio::test]
+    async fn a_tacker_heal_that_replaces_the_server_rejoins_it_and_records_one_node() {
+        use crate::cluster::testkit::tacker_instance;
+        let f = Fixture::new(1, 0);
+        let before = tacker_instance(&[("master", "srv-m1", "192.0.2.11"), ("worker", "srv-w1", "192.0.2.21")]);
+        let after = tacker_instance(&[("master", "srv-m1", "192.0.2.11"), ("worker", "srv-w1b", "192.0.2.21")]);
+        let o = f.run_tacker(Op::InstantiateEnd, Fixture::instantiate_body(), &[], &before).await.unwrap();
+        assert!(o.error.is_none(), "{:?}", o.error);
+        let o = f.run_tacker(Op::HealStart, heal(&["worker-srv-w1"]), &[], &before).await.unwrap();
+        assert!(o.error.is_none(), "{:?}", o.error);
+        assert_eq!(f.state()["nodes"]["srv-w1"]["installed"], false);
+        let mark = f.execs().len();
+        let o =
+            f.run_tacker(Op::HealEnd, heal(&["worker-srv-w1"]), &[], &after).await.expect("the healed node is found");
+        assert!(o.error.is_none(), "{:?}", o.error);
+        let e = &f.execs()[mark..];
+        assert!(position(e, "srv-w1b", "install_k8s_cluster.sh -w").is_some(), "{e:#?}");
+        let nodes = f.state()["nodes"].clone();
+        let names: Vec<&String> = nodes.as_object().unwrap().keys().collect();
+        assert_eq!(names, ["srv-m1", "srv-w1b"], "one node per address: {nodes:#}");
+        assert_eq!(nodes["srv-w1b"]["installed"], true);
+        // The next operation on the recorded nodes (Tacker v1's terminate_end: the instance no
+        // longer lists its VMs) is not refused for an address used twice.
+        let mut emptied = after.clone();
+        emptied["instantiatedVnfInfo"]["vnfcResourceInfo"] = serde_json::json!([]);
+        let o = f.run_tacker(Op::TerminateEnd, serde_json::json!({}), &[], &emptied).await.expect("terminated");
+        assert!(o.error.is_none(), "{:?}", o.error);
     }
 
     #[tokio::test]

@@ -312,6 +312,8 @@ impl Hook {
             st.nic_ip = n.nic_ip.clone();
             st.k8s_name = k8s;
             st.installed = true;
+            // A healed VM under a new id: its old record (same address) goes.
+            s.supersede_same_address(n.name());
         });
         self.save()?;
         Ok(out)

@@ -51,6 +51,7 @@ pub mod storage_locate;
 // The operations and the steps they share.
 pub mod drain;
 pub mod heal;
+pub mod healing;
 pub mod instantiate;
 pub mod labels_apply;
 pub mod members;

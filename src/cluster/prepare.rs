@@ -83,6 +83,13 @@ pub fn prepare(op: Op, a: &Inputs, store: Store, rt: Runner) -> Result<Prepared>
     };
     let mut hook = Hook::new(rt, store, id, state, checked);
     let targets = targets(op, &hook, &req, a, inst.as_ref())?;
+    if let (Op::HealStart, Req::Heal(r)) = (op, &req) {
+        if !r.whole_vnf() {
+            // Saved by heal_start's first step; heal_end finds the nodes by it.
+            let learned = crate::cluster::healing::learned(&r.vnfc_instance_id, &targets, &hook.topo);
+            hook.with_state(|s| s.healing = learned);
+        }
+    }
     apply_targets(op, &req, &targets, &mut hook);
     // Every file a node would get must resolve now, before any node is touched.
     if has_package {
@@ -325,7 +332,11 @@ fn targets(op: Op, h: &Hook, req: &Req, a: &Inputs, inst: Option<&VnfInstance>) 
                     return Ok(n);
                 }
                 let v = inst.and_then(|i| i.vnfc_resource_for(id));
-                v.and_then(|v| node_of(h, inst, v)).ok_or_else(|| {
+                let healed = || {
+                    let rec = h.with_state(|s| s.healing.get(id).cloned()).filter(|_| op == Op::HealEnd)?;
+                    crate::cluster::healing::now(&rec, &h.topo).map(|n| n.name().to_string())
+                };
+                v.and_then(|v| node_of(h, inst, v)).or_else(healed).ok_or_else(|| {
                     let msg = format!(
                         "'{}' names no inventory host and no vnfcInfo/vnfcResourceInfo of the VNF instance with a known address",
                         excerpt(id)

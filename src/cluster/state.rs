@@ -70,6 +70,10 @@ pub struct InstanceState {
     pub vim_connection_info: Option<Value>,
     #[serde(default)]
     pub updated_at: Option<String>,
+    /// What the last SOL002 heal_start learned, by the request's VNFC id: heal_end's request
+    /// repeats that id after the VNFM gave the node a new one (`healing.rs`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub healing: BTreeMap<String, crate::cluster::healing::Healing>,
 }
 
 crate::secret::impl_debug_masked!(InstanceState);
@@ -87,6 +91,25 @@ impl InstanceState {
         self.nodes.get(name).is_some_and(|n| n.installed)
     }
 
+    /// `name` was just installed at its address: a record of another node at the same cluster
+    /// address is the VM the VNFM replaced (a heal gives the new server a new id, the same
+    /// port and address), so it goes, and the main master follows the rename. One node per
+    /// address is what every later hook's topology requires. Returns the records dropped.
+    pub fn supersede_same_address(&mut self, name: &str) -> Vec<String> {
+        let Some(ip) = self.nodes.get(name).map(|n| n.nic_ip.clone()).filter(|ip| !ip.is_empty()) else {
+            return vec![];
+        };
+        let old: Vec<String> =
+            self.nodes.iter().filter(|(k, n)| k.as_str() != name && n.nic_ip == ip).map(|(k, _)| k.clone()).collect();
+        for o in &old {
+            self.nodes.remove(o);
+            if let Some(f) = self.facts.as_mut().filter(|f| &f.main_master == o) {
+                f.main_master = name.to_string();
+            }
+        }
+        old
+    }
+
     /// Forget the cluster but keep its params: the VIM record, the facts and every node (a
     /// whole-VNF heal rebuilds them all).
     pub fn forget_cluster(&mut self) {
@@ -95,5 +118,25 @@ impl InstanceState {
         self.bearer_token = None;
         self.facts = None;
         self.nodes.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_node_installed_at_a_recorded_address_replaces_that_record() {
+        let mut st = InstanceState::new("i");
+        let rec = |ip: &str, installed| NodeState { nic_ip: ip.into(), installed, ..Default::default() };
+        st.nodes.insert("srv-old".into(), rec("10.0.0.2", false));
+        st.nodes.insert("srv-m".into(), rec("10.0.0.1", true));
+        st.nodes.insert("srv-new".into(), rec("10.0.0.2", true));
+        st.facts = Some(ClusterFacts { main_master: "srv-old".into(), ..Default::default() });
+        assert_eq!(st.supersede_same_address("srv-new"), ["srv-old"]);
+        assert_eq!(st.nodes.keys().collect::<Vec<_>>(), ["srv-m", "srv-new"]);
+        assert_eq!(st.facts.as_ref().unwrap().main_master, "srv-new", "the main master follows");
+        assert!(st.supersede_same_address("srv-m").is_empty());
+        assert!(st.supersede_same_address("unrecorded").is_empty());
     }
 }

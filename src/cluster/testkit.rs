@@ -171,6 +171,63 @@ impl Fixture {
     }
 }
 
+/// A VnfInstance `vnf1` as Tacker v2's OpenStack driver records it: each VNFC's
+/// vnfcResourceInfo id is its Nova server's id, its vnfcInfo id `<vduId>-<server id>` (Tacker's
+/// default, without `VDU_VNFc_mapping`), its address on an external CP; the VIP is an external
+/// CP no VNFC owns. `vnfcs` are (vduId: `master` or `worker`, server id, address).
+pub fn tacker_instance(vnfcs: &[(&str, &str, &str)]) -> Value {
+    let cp = |vdu: &str| if vdu == "master" { "masterNode_CP1" } else { "workerNode_CP2" };
+    let addr = |ip: &str| {
+        json!([{"layerProtocol": "IP_OVER_ETHERNET",
+                                  "ipOverEthernet": {"ipAddresses": [{"type": "IPV4", "addresses": [ip]}]}}])
+    };
+    let res: Vec<Value> = vnfcs
+        .iter()
+        .map(|(vdu, id, _)| {
+            json!({"id": id, "vduId": vdu, "computeResource": {"resourceId": id, "vimLevelResourceType": "OS::Nova::Server"},
+                   "vnfcCpInfo": [{"id": format!("{}-{id}", cp(vdu)), "cpdId": cp(vdu), "vnfExtCpId": format!("ext-{id}")}]})
+        })
+        .collect();
+    let mut ext: Vec<Value> = vnfcs
+        .iter()
+        .map(|(vdu, id, ip)| json!({"id": format!("ext-{id}"), "cpdId": cp(vdu), "cpProtocolInfo": addr(ip)}))
+        .collect();
+    ext.push(json!({"id": "ext-vip", "cpdId": "vip_CP", "cpProtocolInfo": addr("192.0.2.100")}));
+    let info: Vec<Value> = vnfcs
+        .iter()
+        .map(|(vdu, id, _)| json!({"id": format!("{vdu}-{id}"), "vduId": vdu, "vnfcResourceInfoId": id, "vnfcState": "STARTED"}))
+        .collect();
+    json!({"id": "vnf1", "vimConnectionInfo": {"vim1": {"vimId": "v", "vimType": "ETSINFV.OPENSTACK_KEYSTONE.V_3"}},
+           "instantiatedVnfInfo": {"flavourId": "simple", "vnfcResourceInfo": res, "extCpInfo": ext, "vnfcInfo": info}})
+}
+
+impl Fixture {
+    /// Run a hook with its nodes from the VnfInstance `inst` (no inventory), as Tacker calls it;
+    /// `inst`'s servers answer `hostname` as Tacker's script names them.
+    pub async fn run_tacker(
+        &self,
+        op: Op,
+        body: Value,
+        nodes: &[&str],
+        inst: &Value,
+    ) -> crate::error::Result<crate::cluster::results::Outcome> {
+        for v in inst["instantiatedVnfInfo"]["vnfcResourceInfo"].as_array().into_iter().flatten() {
+            let (id, vdu) = (v["id"].as_str().unwrap(), v["vduId"].as_str().unwrap());
+            let ext = inst["instantiatedVnfInfo"]["extCpInfo"].as_array().unwrap();
+            let e = ext.iter().find(|e| e["id"] == format!("ext-{id}")).unwrap();
+            let ip = e["cpProtocolInfo"][0]["ipOverEthernet"]["ipAddresses"][0]["addresses"][0].as_str().unwrap();
+            let last = ip.rsplit('.').next().unwrap();
+            self.fake.reply(Some(id), "hostname", &format!("{vdu}{last}\n"));
+        }
+        let doc = crate::request::Doc::Inline { name: "vnf_instance".into(), value: inst.clone() };
+        let p = self.prepare_with(op, body, nodes, |i| {
+            i.inventory = None;
+            i.vnf_instance = Some(doc);
+        })?;
+        Ok(crate::cluster::run(op, &p, false).await)
+    }
+}
+
 /// Index of the first exec matching both `node` and `needle`.
 pub fn position(execs: &[String], node: &str, needle: &str) -> Option<usize> {
     execs.iter().position(|e| e.starts_with(&format!("{node}: ")) && e.contains(needle))

@@ -10,20 +10,8 @@
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
-
+pub use crate::cluster::state::Healing;
 use crate::cluster::topology::{ClusterNode, Topology};
-
-/// One node a heal_start took out, under the VNFC id the request named.
-#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
-pub struct Healing {
-    /// The node's name at heal_start (the old server id, for nodes from a VnfInstance).
-    pub node: String,
-    pub ssh_addr: String,
-    pub port: u16,
-    /// The cluster-network address: the one the replacement VM keeps.
-    pub nic_ip: String,
-}
 
 /// What heal_start learned: each request id that resolved to a node of the topology, with
 /// that node's addresses. `ids` and `targets` are in the same order (`prepare::targets`);

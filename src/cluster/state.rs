@@ -26,6 +26,18 @@ pub struct NodeState {
     pub helm_installed: bool,
 }
 
+/// One node a SOL002 heal_start took out, under the VNFC id the request named: what heal_end
+/// finds it by after the VNFM replaced its VM (`healing.rs`).
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct Healing {
+    /// The node's name at heal_start (the old server id, for nodes from a VnfInstance).
+    pub node: String,
+    pub ssh_addr: String,
+    pub port: u16,
+    /// The cluster-network address: the one the replacement VM keeps.
+    pub nic_ip: String,
+}
+
 /// Cluster facts learned from the main master.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 pub struct ClusterFacts {
@@ -73,7 +85,7 @@ pub struct InstanceState {
     /// What the last SOL002 heal_start learned, by the request's VNFC id: heal_end's request
     /// repeats that id after the VNFM gave the node a new one (`healing.rs`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub healing: BTreeMap<String, crate::cluster::healing::Healing>,
+    pub healing: BTreeMap<String, Healing>,
 }
 
 crate::secret::impl_debug_masked!(InstanceState);

@@ -49,7 +49,7 @@ pub fn prepare(op: Op, a: &Inputs, store: Store, rt: Runner) -> Result<Prepared>
     if op == Op::InstantiateEnd || state.params.is_null() {
         state.params = param_json;
     }
-    let topo = topology(a, inst.as_ref(), &params, &params_file, &store, &state)?;
+    let topo = topology(op, a, inst.as_ref(), &params, &params_file, &store, &state)?;
     let pkg = package(op, a)?;
     let vim_connections = match (&req, &inst) {
         (Req::Instantiate(r), _) => r.vim_connection_info.clone(),
@@ -249,6 +249,7 @@ fn cluster_params(src: &ParamSources, state: &InstanceState) -> Result<(ClusterP
 
 /// The nodes: from the inventory (groups named after aspects/VDUs), else the VnfInstance.
 fn topology(
+    op: Op,
     a: &Inputs,
     inst: Option<&VnfInstance>,
     params: &ClusterParams,
@@ -277,7 +278,19 @@ fn topology(
                     &d,
                 );
             }
-            topology::from_vnf_instance(i, params, &a.vnf_instance.as_ref().map(Doc::name).unwrap_or_default(), &d)?
+            let t = topology::from_vnf_instance(
+                i,
+                params,
+                &a.vnf_instance.as_ref().map(Doc::name).unwrap_or_default(),
+                &d,
+            )?;
+            if op != Op::ScaleStart {
+                return Ok(t);
+            }
+            // A scale-out's rollback names the workers scale_end joined; the instance it comes
+            // with is the one before the scale.
+            let file = store.doc_path(&state.vnf_instance_id, state::KIND).display().to_string();
+            topology::with_recorded_workers(t, state, &a.node, params, &file, &d)?
         }
         (None, None) => {
             return Err(Error::input(

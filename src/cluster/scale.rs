@@ -154,6 +154,39 @@ mod tests {
         assert!(!f.execs()[before..].iter().any(|x| x.contains("drain")), "{:#?}", &f.execs()[before..]);
     }
 
+    /// Tacker's scale_rollback_start passes the instance as it was before the scale, without
+    /// the VNFCs scale_end joined; the hook takes them out by the names it recorded
+    /// (`vnfm::run`'s unjoin: SCALE_IN at scale_start, `--node` = what scale_end joined).
+    #[tokio::test]
+    async fn a_rolled_back_scale_out_takes_out_the_recorded_workers_tacker_no_longer_lists() {
+        use crate::cluster::testkit::tacker_instance;
+        let f = Fixture::new(1, 0);
+        let before = tacker_instance(&[("master", "srv-m1", "192.0.2.11"), ("worker", "srv-w1", "192.0.2.21")]);
+        let mut after = before.clone();
+        let grown = tacker_instance(&[("worker", "srv-w2", "192.0.2.22")]);
+        for key in ["vnfcResourceInfo", "extCpInfo", "vnfcInfo"] {
+            let add = grown["instantiatedVnfInfo"][key].as_array().unwrap().iter().filter(|v| v["id"] != "ext-vip");
+            after["instantiatedVnfInfo"][key].as_array_mut().unwrap().extend(add.cloned());
+        }
+        let o = f.run_tacker(Op::InstantiateEnd, Fixture::instantiate_body(), &[], &before).await.unwrap();
+        assert!(o.error.is_none(), "{:?}", o.error);
+        let out = json!({"type": "SCALE_OUT", "aspectId": "worker", "numberOfSteps": 1});
+        let o = f.run_tacker(Op::ScaleEnd, out, &[], &after).await.unwrap();
+        assert!(o.error.is_none(), "{:?}", o.error);
+        assert_eq!(f.state()["nodes"]["srv-w2"]["installed"], true);
+        let body = json!({"type": "SCALE_IN", "aspectId": "worker", "numberOfSteps": 1});
+        let mark = f.execs().len();
+        let o = f.run_tacker(Op::ScaleStart, body.clone(), &["srv-w2"], &before).await.expect("the joined worker");
+        assert!(o.error.is_none(), "{:?}", o.error);
+        let e = &f.execs()[mark..];
+        assert!(position(e, "srv-m1", "kubectl drain worker22").is_some(), "{e:#?}");
+        assert!(position(e, "srv-m1", "delete_node.sh worker22").is_some(), "{e:#?}");
+        assert!(f.state()["nodes"].get("srv-w2").is_none(), "{:#}", f.state()["nodes"]);
+        // A name neither listed nor recorded is still refused.
+        let e = f.run_tacker(Op::ScaleStart, body, &["srv-w9"], &before).await.err().expect("refused");
+        assert!(e.to_string().contains("no such node"), "{e}");
+    }
+
     #[tokio::test]
     async fn scale_in_fails_over_to_the_next_master_that_answers() {
         let f = Fixture::new(2, 2);

@@ -274,6 +274,41 @@ pub fn from_state(st: &InstanceState, p: &ClusterParams, file: &str, d: &NodeDef
     check(Topology { masters, workers, cluster_ip, cluster_fip: None }, file)
 }
 
+/// `t` with the recorded workers among `names` that it lacks: a rolled-back scale-out takes out
+/// the workers scale_end joined, but Tacker's rollback passes the instance as it was before the
+/// scale, without them. Their addresses are the ones recorded when they joined; logins are the
+/// params'. Names that are neither in `t` nor recorded workers are left for the caller to refuse.
+pub fn with_recorded_workers(
+    mut t: Topology,
+    st: &InstanceState,
+    names: &[String],
+    p: &ClusterParams,
+    file: &str,
+    d: &NodeDefaults,
+) -> Result<Topology> {
+    let recorded_worker = |n: &String| st.nodes.get(n).is_some_and(|r| r.role == Some(Role::Worker));
+    let missing: Vec<&String> = names.iter().filter(|n| t.find(n).is_none() && recorded_worker(n)).collect();
+    if missing.is_empty() {
+        return Ok(t);
+    }
+    for n in &missing {
+        let (name, r) = (n.as_str(), &st.nodes[n.as_str()]);
+        let at = format!("nodes.{}", crate::error::excerpt(name));
+        ip(&r.ssh_addr, file, &format!("{at}.ssh_addr"), "the recorded address")?;
+        ip(&r.nic_ip, file, &format!("{at}.nic_ip"), "the recorded address")?;
+        let host = d.request_login(name, &r.ssh_addr, &r.nic_ip, &p.worker, vec![]);
+        let k8s = if r.k8s_name.is_empty() { k8s_name(Role::Worker, &r.nic_ip) } else { r.k8s_name.clone() };
+        t.workers.push(ClusterNode {
+            k8s_name: k8s,
+            nic_ip: r.nic_ip.clone(),
+            role: Role::Worker,
+            host,
+            placement: Default::default(),
+        });
+    }
+    check(t, file)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -96,6 +96,13 @@ class Vm:
         self.port = "port-%s-%d" % (vdu, n)
         self.ext_cp = "cp-%s" % self.port
 
+    def replaced(self):
+        """The VM Tacker v2's heal puts in this one's place: it replaces the Nova server, so a
+        new server id (and with it Tacker's default vnfcInfo id), the same port and address."""
+        new = copy.copy(self)
+        new.server = str(uuid.uuid5(uuid.NAMESPACE_URL, "mgmt-driver-test/%s/%d/healed" % (self.vdu, self.n)))
+        return new
+
     @property
     def vnfc_info_id(self):
         return "%s-%s" % (self.vdu, self.server)
@@ -657,6 +664,8 @@ class Lab(unittest.TestCase):
         out_req = objects.ScaleVnfRequest.from_dict({"type": "SCALE_OUT", "aspectId": "worker_instance",
                                                      "numberOfSteps": 1})
         grant_req, grant = grant_pair(inst, "SCALE", add=[self.workers[1]])
+        # A rollback gets the instance as Tacker's database holds it: as it was before the scale.
+        before_scale = inst.obj_clone()
         with self.env():
             self.tacker.call("scale_start (SCALE_OUT)", "scale_start", "simple", out_req, inst,
                              grant_req, grant)
@@ -675,12 +684,14 @@ class Lab(unittest.TestCase):
                                    out_req, inst, grant_req, grant)
         self.assertEqual(self.k8s_nodes(), self.hostnames(first + [self.workers[1]]))
         # What Tacker keeps for a rollback names the joined worker; scale_rollback_start, given
-        # that data as Tacker would after a failure, takes the worker out again.
+        # that data and the instance from before the scale (without the joined VNFC) as Tacker
+        # gives them after a failure, takes the worker out again.
         self.assertEqual(err["mgmt_driver"]["joined"], [self.workers[1].server], err)
         self.assertEqual(err["mgmt_driver"]["operation"], "scale_end", err)
+        self.assertNotIn(self.workers[1].server, json.dumps(before_scale.to_dict()))
         with self.env():
             self.tacker.call("scale_rollback_start (SCALE_OUT)", "scale_rollback_start", "simple",
-                             out_req, inst, grant_req, grant, err)
+                             out_req, before_scale, grant_req, grant, err)
         self.assertEqual(self.k8s_nodes(), self.hostnames(first))
         self.fresh_vm(self.node_of[self.workers[1].server])
         with self.env():
@@ -702,18 +713,24 @@ class Lab(unittest.TestCase):
                              grant_req, grant)
         self.assertEqual(self.k8s_nodes(), self.hostnames(cluster))
 
-        # Heal a worker, then a master: the VNFM replaced the VM; heal_end re-joins it.
+        # Heal a worker, then a master as Tacker v2 does: it replaces the server (new id, same
+        # port and address) and updates the instance between the hooks; heal_end's request
+        # still names the old vnfcInfo id. heal_end re-joins the new VM.
         for label, vm in (("worker", self.workers[1]), ("master", self.masters[1])):
             heal_req = objects.HealVnfRequest.from_dict({"vnfcInstanceId": [vm.vnfc_info_id]})
             grant_req, grant = grant_pair(inst, "HEAL", remove=[vm], add=[vm])
+            new = vm.replaced()
             with self.env():
                 self.tacker.call("heal_start (%s)" % label, "heal_start", "simple", heal_req,
                                  inst, grant_req, grant)
                 self.fresh_vm(self.node_of[vm.server])
-                self.tacker.call("heal_end (%s)" % label, "heal_end", "simple", heal_req, inst,
-                                 grant_req, grant)
+                self.node_of[new.server] = self.node_of[vm.server]
+                cluster = [new if c is vm else c for c in cluster]
+                inst.instantiatedVnfInfo = self.instance(inst.id, cluster, {}).instantiatedVnfInfo
+                self.tacker.call("heal_end (%s, new server id)" % label, "heal_end", "simple",
+                                 heal_req, inst, grant_req, grant)
             self.assertEqual(self.k8s_nodes(), self.hostnames(cluster), label)
-            joined = self.on(self.node_of[vm.server], "test -f /etc/kubernetes/kubelet.conf && echo yes")
+            joined = self.on(self.node_of[new.server], "test -f /etc/kubernetes/kubelet.conf && echo yes")
             self.assertEqual(joined.strip(), "yes", "%s re-joined" % label)
         self.assertIsNotNone(k8s_entry(inst), "heal keeps the VIM entry")
 

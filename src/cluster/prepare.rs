@@ -6,10 +6,11 @@
 use serde_json::Value;
 
 use crate::cluster::hook::{Checked, Hook};
-use crate::cluster::params::{ClusterParams, PARAM_KEY};
+use crate::cluster::params::{ClusterParams, GroupKey, PARAM_KEY};
 use crate::cluster::state::{self, InstanceState};
 use crate::cluster::state_store;
 use crate::cluster::topology::{self, NodeDefaults, Topology};
+use crate::cnf::vnfd::Scaling;
 use crate::error::excerpt;
 use crate::error::{Error, Result};
 use crate::inventory::{HostKeyCheck, Inventory, LoadOptions};
@@ -49,8 +50,8 @@ pub fn prepare(op: Op, a: &Inputs, store: Store, rt: Runner) -> Result<Prepared>
     if op == Op::InstantiateEnd || state.params.is_null() {
         state.params = param_json;
     }
-    let topo = topology(a, inst.as_ref(), &params, &params_file, &store, &state)?;
     let pkg = package(op, a)?;
+    let topo = topology(a, inst.as_ref(), &params, &params_file, &store, &state, pkg.as_ref())?;
     let vim_connections = match (&req, &inst) {
         (Req::Instantiate(r), _) => r.vim_connection_info.clone(),
         (_, Some(i)) => i.vim_connection_info.clone(),
@@ -248,6 +249,7 @@ fn topology(
     params_file: &str,
     store: &Store,
     state: &InstanceState,
+    pkg: Option<&Package>,
 ) -> Result<Topology> {
     let inv_opts = LoadOptions { credentials_from_request: true, ..a.inventory_opts.clone() };
     Ok(match (&a.inventory, inst) {
@@ -270,7 +272,14 @@ fn topology(
                     &d,
                 );
             }
-            topology::from_vnf_instance(i, params, &a.vnf_instance.as_ref().map(Doc::name).unwrap_or_default(), &d)?
+            let vnfd = aspect_vdus(params, i, pkg)?;
+            topology::from_vnf_instance(
+                i,
+                params,
+                &a.vnf_instance.as_ref().map(Doc::name).unwrap_or_default(),
+                &d,
+                &vnfd,
+            )?
         }
         (None, None) => {
             return Err(Error::input(
@@ -280,6 +289,16 @@ fn topology(
             ))
         }
     })
+}
+
+/// The package VNFD's scaling data, when a role names a scaling aspect (Tacker v1) and there is
+/// a package: the aspect's VDUs are the `vduId`s the instance records. Of the flavour the
+/// instance was instantiated with.
+fn aspect_vdus(params: &ClusterParams, inst: &VnfInstance, pkg: Option<&Package>) -> Result<Scaling> {
+    let by_aspect = [&params.master, &params.worker].iter().any(|r| matches!(r.group, Some(GroupKey::AspectId(_))));
+    let Some(pkg) = pkg.filter(|_| by_aspect) else { return Ok(Scaling::default()) };
+    let flavour = inst.instantiated_vnf_info.as_ref().and_then(|v| v.rest.get("flavourId")).and_then(Value::as_str);
+    crate::cnf::vnfd_read::read_scaling(pkg, flavour)
 }
 
 /// Which nodes a heal or scale is about, as the topology's node names: `--node`, else the

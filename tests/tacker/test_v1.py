@@ -13,7 +13,10 @@ Run with the Tacker venv's python (tests/tacker/run-v1.sh installs the driver in
   vnf_instance.vim_connection_info; the README's VIM registration is checked with
   tackerclient's parser; a 0600 kubeconfig per cluster), scale_end/scale_start join and
   drain the workers Tacker names, heal_start/heal_end rebuild a worker, and terminate_end,
-  called after Tacker has emptied the instance, forgets the cluster.
+  called after Tacker has emptied the instance, forgets the cluster. Then a cluster from a
+  package inventory that only instantiate's request names is healed with v1's param-less body.
+  The VNFCs carry Tacker v1's vduIds (masterNode/workerNode) while the params name the guide's
+  aspects (master_instance/worker_instance): the package's VNFD maps one to the other.
   Without root it is skipped loudly; under CI=true a missing root fails.
 
 Each Tacker-side call's wall time is printed at the end.
@@ -179,7 +182,7 @@ def openstack_conn():
         vim_type='openstack', interface_info={}, access_info={}, extra={})
 
 
-def instance(ips, add_params, vdus=('master_instance', 'worker_instance')):
+def instance(ips, add_params, vdus=('masterNode', 'workerNode')):
     """Tacker's fake INSTANTIATED VnfInstance, with our VNFCs: ips[0] master, the rest workers.
     `vdus`: the vduId of each role's VNFCs (Tacker v1 records the VDU, masterNode/workerNode)."""
     inst = fakes.return_vnf_instance(fields.VnfInstanceState.INSTANTIATED)
@@ -617,7 +620,7 @@ class Lab(unittest.TestCase):
 
         # SCALE_OUT: Tacker's infra driver has added the VNFC; scale_end joins it.
         inst.instantiated_vnf_info.vnfc_resource_info.append(
-            vnfc('vnfc-w2', 'worker_instance', 'workerNode_CP2', self.ip(3), 'stack-w2'))
+            vnfc('vnfc-w2', 'workerNode', 'workerNode_CP2', self.ip(3), 'stack-w2'))
         self.tacker.call('scale_end', inst,
                          scale_vnf_request=fakes.scale_request('SCALE_OUT', 'worker_instance', 1, 'False'),
                          grant=None, grant_request=None, scale_out_id_list=['stack-w2'], vnf={})
@@ -673,6 +676,42 @@ class Lab(unittest.TestCase):
         self.assertTrue(vim['auth_cred']['bearer_token'] == '********',
                         'result.vim.auth_cred.bearer_token is not masked')
         self.assertTrue(self.password not in json.dumps(vim), 'the login password is in result.vim')
+
+    def test_4_the_inventory_named_at_instantiate_holds_for_heal(self):
+        """Where v1's instance has no addresses, the instantiate request names an inventory in
+        the package (README, "Nodes"). Tacker v1's heal body carries no params: the heal reads
+        the inventory instantiate named (issue 22)."""
+        reset = ('kubeadm reset -f >/dev/null 2>&1; rm -rf /etc/kubernetes /var/lib/mgmt-driver '
+                 '/tmp/installed /root/.kube /var/tacker')
+        for n in (1, 2, 3):
+            self.on(n, reset)
+        with open(os.path.join(self.pkg, 'Files', 'inventory.yaml'), 'w') as f:
+            f.write('groups:\n'
+                    '  master_instance:\n    - {name: vnfc-m1, ssh_ip: %s}\n'
+                    '  worker_instance:\n    - {name: vnfc-w1, ssh_ip: %s}\n' % (self.ip(1), self.ip(2)))
+        add = params('mduser', self.password)
+        add['mgmt_driver'] = {'inventory': 'Files/inventory.yaml'}
+        inst = instance([self.ip(1), self.ip(2)], add)
+        for v in inst.instantiated_vnf_info.vnfc_resource_info:
+            v.vnfc_cp_info = []  # no addresses: the inventory has them
+        self.tacker.call('instantiate_end', inst, instantiate_vnf_request=instantiate_request(add),
+                         grant=None, grant_request=None, vnf={})
+        self.assertEqual(self.k8s_nodes(), ['master11', 'worker12'])
+
+        heal = objects.HealVnfRequest(vnfc_instance_id=['vnfc-w1'], cause='lab')
+        self.assertEqual(heal.additional_params, {})  # as Tacker sends it: no params
+        self.tacker.call('heal_start', inst, heal_vnf_request=heal, grant=None, grant_request=None)
+        self.assertEqual(self.k8s_nodes(), ['master11'])
+        self.on(2, reset)
+        self.tacker.call('heal_end', inst, heal_vnf_request=heal, grant=None, grant_request=None, vnf={})
+        self.assertEqual(self.k8s_nodes(), ['master11', 'worker12'])
+
+        inst.instantiated_vnf_info.reinitialize()
+        inst.vim_connection_info = []
+        self.tacker.call('terminate_end', inst,
+                         terminate_vnf_request=objects.TerminateVnfRequest(termination_type='GRACEFUL'),
+                         grant=None, grant_request=None)
+        self.assertFalse(os.path.exists(os.path.join(self.state, inst.id + '.json')))
 
 
 def tearDownModule():

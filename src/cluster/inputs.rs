@@ -14,6 +14,9 @@ pub struct Inputs {
     /// The operation's request body (SOL002/SOL003 JSON).
     pub request: Option<Doc>,
     pub inventory: Option<PathBuf>,
+    /// `inventory` as the request named it in the package (in package mode), which
+    /// instantiate_end records for the later hooks whose request names none.
+    pub request_inventory: Option<String>,
     pub inventory_opts: LoadOptions,
     pub package_dir: Option<PathBuf>,
     /// The VnfInstance (SOL003 JSON): its id, vimConnectionInfo and vnfcResourceInfo.
@@ -43,6 +46,13 @@ impl Inputs {
     /// The inventory the nodes come from (else the VnfInstance's `vnfcResourceInfo`).
     pub fn inventory(mut self, path: Option<PathBuf>) -> Inputs {
         self.inventory = path;
+        self
+    }
+
+    /// The request's own inventory, a path in the package (`inventory` is that file, read in
+    /// package mode): recorded by instantiate_end for the later hooks.
+    pub fn request_inventory(mut self, rel: Option<String>) -> Inputs {
+        self.request_inventory = rel;
         self
     }
 

@@ -6,13 +6,14 @@
 use serde_json::Value;
 
 use crate::cluster::hook::{Checked, Hook};
-use crate::cluster::params::{ClusterParams, PARAM_KEY};
+use crate::cluster::params::{ClusterParams, GroupKey, PARAM_KEY};
 use crate::cluster::state::{self, InstanceState};
 use crate::cluster::state_store;
 use crate::cluster::topology::{self, NodeDefaults, Topology};
+use crate::cnf::vnfd::Scaling;
 use crate::error::excerpt;
 use crate::error::{Error, Result};
-use crate::inventory::{HostKeyCheck, Inventory, LoadOptions};
+use crate::inventory::{HostKeyCheck, Inventory, LoadOptions, PackageMode};
 use crate::lifecycle::package::Package;
 use crate::lifecycle::state::{check_instance_id, Lock, Store};
 use crate::lifecycle::Runner;
@@ -49,8 +50,11 @@ pub fn prepare(op: Op, a: &Inputs, store: Store, rt: Runner) -> Result<Prepared>
     if op == Op::InstantiateEnd || state.params.is_null() {
         state.params = param_json;
     }
-    let topo = topology(op, a, inst.as_ref(), &params, &params_file, &store, &state)?;
+    if op == Op::InstantiateEnd {
+        state.request_inventory = a.request_inventory.clone();
+    }
     let pkg = package(op, a)?;
+    let topo = topology(op, a, inst.as_ref(), &params, &params_file, &store, &state, pkg.as_ref())?;
     let vim_connections = match (&req, &inst) {
         (Req::Instantiate(r), _) => r.vim_connection_info.clone(),
         (_, Some(i)) => i.vim_connection_info.clone(),
@@ -256,8 +260,12 @@ fn topology(
     params_file: &str,
     store: &Store,
     state: &InstanceState,
+    pkg: Option<&Package>,
 ) -> Result<Topology> {
     let inv_opts = LoadOptions { credentials_from_request: true, ..a.inventory_opts.clone() };
+    if let (None, Some(rel)) = (&a.inventory, &state.request_inventory) {
+        return recorded_inventory(a, rel, params, params_file, store, state, pkg);
+    }
     Ok(match (&a.inventory, inst) {
         (Some(p), _) => {
             let inv = Inventory::load(p, &inv_opts)?;
@@ -278,11 +286,13 @@ fn topology(
                     &d,
                 );
             }
+            let vnfd = aspect_vdus(params, i, pkg)?;
             let t = topology::from_vnf_instance(
                 i,
                 params,
                 &a.vnf_instance.as_ref().map(Doc::name).unwrap_or_default(),
                 &d,
+                &vnfd,
             )?;
             if op != Op::ScaleStart {
                 return Ok(t);
@@ -300,6 +310,52 @@ fn topology(
             ))
         }
     })
+}
+
+/// The nodes of the inventory the instantiate request named (recorded in the state), for a
+/// later hook whose request names none: the same file of this hook's package, read as a
+/// request's inventory is (package mode: nodes only, the hook's known_hosts).
+fn recorded_inventory(
+    a: &Inputs,
+    rel: &str,
+    params: &ClusterParams,
+    params_file: &str,
+    store: &Store,
+    state: &InstanceState,
+    pkg: Option<&Package>,
+) -> Result<Topology> {
+    let state_file = store.doc_path(&state.vnf_instance_id, state::KIND).display().to_string();
+    let field = "request_inventory";
+    let Some(pkg) = pkg else {
+        // A hook without the package (a CLI terminate-end): the nodes instantiate recorded.
+        if !state.nodes.is_empty() {
+            let d = NodeDefaults {
+                known_hosts: a.known_hosts.clone().unwrap_or_else(|| store.dir().join("known_hosts")),
+                host_key_check: HostKeyCheck::AcceptNew,
+            };
+            return topology::from_state(state, params, &state_file, &d);
+        }
+        return Err(Error::input(&state_file, field, "names a file of the VNF package, and there is no package"));
+    };
+    let path = pkg.resolve(rel, &state_file, field, false)?;
+    let known_hosts = a.known_hosts.clone().unwrap_or_else(|| store.dir().join("known_hosts"));
+    let opts = LoadOptions {
+        credentials_from_request: true,
+        package: Some(PackageMode { known_hosts }),
+        ..a.inventory_opts.clone()
+    };
+    let inv = Inventory::load(&path, &opts)?;
+    topology::from_inventory(&inv, params, &path.display().to_string(), params_file)
+}
+
+/// The package VNFD's scaling data, when a role names a scaling aspect (Tacker v1) and there is
+/// a package: the aspect's VDUs are the `vduId`s the instance records. Of the flavour the
+/// instance was instantiated with.
+fn aspect_vdus(params: &ClusterParams, inst: &VnfInstance, pkg: Option<&Package>) -> Result<Scaling> {
+    let by_aspect = [&params.master, &params.worker].iter().any(|r| matches!(r.group, Some(GroupKey::AspectId(_))));
+    let Some(pkg) = pkg.filter(|_| by_aspect) else { return Ok(Scaling::default()) };
+    let flavour = inst.instantiated_vnf_info.as_ref().and_then(|v| v.rest.get("flavourId")).and_then(Value::as_str);
+    crate::cnf::vnfd_read::read_scaling(pkg, flavour)
 }
 
 /// Which nodes a heal or scale is about, as the topology's node names: `--node`, else the
@@ -390,4 +446,53 @@ fn node_of(h: &Hook, inst: Option<&VnfInstance>, v: &VnfcResourceInfo) -> Option
     let inst = inst?;
     let addrs: Vec<String> = v.vnfc_cp_info.iter().filter_map(|c| inst.address_of(v, &c.cpd_id)).collect();
     h.topo.all().find(|n| addrs.iter().any(|a| *a == n.nic_ip || *a == n.host.addr)).map(|n| n.name().to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cluster::testkit::Fixture;
+
+    /// Tacker v1 names the package inventory in instantiate's body only; its heal and scale
+    /// bodies carry no params. The later hook reads the same file, in package mode.
+    #[tokio::test]
+    async fn a_later_hook_reads_the_inventory_the_instantiate_request_named() {
+        let f = Fixture::new(1, 1);
+        std::fs::create_dir_all(f.path("pkg/Files")).unwrap();
+        let inv = std::fs::read_to_string(f.path("inv.yaml")).unwrap();
+        // A package inventory lists nodes only.
+        std::fs::write(f.path("pkg/Files/inv.yaml"), inv.replace("defaults:\n  known_hosts: /dev/null\n", "")).unwrap();
+        let package_mode = Some(PackageMode { known_hosts: f.path("state/known_hosts") });
+        let p = f
+            .prepare_with(Op::InstantiateEnd, Fixture::instantiate_body(), &[], |i| {
+                i.inventory = Some(f.path("pkg/Files/inv.yaml"));
+                i.request_inventory = Some("Files/inv.yaml".into());
+                i.inventory_opts.package = package_mode.clone();
+            })
+            .unwrap();
+        let o = crate::cluster::run(Op::InstantiateEnd, &p, false).await;
+        assert!(o.error.is_none(), "{:?}", o.error);
+        drop(p);
+        assert_eq!(f.state()["request_inventory"], "Files/inv.yaml");
+        // The heal: no inventory, and an instance whose VNFCs carry no address.
+        let inst = serde_json::json!({"id": "vnf1", "instantiatedVnfInfo": {"vnfcResourceInfo": [
+            {"id": "vnfc-w1", "vduId": "worker"}]}});
+        let heal = serde_json::json!({"vnfcInstanceId": ["w1"]});
+        let p = f
+            .prepare_with(Op::HealStart, heal, &[], |i| {
+                i.inventory = None;
+                i.vnf_instance = Some(Doc::Inline { name: "inst".into(), value: inst });
+            })
+            .unwrap();
+        let names: Vec<&str> = p.hook.topo.all().map(|n| n.name()).collect();
+        assert_eq!(names, ["m1", "w1"]);
+        assert_eq!(p.targets, ["w1"]);
+        drop(p);
+        // An operator's inventory is not recorded: it comes with every hook.
+        let p = f.prepare(Op::InstantiateEnd, Fixture::instantiate_body(), &[]).unwrap();
+        let o = crate::cluster::run(Op::InstantiateEnd, &p, false).await;
+        assert!(o.error.is_none(), "{:?}", o.error);
+        drop(p);
+        assert!(f.state().get("request_inventory").is_none(), "{}", f.state());
+    }
 }

@@ -57,6 +57,15 @@ pub struct InstanceState {
     /// The validated `k8s_cluster_installation_param` as received (later hooks reuse it).
     #[serde(default)]
     pub params: Value,
+    /// The inventory the instantiate request itself named (`additionalParams.mgmt_driver.inventory`,
+    /// a path in the VNF package). A later hook whose request names none reads the same file, as
+    /// the request's still (package mode: nodes only): a Tacker v1 heal or scale body carries no
+    /// params, and the nodes must not fall back to the instance's addresses, which a VNF that
+    /// needed an inventory does not have. Only this option is recorded: the operator's options
+    /// (flags, the document's `options`) come with every hook and a change of them must take
+    /// effect; the request's timeouts are that operation's waits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_inventory: Option<String>,
     /// Inventory host name → what it has done, in cluster order.
     #[serde(default)]
     pub nodes: BTreeMap<String, NodeState>,

@@ -6,8 +6,9 @@
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 
-use crate::cluster::params::{ClusterParams, RoleParams};
+use crate::cluster::params::{ClusterParams, GroupKey, RoleParams};
 use crate::cluster::state::InstanceState;
+use crate::cnf::vnfd::Scaling;
 use crate::error::{Error, Result};
 use crate::inventory::{Auth, Host, HostKeyCheck, Inventory};
 use crate::request::VnfInstance;
@@ -200,12 +201,32 @@ impl NodeDefaults {
     }
 }
 
-pub fn from_vnf_instance(inst: &VnfInstance, p: &ClusterParams, file: &str, d: &NodeDefaults) -> Result<Topology> {
+/// Whether a VNFC of VDU `vdu_id` belongs to a role's group. Tacker v1's params name a scaling
+/// aspect (`aspect_id: master_instance`) while its instance records the VDU (`vduId:
+/// masterNode`): the VNFD's `VduScalingAspectDeltas` (`vnfd`, from the package) say which VDUs
+/// an aspect scales. A VDU named like the group still matches (packages whose aspect and VDU
+/// share a name, and VNFMs that record the aspect).
+fn in_group(r: &RoleParams, vdu_id: &str, vnfd: &Scaling) -> bool {
+    let (group, _) = group_name(r);
+    vdu_id == group
+        || matches!(&r.group, Some(GroupKey::AspectId(a))
+            if vnfd.aspects.get(a).is_some_and(|x| x.vdu_deltas.contains_key(vdu_id)))
+}
+
+/// The nodes the VNF instance lists, by role. `vnfd` is the package's scaling data (empty when
+/// there is none): with it an `aspect_id` finds the VNFCs of the VDUs that aspect scales.
+pub fn from_vnf_instance(
+    inst: &VnfInstance,
+    p: &ClusterParams,
+    file: &str,
+    d: &NodeDefaults,
+    vnfd: &Scaling,
+) -> Result<Topology> {
     let vnfcs = inst.instantiated_vnf_info.as_ref().map(|i| i.vnfc_resource_info.as_slice()).unwrap_or_default();
     let role_nodes = |r: &RoleParams, role: Role, param: &str| -> Result<Vec<ClusterNode>> {
         let (group, _) = group_name(r);
         let mut out = Vec::new();
-        for v in vnfcs.iter().filter(|v| v.vdu_id == group) {
+        for v in vnfcs.iter().filter(|v| in_group(r, &v.vdu_id, vnfd)) {
             let at = format!("instantiatedVnfInfo.vnfcResourceInfo[id={}]", crate::error::excerpt(&v.id));
             // The id becomes the node's name (in logs, the state, the result): an identifier.
             let id_ok = !v.id.is_empty()
@@ -232,7 +253,13 @@ pub fn from_vnf_instance(inst: &VnfInstance, p: &ClusterParams, file: &str, d: &
         return Err(Error::input(
             file,
             format!("additionalParams.k8s_cluster_installation_param.master_node.{key}"),
-            format!("no vnfcResourceInfo with vduId '{g}' in the VNF instance"),
+            match &p.master.group {
+                Some(GroupKey::AspectId(_)) => format!(
+                    "no vnfcResourceInfo with vduId '{g}' or a VDU the VNFD's VduScalingAspectDeltas \
+                     scale by aspect '{g}' in the VNF instance"
+                ),
+                _ => format!("no vnfcResourceInfo with vduId '{g}' in the VNF instance"),
+            },
         ));
     }
     let workers = role_nodes(&p.worker, Role::Worker, "worker_node")?;
@@ -402,14 +429,61 @@ cps: {vip_CP: 10.0.0.100}
             {"id": "vnfc-w", "vduId": "workerNode", "vnfcCpInfo": [cp("workerNode_CP1_floating_ip", "192.0.2.6"), cp("workerNode_CP1", "10.0.0.6")]}]}}))
         .unwrap();
         let d = NodeDefaults { known_hosts: "/tmp/kh".into(), host_key_check: HostKeyCheck::AcceptNew };
-        let t = from_vnf_instance(&inst, &p, "inst.json", &d).unwrap();
+        let t = from_vnf_instance(&inst, &p, "inst.json", &d, &Scaling::default()).unwrap();
         assert_eq!((t.masters[0].host.addr.as_str(), t.masters[0].nic_ip.as_str()), ("192.0.2.5", "10.0.0.5"));
         assert_eq!(t.cluster_ip, "10.0.0.5");
         assert_eq!(t.workers[0].k8s_name, "worker6");
         assert_eq!(t.workers[0].host.user, "ubuntu");
         let empty: VnfInstance = serde_json::from_value(serde_json::json!({"id": "i"})).unwrap();
-        let e = from_vnf_instance(&empty, &p, "inst.json", &d).unwrap_err().to_string();
+        let e = from_vnf_instance(&empty, &p, "inst.json", &d, &Scaling::default()).unwrap_err().to_string();
         assert!(e.contains("master_node.vdu_id: no vnfcResourceInfo with vduId 'masterNode'"), "{e}");
+    }
+
+    /// Tacker v1's guide names the aspect (`master_instance`); its OpenStack infra driver
+    /// records the VDU (`masterNode`). The package's VduScalingAspectDeltas join them.
+    #[test]
+    fn an_aspect_finds_the_vnfcs_of_the_vdus_the_vnfd_scales_by_it() {
+        const VNFD: &str = "
+topology_template:
+  node_templates:
+    masterNode: {type: tosca.nodes.nfv.Vdu.Compute}
+    workerNode: {type: tosca.nodes.nfv.Vdu.Compute}
+  policies:
+    - scaling_aspects:
+        type: tosca.policies.nfv.ScalingAspects
+        properties: {aspects: {master_instance: {max_scale_level: 3, step_deltas: [delta_1]},
+                               worker_instance: {max_scale_level: 3, step_deltas: [delta_1]}}}
+    - masterNode_scaling_aspect_deltas:
+        type: tosca.policies.nfv.VduScalingAspectDeltas
+        properties: {aspect: master_instance, deltas: {delta_1: {number_of_instances: 1}}}
+        targets: [masterNode]
+    - workerNode_scaling_aspect_deltas:
+        type: tosca.policies.nfv.VduScalingAspectDeltas
+        properties: {aspect: worker_instance, deltas: {delta_1: {number_of_instances: 1}}}
+        targets: [workerNode]
+";
+        let read = |p: &str| (p == "d.yaml").then(|| VNFD.to_string());
+        let vnfd = crate::cnf::vnfd::scaling(&crate::cnf::vnfd::load("d.yaml", &read).unwrap(), None);
+        let mut p = params("m_CP");
+        p.master.ssh_cp_name = "masterNode_CP1".into();
+        p.master.nic_cp_name = "masterNode_CP1".into();
+        p.cluster_cp_name = "masterNode_CP1".into();
+        p.worker.ssh_cp_name = "workerNode_CP2".into();
+        p.worker.nic_cp_name = "workerNode_CP2".into();
+        let cp = |id: &str, ip: &str| serde_json::json!({"cpdId": id, "cpProtocolInfo": [{"ipOverEthernet": {"ipAddresses": [{"addresses": [ip]}]}}]});
+        let inst: VnfInstance =
+            serde_json::from_value(serde_json::json!({"id": "i", "instantiatedVnfInfo": {"vnfcResourceInfo": [
+            {"id": "vnfc-m1", "vduId": "masterNode", "vnfcCpInfo": [cp("masterNode_CP1", "10.0.0.11")]},
+            {"id": "vnfc-w1", "vduId": "workerNode", "vnfcCpInfo": [cp("workerNode_CP2", "10.0.0.21")]}]}}))
+            .unwrap();
+        let d = NodeDefaults { known_hosts: "/tmp/kh".into(), host_key_check: HostKeyCheck::AcceptNew };
+        let t = from_vnf_instance(&inst, &p, "inst.json", &d, &vnfd).unwrap();
+        let names: Vec<&str> = t.all().map(|n| n.name()).collect();
+        assert_eq!(names, ["vnfc-m1", "vnfc-w1"]);
+        assert_eq!((t.masters[0].nic_ip.as_str(), t.workers[0].nic_ip.as_str()), ("10.0.0.11", "10.0.0.21"));
+        // Without the VNFD the aspect names no VDU: the error says where the join comes from.
+        let e = from_vnf_instance(&inst, &p, "inst.json", &d, &Scaling::default()).unwrap_err().to_string();
+        assert!(e.contains("master_node.aspect_id: no vnfcResourceInfo with vduId 'master_instance' or a VDU"), "{e}");
     }
 
     #[test]
@@ -443,7 +517,7 @@ cps: {vip_CP: 10.0.0.100}
                 serde_json::from_value(serde_json::json!({"id": "i", "instantiatedVnfInfo": {"vnfcResourceInfo": [
                 {"id": vnfc, "vduId": "m", "vnfcCpInfo": [cp("m_CP", ssh), cp("vip", vip)]}]}}))
                 .unwrap();
-            let e = from_vnf_instance(&inst, &p, "inst.json", &d).unwrap_err().to_string();
+            let e = from_vnf_instance(&inst, &p, "inst.json", &d, &Scaling::default()).unwrap_err().to_string();
             assert!(e.contains(needle), "{e}");
         }
     }

@@ -20,6 +20,7 @@ pub mod secret_values;
 pub mod services;
 pub mod session;
 pub mod vnfd;
+pub mod vnfd_read;
 
 use std::path::PathBuf;
 use std::time::Duration;

@@ -21,6 +21,9 @@ pub struct Call {
     /// `opts.inventory` is the request's (a file of the VNF package, which a tenant picked),
     /// not the operator's: the inventory loader reads it in package mode.
     pub package_inventory: bool,
+    /// With `package_inventory`: the path the request named in the package, which
+    /// instantiate_end records for the later hooks whose request names none.
+    pub request_inventory: Option<String>,
     pub install_timeout: Duration,
     pub drain_timeout: Duration,
 }
@@ -62,7 +65,8 @@ pub fn prepare(text: &str, name: &str, flags: Flags) -> Result<Call> {
     // The request may shorten a wait (up to the operator's own value, checked above).
     let install_timeout = tenant.install_timeout.or(operator.install_timeout).unwrap_or(Duration::from_secs(2700));
     let drain_timeout = tenant.drain_timeout.or(operator.drain_timeout).unwrap_or(Duration::from_secs(300));
-    Ok(Call { doc, name: name.to_string(), opts, package_inventory, install_timeout, drain_timeout })
+    let request_inventory = tenant.inventory.clone().filter(|_| package_inventory);
+    Ok(Call { doc, name: name.to_string(), opts, package_inventory, request_inventory, install_timeout, drain_timeout })
 }
 
 /// The request's inventory: a file of the package (a path elsewhere could make an error message
@@ -90,6 +94,27 @@ mod tests {
             r#"{{"operation":"scale_end","vnf_instance":{{"id":"i"}},"options":{options},
                 "request":{{"additionalParams":{{"mgmt_driver":{mgmt_driver}}}}}}}"#
         )
+    }
+
+    /// The request's package inventory is what instantiate_end records for the later hooks;
+    /// an operator's inventory wins and is not the request's to record.
+    #[test]
+    fn the_requests_package_inventory_is_kept_by_its_package_path() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("Files")).unwrap();
+        std::fs::write(dir.path().join("Files/inv.yaml"), "groups: {}\n").unwrap();
+        let text = serde_json::json!({"operation": "instantiate_end", "vnf_instance": {"id": "i"},
+            "tmp_csar_dir": dir.path(), "request": {"additionalParams": {"mgmt_driver": {"inventory": "Files/inv.yaml"}}}})
+        .to_string();
+        let c = prepare(&text, "in.json", Flags::default()).unwrap();
+        assert!(c.package_inventory);
+        assert_eq!(c.request_inventory.as_deref(), Some("Files/inv.yaml"));
+        let flags = Flags {
+            options: Options { inventory: Some("/etc/inv.yaml".into()), ..Default::default() },
+            ..Default::default()
+        };
+        let c = prepare(&text, "in.json", flags).unwrap();
+        assert_eq!((c.package_inventory, c.request_inventory), (false, None));
     }
 
     #[test]

@@ -197,6 +197,7 @@ async fn cluster<S: Setup>(
     let inventory_opts = inventory_opts(c, setup, &store);
     let inputs = prepare::Inputs::new(inline(c, "request", &request), inventory_opts, dry_run)
         .inventory(c.opts.inventory.clone())
+        .request_inventory(c.request_inventory.clone())
         .package_dir(c.doc.tmp_csar_dir.clone())
         .vnf_instance(inline(c, "vnf_instance", &c.doc.vnf_instance))
         .grant_request(inline(c, "grant_request", &c.doc.grant_request))

@@ -13,7 +13,10 @@ Run with the Tacker venv's python (tests/tacker/run-v1.sh installs the driver in
   vnf_instance.vim_connection_info; the README's VIM registration is checked with
   tackerclient's parser; a 0600 kubeconfig per cluster), scale_end/scale_start join and
   drain the workers Tacker names, heal_start/heal_end rebuild a worker, and terminate_end,
-  called after Tacker has emptied the instance, forgets the cluster.
+  called after Tacker has emptied the instance, forgets the cluster. Then a cluster from a
+  package inventory that only instantiate's request names is healed with v1's param-less body.
+  The VNFCs carry Tacker v1's vduIds (masterNode/workerNode) while the params name the guide's
+  aspects (master_instance/worker_instance): the package's VNFD maps one to the other.
   Without root it is skipped loudly; under CI=true a missing root fails.
 
 Each Tacker-side call's wall time is printed at the end.
@@ -76,10 +79,53 @@ def make_package(root):
     for f in ('install_k8s_cluster.sh', 'install_helm.sh'):
         shutil.copy(os.path.join(REPO, 'scripts', f), os.path.join(pkg, 'Scripts', f))
     shutil.copy(v1.__file__, os.path.join(pkg, 'Scripts', 'mgmt_driver_tacker_v1.py'))
+    write_vnfd(pkg)
     subprocess.run(['bash', os.path.join(REPO, 'tests/labkit/make-offline-dir.sh'),
                     os.path.join(pkg, 'Files', 'offline')],
                    check=True, stdout=subprocess.DEVNULL)
     return pkg
+
+
+# The scaling part of a v1 Kubernetes-cluster VNFD as the v1 guide writes it: the aspects
+# master_instance / worker_instance scale the VDUs masterNode / workerNode (written here).
+VNFD_DF = """tosca_definitions_version: tosca_simple_yaml_1_2
+topology_template:
+  substitution_mappings:
+    node_type: company.provider.VNF
+    properties: {flavour_id: simple}
+  node_templates:
+    masterNode: {type: tosca.nodes.nfv.Vdu.Compute}
+    workerNode: {type: tosca.nodes.nfv.Vdu.Compute}
+  policies:
+    - scaling_aspects:
+        type: tosca.policies.nfv.ScalingAspects
+        properties:
+          aspects:
+            master_instance: {name: master_instance, max_scale_level: 3, step_deltas: [delta_1]}
+            worker_instance: {name: worker_instance, max_scale_level: 3, step_deltas: [delta_1]}
+    - masterNode_scaling_aspect_deltas:
+        type: tosca.policies.nfv.VduScalingAspectDeltas
+        properties: {aspect: master_instance, deltas: {delta_1: {number_of_instances: 1}}}
+        targets: [masterNode]
+    - workerNode_scaling_aspect_deltas:
+        type: tosca.policies.nfv.VduScalingAspectDeltas
+        properties: {aspect: worker_instance, deltas: {delta_1: {number_of_instances: 1}}}
+        targets: [workerNode]
+"""
+
+
+def write_vnfd(pkg):
+    """TOSCA.meta and the definitions, where Tacker (and mgmt-driver) find the VNFD."""
+    os.makedirs(os.path.join(pkg, 'TOSCA-Metadata'))
+    os.makedirs(os.path.join(pkg, 'Definitions'))
+    with open(os.path.join(pkg, 'TOSCA-Metadata', 'TOSCA.meta'), 'w') as f:
+        f.write('TOSCA-Meta-File-Version: 1.0\nCSAR-Version: 1.1\nCreated-by: test\n'
+                'Entry-Definitions: Definitions/top.yaml\n')
+    with open(os.path.join(pkg, 'Definitions', 'top.yaml'), 'w') as f:
+        f.write('tosca_definitions_version: tosca_simple_yaml_1_2\n'
+                'imports: [etsi_nfv_sol001_common_types.yaml, df_simple.yaml]\n')
+    with open(os.path.join(pkg, 'Definitions', 'df_simple.yaml'), 'w') as f:
+        f.write(VNFD_DF)
 
 
 def vnfd_dict():
@@ -136,14 +182,15 @@ def openstack_conn():
         vim_type='openstack', interface_info={}, access_info={}, extra={})
 
 
-def instance(ips, add_params):
-    """Tacker's fake INSTANTIATED VnfInstance, with our VNFCs: ips[0] master, the rest workers."""
+def instance(ips, add_params, vdus=('masterNode', 'workerNode')):
+    """Tacker's fake INSTANTIATED VnfInstance, with our VNFCs: ips[0] master, the rest workers.
+    `vdus`: the vduId of each role's VNFCs (Tacker v1 records the VDU, masterNode/workerNode)."""
     inst = fakes.return_vnf_instance(fields.VnfInstanceState.INSTANTIATED)
     info = inst.instantiated_vnf_info
-    info.vnfc_resource_info = [vnfc('vnfc-m1', 'master_instance', 'masterNode_CP1', ips[0], 'stack-m1')]
+    info.vnfc_resource_info = [vnfc('vnfc-m1', vdus[0], 'masterNode_CP1', ips[0], 'stack-m1')]
     for n, ip in enumerate(ips[1:], start=1):
         info.vnfc_resource_info.append(
-            vnfc('vnfc-w%d' % n, 'worker_instance', 'workerNode_CP2', ip, 'stack-w%d' % n))
+            vnfc('vnfc-w%d' % n, vdus[1], 'workerNode_CP2', ip, 'stack-w%d' % n))
     info.additional_params = copy.deepcopy(add_params)
     inst.vim_connection_info = [openstack_conn()]
     return inst
@@ -320,6 +367,19 @@ class DryRun(unittest.TestCase):
         # Tacker can store it: its own primitive round trip.
         back = objects.VimConnectionInfo.obj_from_primitive(k8s.obj_to_primitive(), None)
         self.assertEqual(back.extra['vim_name'], 'kubernetes_vim')
+
+    def test_the_guides_aspect_ids_find_the_vdus_tacker_records(self):
+        """The v1 guide's params name aspects (master_instance); Tacker v1 records each VNFC's
+        VDU (masterNode). The package's VduScalingAspectDeltas map one to the other."""
+        inst = instance(['192.0.2.21', '192.0.2.22'], self.add, vdus=('masterNode', 'workerNode'))
+        self.assertEqual(inst.instantiated_vnf_info.flavour_id, 'simple')
+        resp = self.tacker.call('instantiate_end', inst,
+                                instantiate_vnf_request=instantiate_request(self.add),
+                                grant=None, grant_request=None, vnf={})
+        self.assertTrue(resp['ok'] and resp['dryRun'], resp)
+        k8s = k8s_entry(inst)
+        self.assertTrue(k8s.access_info['authUrl'].startswith('https://192.0.2.21:'), k8s.access_info)
+        self.assertEqual(k8s.extra['helm_info']['masternode_ip'], ['192.0.2.21'])
 
     def test_scale_heal_terminate_hooks(self):
         """The hooks after instantiate, on an instance whose additionalParams Tacker kept.
@@ -560,7 +620,7 @@ class Lab(unittest.TestCase):
 
         # SCALE_OUT: Tacker's infra driver has added the VNFC; scale_end joins it.
         inst.instantiated_vnf_info.vnfc_resource_info.append(
-            vnfc('vnfc-w2', 'worker_instance', 'workerNode_CP2', self.ip(3), 'stack-w2'))
+            vnfc('vnfc-w2', 'workerNode', 'workerNode_CP2', self.ip(3), 'stack-w2'))
         self.tacker.call('scale_end', inst,
                          scale_vnf_request=fakes.scale_request('SCALE_OUT', 'worker_instance', 1, 'False'),
                          grant=None, grant_request=None, scale_out_id_list=['stack-w2'], vnf={})
@@ -616,6 +676,42 @@ class Lab(unittest.TestCase):
         self.assertTrue(vim['auth_cred']['bearer_token'] == '********',
                         'result.vim.auth_cred.bearer_token is not masked')
         self.assertTrue(self.password not in json.dumps(vim), 'the login password is in result.vim')
+
+    def test_4_the_inventory_named_at_instantiate_holds_for_heal(self):
+        """Where v1's instance has no addresses, the instantiate request names an inventory in
+        the package (README, "Nodes"). Tacker v1's heal body carries no params: the heal reads
+        the inventory instantiate named (issue 22)."""
+        reset = ('kubeadm reset -f >/dev/null 2>&1; rm -rf /etc/kubernetes /var/lib/mgmt-driver '
+                 '/tmp/installed /root/.kube /var/tacker')
+        for n in (1, 2, 3):
+            self.on(n, reset)
+        with open(os.path.join(self.pkg, 'Files', 'inventory.yaml'), 'w') as f:
+            f.write('groups:\n'
+                    '  master_instance:\n    - {name: vnfc-m1, ssh_ip: %s}\n'
+                    '  worker_instance:\n    - {name: vnfc-w1, ssh_ip: %s}\n' % (self.ip(1), self.ip(2)))
+        add = params('mduser', self.password)
+        add['mgmt_driver'] = {'inventory': 'Files/inventory.yaml'}
+        inst = instance([self.ip(1), self.ip(2)], add)
+        for v in inst.instantiated_vnf_info.vnfc_resource_info:
+            v.vnfc_cp_info = []  # no addresses: the inventory has them
+        self.tacker.call('instantiate_end', inst, instantiate_vnf_request=instantiate_request(add),
+                         grant=None, grant_request=None, vnf={})
+        self.assertEqual(self.k8s_nodes(), ['master11', 'worker12'])
+
+        heal = objects.HealVnfRequest(vnfc_instance_id=['vnfc-w1'], cause='lab')
+        self.assertEqual(heal.additional_params, {})  # as Tacker sends it: no params
+        self.tacker.call('heal_start', inst, heal_vnf_request=heal, grant=None, grant_request=None)
+        self.assertEqual(self.k8s_nodes(), ['master11'])
+        self.on(2, reset)
+        self.tacker.call('heal_end', inst, heal_vnf_request=heal, grant=None, grant_request=None, vnf={})
+        self.assertEqual(self.k8s_nodes(), ['master11', 'worker12'])
+
+        inst.instantiated_vnf_info.reinitialize()
+        inst.vim_connection_info = []
+        self.tacker.call('terminate_end', inst,
+                         terminate_vnf_request=objects.TerminateVnfRequest(termination_type='GRACEFUL'),
+                         grant=None, grant_request=None)
+        self.assertFalse(os.path.exists(os.path.join(self.state, inst.id + '.json')))
 
 
 def tearDownModule():

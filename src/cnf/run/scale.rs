@@ -35,7 +35,7 @@ pub fn check(
     req_file: &str,
 ) -> Result<()> {
     if let Some(pkg) = pkg {
-        params.scaling = read_vnfd(pkg, flavour)?;
+        params.scaling = crate::cnf::vnfd_read::read_scaling(pkg, flavour)?;
     }
     if let Some(inst) = inst {
         let aspect = &r.aspect_id;
@@ -52,19 +52,6 @@ pub fn check(
         }
     }
     Ok(())
-}
-
-/// The scaling data of the package's VNFD (TOSCA-Metadata/TOSCA.meta's Entry-Definitions and
-/// its imports), of `flavour` when given; none when the package has no TOSCA.meta. A VNFD that
-/// does not parse is bad input naming its file.
-fn read_vnfd(pkg: &Package, flavour: Option<&str>) -> Result<crate::cnf::vnfd::Scaling> {
-    const META: &str = "TOSCA-Metadata/TOSCA.meta";
-    let read = |rel: &str| pkg.resolve(rel, META, rel, false).ok().and_then(|p| std::fs::read_to_string(p).ok());
-    let Some(meta) = read(META) else { return Ok(Default::default()) };
-    let entry = crate::cnf::vnfd::entry_definitions(&meta)
-        .ok_or_else(|| Error::input(META, "Entry-Definitions", "is missing"))?;
-    let docs = crate::cnf::vnfd::load(&entry, &read).map_err(|m| Error::input(META, "Entry-Definitions", m))?;
-    Ok(crate::cnf::vnfd::scaling(&docs, flavour))
 }
 
 /// Scale the aspect by the request's steps (out: up, in: down) and record the release.

@@ -87,9 +87,12 @@ impl Record<'_> {
     }
 
     /// Forget the CNF (terminate, reset --uninstall): its document leaves the store (`false`:
-    /// it was not there).
+    /// it was not there). The host keys a package inventory learned for it go too
+    /// (`cluster::instance_hosts`): its addresses may serve another VM next.
     pub fn remove(&self) -> Result<bool> {
-        self.store.remove_doc(self.id, KIND)
+        let removed = self.store.remove_doc(self.id, KIND)?;
+        crate::cluster::instance_hosts::forget(&self.store, self.id)?;
+        Ok(removed)
     }
 }
 

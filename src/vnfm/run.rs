@@ -170,11 +170,12 @@ fn check(c: &Call, kind: Kind, id: &str) -> Result<Value> {
 }
 
 /// How the hook's inventory is loaded: as the caller says, and in package mode when the
-/// request named it (a file of the VNF package), with the hook's own known_hosts.
-fn inventory_opts<S: Setup>(c: &Call, setup: &S, store: &Store) -> LoadOptions {
+/// request named it (a file of the VNF package), with the instance's own known_hosts
+/// (`cluster::instance_hosts`) unless the operator named one.
+fn inventory_opts<S: Setup>(c: &Call, setup: &S, store: &Store, id: &str) -> LoadOptions {
     let mut o = setup.inventory_opts();
     if c.package_inventory {
-        let known_hosts = c.opts.known_hosts.clone().unwrap_or_else(|| store.dir().join("known_hosts"));
+        let known_hosts = c.opts.known_hosts.clone().unwrap_or_else(|| crate::cluster::instance_hosts::path(store, id));
         o.package = Some(PackageMode { known_hosts });
     }
     o
@@ -194,7 +195,7 @@ async fn cluster<S: Setup>(
     node: Vec<String>,
 ) -> Result<Done> {
     let dry_run = setup.dry_run();
-    let inventory_opts = inventory_opts(c, setup, &store);
+    let inventory_opts = inventory_opts(c, setup, &store, &c.doc.instance_id());
     let inputs = prepare::Inputs::new(inline(c, "request", &request), inventory_opts, dry_run)
         .inventory(c.opts.inventory.clone())
         .package_dir(c.doc.tmp_csar_dir.clone())
@@ -260,7 +261,7 @@ async fn run_cnf<S: Setup>(c: &Call, setup: &S, events: Events, store: Store, op
         inventory: c.opts.inventory.clone(),
         known_hosts: c.opts.known_hosts.clone(),
         secret_refs: Policy::Tenant,
-        ..cnf::Inputs::new(Some(id.to_string()), inventory_opts(c, setup, &store))
+        ..cnf::Inputs::new(Some(id.to_string()), inventory_opts(c, setup, &store, id))
     };
     let prepared = cnf::run::prepare(&op, &inputs, store)?;
     let rt = setup.runner_for(events, Family::Cnf, Timeouts::default())?;

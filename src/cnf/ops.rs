@@ -91,7 +91,7 @@ impl Record<'_> {
     /// (`cluster::instance_hosts`): its addresses may serve another VM next.
     pub fn remove(&self) -> Result<bool> {
         let removed = self.store.remove_doc(self.id, KIND)?;
-        crate::cluster::instance_hosts::forget(&self.store, self.id)?;
+        crate::cluster::instance_hosts::forget(self.store, self.id)?;
         Ok(removed)
     }
 }

@@ -10,9 +10,10 @@
 //! holds; a changed key on such a node is still refused (`ssh/host_key.rs`).
 //!
 //! Instances recorded before this file existed have their keys in the shared
-//! `<state_dir>/known_hosts`: on the first hook that opens their file, it is seeded with the
-//! shared file's lines for the addresses the instance recorded (nothing else of the shared file
-//! comes along). An operator's `--known-hosts` / `options.known_hosts` is used as given.
+//! `<state_dir>/known_hosts` (or, with an operator's inventory that named none, the conductor
+//! user's `~/.ssh/known_hosts`): on the first hook that opens their file, it is seeded with
+//! those files' lines for the addresses the instance recorded (nothing else comes along; those
+//! files are only read). An operator's `--known-hosts` / `options.known_hosts` is used as given.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -32,6 +33,15 @@ pub fn shared(store: &Store) -> PathBuf {
     store.dir().join("known_hosts")
 }
 
+/// Where an instance recorded before kept its keys: the store's shared file (nodes from the
+/// VnfInstance or a package inventory), and the conductor user's `~/.ssh/known_hosts` (an
+/// operator's inventory that named none).
+fn earlier_files(store: &Store) -> Vec<PathBuf> {
+    let mut v = vec![shared(store)];
+    v.extend(dirs::home_dir().map(|h| h.join(".ssh/known_hosts")));
+    v
+}
+
 /// Create the instance's file if it has none yet (nothing in a plan). `nodes` are the
 /// `(address, port)` of the hook's nodes that use it; those the instance has recorded
 /// (`state`) bring their lines from the shared file.
@@ -43,19 +53,21 @@ pub fn open(store: &Store, state: &InstanceState, nodes: &[(&str, u16)]) -> Resu
     let recorded: Vec<(&str, u16)> =
         nodes.iter().copied().filter(|(a, _)| state.nodes.values().any(|n| n.ssh_addr == *a)).collect();
     let state_err = |path: &Path, message: String| Error::State { path: path.display().to_string(), message };
-    let seed = if recorded.is_empty() {
-        String::new()
-    } else {
-        let s = shared(store);
-        match std::fs::read(&s) {
+    let mut seed = String::new();
+    for s in earlier_files(store).iter().filter(|_| !recorded.is_empty()) {
+        match std::fs::read(s) {
             Ok(b) => {
-                let text = String::from_utf8(b).map_err(|_| state_err(&s, "not UTF-8 text".into()))?;
-                crate::ssh::host_key::entries_for(&text, &recorded).map_err(|m| state_err(&s, m))?
+                let text = String::from_utf8(b).map_err(|_| state_err(s, "not UTF-8 text".into()))?;
+                let lines = crate::ssh::host_key::entries_for(&text, &recorded).map_err(|m| state_err(s, m))?;
+                seed.push_str(&lines);
+                if !seed.is_empty() && !seed.ends_with('\n') {
+                    seed.push('\n');
+                }
             }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-            Err(e) => return Err(state_err(&s, e.to_string())),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(state_err(s, e.to_string())),
         }
-    };
+    }
     let mut f = private_file::create_new(&p).map_err(|e| state_err(&p, e.to_string()))?;
     f.write_all(seed.as_bytes()).and_then(|_| f.sync_all()).map_err(|e| state_err(&p, e.to_string()))
 }

@@ -87,12 +87,9 @@ impl Record<'_> {
     }
 
     /// Forget the CNF (terminate, reset --uninstall): its document leaves the store (`false`:
-    /// it was not there). The host keys a package inventory learned for it go too
-    /// (`cluster::instance_hosts`): its addresses may serve another VM next.
+    /// it was not there).
     pub fn remove(&self) -> Result<bool> {
-        let removed = self.store.remove_doc(self.id, KIND)?;
-        crate::cluster::instance_hosts::forget(self.store, self.id)?;
-        Ok(removed)
+        self.store.remove_doc(self.id, KIND)
     }
 }
 

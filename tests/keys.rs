@@ -340,16 +340,21 @@ struct Own {
 
 /// A hook document as the VNFM's shim sends it, with the operator's inventory (which names no
 /// known_hosts: the conductor user's default until issue 22) and state directory.
-fn hook_doc(c: &Cluster, operation: &str, request: Value) -> PathBuf {
+fn hook_doc(c: &Cluster, id: &str, operation: &str, request: Value) -> PathBuf {
     let d = json!({"apiVersion": "mgmt-driver.hook/v1", "operation": operation, "request": request,
-        "vnf_instance": {"id": c.id}, "grant_request": null, "grant_response": null,
+        "vnf_instance": {"id": id}, "grant_request": null, "grant_response": null,
         "tmp_csar_dir": c.pkg, "user_script_err_handling_data": {},
         "options": {"inventory": c.inv, "state_dir": c.state}});
     c.write(&format!("{operation}.json"), &d)
 }
 
 fn vnfm_hook(c: &Cluster, operation: &str, request: Value) -> support::Run {
-    let input = hook_doc(c, operation, request);
+    vnfm_hook_for(c, &c.id, operation, request)
+}
+
+/// [`vnfm_hook`] for VNF instance `id`.
+fn vnfm_hook_for(c: &Cluster, id: &str, operation: &str, request: Value) -> support::Run {
+    let input = hook_doc(c, id, operation, request);
     mgmt(&["hook", "--retry-for", "20", "--input", s(&input)], &[])
 }
 
@@ -378,6 +383,10 @@ fn instance_keys() -> R {
                 rollback_and_retry,
             ),
             ("a changed key on a node the instance holds is still refused", held_node_changed_key_is_refused),
+            (
+                "terminate forgets; another instance on VMs at the same addresses learns afresh",
+                another_instance_reuses_the_addresses,
+            ),
         ],
     )
 }
@@ -415,11 +424,31 @@ fn rollback_and_retry(t: &mut Own) -> R {
 
 fn held_node_changed_key_is_refused(t: &mut Own) -> R {
     let c = &t.c;
+    // The master's VM is replaced behind the VNFM's back (the kit forgets its cluster with it).
+    c.fresh_vm(1);
     rebuild(c, 1);
     let before = std::fs::read_to_string(&t.kh).unwrap();
     let r = vnfm_hook(c, "instantiate_end", c.request());
     check(r.code != 0 && r.all().contains("REMOTE HOST KEY HAS CHANGED"), || format!("want a refusal:\n{}", r.all()))?;
     check(std::fs::read_to_string(&t.kh).unwrap() == before, || "known_hosts changed on a refusal".into())
+}
+
+fn another_instance_reuses_the_addresses(t: &mut Own) -> R {
+    let c = &t.c;
+    vnfm_hook(c, "terminate_end", json!({"terminationType": "FORCEFUL"})).ok();
+    check(!t.kh.exists(), || format!("{} outlived the terminated instance", t.kh.display()))?;
+    // Tacker deletes the VMs; a new VNF instance's VMs get the recycled addresses.
+    c.fresh_vm(2);
+    c.fresh_vm(1);
+    rebuild(c, 2);
+    rebuild(c, 1);
+    let other = "0f6cd3a1-1d5e-4c1b-9a55-3f0e7c2d8b41";
+    let r = vnfm_hook_for(c, other, "instantiate_end", c.request());
+    r.ok();
+    let kh = std::fs::read_to_string(c.state.join(format!("{other}.known_hosts"))).unwrap_or_default();
+    check(kh.lines().filter(|l| !l.is_empty()).count() == 2, || format!("the new instance learned both nodes:\n{kh}"))?;
+    vnfm_hook_for(c, other, "terminate_end", json!({"terminationType": "FORCEFUL"})).ok();
+    Ok(())
 }
 
 /// The suite's trials, run by its test binary (tests/bin/).

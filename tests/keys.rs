@@ -1,4 +1,6 @@
-//! Host keys of rebuilt VMs, secrets out of the install script's argv, and terminate's cleanup,
+//! Host keys of rebuilt VMs and each VNF instance's own known_hosts (addresses a VIM hands out
+//! again: a rolled-back instantiate retried, another instance), secrets out of the install
+//! script's argv, and terminate's cleanup,
 //! end to end on real sshd lab nodes with the lab kit (scripts/lab.sh `--kit`): the real
 //! `mgmt-driver` binary, our shipped install scripts, `lab.sh rebuild` for a VNFM's heal (a
 //! fresh disk and a NEW ssh host key at the same address).

@@ -1,4 +1,6 @@
-//! Host keys of rebuilt VMs, secrets out of the install script's argv, and terminate's cleanup,
+//! Host keys of rebuilt VMs and each VNF instance's own known_hosts (addresses a VIM hands out
+//! again: a rolled-back instantiate retried, another instance), secrets out of the install
+//! script's argv, and terminate's cleanup,
 //! end to end on real sshd lab nodes with the lab kit (scripts/lab.sh `--kit`): the real
 //! `mgmt-driver` binary, our shipped install scripts, `lab.sh rebuild` for a VNFM's heal (a
 //! fresh disk and a NEW ssh host key at the same address).
@@ -12,7 +14,8 @@ use std::process::{Child, Command, Stdio};
 
 use serde_json::{json, Value};
 use support::harness::Suite;
-use support::kit::{check, doc, Cluster, R};
+use support::kit::{check, doc, s, Cluster, R};
+use support::mgmt;
 use support::phase::{phase, phases};
 use support::repo;
 
@@ -331,7 +334,126 @@ fn unhealed_rebuild_is_refused(t: &mut Keys) -> R {
     Ok(())
 }
 
+/// What the per-instance trial shares: the lab, and the instance's own known_hosts.
+struct Own {
+    c: Cluster,
+    kh: PathBuf,
+}
+
+/// A hook document as the VNFM's shim sends it, with the operator's inventory (which names no
+/// known_hosts: the conductor user's default until issue 22) and state directory.
+fn hook_doc(c: &Cluster, id: &str, operation: &str, request: Value) -> PathBuf {
+    let d = json!({"apiVersion": "mgmt-driver.hook/v1", "operation": operation, "request": request,
+        "vnf_instance": {"id": id}, "grant_request": null, "grant_response": null,
+        "tmp_csar_dir": c.pkg, "user_script_err_handling_data": {},
+        "options": {"inventory": c.inv, "state_dir": c.state}});
+    c.write(&format!("{operation}.json"), &d)
+}
+
+fn vnfm_hook(c: &Cluster, operation: &str, request: Value) -> support::Run {
+    vnfm_hook_for(c, &c.id, operation, request)
+}
+
+/// [`vnfm_hook`] for VNF instance `id`.
+fn vnfm_hook_for(c: &Cluster, id: &str, operation: &str, request: Value) -> support::Run {
+    let input = hook_doc(c, id, operation, request);
+    mgmt(&["hook", "--retry-for", "20", "--input", s(&input)], &[])
+}
+
+fn instance_keys() -> R {
+    let mut t = phase("bring up 1 master + 1 worker, an operator's inventory that names no known_hosts", || {
+        let c = Cluster::new("k3", 102, 2, &[1], &[2], true);
+        let inv = format!(
+            "defaults:\n  user: root\n  identity_file: {}\n  host_key_check: accept-new\n\
+             groups:\n  master_instance:\n    - {{name: {}, ssh_ip: {}}}\n  worker_instance:\n    - {{name: {}, ssh_ip: {}}}\n",
+            c.lab.file("id_ed25519").display(),
+            c.lab.node(1),
+            c.lab.ip(1),
+            c.lab.node(2),
+            c.lab.ip(2)
+        );
+        std::fs::write(&c.inv, inv).unwrap();
+        let kh = c.state.join(format!("{}.known_hosts", c.id));
+        Ok(Own { c, kh })
+    })?;
+    phases(
+        &mut t,
+        &[
+            ("instantiate learns into the instance's own known_hosts", own_instantiate),
+            (
+                "instantiate_rollback_start forgets it; the retry on new VMs at the same addresses learns afresh",
+                rollback_and_retry,
+            ),
+            ("a changed key on a node the instance holds is still refused", held_node_changed_key_is_refused),
+            (
+                "terminate forgets; another instance on VMs at the same addresses learns afresh",
+                another_instance_reuses_the_addresses,
+            ),
+        ],
+    )
+}
+
+fn own_instantiate(t: &mut Own) -> R {
+    let c = &t.c;
+    vnfm_hook(c, "instantiate_end", c.request()).ok();
+    let kh = std::fs::read_to_string(&t.kh).unwrap_or_default();
+    check(kh.lines().filter(|l| !l.is_empty()).count() == 2, || {
+        format!("both nodes learned into {}:\n{kh}", t.kh.display())
+    })?;
+    let mode = std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&t.kh).unwrap().permissions()) & 0o777;
+    check(mode == 0o600, || format!("{} has mode {mode:o}", t.kh.display()))?;
+    check(!c.state.join("known_hosts").exists(), || "the shared known_hosts was written".into())
+}
+
+fn rollback_and_retry(t: &mut Own) -> R {
+    let c = &t.c;
+    vnfm_hook(c, "instantiate_rollback_start", c.request()).ok();
+    check(!t.kh.exists(), || format!("{} outlived the rolled-back instance", t.kh.display()))?;
+    // Tacker deletes the VMs; the retry's new VMs get the same addresses and new host keys.
+    let old: Vec<String> = [1, 2].iter().map(|&i| fingerprint_of(&lab_key(c, i))).collect();
+    c.fresh_vm(2);
+    c.fresh_vm(1);
+    rebuild(c, 2);
+    rebuild(c, 1);
+    let new: Vec<String> = [1, 2].iter().map(|&i| fingerprint_of(&lab_key(c, i))).collect();
+    check(old.iter().zip(&new).all(|(o, n)| o != n), || format!("rebuild kept a key: {old:?} {new:?}"))?;
+    let r = vnfm_hook(c, "instantiate_end", c.request());
+    r.ok();
+    check(events(&r.stderr, "host_key_relearned").is_empty(), || "nothing is re-learned on instantiate".into())?;
+    let nodes = c.k8s_nodes();
+    check(nodes.contains(&"master11".to_string()) && nodes.contains(&"worker12".to_string()), || format!("{nodes:?}"))
+}
+
+fn held_node_changed_key_is_refused(t: &mut Own) -> R {
+    let c = &t.c;
+    // The master's VM is replaced behind the VNFM's back (the kit forgets its cluster with it).
+    c.fresh_vm(1);
+    rebuild(c, 1);
+    let before = std::fs::read_to_string(&t.kh).unwrap();
+    let r = vnfm_hook(c, "instantiate_end", c.request());
+    check(r.code != 0 && r.all().contains("REMOTE HOST KEY HAS CHANGED"), || format!("want a refusal:\n{}", r.all()))?;
+    check(std::fs::read_to_string(&t.kh).unwrap() == before, || "known_hosts changed on a refusal".into())
+}
+
+fn another_instance_reuses_the_addresses(t: &mut Own) -> R {
+    let c = &t.c;
+    vnfm_hook(c, "terminate_end", json!({"terminationType": "FORCEFUL"})).ok();
+    check(!t.kh.exists(), || format!("{} outlived the terminated instance", t.kh.display()))?;
+    // Tacker deletes the VMs; a new VNF instance's VMs get the recycled addresses.
+    c.fresh_vm(2);
+    c.fresh_vm(1);
+    rebuild(c, 2);
+    rebuild(c, 1);
+    let other = "0f6cd3a1-1d5e-4c1b-9a55-3f0e7c2d8b41";
+    let r = vnfm_hook_for(c, other, "instantiate_end", c.request());
+    r.ok();
+    let kh = std::fs::read_to_string(c.state.join(format!("{other}.known_hosts"))).unwrap_or_default();
+    check(kh.lines().filter(|l| !l.is_empty()).count() == 2, || format!("the new instance learned both nodes:\n{kh}"))?;
+    vnfm_hook_for(c, other, "terminate_end", json!({"terminationType": "FORCEFUL"})).ok();
+    Ok(())
+}
+
 /// The suite's trials, run by its test binary (tests/bin/).
 pub fn suite() -> Suite {
-    Suite::new(file!()).needing_root(&[("rebuilt_vms", rebuilt_vms)])
+    Suite::new(file!()).needing_root(&[("rebuilt_vms", rebuilt_vms), ("instance_keys", instance_keys)])
 }

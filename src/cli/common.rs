@@ -113,8 +113,9 @@ pub struct StateDir {
 #[derive(Args, Debug, Clone, Default)]
 pub struct KnownHosts {
     /// The known_hosts file for nodes not taken from an inventory (a VnfInstance's, a recorded
-    /// cluster's): new keys are recorded there on first contact (accept-new). Default:
-    /// known_hosts in the state directory.
+    /// cluster's): new keys are recorded there on first contact (accept-new). Default, in the
+    /// state directory: a cluster's own <instance id>.known_hosts (removed with the
+    /// instance), known_hosts for a CNF's masters.
     #[arg(long, global = true, value_name = "FILE")]
     pub known_hosts: Option<PathBuf>,
 }

@@ -43,6 +43,7 @@ pub mod storage_setup;
 
 // Reading the inputs, the hook, the records in the store.
 pub mod hook;
+pub mod instance_hosts;
 pub mod kubeconfig;
 pub mod prepare;
 pub mod state_store;

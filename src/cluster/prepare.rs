@@ -6,6 +6,7 @@
 use serde_json::Value;
 
 use crate::cluster::hook::{Checked, Hook};
+use crate::cluster::instance_hosts;
 use crate::cluster::params::{ClusterParams, GroupKey, PARAM_KEY};
 use crate::cluster::state::{self, InstanceState};
 use crate::cluster::state_store;
@@ -71,6 +72,7 @@ pub fn prepare(op: Op, a: &Inputs, store: Store, rt: Runner) -> Result<Prepared>
         &id,
         op == Op::TerminateEnd,
     )?;
+    open_instance_hosts(&store, &state, &topo, storage.as_ref())?;
     let has_package = pkg.is_some();
     let mut params = params;
     if let Some(st) = storage.as_mut() {
@@ -251,6 +253,23 @@ fn cluster_params(src: &ParamSources, state: &InstanceState) -> Result<(ClusterP
     Ok((params, params_file, ap.get(PARAM_KEY).cloned().unwrap_or(Value::Null)))
 }
 
+/// The instance's own known_hosts ([`instance_hosts`]), before anything connects: created for
+/// the nodes (and storage server) that use it, seeded for an instance recorded before it existed.
+fn open_instance_hosts(
+    store: &Store,
+    state: &InstanceState,
+    topo: &Topology,
+    storage: Option<&crate::cluster::storage_setup::StorageSetup>,
+) -> Result<()> {
+    let own = instance_hosts::path(store, &state.vnf_instance_id);
+    let hosts = topo.all().map(|n| &n.host).chain(storage.and_then(|s| s.server.as_ref()).map(|s| &s.node.host));
+    let nodes: Vec<(&str, u16)> = hosts.filter(|h| h.known_hosts == own).map(|h| (h.addr.as_str(), h.port)).collect();
+    if nodes.is_empty() {
+        return Ok(());
+    }
+    instance_hosts::open(store, state, &nodes)
+}
+
 /// The nodes: from the inventory (groups named after aspects/VDUs), else the VnfInstance.
 fn topology(
     op: Op,
@@ -273,7 +292,10 @@ fn topology(
         }
         (None, Some(i)) => {
             let d = NodeDefaults {
-                known_hosts: a.known_hosts.clone().unwrap_or_else(|| store.dir().join("known_hosts")),
+                known_hosts: a
+                    .known_hosts
+                    .clone()
+                    .unwrap_or_else(|| instance_hosts::path(store, &state.vnf_instance_id)),
                 host_key_check: HostKeyCheck::AcceptNew,
             };
             let listed = i.instantiated_vnf_info.as_ref().is_some_and(|v| !v.vnfc_resource_info.is_empty());

@@ -72,7 +72,7 @@ pub fn from_inputs(
         None => None,
     };
     let defaults = NodeDefaults {
-        known_hosts: a.known_hosts.clone().unwrap_or_else(|| store.dir().join("known_hosts")),
+        known_hosts: a.known_hosts.clone().unwrap_or_else(|| crate::cluster::instance_hosts::path(store, instance_id)),
         host_key_check: crate::inventory::HostKeyCheck::AcceptNew,
     };
     let inst_name = a.vnf_instance.as_ref().map(crate::request::Doc::name).unwrap_or_default();

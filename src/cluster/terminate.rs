@@ -34,6 +34,8 @@ pub async fn run(h: &Hook, reset_nodes: bool) -> Result<serde_json::Value> {
     h.forget_vim_connection();
     h.rt.phase::<ClusterNode>("remove the VIM record and the instance state", &[], false);
     h.remove_doc(crate::cluster::state::KIND)?;
+    // The instance's learned host keys go with it: its addresses may serve another VM next.
+    crate::cluster::instance_hosts::forget(h.store(), h.instance_id())?;
     Ok(serde_json::json!({"removed": vim.and_then(|v| v.get("name").cloned())}))
 }
 

@@ -215,6 +215,11 @@ pub struct LoadOptions {
     /// `Some`: the inventory is a file of a VNF package that a hook's request named (a tenant's
     /// choice, a vendor's file), not the operator's: it may list nodes only (`package.rs`).
     pub package: Option<PackageMode>,
+    /// Where a host's key is learned when neither the inventory nor the OpenSSH configuration
+    /// names a known_hosts: `None` is OpenSSH's `~/.ssh/known_hosts`. A VNFM hook sets its own
+    /// (`options.known_hosts`, else the instance's file, `cluster::instance_hosts`): the
+    /// conductor user's file is shared by everything it ever reached, and never pruned.
+    pub default_known_hosts: Option<PathBuf>,
 }
 
 /// How a package inventory's nodes are reached: everything but the addresses is the operator's.

@@ -49,6 +49,7 @@ pub(super) fn restrict(raw: &mut InventoryFile, opts: &LoadOptions, file: &str) 
         credentials_from_request: true,
         ssh_config: SshConfigSource::None,
         package: opts.package.clone(),
+        default_known_hosts: None,
     })
 }
 

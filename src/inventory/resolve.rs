@@ -121,7 +121,12 @@ impl Ctx<'_> {
                 "'off' requires --insecure-no-host-key-check on the command line",
             ));
         }
-        Ok((self.path(s.known_hosts.as_deref().unwrap_or("~/.ssh/known_hosts")), host_key_check))
+        let known_hosts = match (s.known_hosts.as_deref(), &self.opts.default_known_hosts) {
+            (Some(p), _) => self.path(p),
+            (None, Some(d)) => d.clone(),
+            (None, None) => self.path("~/.ssh/known_hosts"),
+        };
+        Ok((known_hosts, host_key_check))
     }
 
     /// The login credentials of one merged host spec (`at` names it in errors).

@@ -446,3 +446,21 @@ fn a_package_inventory_lists_nodes_only() {
     let inv = Inventory::parse(SAMPLE, "inv.yaml", Path::new("/base"), &env, &operator).unwrap();
     assert_eq!(inv.hosts[0].auth.password.as_ref().map(|s| s.expose()), Some("s3cret'pw"));
 }
+
+/// A VNFM hook gives an operator's inventory its own default known_hosts (the instance's file):
+/// a host that names none learns there, not into the conductor user's `~/.ssh/known_hosts`; a
+/// host that names one keeps it.
+#[test]
+fn a_hooks_default_known_hosts_replaces_only_the_openssh_default() {
+    let opts = LoadOptions {
+        ssh_config: SshConfigSource::None,
+        default_known_hosts: Some("/state/vnf-1.known_hosts".into()),
+        ..Default::default()
+    };
+    let text = "defaults: {user: ops, password: x}\ngroups:\n  g:\n    - {name: a, ssh_ip: 10.0.0.7}\n    - {name: b, ssh_ip: 10.0.0.8, known_hosts: ./kh}\n";
+    let inv = Inventory::parse(text, "inv.yaml", Path::new("/base"), &env, &opts).unwrap();
+    assert_eq!(inv.hosts[0].known_hosts, PathBuf::from("/state/vnf-1.known_hosts"));
+    assert_eq!(inv.hosts[1].known_hosts, PathBuf::from("/base/./kh"));
+    let plain = parse(text).unwrap();
+    assert_eq!(plain.hosts[0].known_hosts, dirs::home_dir().unwrap_or_default().join(".ssh/known_hosts"));
+}

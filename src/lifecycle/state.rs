@@ -118,6 +118,11 @@ impl Store {
         &self.dir
     }
 
+    /// False in a plan: nothing may be created, written or removed.
+    pub fn is_writable(&self) -> bool {
+        self.writable
+    }
+
     /// `<id>.json` for the cluster document (kind ""), `<id>.<kind>.json` for the others.
     pub fn doc_path(&self, id: &str, kind: &str) -> PathBuf {
         self.dir.join(file_name(id, kind, "json"))

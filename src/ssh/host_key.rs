@@ -9,6 +9,7 @@ use std::sync::Mutex;
 use russh::keys::known_hosts::learn_known_hosts_path;
 use russh::keys::{Algorithm, HashAlg, PublicKey};
 
+pub use super::known_hosts::entries_for;
 use super::known_hosts::{lookup, without_host};
 
 use crate::inventory::HostKeyCheck;

@@ -117,6 +117,17 @@ pub fn without_host(text: &str, host: &str, port: u16) -> Result<(String, Vec<(u
     Ok((kept, removed))
 }
 
+/// The lines of `text` that record or revoke a key for any of `hosts` (`(host, port)`), byte
+/// for byte and in file order: what one instance takes with it from a file shared by many.
+pub fn entries_for(text: &str, hosts: &[(&str, u16)]) -> Result<String, String> {
+    let mut wanted = std::collections::BTreeSet::new();
+    for (h, p) in hosts {
+        let r = lookup(text, h, *p)?;
+        wanted.extend(r.keys.iter().chain(&r.revoked).map(|(n, _)| *n));
+    }
+    Ok(text.split_inclusive('\n').enumerate().filter(|(i, _)| wanted.contains(&(i + 1))).map(|(_, l)| l).collect())
+}
+
 /// Whether the comma-separated `patterns` of a line match `name` (already `[host]:port` when
 /// the port is not 22). Host names compare case-insensitively, as in OpenSSH.
 pub fn matches_host(name: &str, patterns: &str) -> bool {
@@ -180,6 +191,14 @@ mod tests {
 
     fn key(s: &str) -> PublicKey {
         PublicKey::from_openssh(s).unwrap()
+    }
+
+    #[test]
+    fn entries_for_takes_only_the_named_hosts_lines_revocations_included() {
+        let text = format!("# note\n10.0.0.1 {A}\n10.0.0.2 {B}\n[10.0.0.3]:2222 {A}\n@revoked 10.0.0.1 {B}\n");
+        let got = entries_for(&text, &[("10.0.0.1", 22), ("10.0.0.3", 2222)]).unwrap();
+        assert_eq!(got, format!("10.0.0.1 {A}\n[10.0.0.3]:2222 {A}\n@revoked 10.0.0.1 {B}\n"));
+        assert_eq!(entries_for(&text, &[("10.0.0.3", 22)]).unwrap(), "");
     }
 
     #[test]

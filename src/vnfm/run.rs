@@ -170,12 +170,21 @@ fn check(c: &Call, kind: Kind, id: &str) -> Result<Value> {
 }
 
 /// How the hook's inventory is loaded: as the caller says, and in package mode when the
-/// request named it (a file of the VNF package), with the hook's own known_hosts.
-fn inventory_opts<S: Setup>(c: &Call, setup: &S, store: &Store) -> LoadOptions {
+/// request named it (a file of the VNF package), its nodes' keys learned into the operator's
+/// `known_hosts` option, else `own`.
+///
+/// A cluster's hooks pass the instance's own file (`cluster::instance_hosts`) as `own`, and
+/// there an operator's inventory host that names no known_hosts (nor does the OpenSSH
+/// configuration) learns too, never into the conductor user's `~/.ssh/known_hosts`, which
+/// nothing prunes. A CNF's masters are a cluster's, kept beyond the CNF: `own` is the store's
+/// shared file and an operator's inventory keeps OpenSSH's default (`None`).
+fn inventory_opts<S: Setup>(c: &Call, setup: &S, own: PathBuf, cluster: bool) -> LoadOptions {
     let mut o = setup.inventory_opts();
+    let known_hosts = c.opts.known_hosts.clone().unwrap_or(own);
     if c.package_inventory {
-        let known_hosts = c.opts.known_hosts.clone().unwrap_or_else(|| store.dir().join("known_hosts"));
         o.package = Some(PackageMode { known_hosts });
+    } else if cluster {
+        o.default_known_hosts = Some(known_hosts);
     }
     o
 }
@@ -194,7 +203,8 @@ async fn cluster<S: Setup>(
     node: Vec<String>,
 ) -> Result<Done> {
     let dry_run = setup.dry_run();
-    let inventory_opts = inventory_opts(c, setup, &store);
+    let own = crate::cluster::instance_hosts::path(&store, &c.doc.instance_id());
+    let inventory_opts = inventory_opts(c, setup, own, true);
     let inputs = prepare::Inputs::new(inline(c, "request", &request), inventory_opts, dry_run)
         .inventory(c.opts.inventory.clone())
         .request_inventory(c.request_inventory.clone())
@@ -261,7 +271,7 @@ async fn run_cnf<S: Setup>(c: &Call, setup: &S, events: Events, store: Store, op
         inventory: c.opts.inventory.clone(),
         known_hosts: c.opts.known_hosts.clone(),
         secret_refs: Policy::Tenant,
-        ..cnf::Inputs::new(Some(id.to_string()), inventory_opts(c, setup, &store))
+        ..cnf::Inputs::new(Some(id.to_string()), inventory_opts(c, setup, store.dir().join("known_hosts"), false))
     };
     let prepared = cnf::run::prepare(&op, &inputs, store)?;
     let rt = setup.runner_for(events, Family::Cnf, Timeouts::default())?;

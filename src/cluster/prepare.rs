@@ -55,7 +55,8 @@ pub fn prepare(op: Op, a: &Inputs, store: Store, rt: Runner) -> Result<Prepared>
         state.request_inventory = a.request_inventory.clone();
     }
     let pkg = package(op, a)?;
-    let topo = topology(op, a, inst.as_ref(), &params, &params_file, &store, &state, pkg.as_ref())?;
+    let given = ParamsIn { params: &params, file: &params_file };
+    let topo = topology(op, a, inst.as_ref(), given, &store, &state, pkg.as_ref())?;
     let vim_connections = match (&req, &inst) {
         (Req::Instantiate(r), _) => r.vim_connection_info.clone(),
         (_, Some(i)) => i.vim_connection_info.clone(),
@@ -270,17 +271,23 @@ fn open_instance_hosts(
     instance_hosts::open(store, state, &nodes)
 }
 
+/// The request's cluster params and the file they were read from (for messages).
+struct ParamsIn<'a> {
+    params: &'a ClusterParams,
+    file: &'a str,
+}
+
 /// The nodes: from the inventory (groups named after aspects/VDUs), else the VnfInstance.
 fn topology(
     op: Op,
     a: &Inputs,
     inst: Option<&VnfInstance>,
-    params: &ClusterParams,
-    params_file: &str,
+    p: ParamsIn<'_>,
     store: &Store,
     state: &InstanceState,
     pkg: Option<&Package>,
 ) -> Result<Topology> {
+    let (params, params_file) = (p.params, p.file);
     let inv_opts = LoadOptions { credentials_from_request: true, ..a.inventory_opts.clone() };
     if let (None, Some(rel)) = (&a.inventory, &state.request_inventory) {
         return recorded_inventory(a, rel, params, params_file, store, state, pkg);

@@ -22,7 +22,8 @@ fn vnfc(i: u32, vdu: &str, cp: &str, ip: &str) -> (Value, Value, Value) {
     )
 }
 
-fn instance() -> Value {
+/// A Tacker v2 instance of 1 master and 2 workers (the tenant tables use it too).
+pub(crate) fn instance() -> Value {
     let parts = [
         vnfc(1, "masterNode", "masterNode_CP1", "192.0.2.11"),
         vnfc(2, "workerNode", "workerNode_CP2", "192.0.2.12"),

@@ -10,6 +10,7 @@
 
 use serde_json::{json, Value};
 
+use super::hook::instance;
 use crate::case::{set, Case, INSTANTIATE_ARGS};
 
 const PW: &str = "pw-hostile-tenant-secrets";
@@ -18,31 +19,6 @@ const ROOT: &str = "additionalParams.k8s_cluster_installation_param";
 /// What a tenant's reference is told, the same for every reference of a kind.
 const REFUSED_FILE: &str = "is a secret reference (@file:), and references are the operator's tool";
 const REFUSED_ENV: &str = "is a secret reference (@env:), and references are the operator's tool";
-
-/// A VNFC of a Tacker v2 instance, its address on an external CP.
-fn vnfc(i: u32, vdu: &str, cp: &str, ip: &str) -> (Value, Value, Value) {
-    (
-        json!({"id": format!("res-{i}"), "vduId": vdu, "computeResource": {"resourceId": format!("vm-{i}")},
-               "vnfcCpInfo": [{"id": format!("cp-{i}"), "cpdId": cp, "vnfExtCpId": format!("ext-{i}")}]}),
-        json!({"id": format!("ext-{i}"), "cpdId": cp, "cpProtocolInfo": [{"layerProtocol": "IP_OVER_ETHERNET",
-               "ipOverEthernet": {"ipAddresses": [{"type": "IPV4", "addresses": [ip]}]}}]}),
-        json!({"id": format!("vnfc-{i}"), "vduId": vdu, "vnfcResourceInfoId": format!("res-{i}")}),
-    )
-}
-
-fn instance() -> Value {
-    let parts = [
-        vnfc(1, "masterNode", "masterNode_CP1", "192.0.2.11"),
-        vnfc(2, "workerNode", "workerNode_CP2", "192.0.2.12"),
-        vnfc(3, "workerNode", "workerNode_CP2", "192.0.2.13"),
-    ];
-    json!({"id": "6c1f4b4e-0d2a-4f86-9d6c-3b9a7e5a1c01",
-           "vimConnectionInfo": {"vim1": {"vimId": "v", "vimType": "ETSINFV.OPENSTACK_KEYSTONE.V_3"}},
-           "instantiatedVnfInfo": {"flavourId": "simple",
-               "vnfcResourceInfo": parts.iter().map(|p| p.0.clone()).collect::<Vec<_>>(),
-               "extCpInfo": parts.iter().map(|p| p.1.clone()).collect::<Vec<_>>(),
-               "vnfcInfo": parts.iter().map(|p| p.2.clone()).collect::<Vec<_>>()}})
-}
 
 fn params() -> Value {
     json!({"script_path": "Scripts/install_k8s_cluster.sh", "vim_name": "kvim",

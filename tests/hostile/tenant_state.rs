@@ -47,33 +47,17 @@ fn sealed(id: &str, doc: &Value) -> Value {
     serde_json::from_str(&recorded(id, "", doc)).expect("json")
 }
 
-/// A VNFC of the instance, its address on an external CP (as Tacker v2 keeps it).
-fn vnfc(i: u32, vdu: &str, cp: &str, ip: &str) -> (Value, Value, Value) {
-    (
-        json!({"id": format!("res-{i}"), "vduId": vdu, "computeResource": {"resourceId": format!("vm-{i}")},
-               "vnfcCpInfo": [{"id": format!("cp-{i}"), "cpdId": cp, "vnfExtCpId": format!("ext-{i}")}]}),
-        json!({"id": format!("ext-{i}"), "cpdId": cp, "cpProtocolInfo": [{"layerProtocol": "IP_OVER_ETHERNET",
-               "ipOverEthernet": {"ipAddresses": [{"type": "IPV4", "addresses": [ip]}]}}]}),
-        json!({"id": format!("vnfc-{i}"), "vduId": vdu, "vnfcResourceInfoId": format!("res-{i}")}),
-    )
-}
-
 /// A scale_start (SCALE_IN of vm-3) hook document for the recorded instance.
 fn scale_in() -> Value {
-    let parts = [
-        vnfc(1, "masterNode", "masterNode_CP1", "192.0.2.11"),
-        vnfc(2, "workerNode", "workerNode_CP2", "192.0.2.12"),
-        vnfc(3, "workerNode", "workerNode_CP2", "192.0.2.13"),
-    ];
+    // The instance of the hook table (its id is ID), with the params kept as Tacker v1 keeps them.
+    let inst = set(
+        super::hook::instance(),
+        "/instantiatedVnfInfo/additionalParams",
+        json!({"k8s_cluster_installation_param": params(PW)}),
+    );
     json!({"apiVersion": "mgmt-driver.hook/v1", "operation": "scale_start",
            "request": {"type": "SCALE_IN", "aspectId": "worker_instance", "numberOfSteps": 1},
-           "vnf_instance": {"id": ID,
-               "vimConnectionInfo": {"vim1": {"vimId": "v", "vimType": "ETSINFV.OPENSTACK_KEYSTONE.V_3"}},
-               "instantiatedVnfInfo": {"flavourId": "simple",
-                   "vnfcResourceInfo": parts.iter().map(|p| p.0.clone()).collect::<Vec<_>>(),
-                   "extCpInfo": parts.iter().map(|p| p.1.clone()).collect::<Vec<_>>(),
-                   "vnfcInfo": parts.iter().map(|p| p.2.clone()).collect::<Vec<_>>(),
-                   "additionalParams": {"k8s_cluster_installation_param": params(PW)}}},
+           "vnf_instance": inst,
            "grant_request": {"removeResources": [{"id": "r", "type": "COMPUTE", "resource": {"resourceId": "vm-3"}}]},
            "grant_response": null, "tmp_csar_dir": "{dir}/pkg", "user_script_err_handling_data": {}})
 }

@@ -985,28 +985,54 @@ def delete_token(tid, conf=ADMIN_CONF):
                         '"bootstrap-token-%s" not found' % (tid, tid))
 
 
+def etcd_endpoints():
+    """This node's etcd first, then the other masters' (a member that has just rejoined may not
+    answer its own clients yet, while the others do)."""
+    eps = ["https://127.0.0.1:2379"]
+    try:
+        eps += ["https://%s:2379" % ip for ip in control_plane_ips()]
+    except (RealError, ValueError, OSError):
+        pass
+    return eps
+
+
+def remove_own_member(name, say):
+    """etcdctl member remove of the member named NAME, through whichever member answers. etcd
+    refuses to remove a member while the others have not been connected for its health interval
+    (5 s), e.g. just after this member joined, and a freshly rejoined member may time out its own
+    clients: retry over every endpoint, as kubeadm's etcd client does, for a bounded time."""
+    said = {}
+
+    def removed():
+        for via in etcd_endpoints():
+            try:
+                members = json.loads(etcdctl(["member", "list", "-w", "json"], via)).get("members") or []
+            except (RealError, ValueError):
+                continue
+            mine = [m for m in members if m.get("name") == name]
+            if not mine or len(members) < 2:
+                return True  # gone already (an earlier try went through), or the last member
+            try:
+                etcdctl(["member", "remove", "%x" % mine[0]["ID"]], via)
+            except RealError as e:
+                if "member not found" in str(e):
+                    return True
+                if "unhealthy cluster" in str(e) or "deadline exceeded" in str(e):
+                    continue
+                raise
+            said["id"] = mine[0]["ID"]
+            return True
+        raise RealError("no etcd endpoint removed the member of %s yet" % name)
+    wait_for("etcd to accept removing the member of %s" % name, removed, 45)
+    if "id" in said:
+        say("[reset] Removed the etcd member of %s (id %x)" % (name, said["id"]))
+
+
 def reset(name, cp, say):
     """Remove this master's etcd member (when others remain), stop the daemons, wipe the files."""
     if cp and pid_of("etcd"):
         try:
-            members = json.loads(etcdctl(["member", "list", "-w", "json"])).get("members") or []
-            mine = [m for m in members if m.get("name") == name]
-            if mine and len(members) > 1:
-                # etcd refuses to remove a member while the others have not been connected for its
-                # health interval (5 s), e.g. just after this member joined: retry, as kubeadm's etcd
-                # client does, for a bounded time.
-                def removed():
-                    try:
-                        etcdctl(["member", "remove", "%x" % mine[0]["ID"]])
-                    except RealError as e:
-                        if "member not found" in str(e):  # an earlier try went through
-                            return True
-                        if "unhealthy cluster" in str(e):
-                            return False
-                        raise
-                    return True
-                wait_for("etcd to accept removing the member of %s" % name, removed, 30)
-                say("[reset] Removed the etcd member of %s (id %x)" % (name, mine[0]["ID"]))
+            remove_own_member(name, say)
         except (RealError, ValueError) as e:
             say("[reset] lab kit: could not remove the etcd member of %s: %s" % (name, e))
     stop_all()

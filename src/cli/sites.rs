@@ -32,7 +32,7 @@ pub enum SitesCmd {
         /// The site catalogue (sites.yaml).
         #[arg(long, value_name = "FILE")]
         sites: PathBuf,
-        /// Where the sites' folders go: OUT/<site>/ (the folders of sites not selected are removed).
+        /// Where the sites' folders go: OUT/<site>/ (other sites' folders are left as they are).
         #[arg(long, value_name = "DIR")]
         out: PathBuf,
         /// Only these sites (comma-separated, repeatable).
@@ -73,7 +73,7 @@ pub struct SitesArgs {
     /// The site catalogue: render it first (into --out, or a private temporary directory).
     #[arg(long, global = true, value_name = "FILE", conflicts_with = "rendered")]
     pub sites: Option<PathBuf>,
-    /// With --sites: keep the rendered sites here (the folders of sites not selected are removed).
+    /// With --sites: keep the rendered sites here (other sites' folders are left as they are).
     #[arg(long, global = true, value_name = "DIR", requires = "sites")]
     pub out: Option<PathBuf>,
     /// The rendered sites (`sites render --out DIR`): DIR/<site>/site.json, ...

@@ -165,9 +165,9 @@ impl Catalogue {
     }
 
     /// Sites named by `only` (all when empty) whose labels match every `selector` pair, in
-    /// catalogue order; the usize is the index among the selected (what a Job's
-    /// JOB_COMPLETION_INDEX names). A name in `only` that no site has is an error (a typo must
-    /// not silently select nothing).
+    /// catalogue order; the usize is the site's place in the whole catalogue (`site.index`), the
+    /// same whatever else is selected. A name in `only` that no site has, or a selection that
+    /// matches no site, is an error: a typo must not quietly select nothing.
     pub fn select(&self, only: &[String], selector: &[(String, String)]) -> Result<Vec<(usize, &Site)>> {
         for name in only {
             if !self.sites.iter().any(|s| &s.name == name) {
@@ -178,13 +178,18 @@ impl Catalogue {
                 ));
             }
         }
-        Ok(self
+        let chosen: Vec<(usize, &Site)> = self
             .sites
             .iter()
-            .filter(|s| only.is_empty() || only.contains(&s.name))
-            .filter(|s| selector.iter().all(|(k, v)| s.labels.get(k) == Some(v)))
             .enumerate()
-            .collect())
+            .filter(|(_, s)| only.is_empty() || only.contains(&s.name))
+            .filter(|(_, s)| selector.iter().all(|(k, v)| s.labels.get(k) == Some(v)))
+            .collect();
+        if chosen.is_empty() {
+            let (flag, what) = selection_words(only, selector);
+            return Err(Error::input(flag, what, format!("matches no site in {}", self.file.display())));
+        }
+        Ok(chosen)
     }
 
     /// Every variable a site's templates see: the defaults deep-merged with the site's own (a
@@ -209,6 +214,18 @@ pub fn context(cat: &Catalogue, site: &Site, index: usize) -> Value {
     let dir = std::fs::canonicalize(&dir).or_else(|_| std::env::current_dir().map(|c| c.join(&dir))).unwrap_or(dir);
     m.insert("catalogue".into(), json!({"dir": dir.display().to_string()}));
     Value::Object(m)
+}
+
+/// The flag and the words of a selection, for the error that says it matched nothing:
+/// `--selector region=eu,tier=x`, `--only par1 --selector ...`, or `(every site)`.
+pub fn selection_words(only: &[String], selector: &[(String, String)]) -> (&'static str, String) {
+    let sel = selector.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(",");
+    match (only.is_empty(), selector.is_empty()) {
+        (true, true) => ("sites", "(every site)".to_string()),
+        (true, false) => ("--selector", sel),
+        (false, true) => ("--only", only.join(",")),
+        (false, false) => ("--only/--selector", format!("{} with {sel}", only.join(","))),
+    }
 }
 
 /// The YAML parser starts its messages with the path it was at (`sites[0]: unknown field`);
@@ -629,12 +646,17 @@ mod tests {
         .unwrap();
         let names = |v: Vec<(usize, &Site)>| v.into_iter().map(|(i, s)| format!("{i}:{}", s.name)).collect::<Vec<_>>();
         assert_eq!(names(c.select(&[], &[]).unwrap()), ["0:a", "1:b", "2:c"]);
+        // A site's index is its place in the catalogue, whatever else is selected.
         let eu = parse_selector("region=eu").unwrap();
-        assert_eq!(names(c.select(&[], &eu).unwrap()), ["0:a", "1:c"]);
+        assert_eq!(names(c.select(&[], &eu).unwrap()), ["0:a", "2:c"]);
         let eu_l = parse_selector("region=eu, tier=l").unwrap();
-        assert_eq!(names(c.select(&[], &eu_l).unwrap()), ["0:c"]);
-        assert_eq!(names(c.select(&["c".into(), "b".into()], &[]).unwrap()), ["0:b", "1:c"]);
-        assert_eq!(names(c.select(&["a".into()], &[("region".into(), "us".into())]).unwrap()), Vec::<String>::new());
+        assert_eq!(names(c.select(&[], &eu_l).unwrap()), ["2:c"]);
+        assert_eq!(names(c.select(&["c".into(), "b".into()], &[]).unwrap()), ["1:b", "2:c"]);
+        // A selection that matches nothing is an error naming it, not zero sites.
+        let e = c.select(&["a".into()], &[("region".into(), "us".into())]).unwrap_err().to_string();
+        assert_eq!(e, "--only/--selector: a with region=us: matches no site in sites.yaml");
+        let e = c.select(&[], &parse_selector("region=ue").unwrap()).unwrap_err().to_string();
+        assert_eq!(e, "--selector: region=ue: matches no site in sites.yaml");
         let e = c.select(&["zz".into()], &[]).unwrap_err().to_string();
         assert_eq!(e, "--only: zz: no site of this name in sites.yaml");
         assert!(parse_selector("region").unwrap_err().to_string().contains("expected key=value"));

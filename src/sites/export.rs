@@ -322,10 +322,16 @@ fn check_rel(site: &str, path: &str) -> Result<()> {
     }
 }
 
-/// `site.json` as the pod must see it: the package is where the image has it.
-fn pod_site_json(site: &str, text: &str, package_dir: &str) -> Result<String> {
+/// `site.json` as the pod must see it: the package is where the image has it, and the index is
+/// the site's place among the exported sites (`index`), so the pod's view of the ConfigMap is
+/// numbered 0..n as the Job's completions are, whatever the catalogue indices of a subset were.
+fn pod_site_json(site: &str, text: &str, package_dir: &str, index: usize) -> Result<String> {
     let mut v: Value = serde_json::from_str(text)
         .map_err(|e| bad(&format!("{site}/site.json"), format!("is not the JSON `sites render` writes: {e}")))?;
+    match v.get_mut("index") {
+        Some(i) => *i = json!(index),
+        None => return Err(bad(&format!("{site}/site.json"), "has no index: export what `sites render` wrote")),
+    }
     if let Some(p) = v.get_mut("package") {
         if !p.is_null() {
             *p = Value::String(package_dir.to_string());
@@ -355,12 +361,13 @@ fn config_map(name: &str, sites: &[SiteFiles], o: &JobOptions) -> Result<(Value,
     let mut items = Vec::new();
     let mut size = 0;
     let mut n = 0;
-    for s in sites {
+    for (index, s) in sites.iter().enumerate() {
         let mut files: Vec<&(String, String)> = s.files.iter().collect();
         files.sort_by(|a, b| a.0.cmp(&b.0));
         for (path, text) in files {
             check_rel(&s.name, path)?;
-            let text = if path == "site.json" { pod_site_json(&s.name, text, &o.package_dir)? } else { text.clone() };
+            let text =
+                if path == "site.json" { pod_site_json(&s.name, text, &o.package_dir, index)? } else { text.clone() };
             let key = key_for(n, &s.name, path);
             n += 1;
             size += key.len() + text.len();
@@ -614,6 +621,29 @@ mod tests {
         for it in items {
             let k = it["key"].as_str().unwrap();
             assert!(k.chars().all(|c| c.is_ascii_alphanumeric() || "-._".contains(c)), "{k}");
+        }
+    }
+
+    /// A subset of a render (`--selector`, `--only`) keeps its catalogue indices (1 and 3 here);
+    /// the ConfigMap renumbers them, so every pod reads its files back and index i runs the
+    /// Job's i-th site.
+    #[test]
+    fn a_subset_is_renumbered_so_each_pod_finds_its_site() {
+        let subset = vec![site("ber2", 1, "all: {}\n"), site("lis4", 3, "all: {}\n")];
+        let d = docs(&k8s_job(&subset, &opts()).unwrap());
+        let names = d[1]["metadata"]["annotations"]["mgmt-driver/sites"].as_str().unwrap().to_string();
+        // The pod's /config, as the volume's items lay the ConfigMap out.
+        let pod = tempfile::tempdir().unwrap();
+        for it in d[1]["spec"]["template"]["spec"]["volumes"][0]["configMap"]["items"].as_array().unwrap() {
+            let p = pod.path().join(it["path"].as_str().unwrap());
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(&p, d[0]["data"][it["key"].as_str().unwrap()].as_str().unwrap()).unwrap();
+        }
+        let rendered = pod.path().join("rendered");
+        for (i, want) in names.split(',').enumerate() {
+            let all = crate::sites::plan::load_rendered(&rendered).unwrap();
+            let one = crate::sites::plan::select(all, &[], &[], Some(i)).unwrap();
+            assert_eq!((one[0].name.as_str(), one[0].index), (want, i));
         }
     }
 

@@ -26,8 +26,8 @@ pub type SiteDir = RenderedSite;
 pub use crate::sites::render::load_rendered;
 
 /// The selected sites: `--only` names, every `--selector k=v` label, then `--index I` (the
-/// I-th of that selection: a Job's pod). An unknown `--only` name or an index past the end is
-/// bad input, so a typo never runs nothing quietly.
+/// I-th of that selection: a Job's pod). An unknown `--only` name, a selection that matches no
+/// site, or an index past the end is bad input, so a typo never runs nothing quietly.
 pub fn select(
     sites: Vec<SiteDir>,
     only: &[String],
@@ -44,6 +44,11 @@ pub fn select(
         .filter(|s| only.is_empty() || only.contains(&s.name))
         .filter(|s| selector.iter().all(|(k, v)| s.labels.get(k) == Some(v)))
         .collect();
+    if chosen.is_empty() {
+        // Zero sites would "succeed" doing nothing: a mistyped label must say so.
+        let (flag, what) = crate::sites::catalogue::selection_words(only, selector);
+        return Err(Error::input("arguments", flag, format!("{what} matches no rendered site")));
+    }
     if let Some(i) = index {
         if i >= chosen.len() {
             return Err(Error::input(
@@ -290,7 +295,9 @@ mod tests {
         assert_eq!(select(all.clone(), &["nyc1".into()], &[], None).unwrap(), vec![n]);
         let e = select(all.clone(), &[], &eu, Some(2)).unwrap_err().to_string();
         assert!(e.contains("--index") && e.contains("2 selected"), "{e}");
-        assert!(select(all, &["lon9".into()], &[], None).unwrap_err().to_string().contains("lon9"));
+        assert!(select(all.clone(), &["lon9".into()], &[], None).unwrap_err().to_string().contains("lon9"));
+        let e = select(all, &["nyc1".into()], &eu, None).unwrap_err().to_string();
+        assert_eq!(e, "arguments: --only/--selector: nyc1 with region=eu matches no rendered site");
         assert!(parse_selector("region").is_err() && parse_selector("=x").is_err());
     }
 

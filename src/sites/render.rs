@@ -5,8 +5,12 @@
 //! All or nothing: every site is rendered in memory first; one template error stops the render
 //! before anything is written. Then each site's folder is written beside the old one and swapped
 //! in, so a folder never mixes two renders, and a file a template no longer produces does not
-//! linger. Folders of sites no longer selected are removed too (only folders holding a
-//! `site.json`, i.e. written by render): `OUT` is the render of this selection, nothing else.
+//! linger. Render never removes another site's folder: a selection (`--only`, `--selector`)
+//! re-renders those sites and leaves every other folder as it was, and a site dropped from the
+//! catalogue keeps its folder (its `cluster/terminate.json` is what tears it down). A site's
+//! `index` is its place in the whole catalogue, not in the selection, so what a site renders does
+//! not depend on which others were rendered with it, and sites rendered at different times
+//! still sort as the catalogue lists them.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -131,20 +135,13 @@ pub fn render_all(
             secret_refs: secret_refs.clone(),
         });
     }
-    // Sites rendered before but not selected now.
-    let keep: Vec<&str> = result.iter().map(|r| r.name.as_str()).collect();
-    for entry in std::fs::read_dir(out).map_err(|e| werr(out, e))?.flatten() {
-        let name = entry.file_name().to_string_lossy().to_string();
-        let p = entry.path();
-        if !keep.contains(&name.as_str()) && p.is_dir() && !p.is_symlink() && p.join(SITE_FILE).is_file() {
-            std::fs::remove_dir_all(&p).map_err(|e| werr(&p, e))?;
-        }
-    }
     Ok(result)
 }
 
 /// Read back a rendered dir (site.json of each subdirectory), for `--rendered DIR`; sorted by
-/// index. Subfolders without a `site.json` are not sites and are skipped, and so are hidden
+/// catalogue index, then name. Indices need not be 0..n: a selection rendered alone, or a site
+/// dropped from the catalogue, leaves gaps (`--index` counts in the sorted selection, and an
+/// exported Job renumbers what it carries). Subfolders without a `site.json` are not sites and are skipped, and so are hidden
 /// ones (a render cut short leaves `.NAME.rendering`).
 pub fn load_rendered(dir: &Path) -> Result<Vec<RenderedSite>> {
     let at = dir.display().to_string();
@@ -188,16 +185,7 @@ pub fn load_rendered(dir: &Path) -> Result<Vec<RenderedSite>> {
             secret_refs: s.secret_refs,
         });
     }
-    out.sort_by_key(|s| s.index);
-    for (i, s) in out.iter().enumerate() {
-        if s.index != i {
-            return Err(Error::input(
-                &at,
-                "rendered",
-                format!("site indices are not 0..{} (site {} has index {}); render again", out.len(), s.name, s.index),
-            ));
-        }
-    }
+    out.sort_by(|a, b| (a.index, &a.name).cmp(&(b.index, &b.name)));
     if out.is_empty() {
         return Err(Error::input(&at, "rendered", "holds no rendered site (no */site.json); run sites render first"));
     }
@@ -248,11 +236,12 @@ mod tests {
         let (d, c) = setup(&[], SITES);
         let out = d.path().join("out");
         let r = render_all(&c, &out, &[], &[("region".into(), "eu".into())]).unwrap();
-        assert_eq!(r.iter().map(|s| (s.name.as_str(), s.index)).collect::<Vec<_>>(), [("par1", 0), ("ber2", 1)]);
+        // Indices are the sites' places in the catalogue, not in the selection.
+        assert_eq!(r.iter().map(|s| (s.name.as_str(), s.index)).collect::<Vec<_>>(), [("par1", 0), ("ber2", 2)]);
         let inv = std::fs::read_to_string(out.join("ber2/inventory.yaml")).unwrap();
         assert_eq!(inv, "groups:\n  m:\n    - {name: ber2-m1, ssh_ip: 10.20.3.10}\n");
         let req = std::fs::read_to_string(out.join("ber2/cluster/instantiate.json")).unwrap();
-        assert_eq!(req, "{\"pw\": \"@env:EDGE_PW\", \"i\": 1}\n");
+        assert_eq!(req, "{\"pw\": \"@env:EDGE_PW\", \"i\": 2}\n");
         let pkg = std::fs::canonicalize(d.path().join("pkg")).unwrap();
         let back = load_rendered(&out).unwrap();
         assert_eq!(back, r);
@@ -265,13 +254,36 @@ mod tests {
         assert_eq!(sj, want);
         assert!(!out.join("nyc1").exists());
 
-        // A later render of another selection replaces the folder: stale files and sites go.
+        // A later render of another selection replaces its sites' folders (a stale file goes)
+        // and leaves every other site's folder as it was.
         std::fs::write(out.join("par1/stale.json"), "{}").unwrap();
+        let ber2 = std::fs::read_to_string(out.join("ber2/cluster/instantiate.json")).unwrap();
         let r = render_all(&c, &out, &["par1".into(), "nyc1".into()], &[]).unwrap();
         assert_eq!(r.len(), 2);
         assert!(!out.join("par1/stale.json").exists());
-        assert!(!out.join("ber2").exists());
-        assert_eq!(load_rendered(&out).unwrap().iter().map(|s| s.name.as_str()).collect::<Vec<_>>(), ["par1", "nyc1"]);
+        assert_eq!(std::fs::read_to_string(out.join("ber2/cluster/instantiate.json")).unwrap(), ber2);
+        let back: Vec<_> = load_rendered(&out).unwrap().into_iter().map(|s| (s.name, s.index)).collect();
+        assert_eq!(back, [("par1".into(), 0), ("nyc1".into(), 1), ("ber2".into(), 2)]);
+    }
+
+    /// A mistyped selector is an error, and every folder rendered before is still there.
+    #[test]
+    fn a_selection_matching_nothing_is_refused_and_deletes_nothing() {
+        let (d, c) = setup(&[], SITES);
+        let out = d.path().join("out");
+        render_all(&c, &out, &[], &[]).unwrap();
+        let e = render_all(&c, &out, &[], &[("region".into(), "ue".into())]).unwrap_err().to_string();
+        assert!(e.starts_with("--selector: region=ue: matches no site in"), "{e}");
+        assert_eq!(load_rendered(&out).unwrap().len(), 3);
+        // A site rendered alone keeps its catalogue index; the others keep their folders.
+        let r = render_all(&c, &out, &["ber2".into()], &[]).unwrap();
+        assert_eq!(r[0].index, 2);
+        let back: Vec<_> = load_rendered(&out).unwrap().into_iter().map(|s| s.name).collect();
+        assert_eq!(back, ["par1", "nyc1", "ber2"]);
+        // Gaps (a site dropped from the catalogue, or never rendered) are not an error.
+        std::fs::remove_dir_all(out.join("nyc1")).unwrap();
+        let back: Vec<_> = load_rendered(&out).unwrap().into_iter().map(|s| (s.name, s.index)).collect();
+        assert_eq!(back, [("par1".into(), 0), ("ber2".into(), 2)]);
     }
 
     #[test]

@@ -15,6 +15,7 @@ use crate::error::{excerpt, Error, Result};
 use crate::input_limit::{read_capped, INVENTORY_MAX_BYTES, MAX_DEPTH};
 use crate::inventory::yaml_limits;
 use crate::secret::{is_secret_name, is_secret_string};
+use crate::sites::csv_cells;
 use crate::sites::lexical_path::clean;
 
 /// The only `apiVersion` / `kind` a catalogue may declare (a later format gets a new version).
@@ -436,15 +437,17 @@ fn secret_ref(v: &Value, base: &Path) -> std::result::Result<SecretRef, String> 
 
 /// A site list as a spreadsheet keeps it: header `name,labels,<var>...`; `labels` is
 /// `k=v;k=v`; every other column is a variable, empty cells left unset (the defaults apply).
-/// Cells are strings, except whole integers (`3`, not `03`) and `true`/`false`, so
-/// `masters == 3` reads the same from a CSV as from YAML; `1.31` stays the string "1.31".
+/// Cells are strings, except whole integers (`3`, not `03`) and booleans in any case (`true`,
+/// and `TRUE`/`FALSE` as spreadsheets write them), so `masters == 3` and `helm == false` read
+/// the same from a CSV as from YAML; `1.31` stays the string "1.31". A quoted cell keeps its
+/// spaces (`csv_cells.rs`); line numbers are an editor's, whatever the line ends.
 fn parse_csv(text: &str, file: &Path, defaults: &Map<String, Value>) -> Result<Vec<Site>> {
     let at = file.display().to_string();
     // A spreadsheet's "CSV UTF-8" starts with a byte-order mark.
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let mut rd = csv::ReaderBuilder::new().has_headers(true).trim(csv::Trim::All).from_reader(text.as_bytes());
-    let header: Vec<String> =
-        rd.headers().map_err(|e| Error::input(&at, "header", e.to_string()))?.iter().map(str::to_string).collect();
+    let mut records =
+        csv_cells::records(text).map_err(|(line, m)| Error::input(&at, format!("line {line}"), m))?.into_iter();
+    let header: Vec<String> = records.next().map(|r| r.cells.into_iter().map(|c| c.text).collect()).unwrap_or_default();
     if header.first().map(String::as_str) != Some("name") {
         return Err(Error::input(&at, "header", "the first column must be 'name'"));
     }
@@ -478,12 +481,18 @@ fn parse_csv(text: &str, file: &Path, defaults: &Map<String, Value>) -> Result<V
         }
     }
     let mut sites = Vec::new();
-    for (row, rec) in rd.records().enumerate() {
-        // Line numbers as an editor shows them: the header is line 1.
-        let line = rec.as_ref().ok().and_then(|r| r.position()).map_or(row + 2, |p| p.line() as usize);
-        let rec = rec.map_err(|e| Error::input(&at, format!("line {line}"), e.to_string()))?;
+    for rec in records {
+        let line = rec.line;
+        if rec.cells.len() != header.len() {
+            return Err(Error::input(
+                &at,
+                format!("line {line}"),
+                format!("has {} cells, the header has {}", rec.cells.len(), header.len()),
+            ));
+        }
         let mut site = Site { name: String::new(), labels: BTreeMap::new(), vars: Map::new() };
-        for (i, cell) in rec.iter().enumerate() {
+        for (i, cell) in rec.cells.iter().enumerate() {
+            let cell = cell.text.as_str();
             let col = &header[i];
             let field = format!("line {line}.{col}");
             match col.as_str() {
@@ -531,8 +540,8 @@ fn csv_value(cell: &str) -> Value {
     let int = cell.strip_prefix('-').unwrap_or(cell);
     let plain_int = !int.is_empty() && int.bytes().all(|c| c.is_ascii_digit()) && (int == "0" || !int.starts_with('0'));
     match cell {
-        "true" => Value::Bool(true),
-        "false" => Value::Bool(false),
+        _ if cell.eq_ignore_ascii_case("true") => Value::Bool(true),
+        _ if cell.eq_ignore_ascii_case("false") => Value::Bool(false),
         _ if plain_int => cell.parse::<i64>().map(Value::from).unwrap_or_else(|_| Value::String(cell.into())),
         _ => Value::String(cell.into()),
     }
@@ -706,12 +715,35 @@ mod tests {
             ("name,a,a.b\nz,1,2\n", "header column 2: 'a' is reserved or repeated"),
             ("name,app.db.token\nz,1\n", "header column 2: 'app.db.token' looks like a secret"),
             ("name,a..b\nz,1\n", "header column 2: '': names are"),
-            ("name,x\na,1,2\n", "line 2: "),
+            ("name,x\na,1,2\n", "line 2: has 3 cells, the header has 2"),
+            // Line numbers as an editor shows them, whatever the line ends.
+            ("name,x\r\na,1\r\n\r\nGood,2\r\n", "line 4.name: 'Good' is not a DNS label"),
+            ("name,x\r\na,\"1\r\n2\"\r\nGood,2\r\n", "line 4.name: 'Good' is not a DNS label"),
+            ("name,x\na,\"open\n", "line 2: a quoted cell is never closed"),
             ("name,x\na,http://u:pw@h/\n", "line 2.vars.x: looks like a secret"),
             // A cell typed against its default: a port with YAML structure in it stops here.
             ("name,masters\na,\"3\n  jump: evil\"\n", "line 2.masters: is a string, but its default declares a number"),
             ("name,app.values.replicaCount\na,two\n", "line 2.app.values.replicaCount: is a string, but its default"),
         ];
+        // Booleans as spreadsheets write them are booleans; a quoted cell keeps its spaces.
+        std::fs::write(
+            dir.path().join("s.csv"),
+            "name,helm,ipv6,motd\r\na,FALSE,True,\"  two  words \"\r\nb , TRUE , false , plain \r\n",
+        )
+        .unwrap();
+        std::fs::write(&f, format!("{HEAD}defaults: {{helm: true, ipv6: false}}\nsites_csv: s.csv\n")).unwrap();
+        let c = Catalogue::load(&f).unwrap();
+        assert_eq!(
+            Value::Object(c.sites[0].vars.clone()),
+            json!({"helm": false, "ipv6": true, "motd": "  two  words "})
+        );
+        assert_eq!(c.sites[1].name, "b");
+        assert_eq!(Value::Object(c.sites[1].vars.clone()), json!({"helm": true, "ipv6": false, "motd": "plain"}));
+        std::fs::write(
+            &f,
+            format!("{HEAD}defaults: {{masters: 1, app: {{values: {{replicaCount: 1, x: y}}}}}}\nsites_csv: s.csv\n"),
+        )
+        .unwrap();
         for (text, want) in bad {
             std::fs::write(dir.path().join("s.csv"), text).unwrap();
             let e = Catalogue::load(&f).unwrap_err().to_string();

@@ -4,6 +4,7 @@
 
 pub mod apply;
 pub mod catalogue;
+pub mod csv_cells;
 pub mod export;
 pub mod lexical_path;
 pub mod plan;

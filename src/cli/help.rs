@@ -250,6 +250,7 @@ const EXAMPLES: &[(&str, &[&str])] = &[
     ("sites", &[
         "mgmt-driver sites render --sites samples/sites/sites.yaml --out target/sites",
         "mgmt-driver sites plan instantiate --sites samples/sites/sites.yaml",
+        "mgmt-driver sites diff instantiate --sites samples/sites/sites.yaml",
         "mgmt-driver sites apply instantiate --sites samples/sites/sites.yaml",
         "mgmt-driver sites status",
     ]),
@@ -265,6 +266,10 @@ const EXAMPLES: &[(&str, &[&str])] = &[
         "mgmt-driver sites apply instantiate --sites samples/sites/sites.yaml --max-sites 8",
         "mgmt-driver sites apply cnf-instantiate --rendered target/sites --selector tier=large",
         "mgmt-driver sites apply instantiate --rendered target/sites --index 3   # one pod of the Job",
+    ]),
+    ("sites diff", &[
+        "mgmt-driver sites diff instantiate --rendered target/sites",
+        "mgmt-driver sites diff cnf-instantiate --rendered target/sites --selector region=eu -o json",
     ]),
     ("sites status", &["mgmt-driver sites status", "mgmt-driver sites status -o json"]),
     ("sites export", &[
@@ -284,8 +289,9 @@ const EXAMPLES: &[(&str, &[&str])] = &[
 /// A command's example lines (`# ...` comments and shell redirections are not part of what is
 /// parsed); empty for a command without any (a unit test refuses that).
 fn examples(path: &str) -> Vec<String> {
-    if let Some(op) = path.strip_prefix("sites plan ").or_else(|| path.strip_prefix("sites apply ")) {
-        let verb = if path.starts_with("sites plan") { "plan" } else { "apply" };
+    let per_op =
+        ["plan", "apply", "diff"].into_iter().find_map(|v| path.strip_prefix(&format!("sites {v} ")).map(|op| (v, op)));
+    if let Some((verb, op)) = per_op {
         let Some((op, arg)) = SITE_OPS.iter().find(|(o, _)| *o == op) else { return vec![] };
         // A script's arguments run to the end of the line: the selection goes before the op.
         return vec![

@@ -3,7 +3,10 @@
 //! the same time, each with its own runner, while one semaphore bounds the SSH work in flight
 //! across all of them (`max_sessions`: connection handshakes, commands and transfers). Each
 //! site's events carry the site in their host name (`par1/par1-m1`), and each site's outcome
-//! goes to its status document, so a re-run skips the sites that finished this operation.
+//! goes to its status document, so a re-run skips the sites that finished this operation on
+//! the same inputs: the digest of what the operation reads from the site's folder is recorded
+//! with the status (and the files beside it, for `sites diff`), and a site re-rendered with
+//! other values runs again.
 //!
 //! The operations themselves are the hooks' and the CNF commands' own (`cluster::run`,
 //! `cnf::run::run`, the run-script job): nothing here knows what a step does.
@@ -24,8 +27,9 @@ use crate::event::{EventKind, Events, HostEvents};
 use crate::inventory::Host;
 use crate::lifecycle::job::CommandOpts;
 use crate::lifecycle::{FanOut, Runner, Timeouts};
+use crate::sites::inputs;
 use crate::sites::plan::{prepare_site, Env, Op, SiteDir, Work};
-use crate::sites::status::{SiteStatus, Statuses};
+use crate::sites::status::{AppliedInputs, SiteStatus, Statuses};
 use crate::transport::{Connector, ExecOutput, Transport, UploadFile, UploadResult};
 
 /// A connector whose SSH work, across every site sharing it, is bounded by one semaphore: a
@@ -154,7 +158,16 @@ pub async fn apply(
     let mut forwarders = Vec::new();
     for (i, site) in sites.iter().enumerate() {
         let last = statuses.load(&site.name).map_err(|e| crate::sites::plan::in_site(site, e))?;
-        if !bounds.force && last.as_ref().is_some_and(|s| s.done_for(op.name())) {
+        // What the op reads now: a site done on other inputs (re-rendered since) runs again.
+        let files = match crate::sites::export::read_site_files(&site.dir, &site.name) {
+            Ok(f) => inputs::of(op, &f.files),
+            Err(e) => {
+                refused.push(crate::sites::plan::in_site(site, e));
+                continue;
+            }
+        };
+        let digest = inputs::digest(&files);
+        if !bounds.force && last.as_ref().is_some_and(|s| s.done_with(op.name(), &digest)) {
             results[i] = Some(SiteResult {
                 site: site.name.clone(),
                 status: "skipped",
@@ -168,7 +181,7 @@ pub async fn apply(
         forwarders.push(fwd);
         let rt = runner(&connector, &ev, bounds);
         match prepare_site(site, op, env, rt).await {
-            Ok(w) => ready.push((i, site, w, ev)),
+            Ok(w) => ready.push((i, site, w, ev, AppliedInputs { digest, files })),
             Err(e) => refused.push(e),
         }
     }
@@ -181,7 +194,7 @@ pub async fn apply(
     }
     let stop = AtomicBool::new(false);
     let ran: Vec<(usize, SiteResult)> = stream::iter(ready)
-        .map(|(i, site, work, ev)| {
+        .map(|(i, site, work, ev, read)| {
             let (stop, statuses, connector) = (&stop, &statuses, &connector);
             async move {
                 if bounds.fail_fast && stop.load(Ordering::Acquire) {
@@ -195,6 +208,7 @@ pub async fn apply(
                     return (i, r);
                 }
                 let mut st = SiteStatus::running(op.name());
+                st.inputs = Some(read.digest.clone());
                 let started = Instant::now();
                 let mut err = statuses.save(&site.name, &st).err();
                 if err.is_none() {
@@ -203,6 +217,14 @@ pub async fn apply(
                 drop(ev);
                 let secs = started.elapsed().as_secs_f64();
                 st.finish(err.as_ref().map(|e| e.to_string()), secs);
+                // What this successful run read, for `sites diff`; recorded before the status
+                // says done, so a done status always has its inputs beside it.
+                if err.is_none() {
+                    err = statuses.save_applied(&site.name, op.name(), &read).err();
+                    if err.is_some() {
+                        st.finish(err.as_ref().map(|e| e.to_string()), secs);
+                    }
+                }
                 if let Err(e) = statuses.save(&site.name, &st) {
                     err.get_or_insert(e);
                 }
@@ -273,6 +295,8 @@ pub async fn run_work(work: Work, connector: &Arc<dyn Connector>, ev: &Events, b
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::lifecycle::state::Store;
+    use crate::lifecycle::state_key::StateKey;
     use std::sync::atomic::AtomicUsize;
     use std::time::Duration;
 
@@ -352,6 +376,68 @@ mod tests {
         peak.store(0, Ordering::SeqCst);
         run(inner).await;
         assert!(peak.load(Ordering::SeqCst) > 3);
+    }
+
+    /// A site done with `run-script` is skipped while its folder is unchanged; once it is
+    /// re-rendered with another inventory the same op runs it again, and what it read is
+    /// recorded for `sites diff`.
+    #[tokio::test]
+    async fn a_site_whose_inputs_changed_since_it_was_done_runs_again() {
+        use crate::inventory::{LoadOptions, SshConfigSource};
+        use crate::transport::fake::FakeConnector;
+        let d = tempfile::tempdir().unwrap();
+        let dir = d.path().join("rendered/par1");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("site.json"), r#"{"name":"par1","index":0,"labels":{},"package":null}"#).unwrap();
+        let id = d.path().join("id_test");
+        std::fs::write(&id, "not a real key").unwrap();
+        let inv = format!(
+            "defaults: {{user: root, host_key_check: \"off\", identity_file: {:?}}}\ngroups:\n  m:\n    - {{name: par1-m1, ssh_ip: 192.0.2.10}}\n",
+            id.display().to_string()
+        );
+        std::fs::write(dir.join("inventory.yaml"), &inv).unwrap();
+        let script = d.path().join("check.sh");
+        std::fs::write(&script, "true\n").unwrap();
+        let state = d.path().join("state");
+        let key = d.path().join("key/state.key");
+        let store = || Store::open_with_key(&state, StateKey::at(&key));
+        let k = || StateKey::at(&key);
+        let env = Env {
+            state_dir: &state,
+            store: &store,
+            key: &k,
+            inventory_opts: LoadOptions {
+                allow_insecure: true,
+                ssh_config: SshConfigSource::None,
+                ..Default::default()
+            },
+            dry_run: false,
+            helm_timeout: Duration::from_secs(1),
+            secrets: Default::default(),
+        };
+        let op = Op::RunScript { script, args: vec![] };
+        let fake = FakeConnector::new();
+        let bounds = Bounds { max_sites: 1, parallel: 1, fail_fast: false, force: false, timeouts: Default::default() };
+        let run = || async {
+            let sites = crate::sites::plan::load_rendered(&d.path().join("rendered")).unwrap();
+            let (events, _rx) = Events::channel();
+            let c: Arc<dyn Connector> = Arc::new(fake.clone());
+            match apply(&sites, &op, &env, c, &events, &bounds).await.unwrap() {
+                Applied::Ran(r) => r.into_iter().map(|r| (r.status, r.error)).collect::<Vec<_>>(),
+                Applied::Refused(e) => panic!("{e:?}"),
+            }
+        };
+        assert_eq!(run().await, [("done", None)]);
+        assert_eq!(run().await, [("skipped", None)], "unchanged: done before");
+        let execs = fake.all_execs().len();
+        std::fs::write(dir.join("inventory.yaml"), inv.replace("root", "admin")).unwrap();
+        assert_eq!(run().await, [("done", None)], "re-rendered: runs again");
+        assert!(fake.all_execs().len() > execs);
+        let st = Statuses::open(&state, StateKey::at(&key)).unwrap();
+        let rec = st.load_applied("par1", "run-script").unwrap().unwrap();
+        assert!(rec.files["inventory.yaml"].contains("admin"));
+        assert_eq!(st.load("par1").unwrap().unwrap().inputs, Some(rec.digest));
+        assert_eq!(run().await, [("skipped", None)]);
     }
 
     #[tokio::test]

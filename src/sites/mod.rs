@@ -5,7 +5,9 @@
 pub mod apply;
 pub mod catalogue;
 pub mod csv_cells;
+pub mod diff;
 pub mod export;
+pub mod inputs;
 pub mod lexical_path;
 pub mod plan;
 pub mod render;

@@ -42,6 +42,19 @@ pub struct SiteStatus {
     /// Wall seconds of the last run, once it ended.
     pub seconds: Option<f64>,
     pub error: Option<String>,
+    /// The digest of what the operation read from the site's folder (`inputs.rs`): a run of the
+    /// same operation skips the site only while the folder still has this digest. Absent in a
+    /// status written before digests were recorded (such a done site is still skipped).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inputs: Option<String>,
+}
+
+/// The files a successful run of an operation read, kept for `sites diff`: no secret values
+/// (rendered files hold references), and sealed and authenticated like every state document.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AppliedInputs {
+    pub digest: String,
+    pub files: crate::sites::inputs::Files,
 }
 
 impl SiteStatus {
@@ -53,6 +66,7 @@ impl SiteStatus {
             ended: None,
             seconds: None,
             error: None,
+            inputs: None,
         }
     }
 
@@ -68,11 +82,20 @@ impl SiteStatus {
     pub fn done_for(&self, op: &str) -> bool {
         self.op == op && self.status == State::Done
     }
+
+    /// Whether a run of `op` on inputs of digest `inputs` may skip this site: it finished that
+    /// very operation on the same inputs (or before digests were recorded).
+    pub fn done_with(&self, op: &str, inputs: &str) -> bool {
+        self.done_for(op) && self.inputs.as_deref().is_none_or(|d| d == inputs)
+    }
 }
 
-/// The status documents of one state directory: `<state-dir>/sites/<site>.json`.
+/// The status documents of one state directory: `<state-dir>/sites/<site>.json`, and the
+/// inputs of each site's last successful run of each operation,
+/// `<state-dir>/sites/applied/<site>.<op>.json`.
 pub struct Statuses {
     store: Store,
+    applied: Store,
 }
 
 impl Statuses {
@@ -80,12 +103,32 @@ impl Statuses {
     /// (never used: a status holds no secret; but opening a store checks and creates its key,
     /// and that must be the operator's, not a default one).
     pub fn open(state_dir: &Path, key: StateKey) -> Result<Statuses> {
-        Ok(Statuses { store: Store::open_with_key(&state_dir.join("sites"), key)? })
+        let again = StateKey::at(key.path());
+        let store = Store::open_with_key(&state_dir.join("sites"), key)?;
+        Ok(Statuses { store, applied: Store::open_with_key(&state_dir.join("sites").join("applied"), again)? })
     }
 
     /// Read only: plans and `sites status` write nothing and create nothing.
     pub fn read_only(state_dir: &Path) -> Statuses {
-        Statuses { store: Store::read_only(&state_dir.join("sites")) }
+        Statuses::read_only_with_key(state_dir, StateKey::default_location())
+    }
+
+    /// Read only, with the operator's key (`sites diff` opens the recorded inputs with it).
+    pub fn read_only_with_key(state_dir: &Path, key: StateKey) -> Statuses {
+        let again = StateKey::at(key.path());
+        Statuses {
+            store: Store::read_only_with_key(&state_dir.join("sites"), key),
+            applied: Store::read_only_with_key(&state_dir.join("sites").join("applied"), again),
+        }
+    }
+
+    /// What the last successful run of `op` on `site` read, if one was recorded.
+    pub fn load_applied(&self, site: &str, op: &str) -> Result<Option<AppliedInputs>> {
+        self.applied.load_doc(site, op)
+    }
+
+    pub fn save_applied(&self, site: &str, op: &str, a: &AppliedInputs) -> Result<()> {
+        self.applied.save_doc(site, op, a)
     }
 
     pub fn load(&self, site: &str) -> Result<Option<SiteStatus>> {
@@ -118,6 +161,23 @@ mod tests {
         assert!(d.path().join("sites/par1.json").is_file());
         s.finish(Some("par1-m1: cannot connect".into()), 2.0);
         assert!(!s.done_for("instantiate") && s.status == State::Failed);
+        // The inputs' digest: the same op on other inputs is not done.
+        let mut s = SiteStatus::running("instantiate");
+        s.inputs = Some("sha256:aa".into());
+        s.finish(None, 1.0);
+        st.save("par1", &s).unwrap();
+        let back = st.load("par1").unwrap().unwrap();
+        assert!(back.done_with("instantiate", "sha256:aa") && !back.done_with("instantiate", "sha256:bb"));
+        assert!(!back.done_with("terminate", "sha256:aa"));
+        let old = SiteStatus { inputs: None, ..back };
+        assert!(old.done_with("instantiate", "sha256:bb"), "a status from before digests: still done");
+        let a = AppliedInputs { digest: "sha256:aa".into(), files: [("inventory.yaml".into(), "x".into())].into() };
+        st.save_applied("par1", "instantiate", &a).unwrap();
+        assert_eq!(st.load_applied("par1", "instantiate").unwrap(), Some(a));
+        assert_eq!(st.load_applied("par1", "terminate").unwrap(), None);
+        assert!(d.path().join("sites/applied/par1.instantiate.json").is_file());
+        let ro = Statuses::read_only_with_key(d.path(), StateKey::at(k.path().join("key")));
+        assert!(ro.load_applied("par1", "instantiate").unwrap().is_some());
         // A read-only view creates nothing.
         let e = tempfile::tempdir().unwrap();
         assert_eq!(Statuses::read_only(e.path()).load("x").unwrap(), None);

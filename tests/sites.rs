@@ -338,6 +338,19 @@ fn plan_and_refusal_connect_to_nothing() -> R {
     check(took.as_secs() < 10, || format!("a plan took {took:?}: did it try to connect?"))?;
     check(!r.all().contains("pw-sites-never-shown"), || "the referenced password was shown".into())?;
     check(!state.exists(), || "a plan created the state directory".into())?;
+    // A selection that matches nothing is bad input, not zero sites done.
+    let (r, _) = run(&["plan", "instantiate", "--selector", "region=nowhere"]);
+    r.fails(2, "--selector: region=nowhere matches no rendered site");
+    // Nothing was ever applied: every input of every selected site is new; nothing is written.
+    let (r, _) = run(&["diff", "instantiate", "--selector", "region=eu"]);
+    r.ok();
+    let d = doc(&r);
+    let diffs = by_site(&d);
+    check(diffs.len() == 2 && diffs.values().all(|v| v["inputs"] == "new"), || r.stdout.clone())?;
+    check(diffs["s01"]["diff"].as_str().unwrap_or("").contains("+++ b/s01/cluster/instantiate.json"), || {
+        r.stdout.clone()
+    })?;
+    check(!state.exists(), || "a diff created the state directory".into())?;
     // The referenced password unset: every site refused, naming the field.
     let (r, _) = {
         let mut a = vec!["sites", "plan", "instantiate", "-o", "json", "--rendered", s(&out), "--state-dir", s(&state)];

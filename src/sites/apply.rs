@@ -262,8 +262,8 @@ pub fn runner(connector: &Arc<dyn Connector>, ev: &Events, b: &Bounds) -> Runner
 /// the plan of it).
 pub async fn run_work(work: Work, connector: &Arc<dyn Connector>, ev: &Events, b: &Bounds) -> Result<()> {
     match work {
-        Work::Cluster(op, p) => {
-            let outcome = crate::cluster::run(op, &p, false).await;
+        Work::Cluster(op, p, reset_nodes) => {
+            let outcome = crate::cluster::run(op, &p, reset_nodes).await;
             drop(p);
             outcome.error.map_or(Ok(()), Err)
         }
@@ -438,6 +438,35 @@ mod tests {
         assert!(rec.files["inventory.yaml"].contains("admin"));
         assert_eq!(st.load("par1").unwrap().unwrap().inputs, Some(rec.digest));
         assert_eq!(run().await, [("skipped", None)]);
+    }
+
+    /// `sites apply terminate --reset-nodes` parses, and reaches the cluster's terminate: every
+    /// installed node is reset, so kept machines do not go on running a cluster the state forgot.
+    #[tokio::test]
+    async fn terminate_with_reset_nodes_resets_every_node() {
+        use crate::cluster::prepare::Op as ClusterOp;
+        use crate::cluster::testkit::{position, Fixture};
+        use clap::Parser;
+        #[derive(clap::Parser)]
+        struct Cmd {
+            #[command(subcommand)]
+            op: Op,
+        }
+        let op = Cmd::try_parse_from(["apply", "terminate", "--reset-nodes"]).unwrap().op;
+        assert_eq!(op, Op::Terminate { reset_nodes: true });
+        assert_eq!(Cmd::try_parse_from(["apply", "terminate"]).unwrap().op, Op::Terminate { reset_nodes: false });
+        let f = Fixture::new(1, 1);
+        f.instantiate().await;
+        let before = f.execs().len();
+        let p = f.prepare(ClusterOp::TerminateEnd, serde_json::json!({}), &[]).unwrap();
+        let (events, _rx) = Events::channel();
+        let c: Arc<dyn Connector> = Arc::new(crate::transport::fake::FakeConnector::new());
+        let bounds = Bounds { max_sites: 1, parallel: 1, fail_fast: false, force: false, timeouts: Default::default() };
+        run_work(Work::Cluster(ClusterOp::TerminateEnd, Box::new(p), true), &c, &events, &bounds).await.unwrap();
+        let e = &f.execs()[before..];
+        for n in ["m1", "w1"] {
+            assert!(position(e, n, "kubeadm reset -f").is_some(), "{n}: {e:#?}");
+        }
     }
 
     #[tokio::test]

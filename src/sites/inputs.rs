@@ -24,7 +24,7 @@ pub type Files = BTreeMap<String, String>;
 pub fn of(op: &Op, files: &[(String, String)]) -> Files {
     let own = match op {
         Op::Instantiate => Some("cluster/instantiate.json"),
-        Op::Terminate => Some("cluster/terminate.json"),
+        Op::Terminate { .. } => Some("cluster/terminate.json"),
         Op::ScaleOut => Some("cluster/scale-out.json"),
         Op::ScaleIn { .. } => Some("cluster/scale-in.json"),
         Op::CnfInstantiate | Op::CnfTerminate | Op::RunScript { .. } => None,
@@ -84,7 +84,10 @@ mod tests {
     fn each_operation_reads_its_own_files_and_the_shared_ones() {
         let names = |op: &Op| of(op, &folder()).into_keys().collect::<Vec<_>>();
         assert_eq!(names(&Op::Instantiate), ["cluster/instantiate.json", "inventory.yaml", "known_hosts"]);
-        assert_eq!(names(&Op::Terminate), ["cluster/terminate.json", "inventory.yaml", "known_hosts"]);
+        assert_eq!(
+            names(&Op::Terminate { reset_nodes: false }),
+            ["cluster/terminate.json", "inventory.yaml", "known_hosts"]
+        );
         assert_eq!(names(&Op::CnfInstantiate), ["cnf/app.json", "inventory.yaml", "known_hosts", "values/app.yaml"]);
         assert_eq!(names(&Op::RunScript { script: "x".into(), args: vec![] }), ["inventory.yaml", "known_hosts"]);
     }

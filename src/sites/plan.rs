@@ -77,7 +77,12 @@ pub enum Op {
     /// Cluster instantiate-end with `cluster/instantiate.json`.
     Instantiate,
     /// Cluster terminate-end (`cluster/terminate.json` when there is one).
-    Terminate,
+    Terminate {
+        /// Run `kubeadm reset -f` (and remove what install wrote) on every node first: for
+        /// machines that are kept, or the cluster would keep running while the state forgets it.
+        #[arg(long)]
+        reset_nodes: bool,
+    },
     /// Cluster scale-end SCALE_OUT with `cluster/scale-out.json`.
     ScaleOut,
     /// Cluster scale-start SCALE_IN with `cluster/scale-in.json`: drain and delete the workers
@@ -106,7 +111,7 @@ impl Op {
     pub fn name(&self) -> &'static str {
         match self {
             Op::Instantiate => "instantiate",
-            Op::Terminate => "terminate",
+            Op::Terminate { .. } => "terminate",
             Op::ScaleOut => "scale-out",
             Op::ScaleIn { .. } => "scale-in",
             Op::CnfInstantiate => "cnf-instantiate",
@@ -138,9 +143,14 @@ pub struct Env<'a> {
 
 /// A site ready to run: what was checked, holding its instance locks until dropped.
 pub enum Work {
-    Cluster(cluster_prepare::Op, Box<cluster_prepare::Prepared>),
+    /// A cluster hook; the flag is `--reset-nodes` (terminate only).
+    Cluster(cluster_prepare::Op, Box<cluster_prepare::Prepared>, bool),
     Cnf(Vec<CnfWork>),
-    Script { job: ScriptJob, hosts: Vec<Host>, rt: Box<Runner> },
+    Script {
+        job: ScriptJob,
+        hosts: Vec<Host>,
+        rt: Box<Runner>,
+    },
 }
 
 pub struct CnfWork {
@@ -154,7 +164,8 @@ impl Work {
     /// One line for the plan's summary.
     pub fn describe(&self) -> String {
         match self {
-            Work::Cluster(op, p) => format!("{} ({})", op.name(), p.hook.instance_id()),
+            Work::Cluster(op, p, false) => format!("{} ({})", op.name(), p.hook.instance_id()),
+            Work::Cluster(op, p, true) => format!("{} ({}), nodes reset", op.name(), p.hook.instance_id()),
             Work::Cnf(c) => {
                 let ids: Vec<&str> = c.iter().map(|w| w.id.as_str()).collect();
                 format!("{} CNF(s): {}", c.len(), ids.join(", "))
@@ -192,7 +203,12 @@ async fn prepare_inner(site: &SiteDir, op: &Op, env: &Env<'_>, rt: Runner) -> Re
     let inventory = site.dir.join("inventory.yaml");
     match op {
         Op::Instantiate => cluster(site, env, cluster_prepare::Op::InstantiateEnd, "instantiate.json", &[], rt),
-        Op::Terminate => cluster(site, env, cluster_prepare::Op::TerminateEnd, "terminate.json", &[], rt),
+        Op::Terminate { reset_nodes } => {
+            match cluster(site, env, cluster_prepare::Op::TerminateEnd, "terminate.json", &[], rt)? {
+                Work::Cluster(op, p, _) => Ok(Work::Cluster(op, p, *reset_nodes)),
+                other => Ok(other),
+            }
+        }
         Op::ScaleOut => cluster(site, env, cluster_prepare::Op::ScaleEnd, "scale-out.json", &[], rt),
         Op::ScaleIn { node } => cluster(site, env, cluster_prepare::Op::ScaleStart, "scale-in.json", node, rt),
         Op::CnfInstantiate | Op::CnfTerminate => {
@@ -262,7 +278,7 @@ fn cluster(
         .node(node.to_vec())
         .secret_refs(site.secret_policy(&env.secrets));
     let p = cluster_prepare::prepare(cop, &inputs, (env.store)()?, rt)?;
-    Ok(Work::Cluster(cop, Box::new(p)))
+    Ok(Work::Cluster(cop, Box::new(p), false))
 }
 
 #[cfg(test)]

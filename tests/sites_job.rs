@@ -189,12 +189,17 @@ fn every_index_once_one_killed_and_rerun() -> R {
         }
         Ok(())
     })?;
-    // The state directory as the Job's volume holds it: one instance document per site, named
-    // after the site, so no two pods ever wrote the same file.
+    // The state directory as the Job's volume holds it: one status document per site, and one
+    // record of what its successful run read (for `sites diff`), each named after the site, so
+    // no two pods ever wrote the same file.
     phase("the state volume: per-site files only", || {
         let names = list(&f.state().join("sites"));
-        let want: Vec<String> = (0..SITES).map(|i| format!("{}.json", site_name(i))).collect();
-        check(names == want, || format!("{names:?}"))
+        let mut want: Vec<String> = (0..SITES).map(|i| format!("{}.json", site_name(i))).collect();
+        want.insert(0, "applied".into());
+        check(names == want, || format!("{names:?}"))?;
+        let applied = list(&f.state().join("sites/applied"));
+        let want: Vec<String> = (0..SITES).map(|i| format!("{}.run-script.json", site_name(i))).collect();
+        check(applied == want, || format!("{applied:?}"))
     })
 }
 

@@ -277,6 +277,37 @@ fn twelve_sites_at_once_with_one_down_and_a_resume() -> R {
         let o = f.lab.node_exec("3", &["sh", "-c", "test -e /tmp/site-mark && echo present || echo absent"]);
         check(String::from_utf8_lossy(&o.stdout).trim() == "absent", || "a site outside --only ran".into())
     })?;
+    timed("a site whose inputs changed since it was done runs again; sites diff shows the change", || {
+        let script = f.dir.path().join("mark.sh");
+        let run = |verb: &str| {
+            let a = ["sites", verb, "-o", "json", "--rendered", s(&f.out), "--state-dir", s(&f.state)];
+            let mut a = a.to_vec();
+            a.extend(["--only", "s01,s12", "run-script", s(&script), "again"]);
+            mgmt(&a, &[])
+        };
+        let r = run("apply");
+        r.ok();
+        let st = by_site(&doc(&r));
+        check(st.values().all(|x| x["status"] == "skipped"), || r.stdout.clone())?;
+        // s12 re-rendered with another inventory (a comment is enough: its digest moves).
+        let inv = f.out.join("s12/inventory.yaml");
+        let text = std::fs::read_to_string(&inv).unwrap();
+        std::fs::write(&inv, format!("{text}# changed after the run\n")).unwrap();
+        let r = run("diff");
+        r.ok();
+        let d = by_site(&doc(&r));
+        check(d["s01"]["inputs"] == "unchanged" && d["s01"]["diff"] == "", || r.stdout.clone())?;
+        let diff = d["s12"]["diff"].as_str().unwrap_or("");
+        check(d["s12"]["inputs"] == "changed", || r.stdout.clone())?;
+        check(diff.starts_with("--- a/s12/inventory.yaml\n+++ b/s12/inventory.yaml\n"), || diff.to_string())?;
+        check(diff.contains("\n+# changed after the run\n"), || diff.to_string())?;
+        let r = run("apply");
+        r.ok();
+        let st = by_site(&doc(&r));
+        check(st["s01"]["status"] == "skipped" && st["s12"]["status"] == "done", || r.stdout.clone())?;
+        let o = f.lab.node_exec("24", &["cat", "/tmp/site-mark"]);
+        check(String::from_utf8_lossy(&o.stdout) == "again\n", || "s12 did not run again".into())
+    })?;
     timed("plan a scale-in of one site's worker; terminate two sites", || {
         let r = f.sites(&["plan", "scale-in", "--node", "s01-worker1", "--only", "s01"], &f.out);
         r.ok();

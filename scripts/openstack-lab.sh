@@ -45,6 +45,15 @@ secret() {
     python3 -c 'import secrets; print(secrets.token_hex(16))'
 }
 
+# phase NAME: logs how long the previous phase took (docs/openstack-lab.md quotes these).
+phase() {
+    local now
+    now=$(date +%s.%N)
+    [[ -n ${phase_name-} ]] && log "$(awk -v n="$phase_name" -v a="$phase_start" -v b="$now" 'BEGIN { printf "%s: %.1fs", n, b - a }')"
+    phase_name=$1
+    phase_start=$now
+}
+
 log_tail() {
     local f=$1
     [[ -f $f ]] || return 0
@@ -172,6 +181,7 @@ EOF
         log_tail "$dir/log/keystone-manage.log"
         die "keystone-manage failed (log: $dir/log/keystone-manage.log)"
     }
+    phase "Keystone start"
     OS_KEYSTONE_CONFIG_DIR=$dir/keystone OS_KEYSTONE_CONFIG_FILES=keystone.conf \
         setsid "$py" "$repo/tests/openstack/serve.py" keystone "$port" >"$dir/log/keystone.log" 2>&1 </dev/null &
     echo $! >"$dir/pids/keystone"
@@ -233,6 +243,7 @@ EOF
         log_tail "$dir/log/neutron-db-manage.log"
         die "neutron-db-manage upgrade failed (log: $dir/log/neutron-db-manage.log)"
     }
+    phase "Neutron start"
     OS_NEUTRON_CONFIG_DIR=$n OS_NEUTRON_CONFIG_FILES='neutron.conf;ml2_conf.ini' \
         setsid "$py" "$repo/tests/openstack/serve.py" neutron "$port" >"$dir/log/neutron.log" 2>&1 </dev/null &
     echo $! >"$dir/pids/neutron"
@@ -250,6 +261,7 @@ up_failed() {
 up() {
     [[ -f $dir/pids/keystone || -f $dir/pids/neutron || -f $dir/pids/mariadb ]] &&
         die "$dir is already up; run: $PROG down $dir"
+    phase "venv"
     py=${OPENSTACK_PYTHON:-$("$repo/scripts/openstack-venv.sh")}
     venv_bin=$(dirname "$py")
     venv_etc=$(dirname "$venv_bin")/etc
@@ -267,7 +279,9 @@ up() {
     n_port=$(free_port)
     db_url="mysql+pymysql://lab:$db_pw@127.0.0.1:$db_port"
 
+    phase "MariaDB install-db, start, create databases"
     start_mariadb "$db_pw" "$db_port"
+    phase "Keystone db_sync, keys, bootstrap"
     start_keystone "$db_url" "$k_port" "$admin_pw"
     local json=$dir/cloud.json.part
     install -m 600 /dev/null "$json"
@@ -294,7 +308,9 @@ EOF
         log_tail "$dir/log/catalogue.log"
         die "registering the network endpoint in Keystone failed (log: $dir/log/catalogue.log)"
     }
+    phase "Neutron db upgrade"
     start_neutron "$db_url" "$n_port" "$k_port" "$admin_pw"
+    phase ready
     mv "$json" "$dir/cloud.json"
     trap - EXIT
     log "Keystone http://127.0.0.1:$k_port/v3, Neutron http://127.0.0.1:$n_port, MariaDB 127.0.0.1:$db_port; logs in $dir/log"

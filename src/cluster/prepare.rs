@@ -19,6 +19,7 @@ use crate::lifecycle::package::Package;
 use crate::lifecycle::state::{check_instance_id, Lock, Store};
 use crate::lifecycle::Runner;
 use crate::request::{Doc, GrantRequest, ScaleType, TerminateRequest, VimConnections, VnfInstance, VnfcResourceInfo};
+use crate::vim::addresses::CloudAddresses;
 
 // Callers name a hook, its inputs and its prepared run through this module.
 pub use crate::cluster::inputs::Inputs;
@@ -56,7 +57,10 @@ pub fn prepare(op: Op, a: &Inputs, store: Store, rt: Runner) -> Result<Prepared>
     }
     let pkg = package(op, a)?;
     let given = ParamsIn { params: &params, file: &params_file };
-    let topo = topology(op, a, inst.as_ref(), given, &store, &state, pkg.as_ref())?;
+    let (topo, from_cloud) = topology(op, a, inst.as_ref(), given, &store, &state, pkg.as_ref())?;
+    if let Some(said) = from_cloud {
+        rt.events.for_host("").emit(crate::event::EventKind::Status { subject: "vim".into(), status: said });
+    }
     let vim_connections = match (&req, &inst) {
         (Req::Instantiate(r), _) => r.vim_connection_info.clone(),
         (_, Some(i)) => i.vim_connection_info.clone(),
@@ -277,7 +281,9 @@ struct ParamsIn<'a> {
     file: &'a str,
 }
 
-/// The nodes: from the inventory (groups named after aspects/VDUs), else the VnfInstance.
+/// The nodes: from the inventory (groups named after aspects/VDUs), else the VnfInstance,
+/// with what the instance lacks asked of its VIM (`vim/`); and then which addresses came from
+/// the VIM, said in an event.
 fn topology(
     op: Op,
     a: &Inputs,
@@ -286,6 +292,36 @@ fn topology(
     store: &Store,
     state: &InstanceState,
     pkg: Option<&Package>,
+) -> Result<(Topology, Option<String>)> {
+    let mut from_cloud = None;
+    let t = nodes(op, a, inst, p, store, state, pkg, &mut from_cloud)?;
+    Ok((t, from_cloud))
+}
+
+/// The addresses the instance lacks, from its VIM: none asked when it carries them all, or
+/// has no OpenStack VIM (the topology then says what is missing).
+fn cloud_addresses(
+    a: &Inputs,
+    i: &VnfInstance,
+    params: &ClusterParams,
+    file: &str,
+    vnfd: &Scaling,
+) -> Result<Option<CloudAddresses>> {
+    let Some(want) = topology::cloud_want(i, params, file, vnfd)? else { return Ok(None) };
+    let Some(access) = crate::vim::lookup::access(&a.vim, &i.vim_connection_info, i, file)? else { return Ok(None) };
+    crate::vim::lookup::addresses(&a.vim, &access, &want, file).map(Some)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn nodes(
+    op: Op,
+    a: &Inputs,
+    inst: Option<&VnfInstance>,
+    p: ParamsIn<'_>,
+    store: &Store,
+    state: &InstanceState,
+    pkg: Option<&Package>,
+    from_cloud: &mut Option<String>,
 ) -> Result<Topology> {
     let (params, params_file) = (p.params, p.file);
     let inv_opts = LoadOptions { credentials_from_request: true, ..a.inventory_opts.clone() };
@@ -316,13 +352,12 @@ fn topology(
                 );
             }
             let vnfd = aspect_vdus(params, i, pkg)?;
-            let t = topology::from_vnf_instance(
-                i,
-                params,
-                &a.vnf_instance.as_ref().map(Doc::name).unwrap_or_default(),
-                &d,
-                &vnfd,
-            )?;
+            let file = a.vnf_instance.as_ref().map(Doc::name).unwrap_or_default();
+            let cloud = cloud_addresses(a, i, params, &file, &vnfd)?.unwrap_or_default();
+            let t = topology::from_vnf_instance_and_cloud(i, params, &file, &d, &vnfd, &cloud)?;
+            if !cloud.is_empty() {
+                *from_cloud = Some(format!("addresses from the VIM: {}", cloud.describe()));
+            }
             if op != Op::ScaleStart {
                 return Ok(t);
             }

@@ -8,8 +8,8 @@
 
 use serde_json::{json, Value};
 
-use crate::case::{remove, set, Case};
 use super::hook::{doc, ARGS, PW};
+use crate::case::{remove, set, Case};
 
 const VIM_PW: &str = "vim-pw-tenant-3c9e";
 const FIELD: &str = "vimConnectionInfo.vim1.interfaceInfo.endpoint";

@@ -132,3 +132,117 @@ impl Http for Client {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::io::{BufRead, BufReader, Read, Write};
+    use std::net::TcpListener;
+    use std::sync::mpsc;
+
+    use super::*;
+
+    /// A one-shot HTTP server on a free local port: answers each of `answers` in turn, and
+    /// hands back each request as received (head and body).
+    fn server(answers: Vec<Vec<u8>>) -> (String, mpsc::Receiver<String>) {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", l.local_addr().unwrap());
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for answer in answers {
+                let Ok((s, _)) = l.accept() else { return };
+                let mut r = BufReader::new(s.try_clone().unwrap());
+                let mut head = String::new();
+                let mut len = 0;
+                loop {
+                    let mut line = String::new();
+                    if r.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                        break;
+                    }
+                    if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                        len = v.trim().parse().unwrap_or(0);
+                    }
+                    head.push_str(&line);
+                }
+                let mut body = vec![0; len];
+                r.read_exact(&mut body).unwrap();
+                let _ = tx.send(format!("{head}\r\n{}", String::from_utf8_lossy(&body)));
+                let mut s = s;
+                let _ = s.write_all(&answer);
+            }
+        });
+        (url, rx)
+    }
+
+    fn answer(status: &str, extra: &str, body: &[u8]) -> Vec<u8> {
+        let mut a = format!("HTTP/1.1 {status}\r\n{extra}Content-Length: {}\r\nConnection: close\r\n\r\n", body.len())
+            .into_bytes();
+        a.extend_from_slice(body);
+        a
+    }
+
+    fn req(method: Method, url: String) -> Request {
+        Request {
+            method,
+            url,
+            token: Some(Secret::new("tok-0123456789abcdef")),
+            body: Some(Secret::new("{\"a\":1}")),
+            service: "keystone",
+        }
+    }
+
+    #[test]
+    fn the_token_goes_in_its_header_and_an_http_error_is_an_answer() {
+        let (url, got) = server(vec![
+            answer("201 Created", "X-Subject-Token: gAAAA-subject\r\n", b"{}"),
+            answer("404 Not Found", "", b"{\"error\": {}}"),
+        ]);
+        let c = Client::new(None).unwrap();
+        let r = c.send(&req(Method::Post, format!("{url}/v3/auth/tokens"))).unwrap();
+        assert_eq!((r.status, r.subject_token.unwrap().expose()), (201, "gAAAA-subject"));
+        let sent = got.recv().unwrap();
+        assert!(sent.starts_with("POST /v3/auth/tokens HTTP/1.1"), "{sent}");
+        assert!(sent.to_ascii_lowercase().contains("x-auth-token: tok-0123456789abcdef"), "{sent}");
+        assert!(sent.ends_with("{\"a\":1}"), "{sent}");
+        let r = c.send(&req(Method::Get, format!("{url}/v2.0/ports?device_id=a"))).unwrap();
+        assert_eq!(r.status, 404);
+        assert!(got.recv().unwrap().starts_with("GET /v2.0/ports?device_id=a HTTP/1.1"));
+    }
+
+    #[test]
+    fn a_redirect_is_not_followed_and_a_huge_body_is_refused() {
+        let (other, other_got) = server(vec![answer("200 OK", "", b"{}")]);
+        let (url, _got) = server(vec![
+            answer("307 Temporary Redirect", &format!("Location: {other}/steal\r\n"), b""),
+            answer("200 OK", "", &vec![b' '; 10 * 1024 * 1024]),
+        ]);
+        let c = Client::new(None).unwrap();
+        match c.send(&req(Method::Post, format!("{url}/v3/auth/tokens"))) {
+            Ok(r) => assert_eq!(r.status, 307),
+            Err(e) => assert!(!e.to_string().contains("tok-0123456789abcdef"), "{e}"),
+        }
+        assert!(other_got.try_recv().is_err(), "the password went nowhere else");
+        let e = c.send(&req(Method::Get, format!("{url}/v2.0/ports"))).unwrap_err().to_string();
+        assert!(e.contains("larger than 4194304 bytes"), "{e}");
+    }
+
+    #[test]
+    fn a_refused_connection_is_tried_again_then_named() {
+        let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let c = Client::new(None).unwrap();
+        let e = c.send(&req(Method::Get, format!("http://127.0.0.1:{port}/v2.0/ports"))).unwrap_err();
+        match &e {
+            Error::Connect { node, attempts, .. } => assert_eq!((node.as_str(), *attempts), ("keystone", TRIES)),
+            other => panic!("{other}"),
+        }
+        assert!(!e.to_string().contains("tok-0123456789abcdef"));
+    }
+
+    #[test]
+    fn a_cacert_that_is_no_pem_is_an_input_error() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("ca.pem");
+        std::fs::write(&p, "not a certificate").unwrap();
+        let e = Client::new(Some(&p)).err().unwrap().to_string();
+        assert!(e.contains("--vim-cacert"), "{e}");
+    }
+}

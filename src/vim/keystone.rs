@@ -220,4 +220,12 @@ mod tests {
         let m = parse_token("u", 401, None, title_echo.as_bytes(), None).unwrap_err().to_string();
         assert!(!m.contains(TOKEN), "{m}");
     }
+
+    /// A real Keystone's token body (tests/data/openstack/): its public network endpoint.
+    #[test]
+    fn a_recorded_keystone_answer() {
+        let body = include_bytes!("../../tests/data/openstack/keystone-token.json");
+        let k = parse_token("u", 201, Some(&Secret::new(TOKEN)), body, Some("RegionOne")).unwrap();
+        assert!(k.network_url.starts_with("http://127.0.0.1:"), "{}", k.network_url);
+    }
 }

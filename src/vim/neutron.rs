@@ -258,4 +258,20 @@ mod tests {
             .to_string();
         assert!(e.contains("HTTP 403 (Forbidden)") && !e.contains("gAAAAsecret"), "{e}");
     }
+
+    /// A real Neutron's answers (tests/data/openstack/): four VM ports, the masters' VIP pair,
+    /// one floating IP.
+    #[test]
+    fn recorded_neutron_answers() {
+        let p = parse_ports("u", 200, include_bytes!("../../tests/data/openstack/neutron-ports.json")).unwrap();
+        assert_eq!(p.len(), 4);
+        let vip: IpAddr = "10.10.0.100".parse().unwrap();
+        assert_eq!(p.iter().filter(|p| p.allowed_ips == [vip]).count(), 3);
+        assert!(p.iter().all(|p| p.fixed_ips.len() == 1 && !p.device_id.is_empty()));
+        let f = parse_floating_ips("u", 200, include_bytes!("../../tests/data/openstack/neutron-floatingips.json"))
+            .unwrap();
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].address, "203.0.113.11".parse::<IpAddr>().unwrap());
+        assert!(p.iter().any(|p| p.id == f[0].port_id));
+    }
 }

@@ -75,9 +75,12 @@ impl CloudAddresses {
         self.cps.get(&(vnfc_id.to_string(), cpd_id.to_string()))
     }
 
-    /// Where to log in through CP `cpd_id`: its floating IP, else its fixed address.
+    /// Where to log in through CP `cpd_id`: its floating IP, else its fixed address. Tacker's
+    /// own sample params name `<CP>_floating_ip` (the Heat resource of the CP's floating IP):
+    /// that is the CP `<CP>`'s floating IP here.
     pub fn ssh(&self, vnfc_id: &str, cpd_id: &str) -> Option<String> {
-        self.cp(vnfc_id, cpd_id).map(|c| c.floating.unwrap_or(c.fixed).to_string())
+        let c = self.cp(vnfc_id, cpd_id).or_else(|| self.cp(vnfc_id, floating_stem(cpd_id)?))?;
+        Some(c.floating.unwrap_or(c.fixed).to_string())
     }
 
     pub fn fixed(&self, vnfc_id: &str, cpd_id: &str) -> Option<String> {
@@ -130,6 +133,11 @@ impl CloudAddresses {
         }
         parts.join(", ")
     }
+}
+
+/// `<CP>` of a name `<CP>_floating_ip` (Tacker's sample params' `ssh_cp_name`).
+pub fn floating_stem(name: &str) -> Option<&str> {
+    name.strip_suffix("_floating_ip").filter(|s| !s.is_empty())
 }
 
 fn port_of_handle(v: &Value) -> Option<String> {
@@ -210,6 +218,11 @@ pub fn want(
         }
         let mut wants = Vec::new();
         for cp in cps {
+            let has = |c: &str| v.vnfc_cp_info.iter().any(|x| x.cpd_id == c);
+            let cp = match floating_stem(cp) {
+                Some(stem) if !has(cp) && has(stem) => stem,
+                _ => *cp,
+            };
             let port_id = recorded_port(inst, v, cp);
             if let Some(p) = &port_id {
                 if !id_ok(p) {
@@ -220,7 +233,7 @@ pub fn want(
                     ));
                 }
             }
-            if !wants.iter().any(|w: &CpWant| w.cpd_id == *cp) {
+            if !wants.iter().any(|w: &CpWant| w.cpd_id == cp) {
                 wants.push(CpWant { cpd_id: cp.to_string(), port_id });
             }
         }
@@ -421,5 +434,24 @@ mod tests {
         // Two ports on the VM, none named after the CP: no guess.
         let ports = [port("a", "vm-w1", "x", "10.0.0.1", &[]), port("b", "vm-w1", "y", "10.0.0.2", &[])];
         assert_eq!(resolve(&w, &ports).unwrap().fixed("w1", "workerNode_CP1"), None);
+    }
+
+    /// Tacker's sample params log in through `masterNode_CP1_floating_ip`, a Heat resource no
+    /// VNFC CP is named after: the floating IP of `masterNode_CP1`'s port.
+    #[test]
+    fn a_floating_ip_cp_name_is_its_cps_floating_ip() {
+        let i = instance();
+        let v = &i.instantiated_vnf_info.as_ref().unwrap().vnfc_resource_info;
+        let w = want(&i, &[(&v[0], vec!["masterNode_CP1_floating_ip", "masterNode_CP1"], true)], None, "inst").unwrap();
+        assert_eq!(w.vnfcs[0].cps.len(), 1, "{w:?}");
+        assert_eq!(w.vnfcs[0].cps[0].cpd_id, "masterNode_CP1");
+        let c = resolve(&w, &[port("port-m1", "vm-m1", "", "10.0.0.11", &[])]).unwrap();
+        let c = c.with_floating_ips(
+            &[FloatingIp { port_id: "port-m1".into(), address: "192.0.2.11".parse().unwrap() }],
+            None,
+        );
+        assert_eq!(c.ssh("m1", "masterNode_CP1_floating_ip").as_deref(), Some("192.0.2.11"));
+        assert_eq!(c.fixed("m1", "masterNode_CP1").as_deref(), Some("10.0.0.11"));
+        assert_eq!(floating_stem("_floating_ip"), None);
     }
 }

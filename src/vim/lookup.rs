@@ -34,6 +34,11 @@ pub fn access(vim: &Vim, conns: &VimConnections, inst: &VnfInstance, file: &str)
         i.vnfc_resource_info.iter().find_map(|v| v.compute_resource.as_ref()?.get("vimConnectionId")?.as_str())
     });
     let Some((at, c)) = access::select(conns, named, file)? else { return Ok(None) };
+    // Tacker v1 records its OpenStack entry empty (the VIM's credentials stay in its
+    // database): no endpoint named, no cloud to ask.
+    if c.interface_info.as_ref().and_then(|i| i.get("endpoint")).is_none() {
+        return Ok(None);
+    }
     Access::parse(&at, c, &vim.allowed_auth_urls, file).map(Some)
 }
 
@@ -191,5 +196,18 @@ mod tests {
         let e = addresses(&vim, &access(), &want(), "inst").unwrap_err();
         assert_eq!(e.kind(), "connect");
         assert!(!e.to_string().contains("s3cret-pw"));
+    }
+
+    #[test]
+    fn an_entry_that_names_no_endpoint_is_no_cloud_to_ask() {
+        let inst: VnfInstance = serde_json::from_value(json!({"id": "i", "vimConnectionInfo": [
+            {"id": "v", "vimId": "v", "vimType": "openstack", "interfaceInfo": {}, "accessInfo": {}}]}))
+        .unwrap();
+        assert!(super::access(&Vim::default(), &inst.vim_connection_info, &inst, "f").unwrap().is_none());
+        let inst: VnfInstance = serde_json::from_value(json!({"id": "i", "vimConnectionInfo": [
+            {"id": "v", "vimId": "v", "vimType": "openstack", "interfaceInfo": {"endpoint": "http://ks/v3"}}]}))
+        .unwrap();
+        let e = super::access(&Vim::default(), &inst.vim_connection_info, &inst, "f").unwrap_err().to_string();
+        assert!(e.contains("vimConnectionInfo[0].interfaceInfo.endpoint"), "{e}");
     }
 }

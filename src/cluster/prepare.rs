@@ -587,7 +587,8 @@ mod tests {
             "worker_node": {"vdu_id": "worker", "ssh_cp_name": "w_CP", "username": "ubuntu", "password": "pw"}}}})
     }
 
-    fn cloud() -> std::sync::Arc<crate::vim::fake::Fake> {
+    /// The ports of the stock instance's VMs: the masters allow the VIP.
+    fn cloud_ports() -> Vec<u8> {
         use serde_json::json;
         let port = |id: &str, ip: &str, pairs: &[&str]| {
             json!({"id": format!("port-{id}"), "device_id": format!("vm-{id}"),
@@ -595,6 +596,14 @@ mod tests {
             "allowed_address_pairs": pairs.iter().map(|a| json!({"ip_address": a})).collect::<Vec<_>>()})
         };
         let vip = ["10.0.0.100"];
+        json!({"ports": [port("m1", "10.0.0.11", &vip), port("m2", "10.0.0.12", &vip), port("m3", "10.0.0.13", &vip),
+            port("w1", "10.0.0.21", &[])]})
+        .to_string()
+        .into_bytes()
+    }
+
+    fn cloud() -> std::sync::Arc<crate::vim::fake::Fake> {
+        use serde_json::json;
         std::sync::Arc::new(
             crate::vim::fake::Fake::default()
                 .answer(
@@ -605,15 +614,7 @@ mod tests {
                     {"interface": "public", "region_id": "RegionOne", "url": "http://neutron:9696"}]}]}})
                     .to_string(),
                 )
-                .answer(
-                    "http://neutron:9696/v2.0/ports?",
-                    200,
-                    None,
-                    json!({"ports": [
-                port("m1", "10.0.0.11", &vip), port("m2", "10.0.0.12", &vip), port("m3", "10.0.0.13", &vip),
-                port("w1", "10.0.0.21", &[])]})
-                    .to_string(),
-                )
+                .answer("http://neutron:9696/v2.0/ports?", 200, None, cloud_ports())
                 .answer(
                     "http://neutron:9696/v2.0/floatingips",
                     200,
@@ -705,5 +706,47 @@ mod tests {
         no_vim["vimConnectionInfo"] = serde_json::json!({});
         let e = with_vim(&f, no_vim, &["http://ks/identity/v3"], &http).err().unwrap().to_string();
         assert!(e.contains("no address for master_node.ssh_cp_name 'm_CP'"), "{e}");
+    }
+
+    /// A worker added by scale-out: Tacker records it with no address; scale_end finds it in
+    /// the cloud and joins it (a plan: no state needed).
+    #[test]
+    fn a_scaled_out_worker_gets_its_address_from_the_vim() {
+        let f = Fixture::new(1, 1);
+        let http = cloud();
+        let mut inst = stock_instance();
+        let w2 = serde_json::json!({"id": "w2", "vduId": "worker", "computeResource": {"resourceId": "vm-w2"},
+            "vnfcCpInfo": [{"id": "w2-cp", "cpdId": "w_CP"}]});
+        inst["instantiatedVnfInfo"]["vnfcResourceInfo"].as_array_mut().unwrap().push(w2);
+        let scale = serde_json::json!({"type": "SCALE_OUT", "aspectId": "worker", "numberOfSteps": 1,
+            "additionalParams": ha_body()["additionalParams"].clone()});
+        let port = serde_json::json!({"id": "port-w2", "device_id": "vm-w2", "name": "", "network_id": "n",
+            "fixed_ips": [{"ip_address": "10.0.0.22"}]});
+        let http = std::sync::Arc::new(
+            std::sync::Arc::try_unwrap(http)
+                .ok()
+                .unwrap()
+                .answer("http://neutron:9696/v2.0/ports?device_id=vm-m1&device_id=vm-m2&device_id=vm-m3&device_id=vm-w1&device_id=vm-w2",
+                    200, None, {
+                        let mut all: serde_json::Value = serde_json::from_slice(&cloud_ports()).unwrap();
+                        all["ports"].as_array_mut().unwrap().push(port);
+                        all.to_string()
+                    }),
+        );
+        let p = f
+            .prepare_with(Op::ScaleEnd, scale, &[], |i| {
+                i.inventory = None;
+                i.vnf_instance_id = None;
+                i.dry_run = true;
+                i.vnf_instance = Some(Doc::Inline { name: "vnf_instance".into(), value: inst.clone() });
+                i.vim = crate::vim::Vim {
+                    allowed_auth_urls: vec!["http://ks/identity/v3".into()],
+                    http: Some(http.clone()),
+                };
+            })
+            .unwrap();
+        // No state in a plan: every worker counts as new; the one of interest is among them.
+        assert!(p.targets.iter().any(|t| t == "w2"), "{:?}", p.targets);
+        assert_eq!(p.hook.topo.find("w2").unwrap().nic_ip, "10.0.0.22");
     }
 }

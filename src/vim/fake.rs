@@ -1,4 +1,4 @@
-//! A scripted [`Http`]: answers by URL prefix, and records every request (with its secrets
+//! A scripted [`Http`]: answers by URL prefix (the longest that matches), and records every request (with its secrets
 //! still masked in `Debug`) so a test can count round trips and check what went out.
 
 use std::sync::Mutex;
@@ -28,7 +28,8 @@ impl Fake {
 impl Http for Fake {
     fn send(&self, req: &Request) -> Result<Response> {
         self.sent.lock().unwrap_or_else(|e| e.into_inner()).push(req.clone());
-        let a = self.answers.iter().find(|(p, ..)| req.url.starts_with(p.as_str())).ok_or_else(|| Error::Connect {
+        let matching = self.answers.iter().filter(|(p, ..)| req.url.starts_with(p.as_str()));
+        let a = matching.max_by_key(|(p, ..)| p.len()).ok_or_else(|| Error::Connect {
             node: req.service.to_string(),
             addr: req.url.clone(),
             message: "connection refused (fake)".into(),

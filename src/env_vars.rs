@@ -18,6 +18,8 @@ pub const LOG: &str = "MGMT_DRIVER_LOG";
 pub const SECRETS_DIR: &str = "MGMT_DRIVER_SECRETS_DIR";
 /// `--secret-env`'s names and prefixes.
 pub const SECRET_ENV: &str = "MGMT_DRIVER_SECRET_ENV";
+/// `--vim-auth-url`'s Keystone endpoints.
+pub const VIM_AUTH_URLS: &str = "MGMT_DRIVER_VIM_AUTH_URLS";
 
 /// Who reads a variable.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -89,6 +91,11 @@ pub const ALL: &[Var] = &[
         name: SECRET_ENV,
         reader: Reader::Driver,
         meaning: "The variables (`NAME,PREFIX*`) that `@env:` references in operator-given request files may read, when `--secret-env` is not given. Unset: none.",
+    },
+    Var {
+        name: VIM_AUTH_URLS,
+        reader: Reader::Driver,
+        meaning: "The Keystone endpoints (`URL,URL`) a hook's `vimConnectionInfo` may name, to ask Neutron for node addresses the VNF instance lacks, when `--vim-auth-url` is not given. Unset: the VIM is never asked.",
     },
     Var {
         name: "MGMT_DRIVER_PARAMS",

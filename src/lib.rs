@@ -59,6 +59,7 @@ pub mod ssh;
 pub(crate) mod target;
 pub mod transport;
 pub mod url_mask;
+pub mod vim;
 pub(crate) mod vnfm;
 pub mod workload;
 

@@ -371,6 +371,9 @@ pub struct ExtCpInfo {
     pub cpd_id: Option<String>,
     #[serde(default)]
     pub associated_vnfc_cp_id: Option<String>,
+    /// The external link port (its `resourceHandle` is the Neutron port: `vim/addresses.rs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ext_link_port_id: Option<String>,
     #[serde(default)]
     pub cp_protocol_info: Vec<Value>,
 }
@@ -399,6 +402,9 @@ pub struct VnfcCpInfo {
     pub cpd_id: String,
     #[serde(default)]
     pub vnf_ext_cp_id: Option<String>,
+    /// A VNF-internal (or externally managed) link port: `vim/addresses.rs` finds its port.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vnf_link_port_id: Option<String>,
     #[serde(default)]
     pub cp_protocol_info: Vec<Value>,
 }

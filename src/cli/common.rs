@@ -95,6 +95,21 @@ pub struct SecretArgs {
     pub secret_env: Vec<String>,
 }
 
+/// The VIMs a hook may ask for node addresses the VNF instance lacks (`src/vim/`). The request's
+/// `vimConnectionInfo` is a tenant's: its Keystone endpoint is used only when listed here.
+#[derive(Args, Debug, Clone, Default)]
+#[command(next_help_heading = "Global options")]
+pub struct VimArgs {
+    /// A Keystone v3 endpoint (as the VIM entry's `interfaceInfo.endpoint` names it) the hooks
+    /// may authenticate to, with the entry's own credentials, to read the VNFCs' ports from
+    /// Neutron (repeatable; the variable takes URL,URL). None given: the VIM is never asked.
+    #[arg(long = "vim-auth-url", global = true, env = env_vars::VIM_AUTH_URLS, value_delimiter = ',', value_name = "URL")]
+    pub vim_auth_url: Vec<String>,
+    /// A PEM bundle of CAs to trust for the VIM's HTTPS endpoints, besides the system's.
+    #[arg(long = "vim-cacert", global = true, value_name = "FILE")]
+    pub vim_cacert: Option<PathBuf>,
+}
+
 fn parse_env_rule(s: &str) -> std::result::Result<String, String> {
     crate::secret_ref::check_env_rule(s).map(|()| s.to_string())
 }
@@ -131,6 +146,8 @@ pub struct Ctx {
     pub state_key: Option<PathBuf>,
     /// `--secrets-dir`, `--secret-env`.
     pub secrets: SecretArgs,
+    /// `--vim-auth-url`, `--vim-cacert`.
+    pub vim: VimArgs,
 }
 
 /// A command family's own defaults for `--retry-for` and `--parallel` (their help texts list
@@ -160,6 +177,26 @@ impl Ctx {
     pub fn inventory_opts(&self) -> LoadOptions {
         let ssh_config = self.conn.ssh_config.as_deref().map(SshConfigSource::from_arg).unwrap_or_default();
         LoadOptions { allow_insecure: self.conn.insecure_no_host_key_check, ssh_config, ..Default::default() }
+    }
+
+    /// The VIM settings for the hooks: no allow-list, no client (the VIM is never asked).
+    pub fn vim(&self) -> Result<crate::vim::Vim> {
+        let allowed: Vec<String> =
+            self.vim.vim_auth_url.iter().filter(|u| !u.trim().is_empty()).map(|u| u.trim().to_string()).collect();
+        if allowed.is_empty() {
+            return Ok(crate::vim::Vim::default());
+        }
+        for u in &allowed {
+            if !crate::vim::access::is_http_url(u) {
+                return Err(Error::input(
+                    "arguments",
+                    "--vim-auth-url",
+                    format!("'{}' is not an http(s) URL", crate::error::excerpt(u)),
+                ));
+            }
+        }
+        let client = crate::vim::client::Client::new(self.vim.vim_cacert.as_deref())?;
+        Ok(crate::vim::Vim { allowed_auth_urls: allowed, http: Some(std::sync::Arc::new(client)) })
     }
 
     /// What the operator allows secret references to reach (`--secrets-dir`, `--secret-env`).

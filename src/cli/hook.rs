@@ -94,7 +94,7 @@ pub async fn run(op: Op, a: HookArgs, ctx: &Ctx) -> i32 {
         }
         let store = ctx.store(&a.store.state_dir)?;
         let rt = ctx.runner(events, &Defaults::HOOKS, timeouts, false)?;
-        prepare::prepare(op, &a.inputs(ctx), store, rt)
+        prepare::prepare(op, &a.inputs(ctx).vim(ctx.vim()?), store, rt)
     })();
     let mut env = Envelope::new(op.name(), ctx.run.dry_run);
     let p = match prepared {

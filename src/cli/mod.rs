@@ -28,7 +28,7 @@ use crate::console;
 use crate::env_vars;
 use crate::error::Result;
 use crate::render::Output;
-use common::{ConnArgs, Ctx, RunArgs, SecretArgs, StateDir};
+use common::{ConnArgs, Ctx, RunArgs, SecretArgs, StateDir, VimArgs};
 
 #[derive(Parser, Debug)]
 #[command(name = "mgmt-driver", version, about = "Turn VMs into a Kubernetes cluster with Helm, over SSH")]
@@ -59,6 +59,8 @@ pub struct Cli {
     pub run: RunArgs,
     #[command(flatten)]
     pub secrets: SecretArgs,
+    #[command(flatten)]
+    pub vim: VimArgs,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -233,6 +235,7 @@ pub async fn main(cli: Cli) -> i32 {
         run: cli.run,
         state_key: cli.state_key,
         secrets: cli.secrets,
+        vim: cli.vim,
     };
     match run(cli.command, &ctx).await {
         Ok(code) => code,

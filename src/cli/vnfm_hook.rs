@@ -139,6 +139,10 @@ impl vnfm::run::Setup for Ctx {
     fn dry_run(&self) -> bool {
         self.run.dry_run
     }
+
+    fn vim(&self) -> Result<crate::vim::Vim> {
+        Ctx::vim(self)
+    }
 }
 
 pub async fn run(a: VnfmHookArgs, ctx: &Ctx) -> i32 {

@@ -34,6 +34,9 @@ pub struct Inputs {
     /// Who wrote the documents, so which secret references their passwords may use
     /// (`secret_ref.rs`). Default: a tenant's, none.
     pub secret_refs: Policy,
+    /// The operator's VIM settings: which Keystone endpoints a request may name, and the
+    /// client. The VIM is asked only for addresses the instance lacks.
+    pub vim: crate::vim::Vim,
 }
 
 impl Inputs {
@@ -70,6 +73,12 @@ impl Inputs {
     /// The instance id when no VnfInstance gives it (both given: they must agree).
     pub fn vnf_instance_id(mut self, id: Option<String>) -> Inputs {
         self.vnf_instance_id = id;
+        self
+    }
+
+    /// The operator's VIM allow-list and client (`vim/`).
+    pub fn vim(mut self, vim: crate::vim::Vim) -> Inputs {
+        self.vim = vim;
         self
     }
 

@@ -19,6 +19,7 @@ use crate::lifecycle::package::Package;
 use crate::lifecycle::state::{check_instance_id, Lock, Store};
 use crate::lifecycle::Runner;
 use crate::request::{Doc, GrantRequest, ScaleType, TerminateRequest, VimConnections, VnfInstance, VnfcResourceInfo};
+use crate::vim::addresses::CloudAddresses;
 
 // Callers name a hook, its inputs and its prepared run through this module.
 pub use crate::cluster::inputs::Inputs;
@@ -56,7 +57,10 @@ pub fn prepare(op: Op, a: &Inputs, store: Store, rt: Runner) -> Result<Prepared>
     }
     let pkg = package(op, a)?;
     let given = ParamsIn { params: &params, file: &params_file };
-    let topo = topology(op, a, inst.as_ref(), given, &store, &state, pkg.as_ref())?;
+    let (topo, from_cloud) = topology(op, a, inst.as_ref(), given, &store, &state, pkg.as_ref())?;
+    if let Some(said) = from_cloud {
+        rt.events.for_host("").emit(crate::event::EventKind::Status { subject: "vim".into(), status: said });
+    }
     let vim_connections = match (&req, &inst) {
         (Req::Instantiate(r), _) => r.vim_connection_info.clone(),
         (_, Some(i)) => i.vim_connection_info.clone(),
@@ -277,7 +281,9 @@ struct ParamsIn<'a> {
     file: &'a str,
 }
 
-/// The nodes: from the inventory (groups named after aspects/VDUs), else the VnfInstance.
+/// The nodes: from the inventory (groups named after aspects/VDUs), else the VnfInstance,
+/// with what the instance lacks asked of its VIM (`vim/`); and then which addresses came from
+/// the VIM, said in an event.
 fn topology(
     op: Op,
     a: &Inputs,
@@ -286,6 +292,36 @@ fn topology(
     store: &Store,
     state: &InstanceState,
     pkg: Option<&Package>,
+) -> Result<(Topology, Option<String>)> {
+    let mut from_cloud = None;
+    let t = nodes(op, a, inst, p, store, state, pkg, &mut from_cloud)?;
+    Ok((t, from_cloud))
+}
+
+/// The addresses the instance lacks, from its VIM: none asked when it carries them all, or
+/// has no OpenStack VIM (the topology then says what is missing).
+fn cloud_addresses(
+    a: &Inputs,
+    i: &VnfInstance,
+    params: &ClusterParams,
+    file: &str,
+    vnfd: &Scaling,
+) -> Result<Option<CloudAddresses>> {
+    let Some(want) = topology::cloud_want(i, params, file, vnfd)? else { return Ok(None) };
+    let Some(access) = crate::vim::lookup::access(&a.vim, &i.vim_connection_info, i, file)? else { return Ok(None) };
+    crate::vim::lookup::addresses(&a.vim, &access, &want, file).map(Some)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn nodes(
+    op: Op,
+    a: &Inputs,
+    inst: Option<&VnfInstance>,
+    p: ParamsIn<'_>,
+    store: &Store,
+    state: &InstanceState,
+    pkg: Option<&Package>,
+    from_cloud: &mut Option<String>,
 ) -> Result<Topology> {
     let (params, params_file) = (p.params, p.file);
     let inv_opts = LoadOptions { credentials_from_request: true, ..a.inventory_opts.clone() };
@@ -316,13 +352,12 @@ fn topology(
                 );
             }
             let vnfd = aspect_vdus(params, i, pkg)?;
-            let t = topology::from_vnf_instance(
-                i,
-                params,
-                &a.vnf_instance.as_ref().map(Doc::name).unwrap_or_default(),
-                &d,
-                &vnfd,
-            )?;
+            let file = a.vnf_instance.as_ref().map(Doc::name).unwrap_or_default();
+            let cloud = cloud_addresses(a, i, params, &file, &vnfd)?.unwrap_or_default();
+            let t = topology::from_vnf_instance_and_cloud(i, params, &file, &d, &vnfd, &cloud)?;
+            if !cloud.is_empty() {
+                *from_cloud = Some(format!("addresses from the VIM: {}", cloud.describe()));
+            }
             if op != Op::ScaleStart {
                 return Ok(t);
             }
@@ -523,5 +558,195 @@ mod tests {
         assert!(o.error.is_none(), "{:?}", o.error);
         drop(p);
         assert!(f.state().get("request_inventory").is_none(), "{}", f.state());
+    }
+
+    /// What stock Tacker v2 records for dynamic addresses: the VNFCs and their VMs, each CP
+    /// `isDynamic` with no address, the VIM entry; no metadata addresses.
+    fn stock_instance() -> serde_json::Value {
+        let dynamic = serde_json::json!([{"layerProtocol": "IP_OVER_ETHERNET",
+            "ipOverEthernet": {"ipAddresses": [{"type": "IPV4", "isDynamic": true}]}}]);
+        let vnfc = |id: &str, vdu: &str, cp: &str| {
+            serde_json::json!({"id": id, "vduId": vdu,
+            "computeResource": {"resourceId": format!("vm-{id}"), "vimConnectionId": "vim1"},
+            "vnfcCpInfo": [{"id": format!("{id}-cp"), "cpdId": cp, "cpProtocolInfo": dynamic}]})
+        };
+        serde_json::json!({"id": "vnf1",
+            "vimConnectionInfo": {"vim1": {"vimId": "v", "vimType": "ETSINFV.OPENSTACK_KEYSTONE.V_3",
+                "interfaceInfo": {"endpoint": "http://ks/identity/v3"},
+                "accessInfo": {"username": "nfv", "password": "s3cret-pw", "region": "RegionOne",
+                               "project": "nfv", "projectDomain": "Default", "userDomain": "Default"}}},
+            "instantiatedVnfInfo": {"vnfcResourceInfo": [vnfc("m1", "master", "m_CP"), vnfc("m2", "master", "m_CP"),
+                vnfc("m3", "master", "m_CP"), vnfc("w1", "worker", "w_CP")]}})
+    }
+
+    fn ha_body() -> serde_json::Value {
+        serde_json::json!({"flavourId": "simple", "additionalParams": {"k8s_cluster_installation_param": {
+            "script_path": "Scripts/install_k8s_cluster.sh",
+            "master_node": {"vdu_id": "master", "ssh_cp_name": "m_CP", "cluster_cp_name": "vip_CP",
+                            "cluster_fip_name": "vip_FIP", "username": "ubuntu", "password": "pw"},
+            "worker_node": {"vdu_id": "worker", "ssh_cp_name": "w_CP", "username": "ubuntu", "password": "pw"}}}})
+    }
+
+    /// The ports of the stock instance's VMs: the masters allow the VIP.
+    fn cloud_ports() -> Vec<u8> {
+        use serde_json::json;
+        let port = |id: &str, ip: &str, pairs: &[&str]| {
+            json!({"id": format!("port-{id}"), "device_id": format!("vm-{id}"),
+            "name": "", "network_id": "n", "fixed_ips": [{"ip_address": ip}],
+            "allowed_address_pairs": pairs.iter().map(|a| json!({"ip_address": a})).collect::<Vec<_>>()})
+        };
+        let vip = ["10.0.0.100"];
+        json!({"ports": [port("m1", "10.0.0.11", &vip), port("m2", "10.0.0.12", &vip), port("m3", "10.0.0.13", &vip),
+            port("w1", "10.0.0.21", &[])]})
+        .to_string()
+        .into_bytes()
+    }
+
+    fn cloud() -> std::sync::Arc<crate::vim::fake::Fake> {
+        use serde_json::json;
+        std::sync::Arc::new(
+            crate::vim::fake::Fake::default()
+                .answer(
+                    "http://ks/identity/v3/auth/tokens",
+                    201,
+                    Some("gAAAAABtoken-0123456789abcdef"),
+                    json!({"token": {"catalog": [{"type": "network", "endpoints": [
+                    {"interface": "public", "region_id": "RegionOne", "url": "http://neutron:9696"}]}]}})
+                    .to_string(),
+                )
+                .answer("http://neutron:9696/v2.0/ports?", 200, None, cloud_ports())
+                .answer(
+                    "http://neutron:9696/v2.0/floatingips",
+                    200,
+                    None,
+                    json!({"floatingips": [{"port_id": "port-m1", "floating_ip_address": "192.0.2.11"}]}).to_string(),
+                ),
+        )
+    }
+
+    fn with_vim(
+        f: &Fixture,
+        inst: serde_json::Value,
+        allowed: &[&str],
+        http: &std::sync::Arc<crate::vim::fake::Fake>,
+    ) -> Result<Prepared> {
+        f.prepare_with(Op::InstantiateEnd, ha_body(), &[], |i| {
+            i.inventory = None;
+            i.vnf_instance_id = None;
+            i.vnf_instance = Some(Doc::Inline { name: "vnf_instance".into(), value: inst.clone() });
+            i.vim = crate::vim::Vim {
+                allowed_auth_urls: allowed.iter().map(|s| s.to_string()).collect(),
+                http: Some(http.clone()),
+            };
+        })
+    }
+
+    /// Issue 22: three masters, a worker and the VIP, none of them with an address in what
+    /// stock Tacker records, found through the VIM entry's Keystone and Neutron.
+    #[test]
+    fn a_stock_tacker_instance_gets_its_nodes_and_vip_from_the_vim() {
+        let f = Fixture::new(1, 1);
+        let http = cloud();
+        let p = with_vim(&f, stock_instance(), &["http://ks/identity/v3"], &http).unwrap();
+        let t = &p.hook.topo;
+        assert_eq!(t.master_ips(), "10.0.0.11,10.0.0.12,10.0.0.13");
+        assert_eq!(t.masters[0].host.addr, "192.0.2.11", "a floating IP is where to log in");
+        assert_eq!(t.workers[0].nic_ip, "10.0.0.21");
+        assert_eq!(t.cluster_ip, "10.0.0.100", "the address every master's port allows");
+        assert_eq!(t.cluster_fip, None, "no floating IP for a VIP without its own port");
+        assert_eq!(http.requests().len(), 3, "a token, one ports call, one floating IPs call");
+    }
+
+    /// Precedence: an inventory, then the instance's addresses, then the cloud's.
+    #[test]
+    fn the_inventory_and_the_instances_addresses_come_before_the_vim() {
+        let f = Fixture::new(1, 1);
+        let http = cloud();
+        let p = f.prepare_with(Op::InstantiateEnd, Fixture::instantiate_body(), &[], |i| {
+            i.vnf_instance = Some(Doc::Inline { name: "vnf_instance".into(), value: stock_instance() });
+            i.vim =
+                crate::vim::Vim { allowed_auth_urls: vec!["http://ks/identity/v3".into()], http: Some(http.clone()) };
+        });
+        assert!(p.is_ok(), "{:?}", p.err());
+        assert!(http.requests().is_empty(), "an inventory gives the nodes: the VIM is not asked");
+        drop(p);
+        let mut inst = stock_instance();
+        inst["instantiatedVnfInfo"]["vnfcResourceInfo"][3]["vnfcCpInfo"][0]["cpProtocolInfo"][0]["ipOverEthernet"]
+            ["ipAddresses"][0]["addresses"] = serde_json::json!(["10.9.9.21"]);
+        let p = with_vim(&f, inst, &["http://ks/identity/v3"], &http).unwrap();
+        assert_eq!(p.hook.topo.workers[0].nic_ip, "10.9.9.21", "the instance's own address wins");
+        assert_eq!(p.hook.topo.masters[1].nic_ip, "10.0.0.12", "and the cloud fills in the rest");
+        drop(p);
+        let mut all = stock_instance();
+        for (i, ip) in ["10.8.0.11", "10.8.0.12", "10.8.0.13", "10.8.0.21"].iter().enumerate() {
+            all["instantiatedVnfInfo"]["vnfcResourceInfo"][i]["vnfcCpInfo"][0]["cpProtocolInfo"][0]["ipOverEthernet"]
+                ["ipAddresses"][0]["addresses"] = serde_json::json!([ip]);
+        }
+        all["metadata"] = serde_json::json!({"mgmt_driver_addresses": {"m1": {"vip_CP": "10.8.0.100"}}});
+        let before = http.requests().len();
+        let p = with_vim(&f, all, &["http://ks/identity/v3"], &http).unwrap();
+        assert_eq!(p.hook.topo.cluster_ip, "10.8.0.100");
+        assert_eq!(http.requests().len(), before, "nothing missing: the VIM is not asked");
+    }
+
+    /// The tenant's endpoint is used only when the operator allowed it; without an OpenStack
+    /// VIM entry the missing address is said as before.
+    #[test]
+    fn a_vim_the_operator_did_not_allow_is_never_asked() {
+        let f = Fixture::new(1, 1);
+        let http = cloud();
+        let e = with_vim(&f, stock_instance(), &[], &http).err().unwrap();
+        assert_eq!(e.exit_code(), 2);
+        let m = e.to_string();
+        assert!(m.contains("vimConnectionInfo.vim1.interfaceInfo.endpoint") && m.contains("--vim-auth-url"), "{m}");
+        let e = with_vim(&f, stock_instance(), &["http://other/v3"], &http).err().unwrap().to_string();
+        assert!(e.contains("is not a Keystone endpoint the operator allowed") && !e.contains("s3cret-pw"), "{e}");
+        assert!(http.requests().is_empty());
+        let mut no_vim = stock_instance();
+        no_vim["vimConnectionInfo"] = serde_json::json!({});
+        let e = with_vim(&f, no_vim, &["http://ks/identity/v3"], &http).err().unwrap().to_string();
+        assert!(e.contains("no address for master_node.ssh_cp_name 'm_CP'"), "{e}");
+    }
+
+    /// A worker added by scale-out: Tacker records it with no address; scale_end finds it in
+    /// the cloud and joins it (a plan: no state needed).
+    #[test]
+    fn a_scaled_out_worker_gets_its_address_from_the_vim() {
+        let f = Fixture::new(1, 1);
+        let http = cloud();
+        let mut inst = stock_instance();
+        let w2 = serde_json::json!({"id": "w2", "vduId": "worker", "computeResource": {"resourceId": "vm-w2"},
+            "vnfcCpInfo": [{"id": "w2-cp", "cpdId": "w_CP"}]});
+        inst["instantiatedVnfInfo"]["vnfcResourceInfo"].as_array_mut().unwrap().push(w2);
+        let scale = serde_json::json!({"type": "SCALE_OUT", "aspectId": "worker", "numberOfSteps": 1,
+            "additionalParams": ha_body()["additionalParams"].clone()});
+        let port = serde_json::json!({"id": "port-w2", "device_id": "vm-w2", "name": "", "network_id": "n",
+            "fixed_ips": [{"ip_address": "10.0.0.22"}]});
+        let http = std::sync::Arc::new(
+            std::sync::Arc::try_unwrap(http)
+                .ok()
+                .unwrap()
+                .answer("http://neutron:9696/v2.0/ports?device_id=vm-m1&device_id=vm-m2&device_id=vm-m3&device_id=vm-w1&device_id=vm-w2",
+                    200, None, {
+                        let mut all: serde_json::Value = serde_json::from_slice(&cloud_ports()).unwrap();
+                        all["ports"].as_array_mut().unwrap().push(port);
+                        all.to_string()
+                    }),
+        );
+        let p = f
+            .prepare_with(Op::ScaleEnd, scale, &[], |i| {
+                i.inventory = None;
+                i.vnf_instance_id = None;
+                i.dry_run = true;
+                i.vnf_instance = Some(Doc::Inline { name: "vnf_instance".into(), value: inst.clone() });
+                i.vim = crate::vim::Vim {
+                    allowed_auth_urls: vec!["http://ks/identity/v3".into()],
+                    http: Some(http.clone()),
+                };
+            })
+            .unwrap();
+        // No state in a plan: every worker counts as new; the one of interest is among them.
+        assert!(p.targets.iter().any(|t| t == "w2"), "{:?}", p.targets);
+        assert_eq!(p.hook.topo.find("w2").unwrap().nic_ip, "10.0.0.22");
     }
 }

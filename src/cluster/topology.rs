@@ -11,8 +11,9 @@ use crate::cluster::state::InstanceState;
 use crate::cnf::vnfd::Scaling;
 use crate::error::{Error, Result};
 use crate::inventory::{Auth, Host, HostKeyCheck, Inventory};
-use crate::request::VnfInstance;
+use crate::request::{VnfInstance, VnfcResourceInfo};
 use crate::target::{Node, Role};
+use crate::vim::addresses::{CloudAddresses, Want};
 
 #[derive(Clone, Debug)]
 pub struct ClusterNode {
@@ -215,12 +216,71 @@ fn in_group(r: &RoleParams, vdu_id: &str, vnfd: &Scaling) -> bool {
 
 /// The nodes the VNF instance lists, by role. `vnfd` is the package's scaling data (empty when
 /// there is none): with it an `aspect_id` finds the VNFCs of the VDUs that aspect scales.
+#[cfg(test)]
 pub fn from_vnf_instance(
     inst: &VnfInstance,
     p: &ClusterParams,
     file: &str,
     d: &NodeDefaults,
     vnfd: &Scaling,
+) -> Result<Topology> {
+    from_vnf_instance_and_cloud(inst, p, file, d, vnfd, &CloudAddresses::default())
+}
+
+/// The VNFCs of a role, as the instance lists them.
+fn role_vnfcs<'a>(
+    inst: &'a VnfInstance,
+    r: &'a RoleParams,
+    vnfd: &'a Scaling,
+) -> impl Iterator<Item = &'a VnfcResourceInfo> {
+    let vnfcs = inst.instantiated_vnf_info.as_ref().map(|i| i.vnfc_resource_info.as_slice()).unwrap_or_default();
+    vnfcs.iter().filter(move |v| in_group(r, &v.vdu_id, vnfd))
+}
+
+/// What the cloud must be asked (`vim/addresses.rs`), or None when the instance carries every
+/// address the cluster cannot do without: each node's login address (`ssh_cp_name`) and the
+/// cluster address (`cluster_cp_name`). When the cloud is asked, it is also asked for the
+/// cluster-network addresses (`nic_cp_name`) and the floating IPs the instance lacks; an
+/// address the instance carries is never replaced.
+pub fn cloud_want(inst: &VnfInstance, p: &ClusterParams, file: &str, vnfd: &Scaling) -> Result<Option<Want>> {
+    let roles = [(&p.master, true), (&p.worker, false)];
+    let lacking =
+        roles.iter().any(|(r, _)| role_vnfcs(inst, r, vnfd).any(|v| inst.address_of(v, &r.ssh_cp_name).is_none()))
+            || inst.any_address_of(&p.cluster_cp_name).is_none();
+    if !lacking {
+        return Ok(None);
+    }
+    let mut vnfcs = Vec::new();
+    for (r, master) in roles {
+        for v in role_vnfcs(inst, r, vnfd) {
+            let cps: Vec<&str> = [r.ssh_cp_name.as_str(), r.nic_cp_name.as_str()]
+                .into_iter()
+                .filter(|cp| inst.address_of(v, cp).is_none())
+                .collect();
+            let needs_vip_pairs = master && !cps.contains(&r.nic_cp_name.as_str());
+            // A master's port on the cluster network carries the VIP's allowed address pair.
+            let cps = if needs_vip_pairs { [cps, vec![r.nic_cp_name.as_str()]].concat() } else { cps };
+            if !cps.is_empty() {
+                vnfcs.push((v, cps, master));
+            }
+        }
+    }
+    let vip = inst
+        .any_address_of(&p.cluster_cp_name)
+        .is_none()
+        .then_some((p.cluster_cp_name.as_str(), p.master.nic_cp_name.as_str()));
+    crate::vim::addresses::want(inst, &vnfcs, vip, file).map(Some)
+}
+
+/// [`from_vnf_instance`] with the cloud's addresses (`cloud`) for what the instance lacks: the
+/// instance's own addresses come first, then the cloud's.
+pub fn from_vnf_instance_and_cloud(
+    inst: &VnfInstance,
+    p: &ClusterParams,
+    file: &str,
+    d: &NodeDefaults,
+    vnfd: &Scaling,
+    cloud: &CloudAddresses,
 ) -> Result<Topology> {
     let vnfcs = inst.instantiated_vnf_info.as_ref().map(|i| i.vnfc_resource_info.as_slice()).unwrap_or_default();
     let role_nodes = |r: &RoleParams, role: Role, param: &str| -> Result<Vec<ClusterNode>> {
@@ -235,11 +295,15 @@ pub fn from_vnf_instance(
             if !id_ok {
                 return Err(Error::input(file, format!("{at}.id"), "a VNFC id is letters, digits, '-', '_', '.'"));
             }
-            let ssh = inst.address_of(v, &r.ssh_cp_name).ok_or_else(|| {
-                Error::input(file, &at, format!("no address for {param}.ssh_cp_name '{}'", r.ssh_cp_name))
-            })?;
+            let ssh =
+                inst.address_of(v, &r.ssh_cp_name).or_else(|| cloud.ssh(&v.id, &r.ssh_cp_name)).ok_or_else(|| {
+                    Error::input(file, &at, format!("no address for {param}.ssh_cp_name '{}'", r.ssh_cp_name))
+                })?;
             ip(&ssh, file, &format!("{at}.{}", r.ssh_cp_name), "the VNFC's address")?;
-            let nic = inst.address_of(v, &r.nic_cp_name).unwrap_or_else(|| ssh.clone());
+            let nic = inst
+                .address_of(v, &r.nic_cp_name)
+                .or_else(|| cloud.fixed(&v.id, &r.nic_cp_name))
+                .unwrap_or_else(|| ssh.clone());
             ip(&nic, file, &format!("{at}.{}", r.nic_cp_name), "the VNFC's address")?;
             let host = d.request_login(&v.id, &ssh, &nic, r, vec![group.to_string()]);
             let placement = crate::cluster::labels::placement_of(v, file, &at)?;
@@ -265,10 +329,17 @@ pub fn from_vnf_instance(
     let workers = role_nodes(&p.worker, Role::Worker, "worker_node")?;
     // The cluster CP is a master's own port (single master) or a VIP the VNFM must list in
     // the first master's vnfcCpInfo.
-    let cluster_ip = inst.any_address_of(&p.cluster_cp_name).ok_or_else(|| {
-        Error::input(file, "master_node.cluster_cp_name", format!("no address for '{}'", p.cluster_cp_name))
-    })?;
-    let cluster_fip = p.cluster_fip_name.as_ref().and_then(|n| inst.any_address_of(n));
+    let cluster_ip = inst
+        .any_address_of(&p.cluster_cp_name)
+        .or_else(|| cloud.any_fixed(&p.cluster_cp_name))
+        .or_else(|| cloud.vip.map(|v| v.to_string()))
+        .ok_or_else(|| {
+            Error::input(file, "master_node.cluster_cp_name", format!("no address for '{}'", p.cluster_cp_name))
+        })?;
+    let cluster_fip = p
+        .cluster_fip_name
+        .as_ref()
+        .and_then(|n| inst.any_address_of(n).or_else(|| cloud.vip_floating.map(|f| f.to_string())));
     check(Topology { masters, workers, cluster_ip, cluster_fip }, file)
 }
 

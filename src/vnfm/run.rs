@@ -51,6 +51,11 @@ pub trait Setup {
     fn inventory_opts(&self) -> LoadOptions;
     /// Only planning: `--dry-run`, or the document's `options.dry_run`.
     fn dry_run(&self) -> bool;
+    /// The operator's VIM allow-list and client, for addresses the instance lacks (`vim/`).
+    /// Default: none (the VIM is never asked).
+    fn vim(&self) -> Result<crate::vim::Vim> {
+        Ok(crate::vim::Vim::default())
+    }
 }
 
 /// What an action left for the response.
@@ -214,7 +219,8 @@ async fn cluster<S: Setup>(
         .node(node)
         .tacker_compat(c.opts.tacker_compat.unwrap_or(false))
         .known_hosts(c.opts.known_hosts.clone())
-        .secret_refs(Policy::Tenant);
+        .secret_refs(Policy::Tenant)
+        .vim(setup.vim()?);
     let timeouts = Timeouts { install: c.install_timeout, drain: c.drain_timeout, ..Default::default() };
     let writes_kubeconfig = matches!(op, Op::InstantiateEnd | Op::HealEnd);
     let kubeconfig_out = c.opts.kubeconfig_out.as_ref().filter(|_| writes_kubeconfig);

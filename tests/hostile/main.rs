@@ -28,6 +28,7 @@ mod tenant_cluster;
 mod tenant_options;
 mod tenant_secrets;
 mod tenant_state;
+mod tenant_vim;
 mod workload;
 
 /// The corpus as one suite: one trial per case.
@@ -46,5 +47,6 @@ pub fn suite() -> Suite {
     cases.extend(tenant_cluster::cases());
     cases.extend(tenant_secrets::cases());
     cases.extend(tenant_state::cases());
+    cases.extend(tenant_vim::cases());
     case::suite(file!(), cases)
 }

@@ -19,6 +19,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -42,25 +43,52 @@ def dynamic(vm):
     return cp
 
 
+def cloud_up(tmp):
+    """The OpenStack lab up under TMP (down at class cleanup, by the caller): the `cloud`
+    module's Cloud for it. Skips loudly (fails under CI=true) when the lab is not in the tree."""
+    if not (os.path.exists(LAB_SH) and os.path.exists(os.path.join(CLOUD_PY, "cloud.py"))):
+        if os.environ.get("CI") == "true":
+            raise AssertionError("scripts/openstack-lab.sh or tests/openstack/cloud.py missing")
+        raise unittest.SkipTest("*** no OpenStack lab in this tree (scripts/openstack-lab.sh): SKIPPED ***")
+    sys.path.insert(0, CLOUD_PY)
+    import cloud  # noqa: E402
+    # MariaDB runs as `mysql` under root: it must reach its directory.
+    os.chmod(tmp, 0o755)
+    lab = os.path.join(tmp, "cloud")
+    start = time.monotonic()
+    r = subprocess.run(["bash", LAB_SH, "up", lab], capture_output=True, text=True)
+    v2.TIMINGS.append(("OpenStack lab up (Keystone, Neutron, MariaDB; not Tacker)", time.monotonic() - start))
+    if r.returncode != 0:
+        subprocess.run(["bash", LAB_SH, "down", lab], capture_output=True)
+        raise AssertionError("openstack-lab.sh up failed:\n" + r.stdout + r.stderr)
+    return cloud.Cloud(os.path.join(lab, "cloud.json")), lab
+
+
+def stock_instance(inst_id, vms, vim, ports, recorded):
+    """What Tacker's OpenStack infra driver records: no address anywhere (every CP dynamic); the
+    ports of the VMs in RECORDED as external link ports (their Neutron ids), the others' not
+    recorded (the driver finds them by the VM, Neutron's device_id)."""
+    d = v2.instance_dict(inst_id, "simple", vms, vim)
+    d["instantiatedVnfInfo"]["extCpInfo"] = [dynamic(vm) for vm in vms]
+    d["instantiatedVnfInfo"]["extVirtualLinkInfo"] = [{
+        "id": "ext-vl", "resourceHandle": {"resourceId": "ext-vl-net"},
+        "extLinkPorts": [{"id": "elp-" + vm.port, "cpInstanceId": vm.ext_cp,
+                          "resourceHandle": {"resourceId": ports[vm.port],
+                                             "vimLevelResourceType": "OS::Neutron::Port"}}
+                         for vm in vms if vm in recorded]}]
+    return v2.objects.VnfInstanceV2.from_dict(d)
+
+
 class Cloud(unittest.TestCase):
+    """Dry runs (no node contacted): the addresses, the VIP and a floating IP from the cloud, and
+    the operator's allow-list."""
+
     @classmethod
     def setUpClass(cls):
-        if not (os.path.exists(LAB_SH) and os.path.exists(os.path.join(CLOUD_PY, "cloud.py"))):
-            if os.environ.get("CI") == "true":
-                raise AssertionError("scripts/openstack-lab.sh or tests/openstack/cloud.py missing")
-            raise unittest.SkipTest("*** no OpenStack lab in this tree (scripts/openstack-lab.sh): SKIPPED ***")
-        sys.path.insert(0, CLOUD_PY)
-        import cloud  # noqa: E402
         cls.tmp = tempfile.mkdtemp(prefix="tkc-cloud-")
         cls.addClassCleanup(shutil.rmtree, cls.tmp, ignore_errors=True)
-        # MariaDB runs as `mysql` under root: it must reach its directory.
-        os.chmod(cls.tmp, 0o755)
-        lab = os.path.join(cls.tmp, "lab")
-        r = subprocess.run(["bash", LAB_SH, "up", lab], capture_output=True, text=True)
-        if r.returncode != 0:
-            raise AssertionError("openstack-lab.sh up failed:\n" + r.stdout + r.stderr)
+        c, lab = cloud_up(cls.tmp)
         cls.addClassCleanup(subprocess.run, ["bash", LAB_SH, "down", lab], capture_output=True)
-        c = cloud.Cloud(os.path.join(lab, "cloud.json"))
         cls.auth_url = c.auth_url
         acc = c.tenant("tkc", "tkc_user", VIM_PW)
         net = c.network("tkc-net", "10.73.0.0/24", auth=acc)
@@ -73,8 +101,8 @@ class Cloud(unittest.TestCase):
             pairs = ["10.73.0.100"] if vm.vdu == "masterNode" else None
             p = c.port(net, vm.address, name="stk-%s-x" % vm.cpd, device_id=vm.server,
                        allowed_address_pairs=pairs, auth=acc)
-            cls.ports[vm.server] = p["id"]
-        c.floating_ip(ext, cls.ports[cls.masters[0].server], "203.0.113.10")
+            cls.ports[vm.port] = p["id"]
+        c.floating_ip(ext, cls.ports[cls.masters[0].port], "203.0.113.10")
         cls.vim = {"vim1": {"vimId": "d82ee798-a1d2-4854-8f74-4892ad706751",
                             "vimType": "ETSINFV.OPENSTACK_KEYSTONE.V_3",
                             "interfaceInfo": {"endpoint": c.auth_url}, "accessInfo": acc}}
@@ -82,18 +110,8 @@ class Cloud(unittest.TestCase):
         cls.tacker = v2.TackerSide(cls.pkg)
 
     def instance(self):
-        """What Tacker's OpenStack infra driver records: masters' ports as external link ports
-        (their Neutron ids), the worker's not recorded (found by its VM), no address anywhere."""
         vms = self.masters + [self.worker]
-        d = v2.instance_dict("tkc-cluster", "simple", vms, self.vim)
-        d["instantiatedVnfInfo"]["extCpInfo"] = [dynamic(vm) for vm in vms]
-        d["instantiatedVnfInfo"]["extVirtualLinkInfo"] = [{
-            "id": "tkc-net", "resourceHandle": {"resourceId": "tkc-net"},
-            "extLinkPorts": [{"id": "elp-" + vm.port, "cpInstanceId": vm.ext_cp,
-                              "resourceHandle": {"resourceId": self.ports[vm.server],
-                                                 "vimLevelResourceType": "OS::Neutron::Port"}}
-                             for vm in self.masters]}]
-        return v2.objects.VnfInstanceV2.from_dict(d)
+        return stock_instance("tkc-cluster", vms, self.vim, self.ports, self.masters)
 
     def test_instantiate_end_finds_every_address_in_the_cloud(self):
         params = {"script_path": "Scripts/install_k8s_cluster.sh", "vim_name": "kubernetes_vim",
@@ -121,6 +139,174 @@ class Cloud(unittest.TestCase):
         text = str(e.exception)
         self.assertIn("interfaceInfo.endpoint", text)
         self.assertNotIn(VIM_PW, text)
+
+
+LAB_NAME, LAB_NET = "tkc", 73
+
+
+@unittest.skipUnless(v2.is_root(), "the lab needs root")
+class CloudLab(unittest.TestCase):
+    """The cluster's life cycle on kit nodes (lab tkc, net 73) with Tacker's real id scheme and
+    only what stock Tacker records: every address dynamic, the masters' ports recorded as
+    external link ports, the workers' not; a scale-out's worker is a new server on a new port;
+    a heal is a new server (new id) on the same port. Every address comes from the real
+    Keystone and Neutron, where the ports hold the lab nodes' addresses."""
+
+    N = 5
+
+    @classmethod
+    def setUpClass(cls):
+        if not os.access(v2.BIN, os.X_OK):
+            raise AssertionError("%s is missing: run cargo build first" % v2.BIN)
+        cls.tmp = tempfile.mkdtemp(prefix="tkc-lab-")
+        cls.addClassCleanup(shutil.rmtree, cls.tmp, ignore_errors=True)
+        cls.c, lab = cloud_up(cls.tmp)
+        cls.addClassCleanup(subprocess.run, ["bash", LAB_SH, "down", lab], capture_output=True)
+        cls.addClassCleanup(v2.lab_sh, "down", "--name", LAB_NAME, check=False)
+        cls.pkg = v2.lab_package(cls.tmp)
+        cls.tacker = v2.TackerSide(cls.pkg)
+        start = time.monotonic()
+        v2.lab_sh("up", str(cls.N), "--kit", "--name", LAB_NAME, "--net", str(LAB_NET))
+        v2.TIMINGS.append(("lab up (%d kit nodes; not Tacker)" % cls.N, time.monotonic() - start))
+        with open(os.path.join(v2.REPO, "target", "lab", LAB_NAME, "password")) as f:
+            cls.password = f.read().strip()
+        ip = lambda i: "198.18.%d.%d" % (LAB_NET, 10 + i)  # noqa: E731
+        cls.vip = ip(90)
+        cls.masters = [v2.Vm("masterNode", i, ip(i + 1)) for i in range(3)]
+        cls.workers = [v2.Vm("workerNode", 0, ip(4)), v2.Vm("workerNode", 1, ip(5))]
+        cls.node_of = {vm.server: i + 1 for i, vm in enumerate(cls.masters + cls.workers)}
+        cls.acc = cls.c.tenant("tkclab", "tkclab_user", VIM_PW)
+        cls.net = cls.c.network("tkc-lab", "198.18.%d.0/24" % LAB_NET, auth=cls.acc)
+        cls.ports = {}
+        for vm in cls.masters + cls.workers[:1]:
+            cls.add_port(vm)
+        cls.vim = {"vim1": {"vimId": "0b7d3a55-8f3e-4c61-9d53-2b1c47c6a9e1",
+                            "vimType": "ETSINFV.OPENSTACK_KEYSTONE.V_3",
+                            "interfaceInfo": {"endpoint": cls.c.auth_url}, "accessInfo": cls.acc}}
+        cls.state = os.path.join(cls.tmp, "state")
+
+    @classmethod
+    def add_port(cls, vm):
+        """The port Heat makes for VM's CP (named `<stack>-<CP>-<suffix>`), bound to its server;
+        the masters allow the VIP (keepalived moves it between them)."""
+        pairs = [cls.vip] if vm.vdu == "masterNode" else None
+        p = cls.c.port(cls.net, vm.address, name="stk-%s-%s" % (vm.cpd, vm.n), device_id=vm.server,
+                       allowed_address_pairs=pairs, auth=cls.acc)
+        cls.ports[vm.port] = p["id"]
+
+    def params(self):
+        node = {"username": "mduser", "password": self.password}
+        return {"k8s_cluster_installation_param": {
+            "script_path": "Scripts/install_k8s_cluster.sh",
+            "helm_installation_script_path": "Scripts/install_helm.sh",
+            "vim_name": "kubernetes_vim",
+            "master_node": dict(node, vdu_id="masterNode", ssh_cp_name="masterNode_CP1",
+                                nic_cp_name="masterNode_CP1", cluster_cp_name="vip_CP",
+                                pod_cidr="192.168.0.0/16", cluster_cidr="10.199.187.0/24"),
+            "worker_node": dict(node, vdu_id="workerNode", ssh_cp_name="workerNode_CP1",
+                                nic_cp_name="workerNode_CP1"),
+            "offline_artifacts_path": "Files/offline",
+            "script_environment": {"K8S_ALLOW_ANY_OS": "1"}}}
+
+    def env(self):
+        e = v2.Env(self.state)
+        e.vars["MGMT_DRIVER_VIM_AUTH_URLS"] = self.c.auth_url
+        return e
+
+    def on(self, i, cmd):
+        return v2.lab_sh("exec", str(i), "--name", LAB_NAME, "--", "sh", "-c", cmd).stdout
+
+    def k8s_nodes(self):
+        out = self.on(1, "KUBECONFIG=/etc/kubernetes/admin.conf kubectl get nodes -o name")
+        return sorted(line.split("/", 1)[1] for line in out.split() if "/" in line)
+
+    @staticmethod
+    def hostnames(vms):
+        role = {"masterNode": "master", "workerNode": "worker"}
+        return sorted("%s%s" % (role[vm.vdu], vm.address.rsplit(".", 1)[1]) for vm in vms)
+
+    def instance(self, vms):
+        return stock_instance("tkc-cluster", vms, self.vim, self.ports, self.masters)
+
+    def test_lifecycle_with_addresses_from_neutron(self):
+        req = v2.objects.InstantiateVnfRequest.from_dict({
+            "flavourId": "simple", "vimConnectionInfo": self.vim, "additionalParams": self.params()})
+        first = self.masters + self.workers[:1]
+        inst = self.instance(first)
+        self.assertNotIn(self.masters[0].address, json.dumps(inst.to_dict()),
+                         "the instance carries no address: they must come from the cloud")
+        grant_req, grant = v2.grant_pair(inst, "INSTANTIATE", add=first)
+        with self.env():
+            self.tacker.call("cloud lab: instantiate_start", "instantiate_start", "simple", req, inst,
+                             grant_req, grant)
+            self.tacker.call("cloud lab: instantiate_end (3 masters + 1 worker, addresses from Neutron)",
+                             "instantiate_end", "simple", req, inst, grant_req, grant)
+        entry = v2.k8s_entry(inst)
+        self.assertIsNotNone(entry, "Tacker's instance has no kubernetes_vim entry")
+        self.assertEqual(entry.interfaceInfo["endpoint"], "https://%s:16443" % self.vip,
+                         "the VIP is the address every master's Neutron port allows")
+        self.assertEqual(sorted(entry.extra["helm_info"]["masternode_ip"]),
+                         sorted(m.address for m in self.masters))
+        self.assertEqual(self.k8s_nodes(), self.hostnames(first))
+
+        # SCALE_OUT: Tacker's Heat made a new server with a new port; Tacker records neither
+        # its address nor (for a worker) its port.
+        new = self.workers[1]
+        self.add_port(new)
+        out_req = v2.objects.ScaleVnfRequest.from_dict({"type": "SCALE_OUT", "aspectId": "worker_instance",
+                                                        "numberOfSteps": 1})
+        grant_req, grant = v2.grant_pair(inst, "SCALE", add=[new])
+        with self.env():
+            self.tacker.call("cloud lab: scale_start (SCALE_OUT)", "scale_start", "simple", out_req, inst,
+                             grant_req, grant)
+            cluster = first + [new]
+            inst.instantiatedVnfInfo = self.instance(cluster).instantiatedVnfInfo
+            self.tacker.call("cloud lab: scale_end (SCALE_OUT, +1 worker from Neutron)", "scale_end",
+                             "simple", out_req, inst, grant_req, grant)
+        self.assertEqual(self.k8s_nodes(), self.hostnames(cluster))
+
+        # HEAL a worker and a master as Tacker v2 does: a new server (new id) on the same port;
+        # Nova binds the port to the new server, so Neutron's device_id changes between the hooks.
+        for label, vm in (("worker", self.workers[1]), ("master", self.masters[2])):
+            heal_req = v2.objects.HealVnfRequest.from_dict({"vnfcInstanceId": [vm.vnfc_info_id]})
+            grant_req, grant = v2.grant_pair(inst, "HEAL", remove=[vm], add=[vm])
+            healed = vm.replaced()
+            with self.env():
+                self.tacker.call("cloud lab: heal_start (%s)" % label, "heal_start", "simple", heal_req,
+                                 inst, grant_req, grant)
+                v2.Lab.fresh_vm(self, self.node_of[vm.server])
+                self.c.update_port(self.ports[vm.port], auth=self.acc, device_id=healed.server)
+                self.node_of[healed.server] = self.node_of[vm.server]
+                cluster = [healed if c is vm else c for c in cluster]
+                if vm in self.masters:
+                    self.masters = [healed if m is vm else m for m in self.masters]
+                inst.instantiatedVnfInfo = self.instance(cluster).instantiatedVnfInfo
+                self.tacker.call("cloud lab: heal_end (%s, new server id)" % label, "heal_end", "simple",
+                                 heal_req, inst, grant_req, grant)
+            self.assertEqual(self.k8s_nodes(), self.hostnames(cluster), label)
+
+        # SCALE_IN: the grant names the first worker; Tacker deletes its server and port after
+        # scale_start has drained it.
+        gone = self.workers[0]
+        in_req = v2.objects.ScaleVnfRequest.from_dict({"type": "SCALE_IN", "aspectId": "worker_instance",
+                                                       "numberOfSteps": 1})
+        grant_req, grant = v2.grant_pair(inst, "SCALE", remove=[gone])
+        with self.env():
+            self.tacker.call("cloud lab: scale_start (SCALE_IN)", "scale_start", "simple", in_req, inst,
+                             grant_req, grant)
+            self.c.delete_port(self.ports.pop(gone.port))
+            cluster = [c for c in cluster if c is not gone]
+            inst.instantiatedVnfInfo = self.instance(cluster).instantiatedVnfInfo
+            self.tacker.call("cloud lab: scale_end (SCALE_IN)", "scale_end", "simple", in_req, inst,
+                             grant_req, grant)
+        self.assertEqual(self.k8s_nodes(), self.hostnames(cluster))
+
+        term_req = v2.objects.TerminateVnfRequest.from_dict({"terminationType": "FORCEFUL"})
+        grant_req, grant = v2.grant_pair(inst, "TERMINATE", remove=cluster)
+        with self.env():
+            self.tacker.call("cloud lab: terminate_end", "terminate_end", "simple", term_req, inst,
+                             grant_req, grant)
+        self.assertIsNone(v2.k8s_entry(inst), "terminate_end removes the VIM entry")
 
 
 if __name__ == "__main__":

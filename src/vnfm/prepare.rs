@@ -26,6 +26,9 @@ pub struct Call {
     pub request_inventory: Option<String>,
     pub install_timeout: Duration,
     pub drain_timeout: Duration,
+    /// The request's shorter wait for a node that does not answer SSH yet (capped by the
+    /// operator's `--retry-for`); `None`: the operator's.
+    pub retry_for: Option<Duration>,
 }
 
 /// What the command line gives: options (they win over the document's) and the timeouts.
@@ -34,6 +37,8 @@ pub struct Flags {
     pub options: Options,
     pub install_timeout: Option<Duration>,
     pub drain_timeout: Option<Duration>,
+    /// `--retry-for`: the request's `retry_for` may not exceed it.
+    pub retry_for: Option<Duration>,
 }
 
 /// Check the document `text` (named `name`) and settle the options: the operator's (flags, then
@@ -54,6 +59,7 @@ pub fn prepare(text: &str, name: &str, flags: Flags) -> Result<Call> {
         drain_timeout: flags
             .drain_timeout
             .map_or_else(|| optional(&opts.drain_timeout, "drain_timeout"), |d| Ok(Some(d)))?,
+        retry_for: flags.retry_for,
     };
     let file = format!("{name}: request");
     let tenant = tenant_options::check(doc.additional_params().get("mgmt_driver"), &operator, &file)?;
@@ -66,7 +72,17 @@ pub fn prepare(text: &str, name: &str, flags: Flags) -> Result<Call> {
     let install_timeout = tenant.install_timeout.or(operator.install_timeout).unwrap_or(Duration::from_secs(2700));
     let drain_timeout = tenant.drain_timeout.or(operator.drain_timeout).unwrap_or(Duration::from_secs(300));
     let request_inventory = tenant.inventory.clone().filter(|_| package_inventory);
-    Ok(Call { doc, name: name.to_string(), opts, package_inventory, request_inventory, install_timeout, drain_timeout })
+    let retry_for = tenant.retry_for;
+    Ok(Call {
+        doc,
+        name: name.to_string(),
+        opts,
+        package_inventory,
+        request_inventory,
+        install_timeout,
+        drain_timeout,
+        retry_for,
+    })
 }
 
 /// The request's inventory: a file of the package (a path elsewhere could make an error message
@@ -158,5 +174,17 @@ mod tests {
         let e =
             prepare(&doc("{}", r#"{"inventory":"inv.yaml"}"#), "in.json", Flags::default()).err().unwrap().to_string();
         assert!(e.contains("additionalParams.mgmt_driver.inventory: names a file of the package"), "{e}");
+    }
+
+    /// The wait for a VM that never boots: the request may shorten the operator's
+    /// `--retry-for`, never exceed it.
+    #[test]
+    fn the_request_shortens_the_wait_for_a_booting_vm_up_to_the_operators_retry_for() {
+        let flags = || Flags { retry_for: Some(Duration::from_secs(120)), ..Default::default() };
+        let c = prepare(&doc("{}", r#"{"retry_for":"90s"}"#), "in.json", flags()).unwrap();
+        assert_eq!(c.retry_for, Some(Duration::from_secs(90)));
+        assert_eq!(prepare(&doc("{}", "null"), "in.json", flags()).unwrap().retry_for, None);
+        let e = prepare(&doc("{}", r#"{"retry_for":"3m"}"#), "in.json", flags()).err().unwrap().to_string();
+        assert!(e.contains("additionalParams.mgmt_driver.retry_for: '3m' is longer than the operator allows"), "{e}");
     }
 }

@@ -62,15 +62,16 @@ pub async fn run(h: &Hook) -> Result<serde_json::Value> {
         h.outcome(m, "joined as master");
     }
 
-    // 4. Workers, all at once, each on its own: one that never boots keeps no other out; the
-    // cluster is finished and recorded with those that joined, and the hook fails at the end
-    // naming the others (a retry joins only them).
-    let mut failed = None;
+    // 4. Workers, all at once, each on its own: one that never boots keeps no other out. Those
+    // that joined are recorded and labelled; the hook then fails naming the others, before the
+    // VIM record (there is none before the cluster is complete), and a re-run joins only them.
     if !workers.is_empty() {
         let tok = token.as_ref().expect("set above");
-        let (joined, f) = join_workers(h, &workers, tok, &ca_hash).await;
-        failed = f;
+        let (joined, failed) = join_workers(h, "workers: join", &workers, tok, &ca_hash).await;
         labels_apply::apply(h, main, &joined).await?;
+        if let Some(e) = failed {
+            return Err(e);
+        }
     }
 
     // 5. Bearer token for the VIM.
@@ -84,8 +85,7 @@ pub async fn run(h: &Hook) -> Result<serde_json::Value> {
     crate::cluster::storage_ops::setup(h).await?;
 
     // 8. Record.
-    let record = h.write_record(&bearer)?;
-    failed.map_or(Ok(record), Err)
+    h.write_record(&bearer)
 }
 
 /// Install the main master, or on a re-run take its facts from the record or from the node.
@@ -139,8 +139,8 @@ mod tests {
     use crate::cluster::prepare::Op;
     use crate::cluster::testkit::{position, Fixture};
 
-    /// A worker VM that never boots fails only itself: the cluster is built and recorded with
-    /// the others, and the hook's error names it (a retry then joins only it: nothing is lost).
+    /// A worker VM that never boots fails only itself: the others join and are recorded, and
+    /// the hook's error names it (a re-run then joins only it: nothing is lost).
     #[tokio::test]
     async fn an_unreachable_worker_fails_alone_and_the_others_are_recorded() {
         let f = Fixture::new(1, 2);
@@ -154,6 +154,7 @@ mod tests {
         assert_eq!(st["nodes"]["w2"]["installed"], true, "{st:#}");
         assert_eq!(st["nodes"]["m1"]["installed"], true, "{st:#}");
         assert!(st["nodes"].get("w1").is_none_or(|n| n["installed"] != true), "{st:#}");
+        assert!(st["vim"].is_null(), "no record before the cluster is complete");
     }
 
     #[tokio::test]

@@ -79,7 +79,7 @@ pub async fn scale_out(h: &Hook, targets: &[&ClusterNode]) -> Result<serde_json:
     let token = h.join_token(via).await?;
     let hash = h.ca_hash()?;
     // Each new worker on its own: an unreachable one does not keep the others out.
-    let (joined, failed) = join_workers(h, &new, &token, &hash).await;
+    let (joined, failed) = join_workers(h, "scale out: join workers", &new, &token, &hash).await;
     if joined.is_empty() {
         return Err(failed.expect("no worker joined, so one failed"));
     }

@@ -12,9 +12,11 @@ use crate::lifecycle::all_ok;
 use crate::secret::Secret;
 
 /// Prepare and join `workers` (none installed yet) with the join `token` and CA `hash`, all at
-/// once: the ones that joined, and the failure of the others (it names them), if any.
+/// once, shown as the step `phase`: the ones that joined, and the failure of the others (it
+/// names them), if any.
 pub async fn join_workers<'a>(
     h: &Hook,
+    phase: &str,
     workers: &[&'a ClusterNode],
     token: &Secret,
     hash: &str,
@@ -22,7 +24,7 @@ pub async fn join_workers<'a>(
     if workers.is_empty() {
         return (vec![], None);
     }
-    h.rt.phase("workers: upload scripts, /etc/hosts, join", workers, true);
+    h.rt.phase(phase, workers, true);
     let res =
         h.rt.each(workers, |w| async move {
             prepare_node(h, w).await?;

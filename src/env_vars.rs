@@ -119,6 +119,11 @@ pub const ALL: &[Var] = &[
         meaning: "Extra arguments for `mgmt-driver hook`, split as a shell would (e.g. `--dry-run`, `--tacker-compat`).",
     },
     Var {
+        name: "MGMT_DRIVER_HOOK_LOG",
+        reader: Reader::Glue,
+        meaning: "Tacker v2 shim: a file mgmt-driver's progress lines are appended to (Tacker keeps only the error lines, in the operation's error detail).",
+    },
+    Var {
         name: "MGMT_DRIVER_KUBECONFIG_DIR",
         reader: Reader::Glue,
         meaning: "Tacker v1: a kubeconfig per cluster, written by instantiate_end and heal_end to `<dir>/<vnf instance id>.kubeconfig` (mode 0600).",

@@ -114,16 +114,29 @@ def scale_in_grant_request(vnf_instance, stack_ids):
     return {'vnfInstanceId': vnf_instance.id, 'operation': 'SCALE', 'removeResources': removes}
 
 
+# What Tacker stores per failed operation: enough for the errors of a large cluster's nodes.
+MAX_ERRORS = 20
+MAX_ERROR_TEXT = 4000
+
+
 def error_text(response, rc, stderr):
     """What Tacker shows for a failed hook: the response's errors (which name the
-    field, node and command and never hold a secret), else the last line of stderr."""
+    field, node and command and never hold a secret), each once and bounded, else
+    mgmt-driver's last `error:` line (its progress lines are only logged)."""
     if isinstance(response, dict):
-        msgs = [e.get('message', '') for e in response.get('errors') or [] if isinstance(e, dict)]
-        msgs = [m for m in msgs if m]
+        msgs = []
+        for e in response.get('errors') or []:
+            m = e.get('message', '') if isinstance(e, dict) else ''
+            if m and m not in msgs:
+                msgs.append(m)
         if msgs:
-            return '; '.join(msgs)
-    lines = [ln for ln in (stderr or '').splitlines() if ln.strip()]
-    tail = lines[-1] if lines else 'no output'
+            text = '; '.join(msgs[:MAX_ERRORS])
+            if len(msgs) > MAX_ERRORS:
+                text += '; ... and %d more errors' % (len(msgs) - MAX_ERRORS)
+            return text[:MAX_ERROR_TEXT]
+    lines = [ln.strip() for ln in (stderr or '').splitlines() if ln.strip()]
+    errors = [ln[len('error: '):] for ln in lines if ln.startswith('error: ')]
+    tail = (errors or lines or ['no output'])[-1][:MAX_ERROR_TEXT // 2]
     return 'mgmt-driver hook exited %s without a response document (%s)' % (rc, tail)
 
 

@@ -124,12 +124,23 @@ impl vnfm::run::Setup for Ctx {
         self.store(dir)
     }
 
-    fn runner_for(&self, events: Events, family: Family, timeouts: Timeouts) -> Result<Runner> {
+    fn runner_for(
+        &self,
+        events: Events,
+        family: Family,
+        timeouts: Timeouts,
+        retry_for: Option<Duration>,
+    ) -> Result<Runner> {
         let defaults = match family {
             Family::Cluster => Defaults::HOOKS,
             Family::Cnf => Defaults::MASTERS,
         };
-        self.runner(events, &defaults, timeouts, false)
+        // The request's value only shortens the operator's (checked in vnfm::prepare, and
+        // again here against this family's own default).
+        let mut ctx = self.clone();
+        let operator = self.conn.retry_for.unwrap_or(defaults.retry_for);
+        ctx.conn.retry_for = Some(retry_for.map_or(operator, |r| r.min(operator)));
+        ctx.runner(events, &defaults, timeouts, false)
     }
 
     fn inventory_opts(&self) -> LoadOptions {
@@ -147,7 +158,12 @@ impl vnfm::run::Setup for Ctx {
 
 pub async fn run(a: VnfmHookArgs, ctx: &Ctx) -> i32 {
     let name = a.input.as_ref().map(|p| p.display().to_string()).unwrap_or_else(|| "<stdin>".into());
-    let flags = Flags { options: a.options(), install_timeout: a.install_timeout, drain_timeout: a.drain_timeout };
+    let flags = Flags {
+        options: a.options(),
+        install_timeout: a.install_timeout,
+        drain_timeout: a.drain_timeout,
+        retry_for: ctx.conn.retry_for,
+    };
     let call = match read(&a, &name).and_then(|text| vnfm::prepare::prepare(&text, &name, flags)) {
         Ok(c) => c,
         Err(e) => {

@@ -9,6 +9,8 @@
 //!   connections, no sshpass), and its haproxy backend back on every survivor, reloaded.
 //!
 //! SOL003 (whole VNF): start forgets the VIM record and every node; end is a full instantiate.
+//! Tacker's grant names the replaced servers by their old ids at both hooks: heal_start records
+//! each one's address under that id, so heal_end finds the replacement (`healing.rs`).
 
 use crate::cluster::drain::remove_from_cluster;
 use crate::cluster::hook::Hook;
@@ -356,6 +358,44 @@ mod tests {
         emptied["instantiatedVnfInfo"]["vnfcResourceInfo"] = serde_json::json!([]);
         let o = f.run_tacker(Op::TerminateEnd, serde_json::json!({}), &[], &emptied).await.expect("terminated");
         assert!(o.error.is_none(), "{:?}", o.error);
+    }
+
+    /// Tacker v2's SOL003 heal (no vnfcInstanceId): the grant's removeResources name every
+    /// server by its old id, heal_end's grant still does, and the instance lists the
+    /// replacements (new ids, same ports and addresses). heal_end finds them by what heal_start
+    /// recorded, rebuilds the cluster, and records one node per address.
+    #[tokio::test]
+    async fn a_sol003_heal_named_by_the_grants_old_server_ids_is_found_at_heal_end() {
+        use crate::cluster::testkit::tacker_instance;
+        let f = Fixture::new(1, 0);
+        let before = tacker_instance(&[("master", "srv-m1", "192.0.2.11"), ("worker", "srv-w1", "192.0.2.21")]);
+        let after = tacker_instance(&[("master", "srv-m1b", "192.0.2.11"), ("worker", "srv-w1b", "192.0.2.21")]);
+        let o = f.run_tacker(Op::InstantiateEnd, Fixture::instantiate_body(), &[], &before).await.unwrap();
+        assert!(o.error.is_none(), "{:?}", o.error);
+        // As VnfLcmDriverV2._make_SOL003_heal_grant_request makes it.
+        let rm = |vdu: &str, srv: &str| {
+            json!({"id": format!("rm-{srv}"), "type": "COMPUTE", "resourceTemplateId": vdu,
+                   "resource": {"resourceId": srv, "vimLevelResourceType": "OS::Nova::Server"}})
+        };
+        let grant = json!({"vnfInstanceId": "vnf1", "vnfLcmOpOccId": "op1", "vnfdId": "d", "operation": "HEAL",
+            "isAutomaticInvocation": false, "flavourId": "simple",
+            "removeResources": [rm("master", "srv-m1"), rm("worker", "srv-w1")],
+            "addResources": [{"id": "a1", "type": "COMPUTE", "resourceTemplateId": "master"},
+                             {"id": "a2", "type": "COMPUTE", "resourceTemplateId": "worker"}]});
+        let o = f.run_tacker_granted(Op::HealStart, json!({}), &[], &before, Some(&grant)).await.unwrap();
+        assert!(o.error.is_none(), "{:?}", o.error);
+        let mark = f.execs().len();
+        let o = f
+            .run_tacker_granted(Op::HealEnd, json!({}), &[], &after, Some(&grant))
+            .await
+            .expect("the replaced servers are found by their addresses");
+        assert!(o.error.is_none(), "{:?}", o.error);
+        let e = &f.execs()[mark..];
+        assert!(position(e, "srv-m1b", "install_k8s_cluster.sh").is_some(), "{e:#?}");
+        assert!(position(e, "srv-w1b", "install_k8s_cluster.sh -w").is_some(), "{e:#?}");
+        let nodes = f.state()["nodes"].clone();
+        let names: Vec<&String> = nodes.as_object().unwrap().keys().collect();
+        assert_eq!(names, ["srv-m1b", "srv-w1b"], "one node per address: {nodes:#}");
     }
 
     #[tokio::test]

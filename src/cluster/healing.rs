@@ -5,7 +5,9 @@
 //! address but has a new id, and Tacker's default vnfcInfo id is `<vduId>-<server id>`. So the
 //! `vnfcInstanceId` that `heal_end`'s request repeats names the old server, which the instance
 //! no longer lists. The address (and SSH port) the node had at `heal_start` is what survives
-//! the replacement; this module records it per request id and finds the node at it later.
+//! the replacement; this module records it per request id and finds the node at it later. A
+//! SOL003 heal names no VNFC: its grant's `removeResources` name the old servers by resource
+//! id, which serves as the request id here.
 //! Pure: the hook records and saves (`prepare.rs`, `heal.rs`).
 
 use std::collections::BTreeMap;

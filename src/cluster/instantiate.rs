@@ -1,9 +1,10 @@
 //! `instantiate_end`: VMs → a Kubernetes cluster with Helm, and the record of how to reach it.
 //!
-//! 1. Upload the scripts to every node and write `/etc/hosts` (all nodes at once).
+//! 1. Upload the scripts to the masters (and workers already installed) and write `/etc/hosts`.
 //! 2. Main master: run the install script; parse token, server, CA hash and CA certificate.
 //! 3. Other masters, one after another, each with a fresh certificate key.
-//! 4. Workers, all at once; then their placement labels (`labels_apply.rs`) from the main master.
+//! 4. Workers, all at once, each on its own (`worker_join.rs`: scripts, `/etc/hosts`, join);
+//!    then their placement labels (`labels_apply.rs`) from the main master.
 //! 5. The VIM's bearer token (cluster-admin ServiceAccount token Secret).
 //! 6. Helm on every master at once, when the package ships a Helm script.
 //! 7. Storage (`storage_ops.rs`): NFS clients, the storage server, the PersistentVolumes.
@@ -18,14 +19,17 @@ use crate::cluster::node_cmd::{self as cmd, InstallMode};
 use crate::cluster::prepare_nodes::prepare_nodes;
 use crate::cluster::script_env;
 use crate::cluster::topology::ClusterNode;
+use crate::cluster::worker_join::join_workers;
 use crate::error::Result;
 use crate::facts::kubectl::BearerToken;
 use crate::lifecycle::all_ok;
 use crate::secret::Secret;
 
 pub async fn run(h: &Hook) -> Result<serde_json::Value> {
-    let all: Vec<&ClusterNode> = h.topo.all().collect();
-    prepare_nodes(h, &all).await?;
+    // The masters first, all of them; each new worker prepares with its own join (step 4).
+    let workers: Vec<&ClusterNode> = h.topo.workers.iter().filter(|w| !h.installed(w)).collect();
+    let first: Vec<&ClusterNode> = h.topo.all().filter(|n| !workers.iter().any(|w| w.name() == n.name())).collect();
+    prepare_nodes(h, &first).await?;
 
     // 2. Main master.
     let main = &h.topo.masters[0];
@@ -33,7 +37,6 @@ pub async fn run(h: &Hook) -> Result<serde_json::Value> {
     let ca_hash = h.with_state(|s| s.facts.as_ref().map(|f| f.ca_hash.clone())).unwrap_or_default();
 
     let masters: Vec<&ClusterNode> = h.topo.masters.iter().skip(1).filter(|m| !h.installed(m)).collect();
-    let workers: Vec<&ClusterNode> = h.topo.workers.iter().filter(|w| !h.installed(w)).collect();
     for m in h.topo.masters.iter().skip(1).chain(h.topo.workers.iter()).filter(|n| h.installed(n)) {
         h.outcome(m, "already installed");
     }
@@ -59,22 +62,16 @@ pub async fn run(h: &Hook) -> Result<serde_json::Value> {
         h.outcome(m, "joined as master");
     }
 
-    // 4. Workers, all at once.
+    // 4. Workers, all at once, each on its own: one that never boots keeps no other out. Those
+    // that joined are recorded and labelled; the hook then fails naming the others, before the
+    // VIM record (there is none before the cluster is complete), and a re-run joins only them.
     if !workers.is_empty() {
-        h.rt.phase("workers: join", &workers, true);
         let tok = token.as_ref().expect("set above");
-        let res =
-            h.rt.each(&workers, |w| {
-                let ca_hash = &ca_hash;
-                async move {
-                    let r = h.install(w, InstallMode::Worker, Some((tok, ca_hash)), None).await;
-                    h.outcome(w, if r.is_ok() { "joined as worker" } else { "failed" });
-                    r
-                }
-            })
-            .await;
-        all_ok(res)?;
-        labels_apply::apply(h, main, &workers).await?;
+        let (joined, failed) = join_workers(h, "workers: join", &workers, tok, &ca_hash).await;
+        labels_apply::apply(h, main, &joined).await?;
+        if let Some(e) = failed {
+            return Err(e);
+        }
     }
 
     // 5. Bearer token for the VIM.
@@ -141,6 +138,24 @@ pub async fn install_helm(h: &Hook, masters: &[&ClusterNode]) -> Result<()> {
 mod tests {
     use crate::cluster::prepare::Op;
     use crate::cluster::testkit::{position, Fixture};
+
+    /// A worker VM that never boots fails only itself: the others join and are recorded, and
+    /// the hook's error names it (a re-run then joins only it: nothing is lost).
+    #[tokio::test]
+    async fn an_unreachable_worker_fails_alone_and_the_others_are_recorded() {
+        let f = Fixture::new(1, 2);
+        f.fake.down("w1");
+        let o = f.run(Op::InstantiateEnd, Fixture::instantiate_body(), &[]).await;
+        let err = o.error.expect("w1 never answered").to_string();
+        assert!(err.contains("w1") && !err.contains("w2"), "{err}");
+        let e = f.execs();
+        assert!(position(&e, "w2", "install_k8s_cluster.sh -w").is_some(), "{e:#?}");
+        let st = f.state();
+        assert_eq!(st["nodes"]["w2"]["installed"], true, "{st:#}");
+        assert_eq!(st["nodes"]["m1"]["installed"], true, "{st:#}");
+        assert!(st["nodes"].get("w1").is_none_or(|n| n["installed"] != true), "{st:#}");
+        assert!(st["vim"].is_null(), "no record before the cluster is complete");
+    }
 
     #[tokio::test]
     async fn masters_join_one_after_another_then_workers_then_token_helm_record() {

@@ -61,6 +61,7 @@ pub mod registry_apply;
 pub mod scale;
 pub mod storage_ops;
 pub mod terminate;
+pub mod worker_join;
 
 use crate::inventory::HostKeyCheck;
 use crate::lifecycle::Runner;

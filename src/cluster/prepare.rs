@@ -95,11 +95,16 @@ pub fn prepare(op: Op, a: &Inputs, store: Store, rt: Runner) -> Result<Prepared>
     let mut hook = Hook::new(rt, store, id, state, checked);
     let targets = targets(op, &hook, &req, a, inst.as_ref())?;
     if let (Op::HealStart, Req::Heal(r)) = (op, &req) {
-        if !r.whole_vnf() {
-            // Saved by heal_start's first step; heal_end finds the nodes by it.
-            let learned = crate::cluster::healing::learned(&r.vnfc_instance_id, &targets, &hook.topo);
-            hook.with_state(|s| s.healing = learned);
-        }
+        // Saved by heal_start's first step; heal_end finds the nodes by it.
+        let learned = if !r.whole_vnf() {
+            crate::cluster::healing::learned(&r.vnfc_instance_id, &targets, &hook.topo)
+        } else {
+            // SOL003: the grant names the servers Tacker replaces, by their old ids.
+            let (ids, nodes): (Vec<String>, Vec<String>) =
+                grant_removed(op, &hook, a, inst.as_ref())?.into_iter().unzip();
+            crate::cluster::healing::learned(&ids, &nodes, &hook.topo)
+        };
+        hook.with_state(|s| s.healing = learned);
     }
     apply_targets(op, &req, &targets, &mut hook);
     // Every file a node would get must resolve now, before any node is touched.
@@ -434,25 +439,7 @@ fn targets(op: Op, h: &Hook, req: &Req, a: &Inputs, inst: Option<&VnfInstance>) 
     if !a.node.is_empty() {
         return Ok(a.node.clone());
     }
-    let removed = || -> Result<Vec<String>> {
-        let Some(g) = &a.grant_request else { return Ok(vec![]) };
-        let grant: GrantRequest = g.load()?;
-        grant
-            .remove_resources
-            .iter()
-            .enumerate()
-            .filter(|(_, r)| r.kind == "COMPUTE")
-            .map(|(i, r)| {
-                let rid = r.resource.as_ref().and_then(|x| x.resource_id.as_deref()).unwrap_or(&r.id);
-                let v = inst.and_then(|inst| inst.vnfc_by_resource(rid));
-                v.and_then(|v| node_of(h, inst, v)).ok_or_else(|| {
-                    let msg =
-                        format!("'{}' names no VNFC of the VNF instance that is a node of the cluster", excerpt(rid));
-                    Error::input(g.name(), format!("removeResources[{i}].resource.resourceId"), msg)
-                })
-            })
-            .collect()
-    };
+    let removed = || grant_removed(op, h, a, inst).map(|v| v.into_iter().map(|(_, n)| n).collect::<Vec<_>>());
     match (op, req) {
         (Op::HealStart | Op::HealEnd, Req::Heal(r)) if !r.whole_vnf() => r
             .vnfc_instance_id
@@ -499,6 +486,34 @@ fn targets(op: Op, h: &Hook, req: &Req, a: &Inputs, inst: Option<&VnfInstance>) 
         }
         _ => Ok(vec![]),
     }
+}
+
+/// The nodes a grant's `removeResources` name (COMPUTE), each with the resource id it was named
+/// by. At `heal_end` Tacker has replaced the servers: the instance lists new server ids (same
+/// ports and addresses), so an old id that names no VNFC is the node heal_start recorded under
+/// it, found at its address (`healing.rs`); one heal_start did not record is no node now.
+fn grant_removed(op: Op, h: &Hook, a: &Inputs, inst: Option<&VnfInstance>) -> Result<Vec<(String, String)>> {
+    let Some(g) = &a.grant_request else { return Ok(vec![]) };
+    let grant: GrantRequest = g.load()?;
+    grant
+        .remove_resources
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| r.kind == "COMPUTE")
+        .map(|(i, r)| {
+            let rid = r.resource.as_ref().and_then(|x| x.resource_id.as_deref()).unwrap_or(&r.id);
+            let v = inst.and_then(|inst| inst.vnfc_by_resource(rid));
+            let healed = || {
+                let rec = h.with_state(|s| s.healing.get(rid).cloned()).filter(|_| op == Op::HealEnd)?;
+                crate::cluster::healing::now(&rec, &h.topo).map(|n| n.name().to_string())
+            };
+            let node = v.and_then(|v| node_of(h, inst, v)).or_else(healed).ok_or_else(|| {
+                let msg = format!("'{}' names no VNFC of the VNF instance that is a node of the cluster", excerpt(rid));
+                Error::input(g.name(), format!("removeResources[{i}].resource.resourceId"), msg)
+            })?;
+            Ok((rid.to_string(), node))
+        })
+        .collect()
 }
 
 /// The cluster node a VNFC is: the node named after it (nodes from the VnfInstance), else the

@@ -15,19 +15,15 @@ pub async fn prepare_nodes(h: &Hook, nodes: &[&ClusterNode]) -> Result<()> {
         return Ok(());
     }
     h.rt.phase("upload scripts, /etc/hosts", nodes, true);
-    let entries = h.topo.hosts_entries();
-    let res =
-        h.rt.each(nodes, |n| {
-            let entries = &entries;
-            async move {
-                h.clean_env(n).await?;
-                h.rt.upload(n, h.script_uploads(n)?).await?;
-                let hosts = cmd::hosts_update(entries, &[])?;
-                h.rt.exec(n, h.rt.root_cmd(n, hosts, h.rt.timeouts.command)).await?;
-                registry_apply::apply(h, n).await?;
-                Ok(())
-            }
-        })
-        .await;
+    let res = h.rt.each(nodes, |n| prepare_node(h, n)).await;
     crate::lifecycle::all_ok(res).map(|_| ())
+}
+
+/// The same first step on one node (a new worker prepares and joins on its own: `worker_join.rs`).
+pub async fn prepare_node(h: &Hook, n: &ClusterNode) -> Result<()> {
+    h.clean_env(n).await?;
+    h.rt.upload(n, h.script_uploads(n)?).await?;
+    let hosts = cmd::hosts_update(&h.topo.hosts_entries(), &[])?;
+    h.rt.exec(n, h.rt.root_cmd(n, hosts, h.rt.timeouts.command)).await?;
+    registry_apply::apply(h, n).await
 }

@@ -4,18 +4,19 @@
 //! wait for eviction, check that only DaemonSet pods are left, delete the Node; then drop its
 //! line from `/etc/hosts` on every remaining node.
 //!
-//! SCALE_OUT, after the VNFM created the VMs: a fresh join token from a master, the scripts and
-//! the full `/etc/hosts` on the new workers, join them all at once, label them, then add their
-//! lines to `/etc/hosts` on the existing nodes and bring those nodes' registries to the params.
+//! SCALE_OUT, after the VNFM created the VMs: a fresh join token from a master, then each new
+//! worker on its own (`worker_join.rs`: scripts, the full `/etc/hosts`, join; all at once), label
+//! those that joined, then add their lines to `/etc/hosts` on the existing nodes and bring those
+//! nodes' registries to the params. A worker that failed fails the hook at the end, named.
 
 use crate::cluster::drain::remove_from_cluster;
 use crate::cluster::hook::Hook;
 use crate::cluster::labels_apply;
 use crate::cluster::members::{installed_masters, k8s_name_of};
-use crate::cluster::node_cmd::{self as cmd, InstallMode};
-use crate::cluster::prepare_nodes::prepare_nodes;
+use crate::cluster::node_cmd as cmd;
 use crate::cluster::registry_apply;
 use crate::cluster::topology::ClusterNode;
+use crate::cluster::worker_join::join_workers;
 use crate::error::{Error, Result};
 use crate::lifecycle::all_ok;
 use crate::lifecycle::Role;
@@ -77,19 +78,12 @@ pub async fn scale_out(h: &Hook, targets: &[&ClusterNode]) -> Result<serde_json:
     let via = h.rt.first_reachable(&masters).await?;
     let token = h.join_token(via).await?;
     let hash = h.ca_hash()?;
-    prepare_nodes(h, &new).await?;
-    h.rt.phase("scale out: join workers", &new, true);
-    let res =
-        h.rt.each(&new, |w| {
-            let (token, hash) = (&token, &hash);
-            async move {
-                let r = h.install(w, InstallMode::Worker, Some((token, hash)), None).await;
-                h.outcome(w, if r.is_ok() { "joined as worker" } else { "failed" });
-                r
-            }
-        })
-        .await;
-    all_ok(res)?;
+    // Each new worker on its own: an unreachable one does not keep the others out.
+    let (joined, failed) = join_workers(h, "scale out: join workers", &new, &token, &hash).await;
+    if joined.is_empty() {
+        return Err(failed.expect("no worker joined, so one failed"));
+    }
+    let new = joined;
     labels_apply::apply(h, via, &new).await?;
     crate::cluster::storage_ops::client_step(h, &new).await?;
     let old: Vec<&ClusterNode> =
@@ -107,7 +101,7 @@ pub async fn scale_out(h: &Hook, targets: &[&ClusterNode]) -> Result<serde_json:
         })
         .await;
     all_ok(res)?;
-    Ok(serde_json::Value::Null)
+    failed.map_or(Ok(serde_json::Value::Null), Err)
 }
 
 #[cfg(test)]
@@ -136,6 +130,29 @@ mod tests {
         let joined = position(e, "w3", "install_k8s_cluster.sh").unwrap();
         assert!(position(e, "w1", "hosts_update.sh").unwrap() > joined, "{e:#?}");
         assert!(position(e, "w1", "registry_apply.sh").unwrap() > joined, "{e:#?}");
+    }
+
+    /// Issue 22: one new worker that never boots kept a reachable one from joining (their
+    /// uploads ran as one step, which failed first). Each joins or fails on its own.
+    #[tokio::test]
+    async fn an_unreachable_new_worker_keeps_no_other_from_joining_and_is_named() {
+        let f = Fixture::new(1, 1);
+        f.instantiate().await;
+        f.write_inventory(1, 3);
+        f.fake.down("w2");
+        let before = f.execs().len();
+        let o =
+            f.run(Op::ScaleEnd, json!({"type": "SCALE_OUT", "aspectId": "worker", "numberOfSteps": "2"}), &[]).await;
+        let e = &f.execs()[before..];
+        assert!(position(e, "w3", "install_k8s_cluster.sh -w").is_some(), "the reachable worker joins: {e:#?}");
+        let err = o.error.expect("the unreachable worker fails the hook").to_string();
+        assert!(err.contains("w2") && !err.contains("w3"), "{err}");
+        let nodes = &f.state()["nodes"];
+        assert_eq!(nodes["w3"]["installed"], true, "{nodes:#}");
+        assert!(nodes.get("w2").is_none_or(|n| n["installed"] != true), "{nodes:#}");
+        // The existing node still learns the joined worker's /etc/hosts line.
+        let joined = position(e, "w3", "install_k8s_cluster.sh").unwrap();
+        assert!(position(e, "w1", "hosts_update.sh").is_some_and(|p| p > joined), "{e:#?}");
     }
 
     #[tokio::test]

@@ -131,6 +131,37 @@ impl InstanceState {
         old
     }
 
+    /// Migrate a document written before [`Self::supersede_same_address`]: there, a heal_end
+    /// left the replaced VM's record beside the new one at the same cluster address (heal_start
+    /// had marked it not installed), and every later hook refused the pair. Where the records
+    /// of one address are exactly one installed node and others not installed, the others are
+    /// that superseded VM: they go (the main master follows). Two installed records, or none
+    /// installed, cannot be told apart: refused, naming them. Returns the records dropped.
+    pub fn migrate_same_address(&mut self) -> std::result::Result<Vec<String>, String> {
+        let mut by_ip: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+        for (name, n) in &self.nodes {
+            if !n.nic_ip.is_empty() {
+                by_ip.entry(n.nic_ip.as_str()).or_default().push(name.as_str());
+            }
+        }
+        let mut keep = Vec::new();
+        for (ip, names) in by_ip.into_iter().filter(|(_, v)| v.len() > 1) {
+            let installed: Vec<&str> = names.iter().copied().filter(|n| self.installed(n)).collect();
+            match installed.as_slice() {
+                [one] => keep.push(one.to_string()),
+                _ => {
+                    return Err(format!(
+                        "nodes {} record the same cluster address {ip}, and {} installed: which one is the \
+                         cluster's cannot be told; remove the stale record (or terminate and instantiate again)",
+                        names.join(", "),
+                        if installed.is_empty() { "none is".to_string() } else { format!("{} are", installed.len()) }
+                    ))
+                }
+            }
+        }
+        Ok(keep.iter().flat_map(|k| self.supersede_same_address(k)).collect())
+    }
+
     /// Forget the cluster but keep its params: the VIM record, the facts and every node (a
     /// whole-VNF heal rebuilds them all).
     pub fn forget_cluster(&mut self) {
@@ -159,5 +190,32 @@ mod tests {
         assert_eq!(st.facts.as_ref().unwrap().main_master, "srv-new", "the main master follows");
         assert!(st.supersede_same_address("srv-m").is_empty());
         assert!(st.supersede_same_address("unrecorded").is_empty());
+    }
+
+    /// A document written before heal_end superseded records: the healed VM's old record (not
+    /// installed, heal_start took it out) beside the new one at the same address.
+    #[test]
+    fn a_superseded_record_of_an_earlier_heal_is_migrated_and_an_ambiguous_pair_refused() {
+        let rec = |ip: &str, installed| NodeState { nic_ip: ip.into(), installed, ..Default::default() };
+        let mut st = InstanceState::new("i");
+        st.nodes.insert("srv-m".into(), rec("10.0.0.1", false));
+        st.nodes.insert("srv-mb".into(), rec("10.0.0.1", true));
+        st.nodes.insert("srv-w".into(), rec("10.0.0.2", true));
+        st.facts = Some(ClusterFacts { main_master: "srv-m".into(), ..Default::default() });
+        assert_eq!(st.migrate_same_address().unwrap(), ["srv-m"]);
+        assert_eq!(st.nodes.keys().collect::<Vec<_>>(), ["srv-mb", "srv-w"]);
+        assert_eq!(st.facts.as_ref().unwrap().main_master, "srv-mb");
+        assert!(st.migrate_same_address().unwrap().is_empty(), "a migrated document stays as it is");
+        for (a, b, says) in [(true, true, "2 are installed"), (false, false, "none is installed")] {
+            let mut st = InstanceState::new("i");
+            st.nodes.insert("srv-x".into(), rec("10.0.0.3", a));
+            st.nodes.insert("srv-y".into(), rec("10.0.0.3", b));
+            let e = st.migrate_same_address().unwrap_err();
+            assert!(
+                e.contains("nodes srv-x, srv-y record the same cluster address 10.0.0.3") && e.contains(says),
+                "{e}"
+            );
+            assert_eq!(st.nodes.len(), 2, "nothing dropped when refused");
+        }
     }
 }

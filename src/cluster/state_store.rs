@@ -6,16 +6,21 @@ use crate::cluster::state::{InstanceState, KIND, STATE_VERSION};
 use crate::error::{Error, Result};
 use crate::lifecycle::state::{now_rfc3339, Store};
 
-/// The recorded document of instance `id`, if any (a newer or older format is refused).
+/// The recorded document of instance `id`, if any (a newer or older format is refused), with
+/// the superseded node records an earlier version's heal left migrated away
+/// ([`InstanceState::migrate_same_address`]; saved with the hook's next write).
 pub fn load(store: &Store, id: &str) -> Result<Option<InstanceState>> {
     let s: Option<InstanceState> = store.load_doc(id, KIND)?;
+    let path = || store.doc_path(id, KIND).display().to_string();
     match s {
-        Some(s) if s.version != STATE_VERSION => Err(Error::input(
-            store.doc_path(id, KIND).display().to_string(),
-            "version",
-            format!("state version {} is not {STATE_VERSION}", s.version),
-        )),
-        other => Ok(other),
+        Some(s) if s.version != STATE_VERSION => {
+            Err(Error::input(path(), "version", format!("state version {} is not {STATE_VERSION}", s.version)))
+        }
+        Some(mut s) => {
+            s.migrate_same_address().map_err(|m| Error::input(path(), "nodes", m))?;
+            Ok(Some(s))
+        }
+        None => Ok(None),
     }
 }
 
@@ -42,6 +47,26 @@ mod tests {
         assert!(back.installed("m1") && !back.installed("m2") && back.updated_at.is_some());
         st.save_doc("abc", KIND, &serde_json::json!({"version": 9, "vnf_instance_id": "abc"})).unwrap();
         assert!(load(&st, "abc").unwrap_err().to_string().contains("state version 9"));
+    }
+
+    /// The next hook on a document an earlier heal left with two records at one address loads
+    /// it migrated, or refuses it naming the file and the nodes.
+    #[test]
+    fn a_document_with_a_superseded_record_loads_migrated_and_an_ambiguous_one_is_refused() {
+        use crate::cluster::state::NodeState;
+        let d = tempfile::tempdir().unwrap();
+        let st = Store::open(d.path()).unwrap();
+        let rec = |installed| NodeState { nic_ip: "10.0.0.2".into(), installed, ..Default::default() };
+        let mut s = InstanceState::new("abc");
+        s.nodes.insert("srv-w1".into(), rec(false));
+        s.nodes.insert("srv-w1b".into(), rec(true));
+        save(&mut s, &st).unwrap();
+        let back = load(&st, "abc").unwrap().unwrap();
+        assert_eq!(back.nodes.keys().collect::<Vec<_>>(), ["srv-w1b"]);
+        s.nodes.insert("srv-w1".into(), rec(true));
+        save(&mut s, &st).unwrap();
+        let e = load(&st, "abc").unwrap_err().to_string();
+        assert!(e.contains("abc.json") && e.contains("nodes srv-w1, srv-w1b record the same cluster address"), "{e}");
     }
 
     /// The request's secrets, each distinct so a hit names which one leaked.

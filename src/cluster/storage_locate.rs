@@ -5,7 +5,9 @@
 //!
 //! - The server: with `--vnf-instance`, the VNFC that has a CP `storage_server.ssh_cp_name`
 //!   (its address as for masters and workers); with `--inventory`, the first host of the group
-//!   named after `ssh_cp_name` (else of the group `storage_server`). It is not a cluster node.
+//!   named after `ssh_cp_name` (else of the group `storage_server`), else the inventory's named
+//!   CP `ssh_cp_name` (`cps: {nfs_CP: 10.0.0.45}`, given as the VIP is), logged into with the
+//!   request's `storage_server` credentials. It is not a cluster node.
 //! - A volume's device: the request's `device` (our extension, for users without a VNFM);
 //!   else the VnfInstance's `virtualStorageResourceInfo[]` entry whose `id`,
 //!   `virtualStorageDescId` or `storageResource.resourceId` is `volume_resource_id`, through its
@@ -182,7 +184,8 @@ fn server_node(s: &Sources, p: &StorageServer) -> Result<ServerNode> {
 }
 
 /// The storage server from the inventory: the first host of the group named after its
-/// `ssh_cp_name`, else of the group `storage_server`.
+/// `ssh_cp_name`, else of the group `storage_server`, else the named CP `ssh_cp_name` (an
+/// inventory that lists CP addresses, as it gives the VIP, rather than the VM as a host).
 fn server_from_inventory(
     s: &Sources,
     inv: &Inventory,
@@ -191,25 +194,55 @@ fn server_from_inventory(
     role: &RoleParams,
     field: &str,
 ) -> Result<ClusterNode> {
-    let group = [p.ssh_cp_name.as_str(), "storage_server"]
-        .into_iter()
-        .find_map(|g| inv.groups.iter().find(|(n, _)| n == g))
-        .ok_or_else(|| {
-            Error::input(
-                s.req_file,
-                field,
-                format!(
-                    "the inventory {inv_file} has no group '{}' (or 'storage_server') for the storage server",
-                    p.ssh_cp_name
-                ),
-            )
-        })?;
+    let group =
+        [p.ssh_cp_name.as_str(), "storage_server"].into_iter().find_map(|g| inv.groups.iter().find(|(n, _)| n == g));
+    let Some(group) = group else {
+        return server_from_inventory_cp(s, inv, inv_file, p, role, field);
+    };
     let Some(&i) = group.1.first() else {
         return Err(Error::input(inv_file, format!("groups.{}", group.0), "is empty"));
     };
     let h = topology::with_request_credentials(inv.hosts[i].clone(), role);
     let nic = h.nic_ip.clone().unwrap_or_else(|| h.addr.clone());
     Ok(ClusterNode { k8s_name: h.name.clone(), nic_ip: nic, role: Role::Node, host: h, placement: Default::default() })
+}
+
+/// The storage server as the inventory's named CP `ssh_cp_name` (its `nic_cp_name` CP, when
+/// listed, for the NFS address), reached with the request's `storage_server` login. The node is
+/// named after the CP: the inventory names no VM for it.
+fn server_from_inventory_cp(
+    s: &Sources,
+    inv: &Inventory,
+    inv_file: &str,
+    p: &StorageServer,
+    role: &RoleParams,
+    field: &str,
+) -> Result<ClusterNode> {
+    let Some(ssh) = inv.cps.get(&p.ssh_cp_name) else {
+        return Err(Error::input(
+            s.req_file,
+            field,
+            format!(
+                "the inventory {inv_file} has no group '{}' (or 'storage_server') and no cps entry '{}' for the storage server",
+                p.ssh_cp_name, p.ssh_cp_name
+            ),
+        ));
+    };
+    let nic = inv.cps.get(&p.nic_cp_name).unwrap_or(ssh);
+    for (cp, a) in [(&p.ssh_cp_name, ssh), (&p.nic_cp_name, nic)] {
+        if a.parse::<std::net::IpAddr>().is_err() {
+            return Err(Error::input(inv_file, format!("cps.{cp}"), format!("'{}' is not an IP address", excerpt(a))));
+        }
+    }
+    let name = &p.ssh_cp_name;
+    let host = s.defaults.request_login(name, ssh, nic, role, vec!["storage_server".into()]);
+    Ok(ClusterNode {
+        k8s_name: name.clone(),
+        nic_ip: nic.clone(),
+        role: Role::Node,
+        host,
+        placement: Default::default(),
+    })
 }
 
 /// The storage server from the VnfInstance: the VNFC that has a CP `ssh_cp_name`, reached as
@@ -378,5 +411,31 @@ mod tests {
         let e = locate(&src(emptied, false)).unwrap_err().to_string();
         assert!(e.contains("storage_server.ssh_cp_name: no vnfcResourceInfo of inst.json has a CP 's_CP'"), "{e}");
         assert!(locate(&src(emptied, true)).unwrap().unwrap().server.is_none());
+
+        // An inventory that gives the server as it gives the VIP, a named CP address: the
+        // server is that address, logged into with the request's storage_server credentials.
+        let opts = crate::inventory::LoadOptions {
+            ssh_config: crate::inventory::SshConfigSource::None,
+            credentials_from_request: true,
+            ..Default::default()
+        };
+        let inv =
+            |text: &str| Inventory::parse(text, "inv.yaml", std::path::Path::new("/"), &|_: &str| None, &opts).unwrap();
+        let by_cp = inv("groups:\n  m: [{name: m1, ssh_ip: 10.0.0.11}]\ncps:\n  s_CP: 10.0.0.45\n");
+        let no_cp = inv("groups:\n  m: [{name: m1, ssh_ip: 10.0.0.11}]\ncps:\n  vip_CP: 10.0.0.1\n");
+        let bad_cp = inv("groups:\n  m: [{name: m1, ssh_ip: 10.0.0.11}]\ncps:\n  s_CP: nfs.example\n");
+        let from_inv = |i| Sources { inst: None, inventory: Some((i, "inv.yaml".into())), ..src(with_vm, false) };
+        let s = locate(&from_inv(&by_cp)).unwrap().unwrap();
+        let srv = s.server.as_ref().unwrap();
+        assert_eq!(
+            (srv.node.name(), srv.node.host.addr.as_str(), srv.node.nic_ip.as_str()),
+            ("s_CP", "10.0.0.45", "10.0.0.45")
+        );
+        assert_eq!(srv.node.host.user, "u");
+        assert_eq!(srv.node.host.auth.password.as_ref().map(|p| p.expose()), Some("pw"));
+        let e = locate(&from_inv(&no_cp)).unwrap_err().to_string();
+        assert!(e.contains("has no group 's_CP' (or 'storage_server') and no cps entry 's_CP'"), "{e}");
+        let e = locate(&from_inv(&bad_cp)).unwrap_err().to_string();
+        assert!(e.contains("cps.s_CP") && e.contains("is not an IP address"), "{e}");
     }
 }

@@ -55,7 +55,8 @@ pub async fn setup(h: &Hook) -> Result<()> {
     if h.storage.is_none() {
         return Ok(());
     }
-    let all: Vec<&ClusterNode> = h.topo.all().collect();
+    // Members only: a worker that failed to join is named by the hook's error, not here.
+    let all: Vec<&ClusterNode> = h.topo.all().filter(|n| h.installed(n)).collect();
     client_step(h, &all).await?;
     if let Some(s) = server(h) {
         server_setup(h, s).await?;

@@ -61,5 +61,9 @@ mod tests {
             assert!(position(e, n, "registry_apply.sh").is_some_and(|c| c > reset), "{n}: {e:#?}");
         }
         assert!(!f.path("state/vnf1.json").exists());
+        // The instance lock, held until the hook is done, goes with the state it guarded.
+        assert!(f.path("state/vnf1.lock").exists(), "held while the hook runs");
+        drop(p);
+        assert!(!f.path("state/vnf1.lock").exists(), "an empty lock file stays after terminate");
     }
 }

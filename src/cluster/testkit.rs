@@ -211,6 +211,18 @@ impl Fixture {
         nodes: &[&str],
         inst: &Value,
     ) -> crate::error::Result<crate::cluster::results::Outcome> {
+        self.run_tacker_granted(op, body, nodes, inst, None).await
+    }
+
+    /// [`Fixture::run_tacker`] with Tacker's grant request (`removeResources` naming servers).
+    pub async fn run_tacker_granted(
+        &self,
+        op: Op,
+        body: Value,
+        nodes: &[&str],
+        inst: &Value,
+        grant: Option<&Value>,
+    ) -> crate::error::Result<crate::cluster::results::Outcome> {
         for v in inst["instantiatedVnfInfo"]["vnfcResourceInfo"].as_array().into_iter().flatten() {
             let (id, vdu) = (v["id"].as_str().unwrap(), v["vduId"].as_str().unwrap());
             let ext = inst["instantiatedVnfInfo"]["extCpInfo"].as_array().unwrap();
@@ -220,9 +232,11 @@ impl Fixture {
             self.fake.reply(Some(id), "hostname", &format!("{vdu}{last}\n"));
         }
         let doc = crate::request::Doc::Inline { name: "vnf_instance".into(), value: inst.clone() };
+        let grant = grant.map(|g| crate::request::Doc::Inline { name: "grant_request".into(), value: g.clone() });
         let p = self.prepare_with(op, body, nodes, |i| {
             i.inventory = None;
             i.vnf_instance = Some(doc);
+            i.grant_request = grant;
         })?;
         Ok(crate::cluster::run(op, &p, false).await)
     }

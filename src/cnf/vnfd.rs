@@ -119,6 +119,23 @@ fn count(v: Option<&Value>) -> Option<u32> {
     }
 }
 
+/// What the vendor's VNFD says to mgmt-driver itself: `inputs.mgmt_driver` of a node
+/// template's `Vnflcm` interface (interface-level inputs, shared by every hook it maps), of the
+/// documents of `flavour` when one declares it, else of all. Tacker reads only the operations'
+/// `implementation` there, so the key is ours. The first found; none when no VNFD has one.
+pub fn hook_settings(docs: &[(String, Value)], flavour: Option<&str>) -> Option<(String, Value)> {
+    let of_flavour: Vec<&(String, Value)> =
+        docs.iter().filter(|(_, d)| flavour.is_some() && flavour_of(d) == flavour).collect();
+    let chosen: Vec<&(String, Value)> = if of_flavour.is_empty() { docs.iter().collect() } else { of_flavour };
+    chosen.into_iter().find_map(|(file, d)| {
+        let nodes = d.pointer("/topology_template/node_templates")?.as_object()?;
+        nodes.values().find_map(|n| {
+            let v = n.pointer("/interfaces/Vnflcm/inputs/mgmt_driver")?;
+            Some((file.clone(), v.clone()))
+        })
+    })
+}
+
 /// The flavour a definitions document describes (`substitution_mappings.properties.flavour_id`).
 fn flavour_of(doc: &Value) -> Option<&str> {
     doc.pointer("/topology_template/substitution_mappings/properties/flavour_id")?.as_str()

@@ -45,9 +45,36 @@ pub struct Store {
     key: Arc<StateKey>,
 }
 
-/// Held for the whole run; dropping it releases the lock.
+/// Held for the whole run; dropping it releases the lock. When the run removed the document the
+/// lock guards (terminate), the lock file goes too, unlinked while still held: a run that opened
+/// the old file meanwhile finds, once it holds that file's lock, that the path no longer names it
+/// and starts again on a new one ([`Store::lock`]), so two runs never hold "the" lock at once.
 pub struct Lock {
-    _file: Option<File>,
+    file: Option<File>,
+    path: PathBuf,
+    doc: PathBuf,
+}
+
+impl Drop for Lock {
+    fn drop(&mut self) {
+        if self.file.is_some()
+            && std::fs::symlink_metadata(&self.doc).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound)
+        {
+            // Best effort: a lock file left behind is only clutter, never a wrong lock.
+            let _ = std::fs::remove_file(&self.path);
+        }
+        // Closing the file releases the flock.
+        self.file = None;
+    }
+}
+
+/// The lock path still names the very file we locked (same device and inode).
+fn still_at(path: &Path, f: &File) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (std::fs::symlink_metadata(path), f.metadata()) {
+        (Ok(p), Ok(m)) => p.dev() == m.dev() && p.ino() == m.ino(),
+        _ => false,
+    }
 }
 
 /// VNF instance ids become file names: keep them boring.
@@ -132,21 +159,33 @@ impl Store {
     /// instance is refused with a clear message rather than queued behind a 40-minute install.
     pub fn lock(&self, id: &str, kind: &str) -> Result<Lock> {
         check_instance_id(id)?;
-        if !self.writable {
-            return Ok(Lock { _file: None });
-        }
         let p = self.dir.join(file_name(id, kind, "lock"));
-        let f =
-            private_file::open_lock(&p).map_err(|e| Error::input(p.display().to_string(), "lock", e.to_string()))?;
-        match f.try_lock() {
-            Ok(()) => Ok(Lock { _file: Some(f) }),
-            Err(std::fs::TryLockError::WouldBlock) => Err(Error::input(
-                p.display().to_string(),
-                "lock",
-                format!("another mgmt-driver run is working on VNF instance {id}; wait for it to finish"),
-            )),
-            Err(std::fs::TryLockError::Error(e)) => Err(Error::input(p.display().to_string(), "lock", e.to_string())),
+        let doc = self.doc_path(id, kind);
+        if !self.writable {
+            return Ok(Lock { file: None, path: p, doc });
         }
+        // A run that just finished may have unlinked the file we opened (see [`Lock`]): locking
+        // a file no longer at the path excludes nobody, so open the path again. Each retry means
+        // another run released in between; a handful is plenty.
+        for _ in 0..8 {
+            let f = private_file::open_lock(&p)
+                .map_err(|e| Error::input(p.display().to_string(), "lock", e.to_string()))?;
+            match f.try_lock() {
+                Ok(()) if still_at(&p, &f) => return Ok(Lock { file: Some(f), path: p, doc }),
+                Ok(()) => continue,
+                Err(std::fs::TryLockError::WouldBlock) => {
+                    return Err(Error::input(
+                        p.display().to_string(),
+                        "lock",
+                        format!("another mgmt-driver run is working on VNF instance {id}; wait for it to finish"),
+                    ))
+                }
+                Err(std::fs::TryLockError::Error(e)) => {
+                    return Err(Error::input(p.display().to_string(), "lock", e.to_string()))
+                }
+            }
+        }
+        Err(Error::input(p.display().to_string(), "lock", "the lock file kept being replaced; try again"))
     }
 
     /// The document, its MAC checked and its secrets opened ([`seal::Sealer::open_doc`]):
@@ -339,6 +378,33 @@ mod tests {
         assert!(st.lock("abc", "cnf").is_ok(), "cluster hooks and CNF operations lock separately");
         drop(held);
         assert!(st.lock("abc", "").is_ok());
+    }
+
+    #[test]
+    fn the_lock_file_goes_with_its_document_and_a_run_holding_the_old_file_locks_anew() {
+        let d = tempfile::tempdir().unwrap();
+        let st = Store::open(d.path()).unwrap();
+        let lock_path = d.path().join("abc.lock");
+        // A document that stays keeps its lock file (the next run locks the same one).
+        st.save_doc("abc", "", &json!({"x": 1})).unwrap();
+        drop(st.lock("abc", "").unwrap());
+        assert!(lock_path.exists());
+        // Terminate: the document is removed under the lock, and the lock file with it.
+        let held = st.lock("abc", "").unwrap();
+        // Another run opened the lock file before it went, and locks it once it is released.
+        let early = private_file::open_lock(&lock_path).unwrap();
+        assert!(st.remove_doc("abc", "").unwrap());
+        drop(held);
+        assert!(!lock_path.exists(), "an empty lock file stays after terminate");
+        early.try_lock().unwrap();
+        // That lock is on an unlinked file: the store's lock is taken on the path again, and
+        // excludes the next run as before.
+        let again = st.lock("abc", "").unwrap();
+        assert!(lock_path.exists());
+        assert!(st.lock("abc", "").is_err());
+        drop(again);
+        drop(early);
+        assert!(!lock_path.exists());
     }
 
     #[test]

@@ -26,6 +26,9 @@ pub struct Call {
     pub request_inventory: Option<String>,
     pub install_timeout: Duration,
     pub drain_timeout: Duration,
+    /// The request's shorter wait for a node that does not answer SSH yet (capped by the
+    /// operator's `--retry-for`); `None`: the operator's.
+    pub retry_for: Option<Duration>,
 }
 
 /// What the command line gives: options (they win over the document's) and the timeouts.
@@ -34,6 +37,8 @@ pub struct Flags {
     pub options: Options,
     pub install_timeout: Option<Duration>,
     pub drain_timeout: Option<Duration>,
+    /// `--retry-for`: the request's `retry_for` may not exceed it.
+    pub retry_for: Option<Duration>,
 }
 
 /// Check the document `text` (named `name`) and settle the options: the operator's (flags, then
@@ -47,6 +52,10 @@ pub fn prepare(text: &str, name: &str, flags: Flags) -> Result<Call> {
         doc_opts.inventory = Some(dir.join(inv));
     }
     let mut opts = flags.options.or(doc_opts);
+    // The vendor's bound on the wait for a VM that never boots, within the operator's.
+    let vnfd_retry = vnfd_retry_for(&doc)?;
+    let operator_retry = flags.retry_for.unwrap_or(RETRY_FOR_CEILING);
+    let retry_cap = vnfd_retry.map_or(flags.retry_for, |v| Some(v.min(operator_retry)));
     let operator = Caps {
         install_timeout: flags
             .install_timeout
@@ -54,6 +63,7 @@ pub fn prepare(text: &str, name: &str, flags: Flags) -> Result<Call> {
         drain_timeout: flags
             .drain_timeout
             .map_or_else(|| optional(&opts.drain_timeout, "drain_timeout"), |d| Ok(Some(d)))?,
+        retry_for: retry_cap,
     };
     let file = format!("{name}: request");
     let tenant = tenant_options::check(doc.additional_params().get("mgmt_driver"), &operator, &file)?;
@@ -66,7 +76,17 @@ pub fn prepare(text: &str, name: &str, flags: Flags) -> Result<Call> {
     let install_timeout = tenant.install_timeout.or(operator.install_timeout).unwrap_or(Duration::from_secs(2700));
     let drain_timeout = tenant.drain_timeout.or(operator.drain_timeout).unwrap_or(Duration::from_secs(300));
     let request_inventory = tenant.inventory.clone().filter(|_| package_inventory);
-    Ok(Call { doc, name: name.to_string(), opts, package_inventory, request_inventory, install_timeout, drain_timeout })
+    let retry_for = tenant.retry_for.or(retry_cap.filter(|_| vnfd_retry.is_some()));
+    Ok(Call {
+        doc,
+        name: name.to_string(),
+        opts,
+        package_inventory,
+        request_inventory,
+        install_timeout,
+        drain_timeout,
+        retry_for,
+    })
 }
 
 /// The request's inventory: a file of the package (a path elsewhere could make an error message
@@ -77,6 +97,45 @@ fn package_file(csar: &Option<PathBuf>, rel: &str, file: &str) -> Result<PathBuf
         .as_ref()
         .ok_or_else(|| Error::input(file, field, "names a file of the package, and there is no tmp_csar_dir"))?;
     Package::open(dir)?.resolve(rel, file, field, false)
+}
+
+/// The hooks' own wait for a node that does not answer SSH (`Defaults::HOOKS`), the bound when
+/// the operator set no `--retry-for`.
+const RETRY_FOR_CEILING: Duration = Duration::from_secs(300);
+
+/// `retry_for` in the package's VNFD (`interfaces.Vnflcm.inputs.mgmt_driver`, the vendor's:
+/// how long its VMs may take to boot), of the flavour the request or the instance names.
+fn vnfd_retry_for(doc: &HookRequest) -> Result<Option<Duration>> {
+    let Some(dir) = &doc.tmp_csar_dir else { return Ok(None) };
+    let flavour = doc
+        .request
+        .get("flavourId")
+        .or_else(|| doc.vnf_instance.pointer("/instantiatedVnfInfo/flavourId"))
+        .and_then(serde_json::Value::as_str);
+    let pkg = Package::open(dir)?;
+    let Some((file, settings)) = crate::cnf::vnfd_read::read_hook_settings(&pkg, flavour)? else { return Ok(None) };
+    let field = "interfaces.Vnflcm.inputs.mgmt_driver";
+    let Some(map) = settings.as_object() else { return Err(Error::input(&file, field, "must be a map")) };
+    if let Some(k) = map.keys().find(|k| k.as_str() != "retry_for") {
+        return Err(Error::input(
+            &file,
+            format!("{field}.{}", crate::error::excerpt(k)),
+            "unknown key (known: retry_for)",
+        ));
+    }
+    let Some(v) = map.get("retry_for") else { return Ok(None) };
+    let text = match v {
+        serde_json::Value::Number(n) => n.to_string(),
+        serde_json::Value::String(s) => s.clone(),
+        _ => {
+            return Err(Error::input(
+                &file,
+                format!("{field}.retry_for"),
+                "must be a duration: seconds, or a text such as 2m",
+            ))
+        }
+    };
+    parse_duration(&text).map(Some).map_err(|m| Error::input(&file, format!("{field}.retry_for"), m))
 }
 
 fn optional(v: &Option<DurationValue>, key: &str) -> Result<Option<Duration>> {
@@ -158,5 +217,62 @@ mod tests {
         let e =
             prepare(&doc("{}", r#"{"inventory":"inv.yaml"}"#), "in.json", Flags::default()).err().unwrap().to_string();
         assert!(e.contains("additionalParams.mgmt_driver.inventory: names a file of the package"), "{e}");
+    }
+
+    /// The vendor's VNFD bounds the wait for its VMs (within the operator's `--retry-for`);
+    /// the request may shorten it further, never lengthen it.
+    #[test]
+    fn the_vnfd_bounds_the_wait_for_a_booting_vm_within_the_operators() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path();
+        std::fs::create_dir_all(p.join("TOSCA-Metadata")).unwrap();
+        std::fs::create_dir_all(p.join("Definitions")).unwrap();
+        std::fs::write(p.join("TOSCA-Metadata/TOSCA.meta"), "Entry-Definitions: Definitions/top.yaml\n").unwrap();
+        let vnfd = |inputs: &str| {
+            format!(
+                "tosca_definitions_version: tosca_simple_yaml_1_2\ntopology_template:\n  node_templates:\n    VNF:\n      \
+                 type: company.provider.VNF\n      interfaces:\n        Vnflcm:\n{inputs}          \
+                 instantiate_end: {{implementation: hook}}\n"
+            )
+        };
+        let with = |inputs: &str| std::fs::write(p.join("Definitions/top.yaml"), vnfd(inputs)).unwrap();
+        let text = |md: &str| {
+            serde_json::json!({"operation": "scale_end", "vnf_instance": {"id": "i"}, "tmp_csar_dir": p,
+                "request": {"additionalParams": {"mgmt_driver": serde_json::from_str::<serde_json::Value>(md).unwrap()}}})
+            .to_string()
+        };
+        let secs = Duration::from_secs;
+        with("          inputs:\n            mgmt_driver: {retry_for: 2m}\n");
+        assert_eq!(prepare(&text("null"), "in.json", Flags::default()).unwrap().retry_for, Some(secs(120)));
+        // Within the operator's: a shorter --retry-for wins.
+        let flags = Flags { retry_for: Some(secs(60)), ..Default::default() };
+        assert_eq!(prepare(&text("null"), "in.json", flags).unwrap().retry_for, Some(secs(60)));
+        // The request shortens it, never lengthens it past the VNFD's.
+        assert_eq!(
+            prepare(&text(r#"{"retry_for": 30}"#), "in.json", Flags::default()).unwrap().retry_for,
+            Some(secs(30))
+        );
+        let e = prepare(&text(r#"{"retry_for": "3m"}"#), "in.json", Flags::default()).err().unwrap().to_string();
+        assert!(e.contains("additionalParams.mgmt_driver.retry_for: '3m' is longer than the operator allows"), "{e}");
+        with("          inputs:\n            mgmt_driver: {retry_for: soon}\n");
+        let e = prepare(&text("null"), "in.json", Flags::default()).err().unwrap().to_string();
+        assert!(
+            e.contains("Definitions/top.yaml") && e.contains("interfaces.Vnflcm.inputs.mgmt_driver.retry_for"),
+            "{e}"
+        );
+        with("");
+        assert_eq!(prepare(&text("null"), "in.json", Flags::default()).unwrap().retry_for, None);
+    }
+
+    /// The wait for a VM that never boots: the request may shorten the operator's
+    /// `--retry-for`, never exceed it.
+    #[test]
+    fn the_request_shortens_the_wait_for_a_booting_vm_up_to_the_operators_retry_for() {
+        let flags = || Flags { retry_for: Some(Duration::from_secs(120)), ..Default::default() };
+        let c = prepare(&doc("{}", r#"{"retry_for":"90s"}"#), "in.json", flags()).unwrap();
+        assert_eq!(c.retry_for, Some(Duration::from_secs(90)));
+        assert_eq!(prepare(&doc("{}", "null"), "in.json", flags()).unwrap().retry_for, None);
+        let e = prepare(&doc("{}", r#"{"retry_for":"3m"}"#), "in.json", flags()).err().unwrap().to_string();
+        assert!(e.contains("additionalParams.mgmt_driver.retry_for: '3m' is longer than the operator allows"), "{e}");
     }
 }

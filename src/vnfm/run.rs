@@ -10,6 +10,7 @@
 //! (`secret_ref.rs`).
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use serde_json::{json, Map, Value};
 
@@ -45,8 +46,15 @@ pub enum Family {
 pub trait Setup {
     /// The state store under `dir` (default: the user's); read-only in a plan.
     fn open_store(&self, dir: &Option<PathBuf>) -> Result<Store>;
-    /// A runner for an operation of `family`.
-    fn runner_for(&self, events: Events, family: Family, timeouts: Timeouts) -> Result<Runner>;
+    /// A runner for an operation of `family`; `retry_for`, when given, shortens the wait for a
+    /// node that does not answer SSH yet (never lengthens it).
+    fn runner_for(
+        &self,
+        events: Events,
+        family: Family,
+        timeouts: Timeouts,
+        retry_for: Option<Duration>,
+    ) -> Result<Runner>;
     /// How inventories are loaded (`--ssh-config`, `--insecure-no-host-key-check`).
     fn inventory_opts(&self) -> LoadOptions;
     /// Only planning: `--dry-run`, or the document's `options.dry_run`.
@@ -227,7 +235,7 @@ async fn cluster<S: Setup>(
     if let Some(out) = kubeconfig_out {
         kubeconfig::check_destination(out)?;
     }
-    let rt = setup.runner_for(events, Family::Cluster, timeouts)?;
+    let rt = setup.runner_for(events, Family::Cluster, timeouts, c.retry_for)?;
     let p = prepare::prepare(op, &inputs, store, rt)?;
     let mut warnings = p.hook.params.warnings.clone();
     let mut outcome = crate::cluster::run(op, &p, c.opts.reset_nodes.unwrap_or(false)).await;
@@ -280,7 +288,7 @@ async fn run_cnf<S: Setup>(c: &Call, setup: &S, events: Events, store: Store, op
         ..cnf::Inputs::new(Some(id.to_string()), inventory_opts(c, setup, store.dir().join("known_hosts"), false))
     };
     let prepared = cnf::run::prepare(&op, &inputs, store)?;
-    let rt = setup.runner_for(events, Family::Cnf, Timeouts::default())?;
+    let rt = setup.runner_for(events, Family::Cnf, Timeouts::default(), c.retry_for)?;
     let o = cnf::run::run(&op, &inputs, prepared, rt).await?;
     Ok(Done { result: o.result, warnings: o.warnings, ..Default::default() })
 }

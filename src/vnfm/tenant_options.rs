@@ -27,7 +27,7 @@ pub enum Rule {
 }
 
 /// Every key a request may set; any other is refused as the operator's setting.
-pub const RULES: [(&str, Rule); 3] = [
+pub const RULES: [(&str, Rule); 4] = [
     (
         "install_timeout",
         Rule::Timeout {
@@ -44,6 +44,17 @@ pub const RULES: [(&str, Rule); 3] = [
             set: |o, d| o.drain_timeout = Some(d),
         },
     ),
+    (
+        // How long a node that does not answer SSH is waited for (a new VM still booting): a
+        // VM that never boots holds the VNFM's operation this long, and Tacker puts no timeout
+        // on the script, so the request may shorten it. The ceiling is the hooks' default.
+        "retry_for",
+        Rule::Timeout {
+            ceiling: Duration::from_secs(300),
+            operator: |c| c.retry_for,
+            set: |o, d| o.retry_for = Some(d),
+        },
+    ),
     ("inventory", Rule::PackageFile),
 ];
 
@@ -52,6 +63,8 @@ pub const RULES: [(&str, Rule); 3] = [
 pub struct Caps {
     pub install_timeout: Option<Duration>,
     pub drain_timeout: Option<Duration>,
+    /// `mgmt-driver hook --retry-for`.
+    pub retry_for: Option<Duration>,
 }
 
 /// What the request set, checked.
@@ -61,6 +74,7 @@ pub struct TenantOptions {
     pub inventory: Option<String>,
     pub install_timeout: Option<Duration>,
     pub drain_timeout: Option<Duration>,
+    pub retry_for: Option<Duration>,
 }
 
 /// The field every message names (`additionalParams.mgmt_driver.<key>`).
@@ -83,7 +97,7 @@ pub fn check(v: Option<&Value>, caps: &Caps, file: &str) -> Result<TenantOptions
                 file,
                 field(key),
                 "is the operator's setting (a flag of `mgmt-driver hook`, or the hook document's `options`), \
-                 not the request's: a request may set only install_timeout, drain_timeout and inventory \
+                 not the request's: a request may set only install_timeout, drain_timeout, retry_for and inventory \
                  (a file of the VNF package)",
             ));
         };
@@ -181,6 +195,7 @@ mod tests {
         let operator = Caps {
             install_timeout: Some(Duration::from_secs(600)),
             drain_timeout: Some(Duration::from_secs(5 * 3600)),
+            retry_for: None,
         };
         assert!(run(json!({"install_timeout": 601}), operator).unwrap_err().contains("600s"));
         assert_eq!(
@@ -196,5 +211,20 @@ mod tests {
             let e = run(json!({ "drain_timeout": bad }), Caps::default()).unwrap_err();
             assert!(e.contains("additionalParams.mgmt_driver.drain_timeout: "), "{e}");
         }
+    }
+
+    /// A VM that never boots holds the VNFM's operation for the SSH wait: the request may
+    /// shorten it, never lengthen it past the operator's `--retry-for` (else the hooks' 300 s).
+    #[test]
+    fn the_wait_for_a_booting_vm_is_the_requests_to_shorten_only() {
+        assert_eq!(run(json!({"retry_for": "90s"}), Caps::default()).unwrap().retry_for, Some(Duration::from_secs(90)));
+        let e = run(json!({"retry_for": 301}), Caps::default()).unwrap_err();
+        assert!(
+            e.contains("additionalParams.mgmt_driver.retry_for: '301' is longer than") && e.contains("300s"),
+            "{e}"
+        );
+        let operator = Caps { retry_for: Some(Duration::from_secs(60)), ..Caps::default() };
+        assert!(run(json!({"retry_for": "2m"}), operator).unwrap_err().contains("60s"));
+        assert_eq!(run(json!({"retry_for": 30}), operator).unwrap().retry_for, Some(Duration::from_secs(30)));
     }
 }

@@ -295,6 +295,16 @@ class Conversion(unittest.TestCase):
         self.assertEqual(v1.error_text({'errors': [{'message': 'a'}, {'message': 'b'}]}, 1, 'x'), 'a; b')
         self.assertIn('exited 3', v1.error_text(None, 3, 'first\nlast line\n'))
         self.assertIn('last line', v1.error_text(None, 3, 'first\nlast line\n'))
+        # Each error once, bounded; without a response, mgmt-driver's error line, not progress.
+        errs = [{'message': 'w%d: join failed' % i} for i in range(50)]
+        text = v1.error_text({'errors': errs + errs[:3]}, 1, '')
+        self.assertEqual(text.count('w1: join failed;'), 1)
+        self.assertTrue(text.endswith('; ... and 30 more errors'), text)
+        self.assertLessEqual(len(v1.error_text({'errors': [{'message': 'y' * 9000}]}, 1, '')),
+                             v1.MAX_ERROR_TEXT)
+        text = v1.error_text(None, 2, 'error: the reason\n{"event": "phase"}\n')
+        self.assertIn('(the reason)', text)
+        self.assertNotIn('event', text)
 
 
 class DryRun(unittest.TestCase):

@@ -385,6 +385,30 @@ class Shim(unittest.TestCase):
         self.assertEqual(shim.error_lines({"operation": "scale_end", "errors": [{"message": "m"}]}, 1),
                          "mgmt-driver hook scale_end: m\n")
 
+    def test_error_detail_is_each_error_once_and_bounded(self):
+        shim = load_shim()
+        errs = [{"message": "w%d: join failed" % i} for i in range(50)]
+        out = shim.error_lines({"operation": "scale_end", "errors": errs + errs[:3]}, 1)
+        self.assertEqual(out.count("w1: join failed\n"), 1)
+        self.assertEqual(out.count("\n"), shim.MAX_ERROR_LINES + 1)
+        self.assertIn("... and 30 more errors", out)
+        out = shim.error_lines({"operation": "x", "errors": [{"message": "y" * 9000}]}, 1)
+        self.assertLessEqual(len(out), shim.MAX_DETAIL)
+        # A failed run without a response names mgmt-driver's own error line, nothing else.
+        with tempfile.TemporaryDirectory() as d:
+            fake = os.path.join(d, "mgmt-driver")
+            with open(fake, "w") as f:
+                f.write("#!/bin/sh\necho progress >&2\necho 'error: the reason' >&2\nexit 2\n")
+            os.chmod(fake, 0o755)
+            log = os.path.join(d, "hook.log")
+            r = self.run_shim({"MGMT_DRIVER_BIN": fake, "MGMT_DRIVER_HOOK_LOG": log},
+                              {"operation": "instantiate_end"})
+            self.assertEqual(r.returncode, 1)
+            self.assertNotIn(b"progress", r.stderr)
+            self.assertIn(b"(char 0)): the reason\n", r.stderr)
+            with open(log, "rb") as f:
+                self.assertIn(b"progress", f.read(), "the progress is kept where the operator asked")
+
 
 def dry_request_params():
     """Tacker's own v2 sample body (tests/data/tacker/v2), its VIM left as it is."""
@@ -503,6 +527,12 @@ class DryRun(unittest.TestCase):
         self.assertIn("instantiate_end failed", msg)
         self.assertIn("username", msg)
         self.assertNotIn("Dry-S3cret-pw", msg)
+        # Tacker stores this text as lcmocc.error.detail: the error lines once, no progress,
+        # bounded (the shim's MAX_DETAIL). (Tacker itself formats the bytes as b'...'.)
+        self.assertNotIn('"event"', msg)
+        self.assertNotIn("error: ", msg, "each error once, under the shim's prefix only")
+        self.assertEqual(msg.count("username"), 1, msg)
+        self.assertLess(len(msg), 4200, msg)
         self.assertIsNone(k8s_entry(inst), "nothing applied on bad input")
 
     def test_missing_binary_is_a_clear_failure(self):

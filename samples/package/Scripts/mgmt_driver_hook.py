@@ -14,6 +14,12 @@ Anything else (MGMT_DRIVER_STATE_DIR, ...) reaches mgmt-driver as the conductor 
 
 Stdout carries only the pickle: the returned vnf_instance holds the cluster's bearer token,
 which Tacker stores, so it must never reach stderr, where Tacker copies text into its errors.
+
+Tacker stores the whole of this script's stderr as the operation's error detail
+(lcmocc.error.detail) when it exits non-zero, and only logs it at debug level otherwise. So
+mgmt-driver's stderr (progress events) is kept here, not passed on: on failure the shim writes
+the response's error lines once each, at most MAX_ERROR_LINES of them and MAX_DETAIL characters
+in all. MGMT_DRIVER_HOOK_LOG, when set, is a file the progress is appended to.
 """
 
 import base64
@@ -28,6 +34,9 @@ import sys
 
 API_VERSION = "mgmt-driver.hook/v1"
 PROG = "mgmt_driver_hook.py"
+# What Tacker stores per failed operation: enough for the errors of a large cluster's nodes.
+MAX_ERROR_LINES = 20
+MAX_DETAIL = 4000
 
 
 class HookError(Exception):
@@ -82,20 +91,41 @@ def command():
     return [binary, "hook"] + extra
 
 
-def run(argv, document):
-    """Run mgmt-driver; its stderr (progress, warnings) goes straight to ours."""
+def keep_progress(stderr):
+    """Append mgmt-driver's progress (secret-free by contract) to MGMT_DRIVER_HOOK_LOG, if set."""
+    path = os.environ.get("MGMT_DRIVER_HOOK_LOG")
+    if not path or not stderr:
+        return
     try:
-        child = subprocess.run(argv, input=document, stdout=subprocess.PIPE, check=False)
+        with open(path, "ab") as f:
+            f.write(stderr)
+    except OSError:
+        pass  # progress is a convenience; the operation's outcome does not depend on it
+
+
+def last_error(stderr):
+    """mgmt-driver's last `error: ...` line (else its last line), for a run without a response."""
+    lines = [ln.strip() for ln in stderr.decode("utf-8", "replace").splitlines() if ln.strip()]
+    errors = [ln[len("error: "):] for ln in lines if ln.startswith("error: ")]
+    return (errors or lines or ["no output"])[-1][:MAX_DETAIL // 2]
+
+
+def run(argv, document):
+    """Run mgmt-driver; its stderr (progress, warnings) is kept apart from Tacker's error."""
+    try:
+        child = subprocess.run(argv, input=document, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, check=False)
     except OSError as e:
         raise HookError("cannot run %s: %s" % (argv[0], e.strerror)) from None
+    keep_progress(child.stderr)
     code = child.returncode if child.returncode >= 0 else 128 - child.returncode
     try:
         response = json.loads(child.stdout.decode("utf-8"))
         if not isinstance(response, dict):
             raise ValueError("not a JSON object")
     except ValueError as e:
-        raise HookError("mgmt-driver hook exited %d without a readable response (%s)"
-                        % (code, e)) from None
+        raise HookError("mgmt-driver hook exited %d without a readable response (%s): %s"
+                        % (code, e, last_error(child.stderr))) from None
     return code, response
 
 
@@ -106,14 +136,22 @@ def answer(response):
 
 
 def error_lines(response, code):
+    """The response's errors, each once, bounded: what Tacker stores as the error detail."""
     lines = []
     for e in response.get("errors") or []:
         msg = e.get("message") if isinstance(e, dict) else e
-        if msg:
+        if msg and str(msg) not in lines:
             lines.append(str(msg))
     if not lines:
         lines.append("exit %d" % code)
-    return "".join("mgmt-driver hook %s: %s\n" % (response.get("operation", "?"), m) for m in lines)
+    prefix = "mgmt-driver hook %s: " % response.get("operation", "?")
+    more = len(lines) - MAX_ERROR_LINES
+    out = "".join(prefix + m + "\n" for m in lines[:MAX_ERROR_LINES])
+    if more > 0:
+        out += "%s... and %d more errors\n" % (prefix, more)
+    if len(out) > MAX_DETAIL:
+        out = out[:MAX_DETAIL - 20] + "... (cut)\n"
+    return out
 
 
 def main():

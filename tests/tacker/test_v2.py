@@ -560,6 +560,32 @@ def lab_sh(*args, check=True):
     return r
 
 
+def lab_package(tmp):
+    """Our package for a kit lab, built under TMP: the real Helm 3 binary and an offline
+    directory (the kit's artifacts), as an operator builds one for machines without Internet."""
+    helm = os.path.join(REPO, "target", "helm")
+    r = subprocess.run(["bash", os.path.join(REPO, "tests/labkit/fetch-helm.sh"), helm],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        raise AssertionError("fetch-helm.sh: %s%s" % (r.stdout, r.stderr))
+    offline = os.path.join(tmp, "offline")
+    tarball = [f for f in os.listdir(os.path.join(helm, "helm3"))
+               if f.endswith("-linux-amd64.tar.gz")][0]
+    r = subprocess.run(["bash", os.path.join(REPO, "tests/labkit/make-offline-dir.sh"),
+                        offline, os.path.join(helm, "helm3", tarball)],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        raise AssertionError("make-offline-dir.sh: %s" % r.stderr)
+    return build_package(os.path.join(tmp, "pkg"), helm=os.path.join(helm, "helm3", "helm"),
+                         offline=offline)
+
+
+# What a VM the VNFM replaced no longer has: its kubeadm state, our files, Helm.
+FRESH_VM = ("kubeadm reset -f >/dev/null 2>&1; rm -rf /etc/kubernetes /var/lib/mgmt-driver"
+            " /tmp/installed /root/.kube /home/mduser/.kube /usr/local/bin/helm"
+            " /var/tacker /root/.config/helm")
+
+
 @unittest.skipUnless(is_root(), "the lab needs root")
 class Lab(unittest.TestCase):
     """A kit lab driven only through Tacker's calls: nodes 1-3 masters behind the VIP, node 4 a
@@ -572,25 +598,11 @@ class Lab(unittest.TestCase):
     def setUpClass(cls):
         if not os.access(BIN, os.X_OK):
             raise AssertionError("%s is missing: run cargo build first" % BIN)
-        helm = os.path.join(REPO, "target", "helm")
-        r = subprocess.run(["bash", os.path.join(REPO, "tests/labkit/fetch-helm.sh"), helm],
-                           capture_output=True, text=True)
-        if r.returncode != 0:
-            raise AssertionError("fetch-helm.sh: %s%s" % (r.stdout, r.stderr))
         cls.tmp = tempfile.mkdtemp(prefix="tkv2-lab-")
         # Class cleanups run even when setUpClass fails half-way (tearDownClass would not).
         cls.addClassCleanup(shutil.rmtree, cls.tmp, ignore_errors=True)
         cls.addClassCleanup(lab_sh, "down", "--name", LAB_NAME, check=False)
-        offline = os.path.join(cls.tmp, "offline")
-        tarball = [f for f in os.listdir(os.path.join(helm, "helm3"))
-                   if f.endswith("-linux-amd64.tar.gz")][0]
-        r = subprocess.run(["bash", os.path.join(REPO, "tests/labkit/make-offline-dir.sh"),
-                            offline, os.path.join(helm, "helm3", tarball)],
-                           capture_output=True, text=True)
-        if r.returncode != 0:
-            raise AssertionError("make-offline-dir.sh: %s" % r.stderr)
-        cls.pkg = build_package(os.path.join(cls.tmp, "pkg"),
-                                helm=os.path.join(helm, "helm3", "helm"), offline=offline)
+        cls.pkg = lab_package(cls.tmp)
         cls.tacker = TackerSide(cls.pkg)
         start = time.monotonic()
         lab_sh("up", str(cls.N), "--kit", "--name", LAB_NAME, "--net", str(LAB_NET))
@@ -637,9 +649,7 @@ class Lab(unittest.TestCase):
 
     def fresh_vm(self, i):
         """The VNFM replaced VM i with a new one: its kubeadm state is gone."""
-        self.on(i, "kubeadm reset -f >/dev/null 2>&1; rm -rf /etc/kubernetes /var/lib/mgmt-driver"
-                   " /tmp/installed /root/.kube /home/mduser/.kube /usr/local/bin/helm"
-                   " /var/tacker /root/.config/helm")
+        self.on(i, FRESH_VM)
 
     def instance(self, inst_id, vms, vims):
         d = instance_dict(inst_id, "simple", vms, vims, vip=self.vip)

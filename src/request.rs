@@ -433,16 +433,28 @@ impl VnfInstance {
     /// A VNFC's address on CP `cpd_id`: its own `cpProtocolInfo`, else the external CP it is
     /// linked to (Tacker v2 keeps fixed addresses there), else
     /// `metadata.mgmt_driver_addresses[<vnfc id or compute resourceId>][cpd_id]`.
+    ///
+    /// An external CP's address that another external CP of the same `cpdId` also carries is
+    /// no address: Tacker v2's OpenStack infra driver gives every port of a CP the protocol info
+    /// of the CP's first `cpConfig`, so with several VNFCs on one CP all but one record another
+    /// VM's address. Such a node's address comes from the cloud (or is missing, named).
     pub fn address_of(&self, v: &VnfcResourceInfo, cpd_id: &str) -> Option<String> {
         let cp = v.vnfc_cp_info.iter().find(|c| c.cpd_id == cpd_id);
         let own = cp.and_then(VnfcCpInfo::first_address);
         let ext = || {
             let cp = cp?;
-            let ext = self.vnf_info()?.ext_cp_info.iter().find(|e| {
+            let ext_cps = &self.vnf_info()?.ext_cp_info;
+            let ext = ext_cps.iter().find(|e| {
                 cp.vnf_ext_cp_id.as_deref() == Some(e.id.as_str())
                     || (cp.id.is_some() && e.associated_vnfc_cp_id == cp.id)
             })?;
-            first_address(&ext.cp_protocol_info)
+            let address = first_address(&ext.cp_protocol_info)?;
+            let copied = ext_cps.iter().any(|o| {
+                o.id != ext.id
+                    && o.cpd_id == ext.cpd_id
+                    && first_address(&o.cp_protocol_info).as_deref() == Some(address.as_str())
+            });
+            (!copied).then_some(address)
         };
         let meta = || {
             let m = self.metadata.get("mgmt_driver_addresses")?;
@@ -588,6 +600,27 @@ mod tests {
         assert_eq!(i.vnfc_resource_for("c3").map(|v| v.id.as_str()), Some("c3"));
         assert_eq!(i.vnfc_by_resource("vm-3").map(|v| v.id.as_str()), Some("c3"));
         assert!(i.vnfc_by_resource("vm-404").is_none());
+    }
+
+    #[test]
+    fn an_address_tacker_copied_to_every_port_of_a_cp_is_no_address() {
+        // Two workers on CP w_CP with fixed addresses: Tacker records the first cpConfig's
+        // address on both ports' external CPs. Neither is trusted; the VIP's stays.
+        let proto = r#"[{"layerProtocol":"IP_OVER_ETHERNET","ipOverEthernet":{"ipAddresses":[{"type":"IPV4","addresses":["10.0.0.6"]}]}}]"#;
+        let text = format!(
+            r#"{{"id":"i","instantiatedVnfInfo":{{
+                 "vnfcResourceInfo":[
+                   {{"id":"c1","vduId":"w","vnfcCpInfo":[{{"cpdId":"w_CP","vnfExtCpId":"e1"}}]}},
+                   {{"id":"c2","vduId":"w","vnfcCpInfo":[{{"cpdId":"w_CP","vnfExtCpId":"e2"}}]}}],
+                 "extCpInfo":[{{"id":"e1","cpdId":"w_CP","cpProtocolInfo":{proto}}},
+                              {{"id":"e2","cpdId":"w_CP","cpProtocolInfo":{proto}}},
+                              {{"id":"e9","cpdId":"vip_CP","cpProtocolInfo":{proto}}}]}}}}"#
+        );
+        let i: VnfInstance = parse(&text, "t").unwrap();
+        let v = &i.instantiated_vnf_info.as_ref().unwrap().vnfc_resource_info;
+        assert_eq!(i.address_of(&v[0], "w_CP"), None);
+        assert_eq!(i.address_of(&v[1], "w_CP"), None);
+        assert_eq!(i.any_address_of("vip_CP").as_deref(), Some("10.0.0.6"));
     }
 
     #[test]

@@ -18,6 +18,7 @@ with tests/openstack/cloud.py: one for the module, a project of its own for each
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -118,6 +119,40 @@ class Cloud(unittest.TestCase):
     def instance(self):
         vms = self.masters + [self.worker]
         return stock_instance("tkc-cluster", vms, self.vim, self.ports, self.masters)
+
+    def test_an_address_tacker_copied_to_every_port_of_a_cp_comes_from_the_cloud(self):
+        """Fixed addresses on a CP with several VNFCs: Tacker's infra driver records the CP's
+        first cpConfig on every port, so all three masters' external CPs carry master 0's
+        address. The driver trusts none of the copies and asks Neutron."""
+        node = {"username": "ubuntu", "password": NODE_PW}
+        params = {"script_path": "Scripts/install_k8s_cluster.sh", "vim_name": "kubernetes_vim",
+                  "master_node": dict(node, vdu_id="masterNode", ssh_cp_name="masterNode_CP1",
+                                      nic_cp_name="masterNode_CP1", cluster_cp_name="vip_CP"),
+                  "worker_node": dict(node, vdu_id="workerNode", ssh_cp_name="workerNode_CP1",
+                                      nic_cp_name="workerNode_CP1")}
+        req = v2.objects.InstantiateVnfRequest.from_dict(
+            {"flavourId": "simple", "additionalParams": {"k8s_cluster_installation_param": params}})
+        vms = self.masters + [self.worker]
+        d = stock_instance("tkc-copied", vms, self.vim, self.ports, self.masters).to_dict()
+        for cp in d["instantiatedVnfInfo"]["extCpInfo"]:
+            if cp["cpdId"] == "masterNode_CP1":
+                cp["cpProtocolInfo"] = v2.ip_info(self.masters[0].address)
+        inst = v2.objects.VnfInstanceV2.from_dict(d)
+        grant_req, grant = v2.grant_pair(inst, "INSTANTIATE", add=vms)
+        env = v2.Env(os.path.join(self.tmp, "state-copied"), "--dry-run")
+        env.vars["MGMT_DRIVER_VIM_AUTH_URLS"] = self.auth_url
+        log = os.path.join(self.tmp, "copied.log")
+        env.vars["MGMT_DRIVER_HOOK_LOG"] = log  # the shim keeps the hook's progress there
+        with env:
+            self.tacker.call("cloud: instantiate_end (copied fixed addresses)", "instantiate_end", "simple",
+                             req, inst, grant_req, grant)
+        self.assertIsNotNone(v2.k8s_entry(inst), inst.vimConnectionInfo)
+        with open(log) as f:
+            raw = f.read()
+        # The dry run's plan: every master installs with the masters' list (`-m a,b,c`).
+        lists = set(re.findall(r"install_k8s_cluster\.sh -m (\S+)", raw))
+        want = ",".join(m.address for m in self.masters)
+        self.assertEqual(lists, {want}, "each master's own port's address, from Neutron:\n" + raw[-2000:])
 
     def test_instantiate_end_finds_every_address_in_the_cloud(self):
         params = {"script_path": "Scripts/install_k8s_cluster.sh", "vim_name": "kubernetes_vim",

@@ -24,6 +24,7 @@ use crate::sites::catalogue::Catalogue;
 use crate::sites::inputs;
 use crate::sites::plan::{self, parse_selector, Env, Op, SiteDir};
 use crate::sites::render::render_all;
+use crate::sites::rollout::{self, MaxFail, Size};
 use crate::sites::status::Statuses;
 
 #[derive(Subcommand, Debug)]
@@ -105,6 +106,14 @@ pub struct SitesArgs {
     /// How many SSH connects, commands and transfers are in flight across all sites.
     #[arg(long, global = true, default_value = "256", value_name = "N")]
     pub max_sessions: usize,
+    /// Stop the rollout once more than N sites, or more than P% of the sites to run, have
+    /// failed: no further site starts (Ansible's max_fail_percentage). --fail-fast is 0.
+    #[arg(long, global = true, value_parser = rollout::parse_max_fail, value_name = "N|P%")]
+    pub max_fail: Option<MaxFail>,
+    /// Canary batches, e.g. 1,10%,100%: a batch starts once the one before it has finished and
+    /// the rollout has not stopped; the last size repeats (Ansible's serial). Default: one batch.
+    #[arg(long, global = true, value_parser = rollout::parse_batches, value_name = "SIZE,...")]
+    pub batch: Option<Vec<Size>>,
     /// Also run the sites whose last run of this operation is done.
     #[arg(long, global = true)]
     pub force: bool,
@@ -236,17 +245,21 @@ async fn plan_or_apply(op: &Op, args: &SitesArgs, ctx: &Ctx, dry: bool) -> Resul
     if dry {
         return Ok(plan(op, &selected, &env, ctx, timeouts, &name, context).await);
     }
-    let defaults = Defaults::HOOKS;
+    let defaults = Defaults::SITES;
     // The SSH options are checked once; every site's runner shares this one connector.
     let connector: Arc<dyn crate::transport::Connector> =
         Arc::new(Bounded::new(ctx.connector(&defaults)?, args.max_sessions));
+    let max_fail = rollout_rule(args.max_fail, ctx.run.fail_fast)?;
     let bounds = Bounds {
         max_sites: args.max_sites,
         parallel: ctx.run.parallel.unwrap_or(defaults.parallel).max(1),
-        fail_fast: ctx.run.fail_fast,
+        max_fail,
+        batches: args.batch.clone().unwrap_or_default(),
         force: args.force,
         timeouts,
     };
+    let retry_for = ctx.conn.retry_for.unwrap_or(defaults.retry_for);
+    console::err_line(&rollout_line(&name, selected.len(), &bounds, retry_for));
     let (events, renderer) = ctx.renderer(None);
     let applied = apply::apply(&selected, op, &env, connector, &events, &bounds).await;
     drop(events);
@@ -255,6 +268,35 @@ async fn plan_or_apply(op: &Op, args: &SitesArgs, ctx: &Ctx, dry: bool) -> Resul
         Applied::Refused(errs) => Ok(refused(&name, context, &errs, ctx, false, warnings)),
         Applied::Ran(results) => Ok(report(&name, context, &results, ctx, started.elapsed(), warnings)),
     }
+}
+
+/// `--fail-fast` is `--max-fail 0`; both at once would say two things.
+fn rollout_rule(max_fail: Option<MaxFail>, fail_fast: bool) -> Result<Option<MaxFail>> {
+    match (max_fail, fail_fast) {
+        (Some(m), true) => Err(Error::input(
+            "arguments",
+            "--fail-fast",
+            format!("--fail-fast is --max-fail 0; give one of it and --max-fail {m}"),
+        )),
+        (m, false) => Ok(m),
+        (None, true) => Ok(Some(MaxFail::FAIL_FAST)),
+    }
+}
+
+/// What the rollout will do, said before it starts: how the sites are batched, when it stops,
+/// and how long an unreachable node is retried (a site's first failure shows after that).
+fn rollout_line(name: &str, sites: usize, b: &Bounds, retry_for: Duration) -> String {
+    let batches: Vec<String> = rollout::plan(&b.batches, sites).iter().map(|r| r.len().to_string()).collect();
+    let stop = match b.max_fail {
+        None => "no stop rule (every site runs)".to_string(),
+        Some(m) if m == MaxFail::FAIL_FAST => "stops at the first failed site".to_string(),
+        Some(m) => format!("stops past {m} failed sites"),
+    };
+    format!(
+        "{name}: {sites} sites (before skipping done ones) in batches of {}; {stop}; an unreachable node is retried for {}s (--retry-for)",
+        if batches.is_empty() { "0".into() } else { batches.join(",") },
+        retry_for.as_secs()
+    )
 }
 
 /// Every site through its preparation, then its operation, with the plan connector and a
@@ -270,7 +312,7 @@ async fn plan(
 ) -> i32 {
     let (events, renderer) = ctx.renderer(None);
     let connector: Arc<dyn crate::transport::Connector> = Arc::new(PlanConnector::new());
-    let bounds = Bounds { max_sites: 1, parallel: 1, fail_fast: false, force: true, timeouts };
+    let bounds = Bounds { max_sites: 1, parallel: 1, max_fail: None, batches: vec![], force: true, timeouts };
     let mut errs = Vec::new();
     let mut lines = Vec::new();
     for s in sites {

@@ -12,6 +12,7 @@ pub mod lexical_path;
 pub mod plan;
 pub mod render;
 pub mod rendered_check;
+pub mod rollout;
 pub mod status;
 pub mod template;
 pub mod template_helpers;

@@ -13,7 +13,9 @@
 //! values. Each `@env:VAR` becomes an `env` entry whose value comes from a key `VAR` of the
 //! Secret named by `--secret`; the same Secret is mounted read-only at `/secrets`, so a
 //! `@file:/secrets/KEY` marker (or an inventory's key file there) resolves in the pod. A file
-//! marker anywhere else cannot resolve in a pod and is refused here, before anything is applied.
+//! marker anywhere else cannot resolve in a pod and is refused here, before anything is applied,
+//! and so is an inventory's path (`identity_file`, `known_hosts`, ...) that is neither in the
+//! site's own rendered files nor under `/secrets` (`pod_paths.rs`).
 //! The pod's driver honours exactly these (`secret_ref.rs`): the Job sets
 //! `MGMT_DRIVER_SECRETS_DIR=/secrets` and `MGMT_DRIVER_SECRET_ENV` to the referenced names.
 //!
@@ -122,6 +124,12 @@ pub fn read_site_files(dir: &std::path::Path, name: &str) -> Result<SiteFiles> {
 pub fn k8s_job(sites: &[SiteFiles], o: &JobOptions) -> Result<String> {
     check(sites, o)?;
     let env_refs = env_markers(sites, o)?;
+    let rendered = format!("{CONFIG_MOUNT}/rendered");
+    let view =
+        crate::sites::pod_paths::PodView { rendered: &rendered, secrets: o.secret.as_ref().map(|_| SECRET_MOUNT) };
+    for s in sites {
+        crate::sites::pod_paths::check(&s.name, &s.files, &view)?;
+    }
     let mut docs = Vec::new();
     let mut items = Vec::new();
     if let ConfigSource::Embed(cm) = &o.config {
@@ -708,6 +716,45 @@ mod tests {
         assert!(e.contains("par1/inventory.yaml") && e.contains("--secret"), "{e}");
         s[2].files[1].1 = "all:\n  password: '@file:/secrets/../etc/shadow'\n".into();
         assert!(k8s_job(&s, &opts()).is_err());
+    }
+
+    /// The sample catalogue renders the controller's own key and known_hosts paths into every
+    /// inventory: no pod can read them, so the export refuses, naming the site, the field and
+    /// the path; the same site with the key in the Secret and known_hosts in its folder exports.
+    #[test]
+    fn the_sample_catalogue_s_controller_paths_are_refused_naming_them() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let c = crate::sites::catalogue::Catalogue::load(&root.join("samples/sites/sites.yaml")).unwrap();
+        let d = tempfile::tempdir().unwrap();
+        let rendered = crate::sites::render::render_all(&c, d.path(), &["par1".into()], &[]).unwrap();
+        let mut s = read_site_files(&rendered[0].dir, "par1").unwrap();
+        // Its password reference is a controller path too (refused as a marker already): put it
+        // in the Secret, as the export's message says, and look at what is left.
+        for (_, text) in s.files.iter_mut() {
+            for (kind, path) in markers(text) {
+                if kind == "file" && path.ends_with("/target/lab/edge1/password") {
+                    *text = text.replace(&format!("@file:{path}"), "@file:/secrets/node_password");
+                }
+            }
+        }
+        let e = k8s_job(std::slice::from_ref(&s), &opts()).unwrap_err().to_string();
+        assert!(e.contains("par1/inventory.yaml") && e.contains("defaults.identity_file"), "{e}");
+        assert!(e.contains("target/lab/edge1/id_ed25519"), "the path is named: {e}");
+        let inv = s.files.iter_mut().find(|(p, _)| p == "inventory.yaml").unwrap();
+        let edited: Vec<String> = inv
+            .1
+            .lines()
+            .map(|l| match l.trim_start() {
+                t if t.starts_with("identity_file:") => "  identity_file: /secrets/id_ed25519".to_string(),
+                t if t.starts_with("known_hosts:") => "  known_hosts: known_hosts".to_string(),
+                _ => l.to_string(),
+            })
+            .collect();
+        inv.1 = edited.join("\n");
+        let e = k8s_job(std::slice::from_ref(&s), &opts()).unwrap_err().to_string();
+        assert!(e.contains("defaults.known_hosts") && e.contains("no such file"), "{e}");
+        s.files.push(("known_hosts".into(), "198.18.60.11 ssh-ed25519 AAAA\n".into()));
+        k8s_job(&[s], &opts()).unwrap();
     }
 
     #[test]

@@ -10,6 +10,7 @@ pub mod export;
 pub mod inputs;
 pub mod lexical_path;
 pub mod plan;
+pub mod pod_paths;
 pub mod render;
 pub mod rendered_check;
 pub mod rollout;

@@ -1,0 +1,168 @@
+//! The file paths a rendered inventory names (`identity_file`, `known_hosts`, the `*_file`
+//! secrets), judged as a Job's pod will see them (`sites export k8s-job`). A pod has only the
+//! ConfigMap's files at `/config/rendered/<site>/`, the `--secret` Secret at `/secrets/`, and an
+//! empty `/tmp` as its home: a controller's `~/.ssh/id_ed25519` or `/home/op/lab/known_hosts`
+//! does not exist there, and the run would fail on every site at its first connection. Pure:
+//! the site's rendered files in, the first such path out as an error naming the site, the file,
+//! the field and the path.
+
+use std::path::{Component, Path};
+
+use serde_json::Value;
+
+use crate::error::{Error, Result};
+use crate::sites::lexical_path::clean;
+
+/// The inventory fields that hold a path on the machine that runs the driver.
+pub const PATH_KEYS: [&str; 5] =
+    ["identity_file", "known_hosts", "password_file", "identity_passphrase_file", "become_password_file"];
+
+/// Where the pod sees the rendered sites, the Secret's files, and a site's own files.
+pub struct PodView<'a> {
+    pub rendered: &'a str,
+    /// The `--secret` Secret's mount, when one is given.
+    pub secrets: Option<&'a str>,
+}
+
+/// Every path field of every inventory (`*.yaml` files whose YAML has such fields) in one site's
+/// rendered files; refused unless the pod can read it: a file of the site's own folder (relative,
+/// as the inventory's paths are, or absolute under the pod's rendered folder), or a file under
+/// the Secret's mount.
+pub fn check(site: &str, files: &[(String, String)], view: &PodView) -> Result<()> {
+    for (path, text) in files {
+        if !(path.ends_with(".yaml") || path.ends_with(".yml")) {
+            continue;
+        }
+        // A YAML file that does not parse is not an inventory the pod would load either; the
+        // rendered-file check has refused it already.
+        let Ok(doc) = yaml_serde::from_str::<Value>(text) else { continue };
+        let mut found = Vec::new();
+        walk(&doc, String::new(), &mut found);
+        let dir = Path::new(path).parent().unwrap_or(Path::new(""));
+        for (field, value) in found {
+            if let Err(why) = readable(site, dir, &value, files, view) {
+                return Err(Error::input(
+                    format!("{site}/{path}"),
+                    field,
+                    format!(
+                        "is {value:?}, which the Job's pod cannot read ({why}): put the file in the --secret \
+                         Secret and write {mount}/<key>, or render it into the site's folder and name it \
+                         relative to the inventory",
+                        mount = view.secrets.unwrap_or("/secrets")
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Each string value under a path key, with its place (`defaults.identity_file`,
+/// `groups.m[0].known_hosts`).
+fn walk(v: &Value, at: String, out: &mut Vec<(String, String)>) {
+    let join = |k: &str| if at.is_empty() { k.to_string() } else { format!("{at}.{k}") };
+    match v {
+        Value::Object(m) => {
+            for (k, x) in m {
+                match x {
+                    Value::String(s) if PATH_KEYS.contains(&k.as_str()) => out.push((join(k), s.clone())),
+                    _ => walk(x, join(k), out),
+                }
+            }
+        }
+        Value::Array(a) => {
+            for (i, x) in a.iter().enumerate() {
+                walk(x, format!("{at}[{i}]"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Whether the pod can read `value`, named in a file of folder `dir` of the site; why not.
+fn readable(
+    site: &str,
+    dir: &Path,
+    value: &str,
+    files: &[(String, String)],
+    view: &PodView,
+) -> std::result::Result<(), String> {
+    let has = |rel: &Path| {
+        let rel = clean(rel);
+        !rel.components().any(|c| matches!(c, Component::ParentDir))
+            && files.iter().any(|(p, _)| Path::new(p) == rel.as_path())
+    };
+    if value.starts_with('~') {
+        return Err("a home-relative path: the pod's home is an empty /tmp".into());
+    }
+    let p = Path::new(value);
+    if !p.is_absolute() {
+        return if has(&dir.join(p)) { Ok(()) } else { Err("no such file in the site's rendered folder".into()) };
+    }
+    let p = clean(p);
+    let own = Path::new(view.rendered).join(site);
+    if let Ok(rel) = p.strip_prefix(&own) {
+        return if has(rel) { Ok(()) } else { Err("no such file in the site's rendered folder".into()) };
+    }
+    match view.secrets {
+        Some(m) if p.starts_with(m) && p != Path::new(m) => Ok(()),
+        Some(_) => Err("a path of the machine that rendered it".into()),
+        None => Err("a path of the machine that rendered it, and no --secret is mounted".into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const VIEW: PodView = PodView { rendered: "/config/rendered", secrets: Some("/secrets") };
+
+    fn files(inv: &str) -> Vec<(String, String)> {
+        vec![
+            ("inventory.yaml".into(), inv.into()),
+            ("known_hosts".into(), "n1 ssh-ed25519 AAAA\n".into()),
+            ("site.json".into(), "{}".into()),
+        ]
+    }
+
+    fn err(inv: &str, view: &PodView) -> String {
+        check("par1", &files(inv), view).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn a_controller_path_in_an_inventory_is_refused_naming_site_file_field_and_path() {
+        let inv = "defaults: {identity_file: /home/op/lab/id_ed25519, known_hosts: known_hosts}\n";
+        let e = err(inv, &VIEW);
+        assert!(e.contains("par1/inventory.yaml") && e.contains("defaults.identity_file"), "{e}");
+        assert!(e.contains("/home/op/lab/id_ed25519") && e.contains("/secrets/<key>"), "{e}");
+        // Every path field, wherever it is: hosts, a group's list, the secrets' files.
+        for inv in [
+            "groups:\n  m:\n    - {name: a, ssh_ip: 192.0.2.1, known_hosts: /etc/ssh/ssh_known_hosts}\n",
+            "defaults: {password_file: /run/secrets/pw}\n",
+            "defaults: {become_password_file: ../other/pw}\n",
+            "defaults: {identity_passphrase_file: ~/.ssh/pass}\n",
+            "defaults: {known_hosts: missing_hosts}\n",
+            "defaults: {known_hosts: /config/rendered/ber2/known_hosts}\n",
+            "defaults: {identity_file: /secrets}\n",
+        ] {
+            let e = err(inv, &VIEW);
+            assert!(e.contains("par1/inventory.yaml") && e.contains("cannot read"), "{inv}: {e}");
+        }
+        assert!(err("groups:\n  m:\n    - {known_hosts: /x}\n", &VIEW).contains("groups.m[0].known_hosts"));
+    }
+
+    #[test]
+    fn the_site_s_own_files_and_the_secret_s_mount_are_readable() {
+        for inv in [
+            "defaults: {identity_file: /secrets/id_ed25519, known_hosts: known_hosts}\n",
+            "defaults: {known_hosts: ./known_hosts, password_file: /secrets/sub/../pw}\n",
+            "defaults: {known_hosts: /config/rendered/par1/known_hosts}\n",
+            "defaults: {user: root, password_env: NODE_PW}\ngroups: {m: [{name: a, ssh_ip: 192.0.2.1}]}\n",
+        ] {
+            check("par1", &files(inv), &VIEW).unwrap_or_else(|e| panic!("{inv}: {e}"));
+        }
+        // Without a mounted Secret, /secrets is just another missing path.
+        let none = PodView { rendered: "/config/rendered", secrets: None };
+        assert!(err("defaults: {identity_file: /secrets/id}\n", &none).contains("no --secret"));
+    }
+}

@@ -2,7 +2,9 @@
 //! secrets), judged as a Job's pod will see them (`sites export k8s-job`). A pod has only the
 //! ConfigMap's files at `/config/rendered/<site>/`, the `--secret` Secret at `/secrets/`, and an
 //! empty `/tmp` as its home: a controller's `~/.ssh/id_ed25519` or `/home/op/lab/known_hosts`
-//! does not exist there, and the run would fail on every site at its first connection. Pure:
+//! does not exist there, and the run would fail on every site at its first connection. Both
+//! readable places are read-only mounts, so a `known_hosts` there must be checked `strict`:
+//! accept-new appends to the file, and fails on every connection when it cannot. Pure:
 //! the site's rendered files in, the first such path out as an error naming the site, the file,
 //! the field and the path.
 
@@ -51,6 +53,49 @@ pub fn check(site: &str, files: &[(String, String)], view: &PodView) -> Result<(
                         mount = view.secrets.unwrap_or("/secrets")
                     ),
                 ));
+            }
+        }
+        if let Err((field, kh)) = read_only_known_hosts(&doc) {
+            return Err(Error::input(
+                format!("{site}/{path}"),
+                field,
+                format!(
+                    "is accept-new (the default) while known_hosts is {kh:?}, which the pod mounts read-only: \
+                     accept-new must append to it and every connection would fail; set host_key_check: strict \
+                     and render every node's key into that file"
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A pod's `known_hosts` is always on a read-only mount (the ConfigMap or the Secret), so a host
+/// whose check must append to it (accept-new, the default) cannot connect: the first such host,
+/// as the place of its `host_key_check` and its known_hosts path.
+fn read_only_known_hosts(doc: &Value) -> std::result::Result<(), (String, String)> {
+    let str_of = |v: Option<&Value>, k: &str| v.and_then(|v| v.get(k)).and_then(Value::as_str).map(str::to_string);
+    let d = doc.get("defaults");
+    let (dkh, dcheck) = (str_of(d, "known_hosts"), str_of(d, "host_key_check"));
+    let writes = |check: &Option<String>| !matches!(check.as_deref(), Some("strict" | "off"));
+    let Some(groups) = doc.get("groups").and_then(Value::as_object) else {
+        return match (&dkh, writes(&dcheck)) {
+            (Some(kh), true) => Err(("defaults.host_key_check".into(), kh.clone())),
+            _ => Ok(()),
+        };
+    };
+    for (g, hosts) in groups {
+        for (i, h) in hosts.as_array().into_iter().flatten().enumerate() {
+            let kh = str_of(Some(h), "known_hosts").or(dkh.clone());
+            let own = str_of(Some(h), "host_key_check");
+            let check = own.clone().or(dcheck.clone());
+            if let (Some(kh), true) = (kh, writes(&check)) {
+                let at = if own.is_some() {
+                    format!("groups.{g}[{i}].host_key_check")
+                } else {
+                    "defaults.host_key_check".into()
+                };
+                return Err((at, kh));
             }
         }
     }
@@ -154,13 +199,23 @@ mod tests {
     #[test]
     fn the_site_s_own_files_and_the_secret_s_mount_are_readable() {
         for inv in [
-            "defaults: {identity_file: /secrets/id_ed25519, known_hosts: known_hosts}\n",
-            "defaults: {known_hosts: ./known_hosts, password_file: /secrets/sub/../pw}\n",
-            "defaults: {known_hosts: /config/rendered/par1/known_hosts}\n",
+            "defaults: {identity_file: /secrets/id_ed25519, known_hosts: known_hosts, host_key_check: strict}\n",
+            "defaults: {known_hosts: ./known_hosts, password_file: /secrets/sub/../pw, host_key_check: strict}\n",
+            "defaults: {known_hosts: /config/rendered/par1/known_hosts, host_key_check: strict}\n",
+            "defaults: {known_hosts: known_hosts}\ngroups: {m: [{name: a, ssh_ip: 192.0.2.1, host_key_check: strict}]}\n",
             "defaults: {user: root, password_env: NODE_PW}\ngroups: {m: [{name: a, ssh_ip: 192.0.2.1}]}\n",
         ] {
             check("par1", &files(inv), &VIEW).unwrap_or_else(|e| panic!("{inv}: {e}"));
         }
+        // Accept-new (the default) appends to known_hosts, which in a pod is read-only.
+        let e = err("defaults: {known_hosts: known_hosts}\ngroups: {m: [{name: a, ssh_ip: 192.0.2.1}]}\n", &VIEW);
+        assert!(e.contains("defaults.host_key_check") && e.contains("read-only"), "{e}");
+        let inv = "defaults: {known_hosts: known_hosts, host_key_check: strict}\n\
+                   groups: {m: [{name: a, ssh_ip: 192.0.2.1}, {name: b, ssh_ip: 192.0.2.2, host_key_check: accept-new}]}\n";
+        assert!(err(inv, &VIEW).contains("groups.m[1].host_key_check"));
+        assert!(err("defaults: {known_hosts: known_hosts}\n", &VIEW).contains("defaults.host_key_check"));
+        // No known_hosts named: the pod's own, in its writable home; accept-new may learn there.
+        check("par1", &files("groups: {m: [{name: a, ssh_ip: 192.0.2.1}]}\n"), &VIEW).unwrap();
         // Without a mounted Secret, /secrets is just another missing path.
         let none = PodView { rendered: "/config/rendered", secrets: None };
         assert!(err("defaults: {identity_file: /secrets/id}\n", &none).contains("no --secret"));

@@ -21,7 +21,8 @@ pub enum State {
     Done,
     Failed,
     /// Never started: the rollout stopped first (`--max-fail`, `--fail-fast`); `error` says
-    /// why, and a re-run runs the site.
+    /// why, and a re-run runs the site. Spelled as `sites apply` reports it.
+    #[serde(rename = "not-started")]
     NotStarted,
 }
 
@@ -31,7 +32,7 @@ impl State {
             State::Running => "running",
             State::Done => "done",
             State::Failed => "failed",
-            State::NotStarted => "not_started",
+            State::NotStarted => "not-started",
         }
     }
 }

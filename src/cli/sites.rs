@@ -426,15 +426,28 @@ fn report(
     }
 }
 
-/// site | status | seconds | error, the error's first line only (the events have the rest).
+/// site | status | seconds | error: the error's first line, and, for a failed command, the
+/// last line of what it said on stderr (the first line is the command; the reason is there).
+/// The events and `-o json` have the rest.
 fn table(results: &[SiteResult]) -> String {
     let w = results.iter().map(|r| r.site.len()).max().unwrap_or(4).max(4);
     let mut out = format!("{:<w$}  {:<11}  {:>8}  ERROR\n", "SITE", "STATUS", "SECONDS");
     for r in results {
-        let e = r.error.as_deref().unwrap_or("").lines().next().unwrap_or("");
+        let e = one_line(r.error.as_deref().unwrap_or(""));
         out.push_str(&format!("{:<w$}  {:<11}  {:>8.1}  {e}\n", r.site, r.status, r.seconds));
     }
     out
+}
+
+fn one_line(error: &str) -> String {
+    let first = error.lines().next().unwrap_or("");
+    let said = error
+        .split_once("\n  stderr (last lines):\n")
+        .and_then(|(_, tail)| tail.lines().rev().map(str::trim).find(|l| !l.is_empty()));
+    match said {
+        Some(l) => format!("{first} (stderr: {l})"),
+        None => first.to_string(),
+    }
 }
 
 /// Each selected site's inputs for `op` against what its last successful `op` read
@@ -558,5 +571,12 @@ mod tests {
         assert_eq!(lines.len(), 3, "{t}");
         assert!(lines[2].starts_with("ber2  failed") && lines[2].ends_with("ber2-m1: cannot connect"), "{t}");
         assert!(!t.contains("more"));
+        // A failed command: its first line is the command, the reason is the stderr's last line.
+        let e = "m1: command failed with exit code 1: helm status -- app\n  stderr (last lines):\n    Error: status not implemented\n";
+        let t = table(&[r("par1", "failed", Some(e))]);
+        assert!(
+            t.lines().nth(1).unwrap().ends_with("helm status -- app (stderr: Error: status not implemented)"),
+            "{t}"
+        );
     }
 }

@@ -89,6 +89,10 @@ pub struct SitesArgs {
     /// The rendered sites (`sites render --out DIR`): DIR/<site>/site.json, ...
     #[arg(long, global = true, value_name = "DIR")]
     pub rendered: Option<PathBuf>,
+    /// The sites as a Job's pod has them: a folder of site bundles (`NNNNN.<site>.json`, the
+    /// ConfigMap keys of `sites export k8s-job`), unpacked into a private temporary folder.
+    #[arg(long, global = true, value_name = "DIR", conflicts_with_all = ["sites", "rendered"])]
+    pub bundles: Option<PathBuf>,
     /// Only these sites (comma-separated, repeatable).
     #[arg(long, global = true, value_delimiter = ',', value_name = "SITE,...")]
     pub only: Vec<String>,
@@ -163,6 +167,16 @@ pub async fn run(cmd: SitesCmd, ctx: &Ctx) -> i32 {
 /// anything connects), or read from `--rendered`. `--index` counts in the selection, and the
 /// whole selection is rendered either way, so every Job pod sees the same indices.
 fn sites(args: &SitesArgs, scratch: &mut Option<tempfile::TempDir>) -> Result<Vec<SiteDir>> {
+    if let Some(b) = &args.bundles {
+        let t = tempfile::Builder::new()
+            .prefix("mgmt-driver-sites-")
+            .tempdir()
+            .map_err(|e| Error::input("--bundles", "(temporary directory)", e.to_string()))?;
+        crate::sites::export::unpack_bundles(b, t.path())?;
+        let all = plan::load_rendered(t.path());
+        *scratch = Some(t);
+        return plan::select(all?, &args.only, &args.selector, args.index);
+    }
     let all = match (&args.sites, &args.rendered) {
         (Some(cat), _) => {
             let cat = Catalogue::load(cat)?;
@@ -183,7 +197,11 @@ fn sites(args: &SitesArgs, scratch: &mut Option<tempfile::TempDir>) -> Result<Ve
         }
         (None, Some(dir)) => plan::load_rendered(dir)?,
         (None, None) => {
-            return Err(Error::input("arguments", "--sites", "give the catalogue (--sites FILE) or --rendered DIR"))
+            return Err(Error::input(
+                "arguments",
+                "--sites",
+                "give the catalogue (--sites FILE), --rendered DIR or --bundles DIR",
+            ))
         }
     };
     plan::select(all, &args.only, &args.selector, args.index)
@@ -238,7 +256,7 @@ async fn plan_or_apply(op: &Op, args: &SitesArgs, ctx: &Ctx, dry: bool) -> Resul
     };
     let timeouts = Timeouts { install: args.install_timeout, helm: args.helm_timeout, ..Default::default() };
     let name = format!("sites {} {}", if dry { "plan" } else { "apply" }, op.name());
-    let rendered = args.rendered.clone().or(args.out.clone());
+    let rendered = args.rendered.clone().or(args.out.clone()).or(args.bundles.clone());
     let context =
         json!({"catalogue": args.sites, "rendered": rendered, "stateDir": state_dir, "selected": selected.len()});
     let started = Instant::now();

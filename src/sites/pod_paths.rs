@@ -1,10 +1,11 @@
 //! The file paths a rendered inventory names (`identity_file`, `known_hosts`, the `*_file`
-//! secrets), judged as a Job's pod will see them (`sites export k8s-job`). A pod has only the
-//! ConfigMap's files at `/config/rendered/<site>/`, the `--secret` Secret at `/secrets/`, and an
-//! empty `/tmp` as its home: a controller's `~/.ssh/id_ed25519` or `/home/op/lab/known_hosts`
-//! does not exist there, and the run would fail on every site at its first connection. Both
-//! readable places are read-only mounts, so a `known_hosts` there must be checked `strict`:
-//! accept-new appends to the file, and fails on every connection when it cannot. Pure:
+//! secrets), judged as a Job's pod will see them (`sites export k8s-job`). A pod has only its
+//! site's rendered files (unpacked from the ConfigMap's bundle into a folder of its own), the
+//! `--secret` Secret at `/secrets/`, and an empty `/tmp` as its home: a controller's
+//! `~/.ssh/id_ed25519` or `/home/op/lab/known_hosts` does not exist there, and the run would fail
+//! on every site at its first connection. The Secret is a read-only mount, so a `known_hosts`
+//! there must be checked `strict`: accept-new appends to the file, and fails on every connection
+//! when it cannot. Pure:
 //! the site's rendered files in, the first such path out as an error naming the site, the file,
 //! the field and the path.
 
@@ -19,17 +20,17 @@ use crate::sites::lexical_path::clean;
 pub const PATH_KEYS: [&str; 5] =
     ["identity_file", "known_hosts", "password_file", "identity_passphrase_file", "become_password_file"];
 
-/// Where the pod sees the rendered sites, the Secret's files, and a site's own files.
+/// What the pod can read besides the site's own files (unpacked from its bundle into a folder
+/// of its own, so named relative to the inventory).
 pub struct PodView<'a> {
-    pub rendered: &'a str,
     /// The `--secret` Secret's mount, when one is given.
     pub secrets: Option<&'a str>,
 }
 
 /// Every path field of every inventory (`*.yaml` files whose YAML has such fields) in one site's
-/// rendered files; refused unless the pod can read it: a file of the site's own folder (relative,
-/// as the inventory's paths are, or absolute under the pod's rendered folder), or a file under
-/// the Secret's mount.
+/// rendered files; refused unless the pod can read it: a file of the site's own folder (relative
+/// to the inventory: the pod unpacks the site where it chooses), or a file under the Secret's
+/// mount.
 pub fn check(site: &str, files: &[(String, String)], view: &PodView) -> Result<()> {
     for (path, text) in files {
         if !(path.ends_with(".yaml") || path.ends_with(".yml")) {
@@ -42,7 +43,7 @@ pub fn check(site: &str, files: &[(String, String)], view: &PodView) -> Result<(
         walk(&doc, String::new(), &mut found);
         let dir = Path::new(path).parent().unwrap_or(Path::new(""));
         for (field, value) in found {
-            if let Err(why) = readable(site, dir, &value, files, view) {
+            if let Err(why) = readable(dir, &value, files, view) {
                 return Err(Error::input(
                     format!("{site}/{path}"),
                     field,
@@ -62,7 +63,7 @@ pub fn check(site: &str, files: &[(String, String)], view: &PodView) -> Result<(
                 format!(
                     "is accept-new (the default) while known_hosts is {kh:?}, which the pod mounts read-only: \
                      accept-new must append to it and every connection would fail; set host_key_check: strict \
-                     and render every node's key into that file"
+                     with every node's key in that file, or render known_hosts into the site's folder"
                 ),
             ));
         }
@@ -70,13 +71,15 @@ pub fn check(site: &str, files: &[(String, String)], view: &PodView) -> Result<(
     Ok(())
 }
 
-/// A pod's `known_hosts` is always on a read-only mount (the ConfigMap or the Secret), so a host
-/// whose check must append to it (accept-new, the default) cannot connect: the first such host,
-/// as the place of its `host_key_check` and its known_hosts path.
+/// A `known_hosts` under the Secret's mount (an absolute path: the only one a pod can read) is
+/// read-only, so a host whose check must append to it (accept-new, the default) cannot connect:
+/// the first such host, as the place of its `host_key_check` and its known_hosts path. One in
+/// the site's folder is in the pod's own unpacked copy, which accept-new may write.
 fn read_only_known_hosts(doc: &Value) -> std::result::Result<(), (String, String)> {
     let str_of = |v: Option<&Value>, k: &str| v.and_then(|v| v.get(k)).and_then(Value::as_str).map(str::to_string);
     let d = doc.get("defaults");
     let (dkh, dcheck) = (str_of(d, "known_hosts"), str_of(d, "host_key_check"));
+    let dkh = dkh.filter(|k| k.starts_with('/'));
     let writes = |check: &Option<String>| !matches!(check.as_deref(), Some("strict" | "off"));
     let Some(groups) = doc.get("groups").and_then(Value::as_object) else {
         return match (&dkh, writes(&dcheck)) {
@@ -86,7 +89,7 @@ fn read_only_known_hosts(doc: &Value) -> std::result::Result<(), (String, String
     };
     for (g, hosts) in groups {
         for (i, h) in hosts.as_array().into_iter().flatten().enumerate() {
-            let kh = str_of(Some(h), "known_hosts").or(dkh.clone());
+            let kh = str_of(Some(h), "known_hosts").or(dkh.clone()).filter(|k| k.starts_with('/'));
             let own = str_of(Some(h), "host_key_check");
             let check = own.clone().or(dcheck.clone());
             if let (Some(kh), true) = (kh, writes(&check)) {
@@ -125,13 +128,7 @@ fn walk(v: &Value, at: String, out: &mut Vec<(String, String)>) {
 }
 
 /// Whether the pod can read `value`, named in a file of folder `dir` of the site; why not.
-fn readable(
-    site: &str,
-    dir: &Path,
-    value: &str,
-    files: &[(String, String)],
-    view: &PodView,
-) -> std::result::Result<(), String> {
+fn readable(dir: &Path, value: &str, files: &[(String, String)], view: &PodView) -> std::result::Result<(), String> {
     let has = |rel: &Path| {
         let rel = clean(rel);
         !rel.components().any(|c| matches!(c, Component::ParentDir))
@@ -145,10 +142,6 @@ fn readable(
         return if has(&dir.join(p)) { Ok(()) } else { Err("no such file in the site's rendered folder".into()) };
     }
     let p = clean(p);
-    let own = Path::new(view.rendered).join(site);
-    if let Ok(rel) = p.strip_prefix(&own) {
-        return if has(rel) { Ok(()) } else { Err("no such file in the site's rendered folder".into()) };
-    }
     match view.secrets {
         Some(m) if p.starts_with(m) && p != Path::new(m) => Ok(()),
         Some(_) => Err("a path of the machine that rendered it".into()),
@@ -160,7 +153,7 @@ fn readable(
 mod tests {
     use super::*;
 
-    const VIEW: PodView = PodView { rendered: "/config/rendered", secrets: Some("/secrets") };
+    const VIEW: PodView = PodView { secrets: Some("/secrets") };
 
     fn files(inv: &str) -> Vec<(String, String)> {
         vec![
@@ -187,7 +180,7 @@ mod tests {
             "defaults: {become_password_file: ../other/pw}\n",
             "defaults: {identity_passphrase_file: ~/.ssh/pass}\n",
             "defaults: {known_hosts: missing_hosts}\n",
-            "defaults: {known_hosts: /config/rendered/ber2/known_hosts}\n",
+            "defaults: {known_hosts: /config/rendered/par1/known_hosts}\n",
             "defaults: {identity_file: /secrets}\n",
         ] {
             let e = err(inv, &VIEW);
@@ -201,23 +194,24 @@ mod tests {
         for inv in [
             "defaults: {identity_file: /secrets/id_ed25519, known_hosts: known_hosts, host_key_check: strict}\n",
             "defaults: {known_hosts: ./known_hosts, password_file: /secrets/sub/../pw, host_key_check: strict}\n",
-            "defaults: {known_hosts: /config/rendered/par1/known_hosts, host_key_check: strict}\n",
             "defaults: {known_hosts: known_hosts}\ngroups: {m: [{name: a, ssh_ip: 192.0.2.1, host_key_check: strict}]}\n",
             "defaults: {user: root, password_env: NODE_PW}\ngroups: {m: [{name: a, ssh_ip: 192.0.2.1}]}\n",
         ] {
             check("par1", &files(inv), &VIEW).unwrap_or_else(|e| panic!("{inv}: {e}"));
         }
         // Accept-new (the default) appends to known_hosts, which in a pod is read-only.
-        let e = err("defaults: {known_hosts: known_hosts}\ngroups: {m: [{name: a, ssh_ip: 192.0.2.1}]}\n", &VIEW);
+        let e = err("defaults: {known_hosts: /secrets/kh}\ngroups: {m: [{name: a, ssh_ip: 192.0.2.1}]}\n", &VIEW);
         assert!(e.contains("defaults.host_key_check") && e.contains("read-only"), "{e}");
-        let inv = "defaults: {known_hosts: known_hosts, host_key_check: strict}\n\
+        let inv = "defaults: {known_hosts: /secrets/kh, host_key_check: strict}\n\
                    groups: {m: [{name: a, ssh_ip: 192.0.2.1}, {name: b, ssh_ip: 192.0.2.2, host_key_check: accept-new}]}\n";
         assert!(err(inv, &VIEW).contains("groups.m[1].host_key_check"));
-        assert!(err("defaults: {known_hosts: known_hosts}\n", &VIEW).contains("defaults.host_key_check"));
-        // No known_hosts named: the pod's own, in its writable home; accept-new may learn there.
+        assert!(err("defaults: {known_hosts: /secrets/kh}\n", &VIEW).contains("defaults.host_key_check"));
+        // No known_hosts named (the pod's own, in its home), or the site's own (the pod's
+        // unpacked copy): both writable, accept-new may learn there.
         check("par1", &files("groups: {m: [{name: a, ssh_ip: 192.0.2.1}]}\n"), &VIEW).unwrap();
+        check("par1", &files("defaults: {known_hosts: known_hosts}\ngroups: {m: [{name: a}]}\n"), &VIEW).unwrap();
         // Without a mounted Secret, /secrets is just another missing path.
-        let none = PodView { rendered: "/config/rendered", secrets: None };
+        let none = PodView { secrets: None };
         assert!(err("defaults: {identity_file: /secrets/id}\n", &none).contains("no --secret"));
     }
 }

@@ -44,8 +44,40 @@ enum Under {
     Plain,
     /// A secret-looking key: the value must be a reference.
     SecretKey,
+    /// A key that names a Kubernetes Secret (`secretName`, `existingSecret`): a Kubernetes name
+    /// is what goes there, never the secret itself.
+    SecretName,
+    /// A key that may hold a key file's path (`ssh_key`, `tls.key`): a path is fine, the key's
+    /// contents are not.
+    KeyPath,
     /// `helmsecretparameter`: every item is `name=VALUE` with VALUE a reference.
     SecretItems,
+}
+
+/// How a secret-looking key's value is judged, by where it goes (`k` lower-case): a bare `key`
+/// is a label, taint or selector key (`tolerations[].key`, `matchExpressions[].key`), not a
+/// secret; a Secret's name (`secretName`, `existingSecret`) must be a Kubernetes name; a key
+/// whose last word is `key` may hold a path; anything else must be a reference.
+fn by_what_goes_there(k: &str) -> Under {
+    if k == "key" {
+        Under::Plain
+    } else if k.ends_with("name") || (k.starts_with("existing") && k.ends_with("secret")) {
+        Under::SecretName
+    } else if k.ends_with("key") || k.ends_with("keyfile") || k.ends_with("key_file") {
+        Under::KeyPath
+    } else {
+        Under::SecretKey
+    }
+}
+
+/// A file path (absolute, `./`, `../` or `~/`), one word: what an `ssh_key` variable holds.
+fn is_path(s: &str) -> bool {
+    ["/", "./", "../", "~/"].iter().any(|p| s.starts_with(p)) && !s.chars().any(char::is_whitespace)
+}
+
+/// A PEM block (a private key, a certificate's key) wherever it is: its contents are the secret.
+fn is_pem(s: &str) -> bool {
+    s.contains("-----BEGIN") && s.contains("PRIVATE KEY")
 }
 
 /// The JSON path of the first literal secret in `v`, if any.
@@ -63,8 +95,10 @@ fn literal_secret(v: &Value, under: Under, path: &mut String) -> Option<String> 
                 } else if kk.ends_with("_env") || kk.ends_with("_file") {
                     // The inventory's reference forms (`password_env: VAR`) name, not hold.
                     Under::Plain
-                } else if under != Under::Plain || is_secret_name(k) {
+                } else if under != Under::Plain {
                     Under::SecretKey
+                } else if is_secret_name(k) {
+                    by_what_goes_there(&kk)
                 } else {
                     Under::Plain
                 };
@@ -91,12 +125,58 @@ fn literal_secret(v: &Value, under: Under, path: &mut String) -> Option<String> 
             let item_ref = s.split_once('=').is_some_and(|(_, val)| is_reference(val));
             let bad = match under {
                 Under::SecretKey => !is_reference(s),
+                Under::SecretName => !(is_reference(s) || crate::k8s_names::dns_subdomain(s)),
+                Under::KeyPath => !(is_reference(s) || is_path(s)) || is_pem(s),
                 Under::SecretItems => !item_ref,
-                Under::Plain => is_secret_string(s) && !item_ref,
+                Under::Plain => (is_secret_string(s) && !item_ref) || is_pem(s),
             };
             bad.then(|| here(path))
         }
         Value::Null | Value::Bool(_) => None,
         Value::Number(_) => (under != Under::Plain).then(|| here(path)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scan(yaml: &str) -> std::result::Result<(), String> {
+        scan_for_secrets(Path::new("values/app.yaml"), yaml).map_err(|(_, m)| m)
+    }
+
+    /// Ordinary Helm values whose keys look secret by name are judged by what they hold and
+    /// where it goes: taint and selector keys, a Secret's name, a key file's path.
+    #[test]
+    fn ordinary_helm_values_with_secret_looking_keys_are_not_secrets() {
+        for ok in [
+            "tolerations:\n  - {key: node-role.kubernetes.io/edge, operator: Exists, effect: NoSchedule}\n",
+            "affinity: {nodeAffinity: {required: {nodeSelectorTerms: [{matchExpressions: [{key: zone, operator: In, values: [a]}]}]}}}\n",
+            "ingress:\n  tls:\n    - {secretName: edge-tls, hosts: [a.example]}\n",
+            "auth: {existingSecret: app-credentials}\n",
+            "ssh_key: /home/op/.ssh/id_ed25519\n",
+            "tls: {key: ./certs/tls.key}\n",
+            "db: {password: \"@env:DB_PW\"}\n",
+        ] {
+            scan(ok).unwrap_or_else(|e| panic!("{ok}: {e}"));
+        }
+    }
+
+    /// What is a secret stays one: a literal password, a private key's contents under any key,
+    /// a Secret name that is not a Kubernetes name, a key that is not a path.
+    #[test]
+    fn literal_secrets_are_still_refused_naming_the_path() {
+        for (bad, path) in [
+            ("db: {password: hunter2}\n", "db.password"),
+            ("tls: {key: \"-----BEGIN PRIVATE KEY-----\\nMIIE\"}\n", "tls.key"),
+            ("x: {key: \"-----BEGIN OPENSSH PRIVATE KEY-----\"}\n", "x.key"),
+            ("ingress: {tls: [{secretName: \"Not A Name!\"}]}\n", "ingress.tls[0].secretName"),
+            ("ssh_key: AAAAC3NzaC1lZDI1NTE5\n", "ssh_key"),
+            ("api: {token: abc}\n", "api.token"),
+            ("auth: {existingSecretPassword: hunter2}\n", "auth.existingSecretPassword"),
+        ] {
+            let e = scan(bad).unwrap_err();
+            assert!(e.starts_with(&format!("{path}: a literal secret")), "{bad}: {e}");
+        }
     }
 }

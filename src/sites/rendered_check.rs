@@ -12,8 +12,10 @@ use crate::secret::{is_secret_name, is_secret_string};
 /// A rendered `.json`/`.yaml`/`.yml` file must parse, and hold no literal secret: a value under
 /// a secret-looking key is a reference (`@env:`/`@file:`, or a key ending `_env`/`_file`, the
 /// inventory's forms), and no string is a URL with a password or `db.password=literal`.
-/// `Err((":LINE" or "", message))`; the message never shows the value.
-pub fn scan_for_secrets(rel: &Path, text: &str) -> std::result::Result<(), (String, String)> {
+/// `not_secret`: JSON paths in this file the operator marked as not secret (the catalogue's
+/// `not_secret:`), let be literal. `Err((":LINE" or "", message))`; the message never shows the
+/// value.
+pub fn scan_for_secrets(rel: &Path, text: &str, not_secret: &[&str]) -> std::result::Result<(), (String, String)> {
     let ext = rel.extension().and_then(|e| e.to_str()).unwrap_or_default();
     let doc: Value = match ext {
         "json" => serde_json::from_str(text)
@@ -28,8 +30,15 @@ pub fn scan_for_secrets(rel: &Path, text: &str) -> std::result::Result<(), (Stri
         _ => return Ok(()),
     };
     let mut path = String::new();
-    literal_secret(&doc, Under::Plain, &mut path).map_or(Ok(()), |p| {
-        Err((String::new(), format!("{p}: a literal secret in a rendered file; use a secrets: reference")))
+    literal_secret(&doc, Under::Plain, &mut path, not_secret).map_or(Ok(()), |p| {
+        Err((
+            String::new(),
+            format!(
+                "{p}: a literal secret in a rendered file; use a secrets: reference, or, if it is not a secret, \
+                 list it in the catalogue's not_secret: as {}:{p}",
+                rel.display()
+            ),
+        ))
     })
 }
 
@@ -37,9 +46,9 @@ fn is_reference(s: &str) -> bool {
     s.starts_with("@env:") || s.starts_with("@file:") || s.is_empty()
 }
 
-/// How a value is to be read in the scan.
+/// How a value is to be read in the scan (and in the catalogue's own check of its values).
 #[derive(Clone, Copy, PartialEq)]
-enum Under {
+pub(crate) enum Under {
     /// Nothing special: only URLs with a password and `secret.name=literal` are secrets.
     Plain,
     /// A secret-looking key: the value must be a reference.
@@ -52,6 +61,36 @@ enum Under {
     KeyPath,
     /// `helmsecretparameter`: every item is `name=VALUE` with VALUE a reference.
     SecretItems,
+}
+
+/// How the value under key `k` is judged, the value holding it judged as `under`.
+pub(crate) fn child(under: Under, k: &str) -> Under {
+    let kk = k.to_ascii_lowercase();
+    if kk.ends_with("secretparameter") {
+        Under::SecretItems
+    } else if kk.ends_with("_env") || kk.ends_with("_file") {
+        // The inventory's reference forms (`password_env: VAR`) name, not hold.
+        Under::Plain
+    } else if under != Under::Plain {
+        Under::SecretKey
+    } else if is_secret_name(k) {
+        by_what_goes_there(&kk)
+    } else {
+        Under::Plain
+    }
+}
+
+/// Whether string `s`, judged as `under`, is a literal secret.
+pub(crate) fn refuses_string(under: Under, s: &str) -> bool {
+    // `name=@env:VAR` (a helmparameter taking its value from a reference).
+    let item_ref = s.split_once('=').is_some_and(|(_, val)| is_reference(val));
+    match under {
+        Under::SecretKey => !is_reference(s),
+        Under::SecretName => !(is_reference(s) || crate::k8s_names::dns_subdomain(s)),
+        Under::KeyPath => !(is_reference(s) || is_path(s)) || is_pem(s),
+        Under::SecretItems => !item_ref,
+        Under::Plain => (is_secret_string(s) && !item_ref) || is_pem(s),
+    }
 }
 
 /// How a secret-looking key's value is judged, by where it goes (`k` lower-case): a bare `key`
@@ -81,7 +120,7 @@ fn is_pem(s: &str) -> bool {
 }
 
 /// The JSON path of the first literal secret in `v`, if any.
-fn literal_secret(v: &Value, under: Under, path: &mut String) -> Option<String> {
+fn literal_secret(v: &Value, under: Under, path: &mut String, not_secret: &[&str]) -> Option<String> {
     let here = |path: &str| if path.is_empty() { "$".to_string() } else { path.trim_start_matches('.').to_string() };
     match v {
         Value::Object(m) => {
@@ -89,20 +128,8 @@ fn literal_secret(v: &Value, under: Under, path: &mut String) -> Option<String> 
                 let len = path.len();
                 path.push('.');
                 path.push_str(k);
-                let kk = k.to_ascii_lowercase();
-                let next = if kk.ends_with("secretparameter") {
-                    Under::SecretItems
-                } else if kk.ends_with("_env") || kk.ends_with("_file") {
-                    // The inventory's reference forms (`password_env: VAR`) name, not hold.
-                    Under::Plain
-                } else if under != Under::Plain {
-                    Under::SecretKey
-                } else if is_secret_name(k) {
-                    by_what_goes_there(&kk)
-                } else {
-                    Under::Plain
-                };
-                if let Some(p) = literal_secret(x, next, path) {
+                let next = child(under, k);
+                if let Some(p) = literal_secret(x, next, path, not_secret) {
                     return Some(p);
                 }
                 path.truncate(len);
@@ -113,27 +140,16 @@ fn literal_secret(v: &Value, under: Under, path: &mut String) -> Option<String> 
             for (i, x) in a.iter().enumerate() {
                 let len = path.len();
                 path.push_str(&format!("[{i}]"));
-                if let Some(p) = literal_secret(x, under, path) {
+                if let Some(p) = literal_secret(x, under, path, not_secret) {
                     return Some(p);
                 }
                 path.truncate(len);
             }
             None
         }
-        Value::String(s) => {
-            // `name=@env:VAR` (a helmparameter taking its value from a reference).
-            let item_ref = s.split_once('=').is_some_and(|(_, val)| is_reference(val));
-            let bad = match under {
-                Under::SecretKey => !is_reference(s),
-                Under::SecretName => !(is_reference(s) || crate::k8s_names::dns_subdomain(s)),
-                Under::KeyPath => !(is_reference(s) || is_path(s)) || is_pem(s),
-                Under::SecretItems => !item_ref,
-                Under::Plain => (is_secret_string(s) && !item_ref) || is_pem(s),
-            };
-            bad.then(|| here(path))
-        }
+        Value::String(s) => refuses_string(under, s).then(|| here(path)).filter(|p| !not_secret.contains(&p.as_str())),
         Value::Null | Value::Bool(_) => None,
-        Value::Number(_) => (under != Under::Plain).then(|| here(path)),
+        Value::Number(_) => (under != Under::Plain).then(|| here(path)).filter(|p| !not_secret.contains(&p.as_str())),
     }
 }
 
@@ -142,7 +158,7 @@ mod tests {
     use super::*;
 
     fn scan(yaml: &str) -> std::result::Result<(), String> {
-        scan_for_secrets(Path::new("values/app.yaml"), yaml).map_err(|(_, m)| m)
+        scan_for_secrets(Path::new("values/app.yaml"), yaml, &[]).map_err(|(_, m)| m)
     }
 
     /// Ordinary Helm values whose keys look secret by name are judged by what they hold and
@@ -177,6 +193,18 @@ mod tests {
         ] {
             let e = scan(bad).unwrap_err();
             assert!(e.starts_with(&format!("{path}: a literal secret")), "{bad}: {e}");
+            assert!(e.contains(&format!("not_secret: as values/app.yaml:{path}")), "{e}");
         }
+    }
+
+    /// The explicit way out: a value the operator marks (`not_secret:` in the catalogue) is let
+    /// be literal, and only that one.
+    #[test]
+    fn a_value_marked_not_secret_is_let_be_only_where_marked() {
+        let yaml = "auth: {passwordPolicy: strict, token: abc}\n";
+        let rel = Path::new("values/app.yaml");
+        let e = scan_for_secrets(rel, yaml, &["auth.passwordPolicy"]).unwrap_err().1;
+        assert!(e.starts_with("auth.token:"), "{e}");
+        scan_for_secrets(rel, yaml, &["auth.passwordPolicy", "auth.token"]).unwrap();
     }
 }

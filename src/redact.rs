@@ -18,6 +18,20 @@ pub enum Redact {
     Kubeadm,
     /// The whole output is a secret (e.g. a bearer token): stream nothing.
     All,
+    /// Stdout is a secret (Helm's JSON carries a release's values): stream none of it; stderr is
+    /// the command's error message, streamed and kept for the error as with `None`, so a failed
+    /// probe says why it failed instead of showing only its command.
+    Stdout,
+}
+
+impl Redact {
+    /// How the command's stderr is shown: as stdout, except under `Stdout`.
+    pub fn for_stderr(self) -> Redact {
+        match self {
+            Redact::Stdout => Redact::None,
+            m => m,
+        }
+    }
 }
 
 /// Line-by-line masker; keeps the one bit of state kubeadm's two-line key output needs.
@@ -39,7 +53,7 @@ impl Redactor {
     pub fn line(&mut self, line: &str) -> Option<String> {
         match self.mode {
             Redact::None => Some(mask_userinfo(line).into_owned()),
-            Redact::All => None,
+            Redact::All | Redact::Stdout => None,
             Redact::Kubeadm => Some(mask_userinfo(&self.kubeadm(line)).into_owned()),
         }
     }

@@ -401,7 +401,7 @@ fn plan_and_refusal_connect_to_nothing() -> R {
     let (r, _) = run(&["apply", "instantiate", "--index", "3"]);
     r.fails(2, "--index");
     // Fixed, and run for real: nothing answers, the first site fails naming its node, and
-    // under --fail-fast (one site at a time) the others never start and keep no status.
+    // under --fail-fast (one site at a time) the others never start; their status says why.
     let req = request("master_instance", "worker_instance", "ubuntu", "@env:SITES_TEST_NODE_PW", "masterNode_CP1");
     std::fs::write(out.join("s02/cluster/instantiate.json"), req.to_string()).unwrap();
     let (r, _) =
@@ -413,10 +413,16 @@ fn plan_and_refusal_connect_to_nothing() -> R {
         || format!("{}", sites["s01"]),
     )?;
     check(sites["s02"]["status"] == "not-started" && sites["s03"]["status"] == "not-started", || r.stdout.clone())?;
+    let why = "not started: the rollout stopped after 1 of 3 sites failed (--fail-fast)";
+    check(sites["s03"]["error"] == why, || r.stdout.clone())?;
+    check(r.stderr.contains("stops at the first failed site; an unreachable node is retried for 1s"), || {
+        r.stderr.clone()
+    })?;
     let st = mgmt(&["sites", "status", "-o", "json", "--state-dir", s(&state)], &[]);
     st.ok();
     let all = doc(&st)["result"]["sites"].as_array().unwrap().clone();
-    check(all.len() == 1 && all[0]["site"] == "s01" && all[0]["status"] == "failed", || format!("{all:?}"))?;
+    check(all.len() == 3 && all[0]["site"] == "s01" && all[0]["status"] == "failed", || format!("{all:?}"))?;
+    check(all[1..].iter().all(|x| x["status"] == "not-started" && x["error"] == why), || format!("{all:?}"))?;
     Ok(())
 }
 
@@ -486,6 +492,91 @@ fn catalogue_render_then_plan_and_template_errors() -> R {
     Ok(())
 }
 
+/// The set-up commands of the sample catalogue's header (`#   ` lines), the lab's own excepted
+/// (the test brings up its lab itself), with the sample's `target/edge-*` outputs moved to `tmp`.
+fn sample_setup(header: &str, tmp: &Path) -> Vec<String> {
+    header
+        .lines()
+        .take_while(|l| l.starts_with('#'))
+        .filter_map(|l| l.strip_prefix("#   "))
+        .filter(|l| !l.contains("lab.sh") && !l.contains("sites render"))
+        .map(|l| l.split("  #").next().unwrap_or(l).trim().replace("target/edge-", &format!("{}/edge-", tmp.display())))
+        .collect()
+}
+
+/// The shipped sample, set up exactly as its header says, runs its CNF: `sites apply
+/// instantiate` then `sites apply cnf-instantiate` on one of its sites moved onto a kit lab,
+/// and the sample chart's release is deployed on the site's master.
+fn the_sample_set_up_as_its_header_says_runs_its_cnf() -> R {
+    let sample = std::fs::read_to_string(repo().join("samples/sites/sites.yaml")).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let setup = sample_setup(&sample, d);
+    check(setup.iter().any(|c| c.contains("make-package.sh")), || format!("{setup:?}"))?;
+    timed("the sample header's set-up commands", || {
+        for c in &setup {
+            let o = std::process::Command::new("bash").args(["-c", c]).current_dir(repo()).output().unwrap();
+            check(o.status.success(), || {
+                format!("{c}: {}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+            })?;
+        }
+        Ok(())
+    })?;
+    let lab = Lab::up("st2", 82, 2, &["--kit"]);
+    // The sample's head (defaults: the CNF, helm on the masters), its site par1 on this lab.
+    let head = &sample[..sample.find("\nsecrets:").expect("the sample has secrets:")];
+    let head: Vec<String> = head
+        .lines()
+        .map(|l| {
+            if l.starts_with("templates:") {
+                format!("templates: {}", repo().join("templates/edge").display())
+            } else if l.starts_with("package:") {
+                format!("package: {}", d.join("edge-package").display())
+            } else {
+                l.to_string()
+            }
+        })
+        .collect();
+    let cat = d.join("sites.yaml");
+    std::fs::write(
+        &cat,
+        format!(
+            "{}\nsecrets:\n  node_password: {{file: {}}}\nsites:\n  - name: par1\n    labels: {{region: eu}}\n    \
+             vars: {{network: 198.18.{}.0/24, identity_file: {}, known_hosts: {}}}\n",
+            head.join("\n"),
+            lab.file("password").display(),
+            lab.net,
+            lab.file("id_ed25519").display(),
+            lab.file("known_hosts").display()
+        ),
+    )
+    .unwrap();
+    let (out, state) = (d.join("out"), d.join("state"));
+    let apply = |op: &str| {
+        let a = ["sites", "apply", op, "-o", "json", "--sites", s(&cat), "--out", s(&out), "--state-dir", s(&state)];
+        mgmt(&a, &[])
+    };
+    timed("sites apply instantiate on the sample", || {
+        let r = apply("instantiate");
+        r.ok();
+        check(by_site(&doc(&r))["par1"]["status"] == "done", || r.stdout.clone())
+    })?;
+    timed("sites apply cnf-instantiate on the sample", || {
+        let r = apply("cnf-instantiate");
+        check(r.code == 0, || format!("{}\n{}", r.stdout, r.stderr))?;
+        check(by_site(&doc(&r))["par1"]["status"] == "done", || r.stdout.clone())?;
+        let o = lab.node_exec(
+            "1",
+            &["sh", "-c", "KUBECONFIG=/etc/kubernetes/admin.conf helm list -n edge -o json; helm version --short"],
+        );
+        let text = String::from_utf8_lossy(&o.stdout).into_owned();
+        let list: Value = serde_json::from_str(text.lines().next().unwrap_or("")).unwrap_or(Value::Null);
+        check(list[0]["name"] == "app" && list[0]["status"] == "deployed", || text.clone())?;
+        check(text.contains("v3.17."), || format!("the master's helm is not the real one: {text}"))
+    })?;
+    Ok(())
+}
+
 /// The suite's trials, run by its test binary (tests/bin/).
 pub fn suite() -> Suite {
     Suite::new(file!())
@@ -493,8 +584,8 @@ pub fn suite() -> Suite {
             ("plan_and_refusal_connect_to_nothing", plan_and_refusal_connect_to_nothing),
             ("catalogue_render_then_plan_and_template_errors", catalogue_render_then_plan_and_template_errors),
         ])
-        .needing_root(&[(
-            "twelve_sites_at_once_with_one_down_and_a_resume",
-            twelve_sites_at_once_with_one_down_and_a_resume,
-        )])
+        .needing_root(&[
+            ("twelve_sites_at_once_with_one_down_and_a_resume", twelve_sites_at_once_with_one_down_and_a_resume),
+            ("the_sample_set_up_as_its_header_says_runs_its_cnf", the_sample_set_up_as_its_header_says_runs_its_cnf),
+        ])
 }

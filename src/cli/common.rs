@@ -33,7 +33,7 @@ pub struct ConnArgs {
     #[arg(long, global = true, value_parser = parse_duration, value_name = "DURATION")]
     pub connect_timeout: Option<Duration>,
     /// Keep retrying nodes that are not up yet (refused, unreachable) this long (default: 60s for
-    /// exec/put/get/run-script, 300s for the hooks and sites, 5s per master for cnf and
+    /// exec/put/get/run-script, 300s for the hooks, 30s for sites apply, 5s per master for cnf and
     /// workload, 10s for key, ee and primitive).
     #[arg(long, global = true, value_parser = parse_duration, value_name = "DURATION")]
     pub retry_for: Option<Duration>,
@@ -163,6 +163,9 @@ impl Defaults {
     pub const FAN_OUT: Defaults = Defaults { retry_for: Duration::from_secs(60), parallel: DEFAULT_PARALLEL };
     /// The cluster hooks and the sites they run on: fresh VMs take minutes to answer.
     pub const HOOKS: Defaults = Defaults { retry_for: Duration::from_secs(300), parallel: 64 };
+    /// `sites apply`: machines that exist already; a site whose node does not answer fails
+    /// within this window instead of holding a rollout (and its stop rule) for the hooks' 300s.
+    pub const SITES: Defaults = Defaults { retry_for: Duration::from_secs(30), parallel: 64 };
     /// `cnf` and `workload`: masters, tried one after another until one answers; a master that
     /// is down is skipped quickly.
     pub const MASTERS: Defaults = Defaults { retry_for: Duration::from_secs(5), parallel: 16 };

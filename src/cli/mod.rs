@@ -316,6 +316,7 @@ mod tests {
         for (d, who) in [
             (Defaults::FAN_OUT, "exec/put/get/run-script"),
             (Defaults::HOOKS, "the hooks"),
+            (Defaults::SITES, "sites"),
             (Defaults::MASTERS, "cnf and workload"),
             (Defaults::EE, "key, ee"),
         ] {

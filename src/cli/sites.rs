@@ -24,6 +24,7 @@ use crate::sites::catalogue::Catalogue;
 use crate::sites::inputs;
 use crate::sites::plan::{self, parse_selector, Env, Op, SiteDir};
 use crate::sites::render::render_all;
+use crate::sites::rollout::{self, MaxFail, Size};
 use crate::sites::status::Statuses;
 
 #[derive(Subcommand, Debug)]
@@ -88,6 +89,10 @@ pub struct SitesArgs {
     /// The rendered sites (`sites render --out DIR`): DIR/<site>/site.json, ...
     #[arg(long, global = true, value_name = "DIR")]
     pub rendered: Option<PathBuf>,
+    /// The sites as a Job's pod has them: a folder of site bundles (`NNNNN.<site>.json`, the
+    /// ConfigMap keys of `sites export k8s-job`), unpacked into a private temporary folder.
+    #[arg(long, global = true, value_name = "DIR", conflicts_with_all = ["sites", "rendered"])]
+    pub bundles: Option<PathBuf>,
     /// Only these sites (comma-separated, repeatable).
     #[arg(long, global = true, value_delimiter = ',', value_name = "SITE,...")]
     pub only: Vec<String>,
@@ -105,6 +110,14 @@ pub struct SitesArgs {
     /// How many SSH connects, commands and transfers are in flight across all sites.
     #[arg(long, global = true, default_value = "256", value_name = "N")]
     pub max_sessions: usize,
+    /// Stop the rollout once more than N sites, or more than P% of the sites to run, have
+    /// failed: no further site starts (Ansible's max_fail_percentage). --fail-fast is 0.
+    #[arg(long, global = true, value_parser = rollout::parse_max_fail, value_name = "N|P%")]
+    pub max_fail: Option<MaxFail>,
+    /// Canary batches, e.g. 1,10%,100%: a batch starts once the one before it has finished and
+    /// the rollout has not stopped; the last size repeats (Ansible's serial). Default: one batch.
+    #[arg(long, global = true, value_parser = rollout::parse_batches, value_name = "SIZE,...")]
+    pub batch: Option<Vec<Size>>,
     /// Also run the sites whose last run of this operation is done.
     #[arg(long, global = true)]
     pub force: bool,
@@ -154,6 +167,16 @@ pub async fn run(cmd: SitesCmd, ctx: &Ctx) -> i32 {
 /// anything connects), or read from `--rendered`. `--index` counts in the selection, and the
 /// whole selection is rendered either way, so every Job pod sees the same indices.
 fn sites(args: &SitesArgs, scratch: &mut Option<tempfile::TempDir>) -> Result<Vec<SiteDir>> {
+    if let Some(b) = &args.bundles {
+        let t = tempfile::Builder::new()
+            .prefix("mgmt-driver-sites-")
+            .tempdir()
+            .map_err(|e| Error::input("--bundles", "(temporary directory)", e.to_string()))?;
+        crate::sites::export::unpack_bundles(b, t.path())?;
+        let all = plan::load_rendered(t.path());
+        *scratch = Some(t);
+        return plan::select(all?, &args.only, &args.selector, args.index);
+    }
     let all = match (&args.sites, &args.rendered) {
         (Some(cat), _) => {
             let cat = Catalogue::load(cat)?;
@@ -174,7 +197,11 @@ fn sites(args: &SitesArgs, scratch: &mut Option<tempfile::TempDir>) -> Result<Ve
         }
         (None, Some(dir)) => plan::load_rendered(dir)?,
         (None, None) => {
-            return Err(Error::input("arguments", "--sites", "give the catalogue (--sites FILE) or --rendered DIR"))
+            return Err(Error::input(
+                "arguments",
+                "--sites",
+                "give the catalogue (--sites FILE), --rendered DIR or --bundles DIR",
+            ))
         }
     };
     plan::select(all, &args.only, &args.selector, args.index)
@@ -229,24 +256,28 @@ async fn plan_or_apply(op: &Op, args: &SitesArgs, ctx: &Ctx, dry: bool) -> Resul
     };
     let timeouts = Timeouts { install: args.install_timeout, helm: args.helm_timeout, ..Default::default() };
     let name = format!("sites {} {}", if dry { "plan" } else { "apply" }, op.name());
-    let rendered = args.rendered.clone().or(args.out.clone());
+    let rendered = args.rendered.clone().or(args.out.clone()).or(args.bundles.clone());
     let context =
         json!({"catalogue": args.sites, "rendered": rendered, "stateDir": state_dir, "selected": selected.len()});
     let started = Instant::now();
     if dry {
         return Ok(plan(op, &selected, &env, ctx, timeouts, &name, context).await);
     }
-    let defaults = Defaults::HOOKS;
+    let defaults = Defaults::SITES;
     // The SSH options are checked once; every site's runner shares this one connector.
     let connector: Arc<dyn crate::transport::Connector> =
         Arc::new(Bounded::new(ctx.connector(&defaults)?, args.max_sessions));
+    let max_fail = rollout_rule(args.max_fail, ctx.run.fail_fast)?;
     let bounds = Bounds {
         max_sites: args.max_sites,
         parallel: ctx.run.parallel.unwrap_or(defaults.parallel).max(1),
-        fail_fast: ctx.run.fail_fast,
+        max_fail,
+        batches: args.batch.clone().unwrap_or_default(),
         force: args.force,
         timeouts,
     };
+    let retry_for = ctx.conn.retry_for.unwrap_or(defaults.retry_for);
+    console::err_line(&rollout_line(&name, selected.len(), &bounds, retry_for));
     let (events, renderer) = ctx.renderer(None);
     let applied = apply::apply(&selected, op, &env, connector, &events, &bounds).await;
     drop(events);
@@ -255,6 +286,35 @@ async fn plan_or_apply(op: &Op, args: &SitesArgs, ctx: &Ctx, dry: bool) -> Resul
         Applied::Refused(errs) => Ok(refused(&name, context, &errs, ctx, false, warnings)),
         Applied::Ran(results) => Ok(report(&name, context, &results, ctx, started.elapsed(), warnings)),
     }
+}
+
+/// `--fail-fast` is `--max-fail 0`; both at once would say two things.
+fn rollout_rule(max_fail: Option<MaxFail>, fail_fast: bool) -> Result<Option<MaxFail>> {
+    match (max_fail, fail_fast) {
+        (Some(m), true) => Err(Error::input(
+            "arguments",
+            "--fail-fast",
+            format!("--fail-fast is --max-fail 0; give one of it and --max-fail {m}"),
+        )),
+        (m, false) => Ok(m),
+        (None, true) => Ok(Some(MaxFail::FAIL_FAST)),
+    }
+}
+
+/// What the rollout will do, said before it starts: how the sites are batched, when it stops,
+/// and how long an unreachable node is retried (a site's first failure shows after that).
+fn rollout_line(name: &str, sites: usize, b: &Bounds, retry_for: Duration) -> String {
+    let batches: Vec<String> = rollout::plan(&b.batches, sites).iter().map(|r| r.len().to_string()).collect();
+    let stop = match b.max_fail {
+        None => "no stop rule (every site runs)".to_string(),
+        Some(m) if m == MaxFail::FAIL_FAST => "stops at the first failed site".to_string(),
+        Some(m) => format!("stops past {m} failed sites"),
+    };
+    format!(
+        "{name}: {sites} sites (before skipping done ones) in batches of {}; {stop}; an unreachable node is retried for {}s (--retry-for)",
+        if batches.is_empty() { "0".into() } else { batches.join(",") },
+        retry_for.as_secs()
+    )
 }
 
 /// Every site through its preparation, then its operation, with the plan connector and a
@@ -270,7 +330,7 @@ async fn plan(
 ) -> i32 {
     let (events, renderer) = ctx.renderer(None);
     let connector: Arc<dyn crate::transport::Connector> = Arc::new(PlanConnector::new());
-    let bounds = Bounds { max_sites: 1, parallel: 1, fail_fast: false, force: true, timeouts };
+    let bounds = Bounds { max_sites: 1, parallel: 1, max_fail: None, batches: vec![], force: true, timeouts };
     let mut errs = Vec::new();
     let mut lines = Vec::new();
     for s in sites {
@@ -384,15 +444,28 @@ fn report(
     }
 }
 
-/// site | status | seconds | error, the error's first line only (the events have the rest).
+/// site | status | seconds | error: the error's first line, and, for a failed command, the
+/// last line of what it said on stderr (the first line is the command; the reason is there).
+/// The events and `-o json` have the rest.
 fn table(results: &[SiteResult]) -> String {
     let w = results.iter().map(|r| r.site.len()).max().unwrap_or(4).max(4);
     let mut out = format!("{:<w$}  {:<11}  {:>8}  ERROR\n", "SITE", "STATUS", "SECONDS");
     for r in results {
-        let e = r.error.as_deref().unwrap_or("").lines().next().unwrap_or("");
+        let e = one_line(r.error.as_deref().unwrap_or(""));
         out.push_str(&format!("{:<w$}  {:<11}  {:>8.1}  {e}\n", r.site, r.status, r.seconds));
     }
     out
+}
+
+fn one_line(error: &str) -> String {
+    let first = error.lines().next().unwrap_or("");
+    let said = error
+        .split_once("\n  stderr (last lines):\n")
+        .and_then(|(_, tail)| tail.lines().rev().map(str::trim).find(|l| !l.is_empty()));
+    match said {
+        Some(l) => format!("{first} (stderr: {l})"),
+        None => first.to_string(),
+    }
 }
 
 /// Each selected site's inputs for `op` against what its last successful `op` read
@@ -516,5 +589,12 @@ mod tests {
         assert_eq!(lines.len(), 3, "{t}");
         assert!(lines[2].starts_with("ber2  failed") && lines[2].ends_with("ber2-m1: cannot connect"), "{t}");
         assert!(!t.contains("more"));
+        // A failed command: its first line is the command, the reason is the stderr's last line.
+        let e = "m1: command failed with exit code 1: helm status -- app\n  stderr (last lines):\n    Error: status not implemented\n";
+        let t = table(&[r("par1", "failed", Some(e))]);
+        assert!(
+            t.lines().nth(1).unwrap().ends_with("helm status -- app (stderr: Error: status not implemented)"),
+            "{t}"
+        );
     }
 }

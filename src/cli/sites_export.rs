@@ -56,10 +56,12 @@ pub struct K8sJobArgs {
     /// The Kubernetes namespace of the Job and its ConfigMap (default: kubectl's current one).
     #[arg(short = 'n', long, value_name = "NS")]
     pub namespace: Option<String>,
-    /// The ConfigMap to emit with the selected sites' rendered files.
+    /// The ConfigMap to emit with the selected sites' rendered files, one key per site (NAME-0,
+    /// NAME-1, ... when they need more than one ConfigMap's 1 MiB).
     #[arg(long, default_value = "mgmt-driver-sites", conflicts_with = "existing_config_map")]
     pub config_map: String,
-    /// Reference this ConfigMap (laid out as rendered/<site>/...) instead of emitting one.
+    /// Reference this ConfigMap (the export's site bundles, NNNNN.<site>.json) instead of
+    /// emitting one.
     #[arg(long, value_name = "NAME")]
     pub existing_config_map: Option<String>,
     /// The Secret the sites' @env: references (and /secrets files) come from.

@@ -97,7 +97,8 @@ impl Fact for ReleaseStatusOrAbsent<'_> {
     }
 
     fn command(&self) -> Result<RemoteCommand> {
-        Ok(RemoteCommand::new(self.helm.status_or_absent(self.release, self.namespace)?).with_redact(Redact::All))
+        // Its stdout is Helm's JSON with the values; its stderr is why the probe failed.
+        Ok(RemoteCommand::new(self.helm.status_or_absent(self.release, self.namespace)?).with_redact(Redact::Stdout))
     }
 
     fn placeholder(&self) -> Option<(String, u64)> {
@@ -512,6 +513,33 @@ mod tests {
         assert_eq!(got.unwrap(), Some(("failed".into(), 2)));
         assert_eq!(value(&f, "Error: release: not found").await, None);
         assert_eq!(planned(&f).await, Some(("planned".into(), 1)));
+    }
+
+    /// A status probe that fails (a stand-in Helm without `status`, an unreachable cluster)
+    /// says why: its stderr is in the error, while its stdout (the values) is never streamed.
+    #[tokio::test]
+    async fn a_failed_status_probe_names_what_helm_said() {
+        use crate::event::{EventKind, Events};
+        use crate::lifecycle::runner::{FanOut, Runner, Timeouts};
+        use crate::transport::fake::FakeConnector;
+        let h = helm();
+        let f = ReleaseStatusOrAbsent { helm: &h, release: "app", namespace: "edge", planned: None };
+        assert_eq!(f.command().unwrap().redact, Redact::Stdout);
+        let fake = FakeConnector::new();
+        fake.fail(None, "helm status", 1, "Error: lab kit helm stand-in: status not implemented");
+        let (events, mut rx) = Events::channel();
+        let rt = Runner::new(std::sync::Arc::new(fake.clone()), events, FanOut::default(), Timeouts::default());
+        let node = crate::inventory::Host::for_test("m1", "192.0.2.1");
+        let e = rt.read(&node, &f).await.unwrap_err().to_string();
+        assert!(e.contains("m1") && e.contains("helm status"), "{e}");
+        assert!(e.contains("status not implemented"), "the probe's own words: {e}");
+        // Its stdout stays unstreamed when it answers.
+        fake.reply(None, "helm status", r#"{"info":{"status":"deployed"},"version":1,"config":{"pw":"s3cret"}}"#);
+        assert_eq!(rt.read(&node, &f).await.unwrap(), Some(("deployed".into(), 1)));
+        drop(rt);
+        while let Ok(ev) = rx.try_recv() {
+            assert!(!matches!(ev.kind, EventKind::Stdout { .. }), "{:?}", ev.kind);
+        }
     }
 
     #[tokio::test]

@@ -11,7 +11,7 @@
 //! The operations themselves are the hooks' and the CNF commands' own (`cluster::run`,
 //! `cnf::run::run`, the run-script job): nothing here knows what a step does.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -29,6 +29,7 @@ use crate::lifecycle::job::CommandOpts;
 use crate::lifecycle::{FanOut, Runner, Timeouts};
 use crate::sites::inputs;
 use crate::sites::plan::{prepare_site, Env, Op, SiteDir, Work};
+use crate::sites::rollout::{self, MaxFail, Size};
 use crate::sites::status::{AppliedInputs, SiteStatus, Statuses};
 use crate::transport::{Connector, ExecOutput, Transport, UploadFile, UploadResult};
 
@@ -116,7 +117,11 @@ pub struct Bounds {
     pub max_sites: usize,
     /// Nodes at once within one site (the hooks' `--parallel`).
     pub parallel: usize,
-    pub fail_fast: bool,
+    /// How many failed sites the rollout tolerates before it starts no more (`--max-fail`;
+    /// `--fail-fast` is 0); none: every site runs whatever the others do.
+    pub max_fail: Option<MaxFail>,
+    /// Canary batches (`--batch`): a batch starts once the one before it has finished.
+    pub batches: Vec<Size>,
     /// Run sites whose status says this op is done, too.
     pub force: bool,
     pub timeouts: Timeouts,
@@ -126,8 +131,8 @@ pub struct Bounds {
 #[derive(Clone, Debug, Serialize)]
 pub struct SiteResult {
     pub site: String,
-    /// `done`, `failed`, `skipped` (done by an earlier run), `not-started` (after a failure
-    /// under --fail-fast).
+    /// `done`, `failed`, `skipped` (done by an earlier run), `not-started` (the rollout
+    /// stopped first: `--max-fail`, `--fail-fast`; `error` says so).
     pub status: &'static str,
     pub seconds: f64,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -192,58 +197,40 @@ pub async fn apply(
         }
         return Ok(Applied::Refused(refused));
     }
-    let stop = AtomicBool::new(false);
-    let ran: Vec<(usize, SiteResult)> = stream::iter(ready)
-        .map(|(i, site, work, ev, read)| {
-            let (stop, statuses, connector) = (&stop, &statuses, &connector);
-            async move {
-                if bounds.fail_fast && stop.load(Ordering::Acquire) {
-                    let r = SiteResult {
-                        site: site.name.clone(),
-                        status: "not-started",
-                        seconds: 0.0,
-                        error: None,
-                        error_kind: None,
-                    };
-                    return (i, r);
-                }
-                let mut st = SiteStatus::running(op.name());
-                st.inputs = Some(read.digest.clone());
-                let started = Instant::now();
-                let mut err = statuses.save(&site.name, &st).err();
-                if err.is_none() {
-                    err = run_work(work, connector, &ev, bounds).await.err();
-                }
-                drop(ev);
-                let secs = started.elapsed().as_secs_f64();
-                st.finish(err.as_ref().map(|e| e.to_string()), secs);
-                // What this successful run read, for `sites diff`; recorded before the status
-                // says done, so a done status always has its inputs beside it.
-                if err.is_none() {
-                    err = statuses.save_applied(&site.name, op.name(), &read).err();
-                    if err.is_some() {
-                        st.finish(err.as_ref().map(|e| e.to_string()), secs);
+    // Batch by batch (`--batch`); within a batch at most `max_sites` at once. The stop rule
+    // (`--max-fail`, `--fail-fast`) is checked as each site is about to start: once it holds,
+    // no site starts, in this batch or a later one, and each of them is reported and recorded
+    // as not started, with the reason, so a re-run picks them up.
+    let total = ready.len();
+    let failed = AtomicUsize::new(0);
+    let mut ran: Vec<(usize, SiteResult)> = Vec::with_capacity(total);
+    let mut queue = ready.into_iter();
+    for batch in rollout::plan(&bounds.batches, total) {
+        let sites: Vec<_> = queue.by_ref().take(batch.len()).collect();
+        let out: Vec<(usize, SiteResult)> = stream::iter(sites)
+            .map(|(i, site, work, ev, read)| {
+                let (failed, statuses, connector) = (&failed, &statuses, &connector);
+                async move {
+                    let stopped = bounds.max_fail.and_then(|m| {
+                        let n = failed.load(Ordering::Acquire);
+                        m.exceeded(n, total).then(|| rollout::stop_reason(m, n, total))
+                    });
+                    if let Some(reason) = stopped {
+                        drop((work, ev));
+                        return (i, not_started(statuses, site, op, reason));
                     }
+                    let r = run_site(site, op, work, ev, read, statuses, connector, bounds).await;
+                    if r.status == "failed" {
+                        failed.fetch_add(1, Ordering::AcqRel);
+                    }
+                    (i, r)
                 }
-                if let Err(e) = statuses.save(&site.name, &st) {
-                    err.get_or_insert(e);
-                }
-                if err.is_some() {
-                    stop.store(true, Ordering::Release);
-                }
-                let r = SiteResult {
-                    site: site.name.clone(),
-                    status: if err.is_none() { "done" } else { "failed" },
-                    seconds: (secs * 100.0).round() / 100.0,
-                    error_kind: err.as_ref().map(Error::kind),
-                    error: err.map(|e| e.to_string()),
-                };
-                (i, r)
-            }
-        })
-        .buffer_unordered(bounds.max_sites.max(1))
-        .collect()
-        .await;
+            })
+            .buffer_unordered(bounds.max_sites.max(1))
+            .collect()
+            .await;
+        ran.extend(out);
+    }
     for f in forwarders {
         let _ = f.await;
     }
@@ -251,6 +238,60 @@ pub async fn apply(
         results[i] = Some(r);
     }
     Ok(Applied::Ran(results.into_iter().flatten().collect()))
+}
+
+/// A site the stop rule kept from starting: its result and its status document both say why
+/// (a status that cannot be written is named in the result instead: the site is never lost).
+fn not_started(statuses: &Statuses, site: &SiteDir, op: &Op, reason: String) -> SiteResult {
+    let st = SiteStatus::not_started(op.name(), &reason);
+    let error = match statuses.save(&site.name, &st) {
+        Ok(()) => reason,
+        Err(e) => format!("{reason}; its status could not be written: {e}"),
+    };
+    SiteResult { site: site.name.clone(), status: "not-started", seconds: 0.0, error: Some(error), error_kind: None }
+}
+
+/// One site's run: its status says running, then done or failed, and what a successful run
+/// read is recorded for `sites diff`.
+#[allow(clippy::too_many_arguments)]
+async fn run_site(
+    site: &SiteDir,
+    op: &Op,
+    work: Work,
+    ev: Events,
+    read: AppliedInputs,
+    statuses: &Statuses,
+    connector: &Arc<dyn Connector>,
+    bounds: &Bounds,
+) -> SiteResult {
+    let mut st = SiteStatus::running(op.name());
+    st.inputs = Some(read.digest.clone());
+    let started = Instant::now();
+    let mut err = statuses.save(&site.name, &st).err();
+    if err.is_none() {
+        err = run_work(work, connector, &ev, bounds).await.err();
+    }
+    drop(ev);
+    let secs = started.elapsed().as_secs_f64();
+    st.finish(err.as_ref().map(|e| e.to_string()), secs);
+    // What this successful run read, for `sites diff`; recorded before the status says done,
+    // so a done status always has its inputs beside it.
+    if err.is_none() {
+        err = statuses.save_applied(&site.name, op.name(), &read).err();
+        if err.is_some() {
+            st.finish(err.as_ref().map(|e| e.to_string()), secs);
+        }
+    }
+    if let Err(e) = statuses.save(&site.name, &st) {
+        err.get_or_insert(e);
+    }
+    SiteResult {
+        site: site.name.clone(),
+        status: if err.is_none() { "done" } else { "failed" },
+        seconds: (secs * 100.0).round() / 100.0,
+        error_kind: err.as_ref().map(Error::kind),
+        error: err.map(|e| e.to_string()),
+    }
 }
 
 pub fn runner(connector: &Arc<dyn Connector>, ev: &Events, b: &Bounds) -> Runner {
@@ -297,7 +338,7 @@ mod tests {
     use super::*;
     use crate::lifecycle::state::Store;
     use crate::lifecycle::state_key::StateKey;
-    use std::sync::atomic::AtomicUsize;
+    use crate::sites::status::State;
     use std::time::Duration;
 
     /// A transport that only counts how many of its calls are in flight at once.
@@ -417,7 +458,14 @@ mod tests {
         };
         let op = Op::RunScript { script, args: vec![] };
         let fake = FakeConnector::new();
-        let bounds = Bounds { max_sites: 1, parallel: 1, fail_fast: false, force: false, timeouts: Default::default() };
+        let bounds = Bounds {
+            max_sites: 1,
+            parallel: 1,
+            max_fail: None,
+            batches: vec![],
+            force: false,
+            timeouts: Default::default(),
+        };
         let run = || async {
             let sites = crate::sites::plan::load_rendered(&d.path().join("rendered")).unwrap();
             let (events, _rx) = Events::channel();
@@ -438,6 +486,134 @@ mod tests {
         assert!(rec.files["inventory.yaml"].contains("admin"));
         assert_eq!(st.load("par1").unwrap().unwrap().inputs, Some(rec.digest));
         assert_eq!(run().await, [("skipped", None)]);
+    }
+
+    /// `n` rendered sites `s0..` of one node each (`s<i>-m1`), run with `run-script`.
+    struct Fleet {
+        d: tempfile::TempDir,
+        op: Op,
+    }
+
+    impl Fleet {
+        fn new(n: usize) -> Fleet {
+            let d = tempfile::tempdir().unwrap();
+            let id = d.path().join("id_test");
+            std::fs::write(&id, "not a real key").unwrap();
+            for i in 0..n {
+                let dir = d.path().join(format!("rendered/s{i}"));
+                std::fs::create_dir_all(&dir).unwrap();
+                let site = format!(r#"{{"name":"s{i}","index":{i},"labels":{{}},"package":null}}"#);
+                std::fs::write(dir.join("site.json"), site).unwrap();
+                let inv = format!(
+                    "defaults: {{user: root, host_key_check: \"off\", identity_file: {:?}}}\ngroups:\n  m:\n    - {{name: s{i}-m1, ssh_ip: 192.0.2.10}}\n",
+                    id.display().to_string()
+                );
+                std::fs::write(dir.join("inventory.yaml"), inv).unwrap();
+            }
+            let script = d.path().join("check.sh");
+            std::fs::write(&script, "true\n").unwrap();
+            Fleet { op: Op::RunScript { script, args: vec![] }, d }
+        }
+
+        fn statuses(&self) -> Statuses {
+            Statuses::open(&self.d.path().join("state"), StateKey::at(self.d.path().join("key/state.key"))).unwrap()
+        }
+
+        /// Each site's (name, status, error) in site order.
+        async fn apply(&self, fake: &crate::transport::fake::FakeConnector, bounds: &Bounds) -> Vec<SiteResult> {
+            use crate::inventory::{LoadOptions, SshConfigSource};
+            let state = self.d.path().join("state");
+            let key = self.d.path().join("key/state.key");
+            let store = || Store::open_with_key(&state, StateKey::at(&key));
+            let k = || StateKey::at(&key);
+            let env = Env {
+                state_dir: &state,
+                store: &store,
+                key: &k,
+                inventory_opts: LoadOptions {
+                    allow_insecure: true,
+                    ssh_config: SshConfigSource::None,
+                    ..Default::default()
+                },
+                dry_run: false,
+                helm_timeout: Duration::from_secs(1),
+                secrets: Default::default(),
+            };
+            let sites = crate::sites::plan::load_rendered(&self.d.path().join("rendered")).unwrap();
+            let (events, _rx) = Events::channel();
+            let c: Arc<dyn Connector> = Arc::new(fake.clone());
+            match apply(&sites, &self.op, &env, c, &events, bounds).await.unwrap() {
+                Applied::Ran(r) => r,
+                Applied::Refused(e) => panic!("{e:?}"),
+            }
+        }
+    }
+
+    fn bounds(max_sites: usize, max_fail: Option<&str>, batches: Option<&str>) -> Bounds {
+        Bounds {
+            max_sites,
+            parallel: 1,
+            max_fail: max_fail.map(|m| rollout::parse_max_fail(m).unwrap()),
+            batches: batches.map(|b| rollout::parse_batches(b).unwrap()).unwrap_or_default(),
+            force: false,
+            timeouts: Default::default(),
+        }
+    }
+
+    fn statuses_of(r: &[SiteResult]) -> Vec<&'static str> {
+        r.iter().map(|r| r.status).collect()
+    }
+
+    /// `--fail-fast` stops the rollout at the first failed site: every site after it is
+    /// reported not started, with the reason, and its status document says the same, so a
+    /// re-run (the node back) runs exactly those sites and the failed one.
+    #[tokio::test]
+    async fn fail_fast_reports_and_records_every_site_it_did_not_start() {
+        let f = Fleet::new(4);
+        let fake = crate::transport::fake::FakeConnector::new();
+        fake.down("s1-m1");
+        let r = f.apply(&fake, &bounds(1, Some("0"), None)).await;
+        assert_eq!(statuses_of(&r), ["done", "failed", "not-started", "not-started"], "{r:#?}");
+        let why = "not started: the rollout stopped after 1 of 4 sites failed (--fail-fast)";
+        assert_eq!(r[2].error.as_deref(), Some(why));
+        let st = f.statuses();
+        for s in ["s2", "s3"] {
+            let doc = st.load(s).unwrap().unwrap();
+            assert_eq!(
+                (doc.status, doc.op.as_str(), doc.error.as_deref()),
+                (State::NotStarted, "run-script", Some(why))
+            );
+        }
+        assert!(fake.execs("s2-m1").is_empty() && fake.execs("s3-m1").is_empty(), "nothing ran there");
+        // Without a stop rule every site runs whatever another does.
+        let g = Fleet::new(4);
+        let r = g.apply(&fake, &bounds(1, None, None)).await;
+        assert_eq!(statuses_of(&r), ["done", "failed", "done", "done"]);
+        // The node back: the re-run runs the failed and the not-started sites, not the done one.
+        let fake2 = crate::transport::fake::FakeConnector::new();
+        let r = f.apply(&fake2, &bounds(1, Some("0"), None)).await;
+        assert_eq!(statuses_of(&r), ["skipped", "done", "done", "done"]);
+    }
+
+    /// Canary batches: with `--batch 1,100%` the first site runs alone, and when it fails under
+    /// `--max-fail 0` the rest never start, however many may run at once; a tolerated failure
+    /// (`--max-fail 1`) lets the next batch go.
+    #[tokio::test]
+    async fn a_failed_canary_batch_stops_the_batches_after_it() {
+        let f = Fleet::new(5);
+        let fake = crate::transport::fake::FakeConnector::new();
+        fake.down("s0-m1");
+        let r = f.apply(&fake, &bounds(16, Some("0"), Some("1,100%"))).await;
+        assert_eq!(statuses_of(&r), ["failed", "not-started", "not-started", "not-started", "not-started"]);
+        let g = Fleet::new(5);
+        let r = g.apply(&fake, &bounds(16, Some("1"), Some("1,100%"))).await;
+        assert_eq!(statuses_of(&r), ["failed", "done", "done", "done", "done"]);
+        // A percentage: 2 of 5 failed is 40%, more than 25%: the third batch never starts.
+        let h = Fleet::new(5);
+        fake.down("s1-m1");
+        let r = h.apply(&fake, &bounds(16, Some("25%"), Some("1,1,100%"))).await;
+        assert_eq!(statuses_of(&r), ["failed", "failed", "not-started", "not-started", "not-started"]);
+        assert!(r[4].error.as_deref().unwrap().ends_with("after 2 of 5 sites failed (--max-fail 25%)"));
     }
 
     /// `sites apply terminate --reset-nodes` parses, and reaches the cluster's terminate: every
@@ -461,7 +637,14 @@ mod tests {
         let p = f.prepare(ClusterOp::TerminateEnd, serde_json::json!({}), &[]).unwrap();
         let (events, _rx) = Events::channel();
         let c: Arc<dyn Connector> = Arc::new(crate::transport::fake::FakeConnector::new());
-        let bounds = Bounds { max_sites: 1, parallel: 1, fail_fast: false, force: false, timeouts: Default::default() };
+        let bounds = Bounds {
+            max_sites: 1,
+            parallel: 1,
+            max_fail: None,
+            batches: vec![],
+            force: false,
+            timeouts: Default::default(),
+        };
         run_work(Work::Cluster(ClusterOp::TerminateEnd, Box::new(p), true), &c, &events, &bounds).await.unwrap();
         let e = &f.execs()[before..];
         for n in ["m1", "w1"] {

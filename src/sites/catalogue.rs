@@ -14,9 +14,10 @@ use serde_json::{json, Map, Value};
 use crate::error::{excerpt, Error, Result};
 use crate::input_limit::{read_capped, INVENTORY_MAX_BYTES, MAX_DEPTH};
 use crate::inventory::yaml_limits;
-use crate::secret::{is_secret_name, is_secret_string};
+use crate::secret::is_secret_name;
 use crate::sites::csv_cells;
 use crate::sites::lexical_path::clean;
+use crate::sites::rendered_check::{child, refuses_string, Under};
 
 /// The only `apiVersion` / `kind` a catalogue may declare (a later format gets a new version).
 pub const API_VERSION: &str = "mgmt-driver/v1";
@@ -62,6 +63,9 @@ pub struct Catalogue {
     pub defaults: Map<String, Value>,
     pub secrets: BTreeMap<String, SecretRef>,
     pub sites: Vec<Site>,
+    /// Values the operator marks as not secret (`not_secret:`, `FILE:PATH`, e.g.
+    /// `values/app.yaml:auth.apiKeyName`): the rendered-file check lets them be literal.
+    pub not_secret: Vec<String>,
 }
 
 #[derive(Deserialize)]
@@ -80,6 +84,8 @@ struct RawCatalogue {
     sites: Option<Vec<RawSite>>,
     #[serde(default, rename = "sites_csv")]
     sites_csv: Option<String>,
+    #[serde(default, rename = "not_secret")]
+    not_secret: Vec<String>,
 }
 
 #[derive(Deserialize)]
@@ -162,7 +168,23 @@ impl Catalogue {
                 ));
             }
         }
-        Ok(Catalogue { file: file.to_path_buf(), templates, package, defaults: raw.defaults, secrets, sites })
+        for (i, n) in raw.not_secret.iter().enumerate() {
+            if !n.split_once(':').is_some_and(|(f, p)| !f.is_empty() && !p.is_empty()) {
+                return Err(err(
+                    &format!("not_secret[{i}]"),
+                    format!("'{}' is not FILE:PATH (values/app.yaml:auth.apiKeyName)", excerpt(n)),
+                ));
+            }
+        }
+        Ok(Catalogue {
+            file: file.to_path_buf(),
+            templates,
+            package,
+            defaults: raw.defaults,
+            secrets,
+            sites,
+            not_secret: raw.not_secret,
+        })
     }
 
     /// Sites named by `only` (all when empty) whose labels match every `selector` pair, in
@@ -325,7 +347,7 @@ fn check_vars(vars: &Map<String, Value>, at: &str) -> std::result::Result<(), (S
         if RESERVED.contains(&k.as_str()) {
             return Err((field, format!("'{k}' is reserved (the templates' context uses it)")));
         }
-        no_secret_literal(v, &field, is_secret_name(k), 0)?;
+        no_secret_literal(v, &field, child(Under::Plain, k), 0)?;
     }
     Ok(())
 }
@@ -367,12 +389,7 @@ fn type_name(v: &Value) -> &'static str {
 
 /// A value under a secret-looking name (or a URL with a password anywhere) is refused: it would
 /// be written into rendered files and into git. The message never shows the value.
-fn no_secret_literal(
-    v: &Value,
-    at: &str,
-    secret_name: bool,
-    depth: usize,
-) -> std::result::Result<(), (String, String)> {
+fn no_secret_literal(v: &Value, at: &str, under: Under, depth: usize) -> std::result::Result<(), (String, String)> {
     if depth > MAX_DEPTH {
         return Err((at.to_string(), format!("nested deeper than {MAX_DEPTH} levels")));
     }
@@ -388,18 +405,21 @@ fn no_secret_literal(
         Value::Null => Ok(()),
         Value::Object(m) => {
             for (k, x) in m {
-                no_secret_literal(x, &format!("{at}.{}", excerpt(k)), secret_name || is_secret_name(k), depth + 1)?;
+                no_secret_literal(x, &format!("{at}.{}", excerpt(k)), child(under, k), depth + 1)?;
             }
             Ok(())
         }
         Value::Array(a) => {
             for (i, x) in a.iter().enumerate() {
-                no_secret_literal(x, &format!("{at}[{i}]"), secret_name, depth + 1)?;
+                no_secret_literal(x, &format!("{at}[{i}]"), under, depth + 1)?;
             }
             Ok(())
         }
-        Value::String(s) if secret_name || is_secret_string(s) => refuse(),
-        _ if secret_name => refuse(),
+        // Judged as the rendered files are (`rendered_check.rs`): by what it holds and where
+        // it goes, so a taint key or a key file's path is not refused for its key's name.
+        Value::String(s) if refuses_string(under, s) => refuse(),
+        Value::String(_) => Ok(()),
+        _ if under != Under::Plain => refuse(),
         _ => Ok(()),
     }
 }
@@ -577,6 +597,23 @@ mod tests {
             Value::Object(c.vars_of(&c.sites[1])),
             json!({"workers": 1, "helm": {"chart": "a", "version": "1"}})
         );
+    }
+
+    /// A variable is judged by what it holds and where it goes, as rendered files are: a key
+    /// file's path, a taint key and a Secret's name are values; a literal password is not.
+    #[test]
+    fn ordinary_values_with_secret_looking_names_load() {
+        let c = parse(&format!(
+            "{HEAD}defaults: {{ssh_key: /home/op/.ssh/id_ed25519, app: {{values: {{tolerations: [{{key: edge, operator: Exists}}], \
+             tls: [{{secretName: edge-tls}}], auth: {{existingSecret: app-creds}}}}}}}}\n\
+             not_secret: ['values/app.yaml:auth.passwordPolicy']\nsites: [{{name: a}}]\n"
+        ))
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(c.not_secret, ["values/app.yaml:auth.passwordPolicy"]);
+        let e = parse(&format!("{HEAD}defaults: {{ssh_key: AAAAC3Nza}}\nsites: []\n")).unwrap_err();
+        assert!(e.contains("defaults.ssh_key: looks like a secret"), "{e}");
+        let e = parse(&format!("{HEAD}not_secret: [auth.token]\nsites: []\n")).unwrap_err();
+        assert!(e.contains("not_secret[0]") && e.contains("FILE:PATH"), "{e}");
     }
 
     #[test]

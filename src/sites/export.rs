@@ -2,18 +2,22 @@
 //!
 //! Pure: the selected sites' rendered files and the options in, manifest text out. Nothing here
 //! reads a file or talks to an API server; `cli/sites.rs` reads the rendered directory and
-//! prints what this returns. The manifest is a ConfigMap holding exactly the selected sites'
-//! rendered files (or a reference to one the operator made) and a `batch/v1` Job with
-//! `completionMode: Indexed`, one completion per site: pod i runs
-//! `mgmt-driver sites apply --rendered /config/rendered --index i --state-dir /state/store OP`, and
-//! because the ConfigMap holds only the selected sites, in the order `load_rendered` sorts them
-//! (catalogue index, then name), index i is the i-th site listed in the Job's annotation.
+//! prints what this returns. The manifest is one or more ConfigMaps holding exactly the selected
+//! sites' rendered files, one key per site (a bundle: the site's files as one JSON object), as
+//! many ConfigMaps as keep each under the API's 1 MiB (or a reference to one the operator kept),
+//! and a `batch/v1` Job with `completionMode: Indexed`, one completion per site: pod i runs
+//! `mgmt-driver sites apply --bundles /config --index i --state-dir /state/store OP`, which
+//! unpacks the bundles as `sites render` lays sites out; because the ConfigMaps hold only the
+//! selected sites, in the order `load_rendered` sorts them (catalogue index, then name), index i
+//! is the i-th site listed in the Job's annotation.
 //!
 //! Secrets stay references: the rendered files carry `@env:VAR` / `@file:PATH` markers, never
 //! values. Each `@env:VAR` becomes an `env` entry whose value comes from a key `VAR` of the
 //! Secret named by `--secret`; the same Secret is mounted read-only at `/secrets`, so a
 //! `@file:/secrets/KEY` marker (or an inventory's key file there) resolves in the pod. A file
-//! marker anywhere else cannot resolve in a pod and is refused here, before anything is applied.
+//! marker anywhere else cannot resolve in a pod and is refused here, before anything is applied,
+//! and so is an inventory's path (`identity_file`, `known_hosts`, ...) that is neither in the
+//! site's own rendered files nor under `/secrets` (`pod_paths.rs`).
 //! The pod's driver honours exactly these (`secret_ref.rs`): the Job sets
 //! `MGMT_DRIVER_SECRETS_DIR=/secrets` and `MGMT_DRIVER_SECRET_ENV` to the referenced names.
 //!
@@ -57,9 +61,8 @@ pub struct SiteFiles {
 pub enum ConfigSource {
     /// Emit a ConfigMap with this name holding the selected sites' rendered files.
     Embed(String),
-    /// Reference an existing ConfigMap whose keys already lay out `rendered/<site>/...` (a
-    /// ConfigMap cannot hold folders: its keys are mapped to paths by the volume's `items`,
-    /// which we can write only when we know the files).
+    /// Reference an existing ConfigMap holding the sites' bundles as the export writes them
+    /// (`NNNNN.<site>.json`, one key per site: [`bundle`]), e.g. one kept from an earlier export.
     Existing(String),
 }
 
@@ -122,14 +125,21 @@ pub fn read_site_files(dir: &std::path::Path, name: &str) -> Result<SiteFiles> {
 pub fn k8s_job(sites: &[SiteFiles], o: &JobOptions) -> Result<String> {
     check(sites, o)?;
     let env_refs = env_markers(sites, o)?;
-    let mut docs = Vec::new();
-    let mut items = Vec::new();
-    if let ConfigSource::Embed(cm) = &o.config {
-        let (doc, it) = config_map(cm, sites, o)?;
-        docs.push(doc);
-        items = it;
+    let view = crate::sites::pod_paths::PodView { secrets: o.secret.as_ref().map(|_| SECRET_MOUNT) };
+    for s in sites {
+        crate::sites::pod_paths::check(&s.name, &s.files, &view)?;
     }
-    docs.push(job(sites, o, &env_refs, items));
+    let mut docs = Vec::new();
+    let names = match &o.config {
+        ConfigSource::Embed(cm) => {
+            let maps = config_maps(cm, sites, o)?;
+            let names = maps.iter().map(|m| m["metadata"]["name"].as_str().unwrap_or_default().to_string()).collect();
+            docs.extend(maps);
+            names
+        }
+        ConfigSource::Existing(n) => vec![n.clone()],
+    };
+    docs.push(job(sites, o, &env_refs, &names));
     let mut out = String::new();
     for d in docs {
         out.push_str("---\n");
@@ -296,21 +306,6 @@ fn markers(text: &str) -> Vec<(&'static str, String)> {
     out
 }
 
-/// A ConfigMap key for the n-th file: `[-._a-zA-Z0-9]`, unique by its number, readable by its
-/// site and base name (keys cannot hold `/`; the volume's `items` put each back at its path).
-fn key_for(n: usize, site: &str, path: &str) -> String {
-    let base: String = path
-        .rsplit('/')
-        .next()
-        .unwrap_or(path)
-        .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || "-._".contains(c) { c } else { '_' })
-        .collect();
-    let mut k = format!("{n:04}.{site}.{base}");
-    k.truncate(253);
-    k
-}
-
 /// A relative path with no `..`, no empty or `.` part: what a volume item may be.
 fn check_rel(site: &str, path: &str) -> Result<()> {
     let ok =
@@ -356,52 +351,106 @@ fn metadata(name: &str, o: &JobOptions) -> Value {
     m
 }
 
-fn config_map(name: &str, sites: &[SiteFiles], o: &JobOptions) -> Result<(Value, Vec<Value>)> {
-    let mut data = Map::new();
-    let mut items = Vec::new();
-    let mut size = 0;
-    let mut n = 0;
-    for (index, s) in sites.iter().enumerate() {
-        let mut files: Vec<&(String, String)> = s.files.iter().collect();
-        files.sort_by(|a, b| a.0.cmp(&b.0));
-        for (path, text) in files {
-            check_rel(&s.name, path)?;
-            let text =
-                if path == "site.json" { pod_site_json(&s.name, text, &o.package_dir, index)? } else { text.clone() };
-            let key = key_for(n, &s.name, path);
-            n += 1;
-            size += key.len() + text.len();
-            items.push(json!({"key": key, "path": format!("rendered/{}/{path}", s.name)}));
-            data.insert(key, Value::String(text));
-        }
+/// One site's bundle: its rendered files as one JSON object (path → text), the ConfigMap key
+/// `NNNNN.<site>.json` (its place among the exported sites, then its name). A ConfigMap key
+/// cannot hold `/`, and a volume's `items` (one per file) would put a Job of many sites over
+/// the API's object size; one key per site needs no `items` at all.
+pub fn bundle(index: usize, s: &SiteFiles, package_dir: &str) -> Result<(String, String)> {
+    let mut files = serde_json::Map::new();
+    for (path, text) in &s.files {
+        check_rel(&s.name, path)?;
+        let text = if path == "site.json" { pod_site_json(&s.name, text, package_dir, index)? } else { text.clone() };
+        files.insert(path.clone(), Value::String(text));
     }
-    if size > CONFIG_MAP_MAX {
-        return Err(bad(
-            "--config-map",
-            format!(
-                "the {} sites' rendered files are {size} bytes, over a ConfigMap's 1 MiB: export fewer sites per \
-                 Job (--only / --selector), or keep them in a ConfigMap of your own and pass --existing-config-map",
-                sites.len()
-            ),
-        ));
-    }
-    let doc = json!({
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": metadata(name, o),
-        "data": data,
-    });
-    Ok((doc, items))
+    Ok((format!("{index:05}.{}.json", s.name), Value::Object(files).to_string()))
 }
 
-fn job(sites: &[SiteFiles], o: &JobOptions, env_refs: &[String], items: Vec<Value>) -> Value {
+/// Room kept in each ConfigMap for its metadata and the API's encoding of it.
+const CONFIG_MAP_ROOM: usize = 16 << 10;
+
+/// The bundles, in index order, over as few ConfigMaps as fit each under the API's 1 MiB: `NAME`
+/// when one does, else `NAME-0`, `NAME-1`, ... The pod mounts them all in one projected volume.
+fn config_maps(name: &str, sites: &[SiteFiles], o: &JobOptions) -> Result<Vec<Value>> {
+    let budget = CONFIG_MAP_MAX - CONFIG_MAP_ROOM;
+    let mut shards: Vec<Map<String, Value>> = vec![Map::new()];
+    let mut size = 0;
+    for (index, s) in sites.iter().enumerate() {
+        let (key, text) = bundle(index, s, &o.package_dir)?;
+        let n = key.len() + text.len();
+        if n > budget {
+            return Err(bad(
+                &format!("{}/", s.name),
+                format!("the site's rendered files are {n} bytes as one bundle, over a ConfigMap's 1 MiB (less {CONFIG_MAP_ROOM} for its metadata)"),
+            ));
+        }
+        if size + n > budget {
+            shards.push(Map::new());
+            size = 0;
+        }
+        size += n;
+        shards.last_mut().expect("one shard at least").insert(key, Value::String(text));
+    }
+    let many = shards.len() > 1;
+    let longest = if many { format!("{name}-{}", shards.len() - 1) } else { name.to_string() };
+    check_label("--config-map", &longest)?;
+    Ok(shards
+        .into_iter()
+        .enumerate()
+        .map(|(i, data)| {
+            let n = if many { format!("{name}-{i}") } else { name.to_string() };
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata(&n, o), "data": data})
+        })
+        .collect())
+}
+
+/// The pod's side of [`bundle`]: every `NNNNN.<site>.json` key in `dir` (a mounted ConfigMap, or
+/// several projected into one folder) written out as `out/<site>/<path>`, as `sites render`
+/// writes a site, so the rest of `sites apply` is unchanged. Effectful: reads and writes files.
+pub fn unpack_bundles(dir: &std::path::Path, out: &std::path::Path) -> Result<usize> {
+    let at = dir.display().to_string();
+    let err = |m: String| Error::input("--bundles", &at, m);
+    let rd = std::fs::read_dir(dir).map_err(|e| err(format!("cannot read: {e}")))?;
+    let mut keys: Vec<String> = rd
+        .filter_map(|e| e.ok())
+        .filter_map(|e| e.file_name().to_str().map(str::to_string))
+        // The kubelet's own `..data` links and folders are not keys.
+        .filter(|n| !n.starts_with('.') && n.ends_with(".json"))
+        .collect();
+    keys.sort();
+    for key in &keys {
+        let site = key
+            .strip_suffix(".json")
+            .and_then(|k| k.split_once('.'))
+            .filter(|(n, _)| n.len() == 5 && n.bytes().all(|b| b.is_ascii_digit()))
+            .map(|(_, site)| site)
+            .ok_or_else(|| err(format!("{key} is not a site bundle (NNNNN.<site>.json)")))?;
+        check_label(&format!("--bundles {key}"), site)?;
+        let text = crate::input_limit::read_capped(&dir.join(key), CONFIG_MAP_MAX as u64, "--bundles")?;
+        let files: serde_json::Map<String, Value> =
+            serde_json::from_str(&text).map_err(|e| err(format!("{key} is not a site bundle: {e}")))?;
+        for (path, v) in files {
+            check_rel(site, &path)?;
+            let text = v.as_str().ok_or_else(|| err(format!("{key}: {path} is not text")))?;
+            let to = out.join(site).join(&path);
+            let parent = to.parent().expect("below out");
+            std::fs::create_dir_all(parent).map_err(|e| err(format!("cannot create {}: {e}", parent.display())))?;
+            std::fs::write(&to, text).map_err(|e| err(format!("cannot write {}: {e}", to.display())))?;
+        }
+    }
+    if keys.is_empty() {
+        return Err(err("holds no site bundle".into()));
+    }
+    Ok(keys.len())
+}
+
+fn job(sites: &[SiteFiles], o: &JobOptions, env_refs: &[String], config_maps: &[String]) -> Value {
     let n = sites.len() as u32;
     // The flags before the operation: `run-script SCRIPT ARGS...` takes every word after it.
     let mut args: Vec<String> = vec!["sites".into(), "apply".into()];
     args.extend(
         [
-            "--rendered",
-            &format!("{CONFIG_MOUNT}/rendered"),
+            "--bundles",
+            CONFIG_MOUNT,
             "--index",
             // The one word Kubernetes is meant to expand.
             &format!("$({INDEX_VAR})"),
@@ -428,12 +477,10 @@ fn job(sites: &[SiteFiles], o: &JobOptions, env_refs: &[String], items: Vec<Valu
             env.push(json!({"name": v, "valueFrom": {"secretKeyRef": {"name": secret, "key": v}}}));
         }
     }
-    let mut config_volume = json!({"name": "config", "configMap": {"name": match &o.config {
-        ConfigSource::Embed(n) | ConfigSource::Existing(n) => n,
-    }}});
-    if !items.is_empty() {
-        config_volume["configMap"]["items"] = Value::Array(items);
-    }
+    // Every ConfigMap's keys (one per site) side by side in /config: no `items`, so the Job
+    // stays small however many sites it has.
+    let sources: Vec<Value> = config_maps.iter().map(|n| json!({"configMap": {"name": n}})).collect();
+    let config_volume = json!({"name": "config", "projected": {"sources": sources}});
     let mut volumes = vec![
         config_volume,
         json!({"name": "state", "persistentVolumeClaim": {"claimName": o.state_claim}}),
@@ -580,8 +627,8 @@ mod tests {
             [
                 "sites",
                 "apply",
-                "--rendered",
-                "/config/rendered",
+                "--bundles",
+                "/config",
                 "--index",
                 "$(JOB_COMPLETION_INDEX)",
                 "--state-dir",
@@ -600,48 +647,109 @@ mod tests {
         assert_eq!(job["metadata"]["namespace"], "fleet");
     }
 
+    /// The pod's /config: every ConfigMap's data keys side by side (the projected volume).
+    fn pod_config(d: &[Value]) -> tempfile::TempDir {
+        let pod = tempfile::tempdir().unwrap();
+        let job = d.last().unwrap();
+        let sources = job["spec"]["template"]["spec"]["volumes"][0]["projected"]["sources"].as_array().unwrap();
+        for src in sources {
+            let cm = d.iter().find(|x| x["metadata"]["name"] == src["configMap"]["name"]).unwrap();
+            assert!(src["configMap"].get("items").is_none(), "no items: the keys are the files");
+            for (k, v) in cm["data"].as_object().unwrap() {
+                std::fs::write(pod.path().join(k), v.as_str().unwrap()).unwrap();
+            }
+        }
+        pod
+    }
+
     #[test]
-    fn the_config_map_puts_each_file_back_at_its_site_path_and_the_package_where_the_image_has_it() {
+    fn the_config_map_holds_one_bundle_per_site_and_the_package_where_the_image_has_it() {
         let d = docs(&k8s_job(&sample(), &opts()).unwrap());
         let cm = &d[0];
         assert_eq!(cm["kind"], "ConfigMap");
         assert_eq!(cm["metadata"]["name"], "edge-sites");
         let vol = &d[1]["spec"]["template"]["spec"]["volumes"][0];
-        assert_eq!(vol["configMap"]["name"], "edge-sites");
-        let items = vol["configMap"]["items"].as_array().unwrap();
-        assert_eq!(items.len(), 9);
-        let by_path = |p: &str| {
-            let it = items.iter().find(|i| i["path"] == p).unwrap_or_else(|| panic!("no item for {p}"));
-            cm["data"][it["key"].as_str().unwrap()].as_str().unwrap().to_string()
-        };
-        assert_eq!(by_path("rendered/ber2/cluster/instantiate.json"), r#"{"additionalParams":{}}"#);
-        let sj: Value = serde_json::from_str(&by_path("rendered/mad3/site.json")).unwrap();
+        assert_eq!(vol["projected"]["sources"], json!([{"configMap": {"name": "edge-sites"}}]));
+        let keys: Vec<&String> = cm["data"].as_object().unwrap().keys().collect();
+        assert_eq!(keys, ["00000.par1.json", "00001.ber2.json", "00002.mad3.json"]);
+        // The pod unpacks them as `sites render` lays sites out.
+        let pod = pod_config(&d);
+        let out = tempfile::tempdir().unwrap();
+        assert_eq!(unpack_bundles(pod.path(), out.path()).unwrap(), 3);
+        let read = |p: &str| std::fs::read_to_string(out.path().join(p)).unwrap();
+        assert_eq!(read("ber2/cluster/instantiate.json"), r#"{"additionalParams":{}}"#);
+        let sj: Value = serde_json::from_str(&read("mad3/site.json")).unwrap();
         assert_eq!(sj["package"], "/opt/mgmt-driver/package");
         assert_eq!(sj["index"], 2);
-        for it in items {
-            let k = it["key"].as_str().unwrap();
-            assert!(k.chars().all(|c| c.is_ascii_alphanumeric() || "-._".contains(c)), "{k}");
+    }
+
+    /// A bundle whose key or paths are not what the export writes is refused, naming it, and
+    /// writes nothing outside the folder it unpacks into.
+    #[test]
+    fn a_bundle_that_is_not_the_export_s_is_refused() {
+        for (key, text) in [
+            ("00000.par1.json", r#"{"../escape": "x"}"#),
+            ("00000.par1.json", r#"{"/etc/x": "x"}"#),
+            ("00000.Par_1.json", r#"{"site.json": "{}"}"#),
+            ("par1.json", r#"{"site.json": "{}"}"#),
+            ("00000.par1.json", r#"["site.json"]"#),
+            ("00000.par1.json", r#"{"site.json": 1}"#),
+        ] {
+            let dir = tempfile::tempdir().unwrap();
+            std::fs::write(dir.path().join(key), text).unwrap();
+            let out = tempfile::tempdir().unwrap();
+            let e = unpack_bundles(dir.path(), &out.path().join("in")).unwrap_err().to_string();
+            assert!(e.contains(key) || e.contains("par1/") || e.contains("Par_1"), "{key} {text}: {e}");
+            assert!(!out.path().join("escape").exists());
         }
+        let empty = tempfile::tempdir().unwrap();
+        assert!(unpack_bundles(empty.path(), empty.path()).unwrap_err().to_string().contains("no site bundle"));
+    }
+
+    /// 1,000 sites of ~3 KiB each: past one ConfigMap's 1 MiB, so the bundles are spread over
+    /// several, each under it, all mounted by one projected volume; every pod finds its site.
+    #[test]
+    fn a_thousand_sites_are_sharded_over_config_maps_under_the_limit() {
+        let inv = format!("all: {{}}\n# {}\n", "x".repeat(3000));
+        let sites: Vec<SiteFiles> = (0..1000).map(|i| site(&format!("s{i:04}"), i, &inv)).collect();
+        let text = k8s_job(&sites, &opts()).unwrap();
+        let d = docs(&text);
+        let maps: Vec<&Value> = d.iter().filter(|x| x["kind"] == "ConfigMap").collect();
+        assert!(maps.len() >= 3, "{} ConfigMaps", maps.len());
+        for (i, m) in maps.iter().enumerate() {
+            assert_eq!(m["metadata"]["name"], format!("edge-sites-{i}"));
+            let data = m["data"].as_object().unwrap();
+            let size: usize = data.iter().map(|(k, v)| k.len() + v.as_str().unwrap().len()).sum();
+            assert!(size <= CONFIG_MAP_MAX - CONFIG_MAP_ROOM, "{size}");
+        }
+        let job = d.last().unwrap();
+        assert_eq!(job["spec"]["completions"], 1000);
+        let sources = job["spec"]["template"]["spec"]["volumes"][0]["projected"]["sources"].as_array().unwrap();
+        assert_eq!(sources.len(), maps.len());
+        // The Job itself stays small: no per-file items.
+        let job_size = yaml_serde::to_string(job).unwrap().len();
+        assert!(job_size < 20_000, "the Job is {job_size} bytes");
+        let pod = pod_config(&d);
+        let out = tempfile::tempdir().unwrap();
+        assert_eq!(unpack_bundles(pod.path(), out.path()).unwrap(), 1000);
+        let all = crate::sites::plan::load_rendered(out.path()).unwrap();
+        let one = crate::sites::plan::select(all, &[], &[], Some(999)).unwrap();
+        assert_eq!((one[0].name.as_str(), one[0].index), ("s0999", 999));
     }
 
     /// A subset of a render (`--selector`, `--only`) keeps its catalogue indices (1 and 3 here);
-    /// the ConfigMap renumbers them, so every pod reads its files back and index i runs the
-    /// Job's i-th site.
+    /// the bundles renumber them, so every pod reads its files back and index i runs the Job's
+    /// i-th site.
     #[test]
     fn a_subset_is_renumbered_so_each_pod_finds_its_site() {
         let subset = vec![site("ber2", 1, "all: {}\n"), site("lis4", 3, "all: {}\n")];
         let d = docs(&k8s_job(&subset, &opts()).unwrap());
         let names = d[1]["metadata"]["annotations"]["mgmt-driver/sites"].as_str().unwrap().to_string();
-        // The pod's /config, as the volume's items lay the ConfigMap out.
-        let pod = tempfile::tempdir().unwrap();
-        for it in d[1]["spec"]["template"]["spec"]["volumes"][0]["configMap"]["items"].as_array().unwrap() {
-            let p = pod.path().join(it["path"].as_str().unwrap());
-            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-            std::fs::write(&p, d[0]["data"][it["key"].as_str().unwrap()].as_str().unwrap()).unwrap();
-        }
-        let rendered = pod.path().join("rendered");
+        let pod = pod_config(&d);
+        let rendered = tempfile::tempdir().unwrap();
+        unpack_bundles(pod.path(), rendered.path()).unwrap();
         for (i, want) in names.split(',').enumerate() {
-            let all = crate::sites::plan::load_rendered(&rendered).unwrap();
+            let all = crate::sites::plan::load_rendered(rendered.path()).unwrap();
             let one = crate::sites::plan::select(all, &[], &[], Some(i)).unwrap();
             assert_eq!((one[0].name.as_str(), one[0].index), (want, i));
         }
@@ -710,6 +818,45 @@ mod tests {
         assert!(k8s_job(&s, &opts()).is_err());
     }
 
+    /// The sample catalogue renders the controller's own key and known_hosts paths into every
+    /// inventory: no pod can read them, so the export refuses, naming the site, the field and
+    /// the path; the same site with the key in the Secret and known_hosts in its folder exports.
+    #[test]
+    fn the_sample_catalogue_s_controller_paths_are_refused_naming_them() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let c = crate::sites::catalogue::Catalogue::load(&root.join("samples/sites/sites.yaml")).unwrap();
+        let d = tempfile::tempdir().unwrap();
+        let rendered = crate::sites::render::render_all(&c, d.path(), &["par1".into()], &[]).unwrap();
+        let mut s = read_site_files(&rendered[0].dir, "par1").unwrap();
+        // Its password reference is a controller path too (refused as a marker already): put it
+        // in the Secret, as the export's message says, and look at what is left.
+        for (_, text) in s.files.iter_mut() {
+            for (kind, path) in markers(text) {
+                if kind == "file" && path.ends_with("/target/lab/edge1/password") {
+                    *text = text.replace(&format!("@file:{path}"), "@file:/secrets/node_password");
+                }
+            }
+        }
+        let e = k8s_job(std::slice::from_ref(&s), &opts()).unwrap_err().to_string();
+        assert!(e.contains("par1/inventory.yaml") && e.contains("defaults.identity_file"), "{e}");
+        assert!(e.contains("target/lab/edge1/id_ed25519"), "the path is named: {e}");
+        let inv = s.files.iter_mut().find(|(p, _)| p == "inventory.yaml").unwrap();
+        let edited: Vec<String> = inv
+            .1
+            .lines()
+            .map(|l| match l.trim_start() {
+                t if t.starts_with("identity_file:") => "  identity_file: /secrets/id_ed25519".to_string(),
+                t if t.starts_with("known_hosts:") => "  known_hosts: known_hosts".to_string(),
+                _ => l.to_string(),
+            })
+            .collect();
+        inv.1 = edited.join("\n");
+        let e = k8s_job(std::slice::from_ref(&s), &opts()).unwrap_err().to_string();
+        assert!(e.contains("defaults.known_hosts") && e.contains("no such file"), "{e}");
+        s.files.push(("known_hosts".into(), "198.18.60.11 ssh-ed25519 AAAA\n".into()));
+        k8s_job(&[s], &opts()).unwrap();
+    }
+
     #[test]
     fn an_existing_config_map_is_referenced_not_emitted() {
         let mut o = opts();
@@ -717,7 +864,7 @@ mod tests {
         let d = docs(&k8s_job(&sample(), &o).unwrap());
         assert_eq!(d.len(), 1);
         let vol = &d[0]["spec"]["template"]["spec"]["volumes"][0];
-        assert_eq!(vol["configMap"], json!({"name": "kept"}));
+        assert_eq!(vol["projected"]["sources"], json!([{"configMap": {"name": "kept"}}]));
     }
 
     #[test]
@@ -750,11 +897,17 @@ mod tests {
     }
 
     #[test]
-    fn too_many_sites_for_one_config_map_say_what_to_do() {
-        let big = "x".repeat(400 * 1024);
-        let s: Vec<SiteFiles> = (0..3).map(|i| site(&format!("s{i}"), i, &big)).collect();
+    fn a_site_too_large_for_one_config_map_is_refused_naming_it() {
+        let big = "x".repeat(1 << 20);
+        let s: Vec<SiteFiles> =
+            (0..3).map(|i| site(&format!("s{i}"), i, if i == 1 { &big } else { "all: {}\n" })).collect();
         let e = k8s_job(&s, &opts()).unwrap_err().to_string();
-        assert!(e.contains("1 MiB") && e.contains("--only"), "{e}");
+        assert!(e.contains("s1/") && e.contains("1 MiB"), "{e}");
+        // A name whose shards' suffixes would not be Kubernetes names is refused, naming it.
+        let many: Vec<SiteFiles> = (0..3).map(|i| site(&format!("s{i}"), i, &"x".repeat(600 << 10))).collect();
+        let mut o = opts();
+        o.config = ConfigSource::Embed("c".repeat(62));
+        assert!(k8s_job(&many, &o).unwrap_err().to_string().contains("--config-map"));
     }
 
     #[test]

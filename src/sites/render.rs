@@ -80,7 +80,7 @@ pub fn render_all(
         cat.secrets.values().map(|r| r.marker()).collect::<std::collections::BTreeSet<_>>().into_iter().collect();
     let mut rendered = Vec::with_capacity(selected.len());
     for (index, site) in &selected {
-        let files = templates.render(&site.name, &context(cat, site, *index))?;
+        let files = templates.render(&site.name, &context(cat, site, *index), &cat.not_secret)?;
         rendered.push((*index, *site, files));
     }
     let werr =

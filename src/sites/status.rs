@@ -20,6 +20,10 @@ pub enum State {
     Running,
     Done,
     Failed,
+    /// Never started: the rollout stopped first (`--max-fail`, `--fail-fast`); `error` says
+    /// why, and a re-run runs the site. Spelled as `sites apply` reports it.
+    #[serde(rename = "not-started")]
+    NotStarted,
 }
 
 impl State {
@@ -28,6 +32,7 @@ impl State {
             State::Running => "running",
             State::Done => "done",
             State::Failed => "failed",
+            State::NotStarted => "not-started",
         }
     }
 }
@@ -68,6 +73,11 @@ impl SiteStatus {
             error: None,
             inputs: None,
         }
+    }
+
+    /// A site the rollout did not start, and why (nothing ran on it: no time, no inputs).
+    pub fn not_started(op: &str, reason: &str) -> SiteStatus {
+        SiteStatus { status: State::NotStarted, error: Some(reason.into()), ..SiteStatus::running(op) }
     }
 
     /// The end of the run that `self` started.

@@ -90,7 +90,8 @@ impl Templates {
 
     /// Render every output for `site` with `ctx` (see `catalogue::context`). Errors:
     /// `site par1: templates/edge/inventory.yaml.tera:12: Variable `network` not found ...`.
-    pub fn render(&self, site: &str, ctx: &Value) -> Result<Vec<(PathBuf, String)>> {
+    /// `not_secret`: the catalogue's `FILE:PATH` marks, values the secret check lets be literal.
+    pub fn render(&self, site: &str, ctx: &Value, not_secret: &[String]) -> Result<Vec<(PathBuf, String)>> {
         let tctx = tera::Context::from_value(ctx.clone())
             .map_err(|e| Error::input(format!("site {site}"), "context", chain(&e)))?;
         let mut out = Vec::with_capacity(self.outputs.len());
@@ -101,7 +102,12 @@ impl Templates {
                 let field = line.map_or(file.clone(), |l| format!("{file}:{l}"));
                 Error::input(format!("site {site}"), field, chain(&e))
             })?;
-            scan_for_secrets(rel, &text)
+            let file = rel.display().to_string();
+            let marked: Vec<&str> = not_secret
+                .iter()
+                .filter_map(|n| n.split_once(':').filter(|(f, _)| *f == file).map(|(_, p)| p))
+                .collect();
+            scan_for_secrets(rel, &text, &marked)
                 .map_err(|(line, m)| Error::input(format!("site {site}"), format!("{}{line}", rel.display()), m))?;
             if rel == Path::new(INVENTORY) {
                 // The shape an inventory must have: a catalogue value that rendered into YAML
@@ -311,7 +317,7 @@ mod tests {
         let outs: Vec<_> = t.outputs().map(|p| p.display().to_string()).collect();
         assert_eq!(outs, ["a.yaml", "cmd.sh", "sub/b.json"]);
         let ctx = json!({"site": {"name": "par1", "index": 0, "labels": {}}, "network": "10.20.1.0/24", "cmd": "a b'c", "x": "yes", "secrets": {}});
-        let files = t.render("par1", &ctx).unwrap();
+        let files = t.render("par1", &ctx, &[]).unwrap();
         assert_eq!(
             files[0].1,
             "name: par1\nvip: 10.20.1.100\nmask: 255.255.255.0\np: 24\nnet: 10.20.1.0\nx: \"yes\"\n"
@@ -330,10 +336,10 @@ mod tests {
         let t = t.unwrap();
         let root = d.path().display().to_string();
         let ctx = json!({"site": {"name": "par1", "index": 0, "labels": {}}, "secrets": {}});
-        let e = t.render("par1", &ctx).unwrap_err().to_string();
+        let e = t.render("par1", &ctx, &[]).unwrap_err().to_string();
         assert!(e.starts_with(&format!("site par1: {root}/inventory.yaml.tera:4: Variable `nework` not found")), "{e}");
         let (d2, t2) = tpl(&[("x.json.tera", "{\n\"v\": {{ nth_host(cidr=\"10.0.0.0/30\", n=9) | json }}}\n")]);
-        let e = t2.unwrap().render("par1", &ctx).unwrap_err().to_string();
+        let e = t2.unwrap().render("par1", &ctx, &[]).unwrap_err().to_string();
         let root2 = d2.path().display().to_string();
         assert!(
             e.starts_with(&format!("site par1: {root2}/x.json.tera:2: Function call 'nth_host' failed: n=9 is past")),
@@ -347,7 +353,7 @@ mod tests {
         assert!(e.contains(": template: "), "{e}");
         // A rendered file that is not JSON.
         let (_d4, t4) = tpl(&[("x.json.tera", "{\n\"a\": {{ v }}\n}\n")]);
-        let e = t4.unwrap().render("s", &json!({"v": "unquoted"})).unwrap_err().to_string();
+        let e = t4.unwrap().render("s", &json!({"v": "unquoted"}), &[]).unwrap_err().to_string();
         assert!(e.starts_with("site s: x.json:2: not JSON after rendering"), "{e}");
         drop(d);
     }
@@ -356,7 +362,7 @@ mod tests {
     fn no_secret_reaches_a_rendered_file() {
         std::env::set_var("MGMT_TEST_TEMPLATE_SECRET", "s3cr3t-value");
         let (_d, t) = tpl(&[("a.txt.tera", "{{ get_env(name=\"MGMT_TEST_TEMPLATE_SECRET\") }}")]);
-        let e = t.unwrap().render("s", &json!({})).unwrap_err().to_string();
+        let e = t.unwrap().render("s", &json!({}), &[]).unwrap_err().to_string();
         assert!(e.contains("get_env is disabled"), "{e}");
         assert!(!e.contains("s3cr3t"), "{e}");
         // Literal secrets typed into a template are refused, references pass.
@@ -377,7 +383,7 @@ mod tests {
         ];
         for (name, text, bad) in cases {
             let (_d, t) = tpl(&[(name, text)]);
-            let r = t.unwrap().render("s", &json!({}));
+            let r = t.unwrap().render("s", &json!({}), &[]);
             match bad {
                 None => assert!(r.is_ok(), "{text}: {:?}", r.err()),
                 Some(p) => {

@@ -78,7 +78,7 @@ pub async fn exec(session: &SshSession, cmd: &RemoteCommand, ev: &HostEvents) ->
     let deadline = cmd.timeout.map(|t| started + t + KILL_AFTER + grace);
     let mut out = ExecOutput::default();
     let (mut so, mut se) = (LineSplitter::default(), LineSplitter::default());
-    let (mut ro, mut re) = (Redactor::new(cmd.redact), Redactor::new(cmd.redact));
+    let (mut ro, mut re) = (Redactor::new(cmd.redact), Redactor::new(cmd.redact.for_stderr()));
     let mut tail: VecDeque<String> = VecDeque::new();
     let mut push_out = |line: String| {
         if let Some(line) = ro.line(&line) {

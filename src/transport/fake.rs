@@ -184,6 +184,10 @@ impl Transport for FakeTransport {
                 events.emit(EventKind::Stdout { line });
             }
         }
+        // And the stderr tail kept for errors, as the real transport keeps it.
+        let mut redactor = crate::redact::Redactor::new(cmd.redact.for_stderr());
+        let tail: Vec<String> = out.stderr_tail.lines().filter_map(|l| redactor.line(l)).collect();
+        out.stderr_tail = tail.join("\n");
         Ok(out)
     }
 

@@ -116,7 +116,7 @@ async fn steps(rt: &Runner, store: &Store, prep: &Prepared, host: &Host, rec: &m
     rec.stderr_tail = Some(tail(&out.stderr_tail));
     let (code, value) = rt.read(host, &result).await?;
     rec.exit_code = code;
-    rec.result = value;
+    rec.keep_result(value, &p.secret_results);
     match code {
         Some(0) => Ok(()),
         _ => Err(Error::Remote {
@@ -239,8 +239,66 @@ mod tests {
         };
         sh(PRIMITIVE_RUN.command(&["run", "s.sh", "touch"]).unwrap());
         assert_eq!(std::fs::read_to_string(dir.join("got")).unwrap(), hostile);
+        assert!(!dir.join("params.json").exists(), "the parameters outlived the script");
         let out = sh(PRIMITIVE_RESULT.command(&["run", "65536"]).unwrap());
         assert_eq!(parse_result(&out).unwrap(), (Some(4), Some(serde_json::json!({"name": "touch"}))));
         assert!(!dir.exists());
+    }
+
+    fn run_dir(root: &std::path::Path, name: &str, script: &str) -> std::path::PathBuf {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = root.join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("params.env"), "PARAM_PW='Pw-left-1'\n").unwrap();
+        std::fs::write(dir.join("params.json"), "{\"pw\": \"Pw-left-1\"}").unwrap();
+        std::fs::write(dir.join("s.sh"), script).unwrap();
+        std::fs::set_permissions(dir.join("s.sh"), std::fs::Permissions::from_mode(0o700)).unwrap();
+        dir
+    }
+
+    /// A run stopped the way the leash stops it (TERM to the process group, here by `timeout`,
+    /// as when the driver is killed) leaves no parameters on the node.
+    #[test]
+    fn a_stopped_run_leaves_no_parameters() {
+        let home = tempfile::tempdir().unwrap();
+        let dir = run_dir(home.path(), "r1", "#!/bin/sh\nsleep 30\n");
+        let o = std::process::Command::new("timeout")
+            .args(["-k", "5", "1", "sh", "-c"])
+            .arg(PRIMITIVE_RUN.command(&["r1", "s.sh", "p"]).unwrap())
+            .current_dir(home.path())
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(124), "{}", String::from_utf8_lossy(&o.stderr));
+        assert!(dir.join("s.sh").exists());
+        assert!(!dir.join("params.json").exists() && !dir.join("params.env").exists());
+    }
+
+    /// A run sweeps what older runs left: the parameters of a run whose program is gone, and of
+    /// a run never started that is over an hour old; a live run's and a fresh upload's stay.
+    #[test]
+    fn a_run_sweeps_the_parameters_older_runs_left() {
+        let home = tempfile::tempdir().unwrap();
+        let root = home.path().join("primitives");
+        let gone = run_dir(&root, "gone", "");
+        std::fs::write(gone.join("pid"), "999999999\n").unwrap();
+        let live = run_dir(&root, "live", "");
+        std::fs::write(live.join("pid"), format!("{}\n", std::process::id())).unwrap();
+        let fresh = run_dir(&root, "fresh", "");
+        let stale = run_dir(&root, "stale", "");
+        let old = std::process::Command::new("touch").args(["-d", "2 hours ago"]).arg(&stale).status().unwrap();
+        assert!(old.success());
+        run_dir(&root, "now", "#!/bin/sh\nexit 0\n");
+        let o = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(PRIMITIVE_RUN.command(&["primitives/now", "s.sh", "p"]).unwrap())
+            .current_dir(home.path())
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let has = |d: &std::path::Path| d.join("params.json").exists() || d.join("params.env").exists();
+        assert!(!has(&gone), "a dead run's parameters stayed");
+        assert!(!has(&stale), "a never-started run's parameters stayed");
+        assert!(has(&live) && has(&fresh), "a live run's or a fresh upload's parameters were swept");
+        assert!(!has(&root.join("now")));
     }
 }

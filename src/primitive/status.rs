@@ -118,6 +118,11 @@ pub struct RunRecord {
     pub stderr_tail: Option<String>,
     #[serde(default)]
     pub result: Option<Value>,
+    /// The result fields `primitives.yaml` declares secret (`secret_results`), kept apart from
+    /// `result` under a secret name so the store seals them whole; outputs show each as the mask
+    /// in its place in `result`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret_result: Option<Map<String, Value>>,
 }
 
 crate::secret::impl_debug_masked!(RunRecord);
@@ -157,7 +162,23 @@ impl RunRecord {
             stdout_tail: None,
             stderr_tail: None,
             result: None,
+            secret_result: None,
         }
+    }
+
+    /// Keep the script's result, the fields `secret` names (the declaration's `secret_results`)
+    /// apart from the rest.
+    pub fn keep_result(&mut self, value: Option<Value>, secret: &[String]) {
+        let (mut rest, mut hidden) = (value, Map::new());
+        if let Some(Value::Object(m)) = rest.as_mut() {
+            for k in secret {
+                if let Some(v) = m.remove(k) {
+                    hidden.insert(k.clone(), v);
+                }
+            }
+        }
+        self.result = rest;
+        self.secret_result = (!hidden.is_empty()).then_some(hidden);
     }
 
     /// Move to `status` with `detail`: saved, then emitted. The transitions only go forward.
@@ -192,15 +213,37 @@ impl RunRecord {
         store.save_doc(&self.run_id, KIND, self)
     }
 
-    /// The record as every output shows it: secret-named parameters and result fields
-    /// (`admin_password`) masked, a `pubkey` left readable ([`crate::secret::is_secret_name`]).
+    /// The record as every output shows it (JSON, YAML, plain, `primitive status`): the one
+    /// masking rule of the store ([`crate::secret::masked`]: `admin_password` masked, a
+    /// `public_key` readable), the declared secret result fields as the mask in their place,
+    /// and URL passwords in the output tails masked as in the streamed output.
     pub fn shown(&self) -> Value {
-        crate::secret::masked(&serde_json::to_value(self).expect("a record serializes"))
+        let mut v = serde_json::to_value(self).expect("a record serializes");
+        if let Some(m) = v.as_object_mut() {
+            m.remove("secretResult");
+            m.insert("result".into(), self.shown_result().unwrap_or(Value::Null));
+            for t in ["stdoutTail", "stderrTail"] {
+                if let Some(Value::String(x)) = m.get_mut(t) {
+                    *x = crate::url_mask::mask_userinfo(x).into_owned();
+                }
+            }
+        }
+        crate::secret::masked(&v)
     }
 
     /// The structured result as outputs show it (masked as [`RunRecord::shown`]).
     pub fn shown_result(&self) -> Option<Value> {
-        self.result.as_ref().map(crate::secret::masked)
+        let mut r = self.result.clone();
+        if let Some(hidden) = &self.secret_result {
+            let m = match r.get_or_insert_with(|| Value::Object(Map::new())) {
+                Value::Object(m) => m,
+                _ => return r.as_ref().map(crate::secret::masked),
+            };
+            for k in hidden.keys() {
+                m.insert(k.clone(), Value::String(crate::secret::MASK.into()));
+            }
+        }
+        r.as_ref().map(crate::secret::masked)
     }
 
     pub fn load(store: &Store, run_id: &str) -> Result<Option<RunRecord>> {
@@ -245,6 +288,7 @@ pub fn runs(store: &Store, run_id: Option<&str>) -> Result<Vec<RunRecord>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::secret::MASK;
 
     #[test]
     fn kinds_have_their_own_exit_codes_apart_from_1_and_2() {
@@ -307,5 +351,30 @@ mod tests {
             assert_eq!(shown["db"]["api_token"], crate::secret::MASK);
             assert_eq!(shown["pubkey"], "ssh-ed25519 AAAAC3");
         }
+    }
+
+    /// A `public_key` in a result is readable in every output and in the store (it used to be
+    /// masked and sealed); a field `primitives.yaml` declares secret is masked in every output
+    /// and sealed in the store whatever its name.
+    #[test]
+    fn declared_secret_results_are_masked_and_sealed_and_public_keys_are_readable() {
+        let d = tempfile::tempdir().unwrap();
+        let key = crate::lifecycle::state_key::StateKey::at(d.path().join("k"));
+        let store = Store::open_with_key(&d.path().join("s"), key).unwrap();
+        let mut r = RunRecord::new("r2", "p", "n1", Map::new());
+        let v = serde_json::json!({"public_key": "ssh-ed25519 AAAAPub1", "otp": "Otp-7731", "n": 1});
+        r.keep_result(Some(v), &["otp".into()]);
+        for shown in [r.shown()["result"].clone(), r.shown_result().unwrap()] {
+            assert_eq!(shown, serde_json::json!({"public_key": "ssh-ed25519 AAAAPub1", "otp": MASK, "n": 1}));
+        }
+        assert!(!r.shown().to_string().contains("Otp-7731"));
+        assert!(!format!("{r:?}").contains("Otp-7731"));
+        let (events, _rx) = crate::event::Events::channel();
+        r.set(Status::Completed, "done", &store, &events.for_host("n1")).unwrap();
+        let text = std::fs::read_to_string(store.doc_path("r2", KIND)).unwrap();
+        assert!(!text.contains("Otp-7731"), "{text}");
+        assert!(text.contains("AAAAPub1"), "a public key is not sealed: {text}");
+        let back = RunRecord::load(&store, "r2").unwrap().unwrap();
+        assert_eq!(back.shown_result(), r.shown_result());
     }
 }

@@ -7,8 +7,11 @@
 //! and may write JSON to `$MGMT_DRIVER_RESULT` (at most [`RESULT_MAX`](crate::facts::primitive::RESULT_MAX) bytes, checked as JSON).
 //!
 //! The status record moves `pending → running → completed | failed` as this goes, saved and
-//! emitted at each step (`status.rs`). [`run`] does this on every target at once, every run
-//! recorded before the first connection and marked interrupted if the command is stopped.
+//! emitted at each step (`status.rs`); `running`, with its start time, once the target holds
+//! the script. [`run`] does this on every target at once, every run recorded (with its owner,
+//! this process) before the first connection and marked interrupted if the command is stopped;
+//! one whose driver is killed outright reads as abandoned (`status.rs`). However a run ends,
+//! `primitive_run.sh` leaves no parameters on the node, and sweeps older runs' leftovers.
 
 use std::sync::Arc;
 
@@ -18,6 +21,7 @@ use crate::command::RemoteCommand;
 use crate::error::{exit, Error, Result};
 use crate::facts::primitive::PrimitiveResult;
 use crate::inventory::Host;
+use crate::lifecycle::owner::{Owner, ProcFs};
 use crate::lifecycle::state::Store;
 use crate::lifecycle::Runner;
 use crate::primitive::spec::{env_file, Primitive};
@@ -77,7 +81,6 @@ async fn steps(rt: &Runner, store: &Store, prep: &Prepared, host: &Host, rec: &m
     let p = &prep.primitive;
     let ev = rt.ev(host);
     let dir = format!(".mgmt-driver/primitives/{}", rec.run_id);
-    rec.set(Status::Running, format!("running {} (timeout {}s)", p.script, p.timeout.as_secs_f64()), store, &ev)?;
     rt.upload(
         host,
         vec![
@@ -95,6 +98,9 @@ async fn steps(rt: &Runner, store: &Store, prep: &Prepared, host: &Host, rec: &m
         ],
     )
     .await?;
+    // Running (and a start time) only once the target is reached and holds the script: a run
+    // that never got there was never started.
+    rec.set(Status::Running, format!("running {} (timeout {}s)", p.script, p.timeout.as_secs_f64()), store, &ev)?;
     let become_ = become_for(host, p.root);
     let run = RemoteCommand::new(PRIMITIVE_RUN.command(&[dir.as_str(), prep.script_name(), p.name.as_str()])?)
         .with_timeout(Some(p.timeout))
@@ -147,8 +153,11 @@ pub async fn run(
 ) -> Result<Ran> {
     let prim = &prep.primitive;
     let mut records: Vec<RunRecord> = Vec::new();
+    // Who runs them, so a reader can tell a run whose driver was killed (`status.rs`).
+    let owner = Owner::current(&ProcFs);
     for h in &hosts {
         let mut r = RunRecord::new(&crate::ee::record::new_id(), &prim.name, &h.name, params.clone());
+        r.owner = owner.clone();
         r.set(Status::Pending, "waiting for the target", store, &rt.ev(h))?;
         records.push(r);
     }
@@ -243,6 +252,31 @@ mod tests {
         let out = sh(PRIMITIVE_RESULT.command(&["run", "65536"]).unwrap());
         assert_eq!(parse_result(&out).unwrap(), (Some(4), Some(serde_json::json!({"name": "touch"}))));
         assert!(!dir.exists());
+    }
+
+    /// A target that cannot be reached: the run fails (connection) with no start time.
+    #[tokio::test]
+    async fn a_run_that_never_reaches_its_target_has_no_start_time() {
+        use crate::transport::fake::FakeConnector;
+        let d = tempfile::tempdir().unwrap();
+        let key = crate::lifecycle::state_key::StateKey::at(d.path().join("k"));
+        let store = Store::open_with_key(&d.path().join("s"), key).unwrap();
+        let fake = FakeConnector::new();
+        fake.down("n1");
+        let (events, _rx) = crate::event::Events::channel();
+        let rt = Runner::new(
+            std::sync::Arc::new(fake),
+            events,
+            crate::lifecycle::runner::FanOut::default(),
+            crate::lifecycle::Timeouts::default(),
+        );
+        let prim = crate::primitive::spec::parse("primitives:\n  - {name: p, script: p.sh}\n", "f").unwrap();
+        let prep = Prepared::new(prim[0].clone(), Source::Bytes(b"true".to_vec().into()), Map::new()).unwrap();
+        let ran = run(&prep, &Map::new(), vec![Host::for_test("n1", "192.0.2.1")], &store, rt).await.unwrap();
+        let r = &ran.runs[0];
+        assert_eq!((r.status, r.error_kind), (Status::Failed, Some(ErrorKind::Connection)));
+        assert!(r.started.is_none(), "it never reached its target: {:?}", r.started);
+        assert!(r.owner.is_some(), "the record names its owner");
     }
 
     fn run_dir(root: &std::path::Path, name: &str, script: &str) -> std::path::PathBuf {

@@ -185,6 +185,14 @@ pub async fn apply(
             Err(e) => refused.push(e),
         }
     }
+    // Every site of this run shows before the first starts: pending, owned by this process.
+    let queue = if refused.is_empty() { &ready[..] } else { &[] };
+    for (_, site, _, _, read) in queue {
+        let q = SiteStatus { inputs: Some(read.digest.clone()), ..SiteStatus::pending(op.name()) };
+        if let Err(e) = statuses.save(&site.name, &q) {
+            refused.push(crate::sites::plan::in_site(site, e));
+        }
+    }
     if !refused.is_empty() {
         drop(ready);
         for f in forwarders {
@@ -198,6 +206,9 @@ pub async fn apply(
             let (stop, statuses, connector) = (&stop, &statuses, &connector);
             async move {
                 if bounds.fail_fast && stop.load(Ordering::Acquire) {
+                    if let Err(e) = statuses.save(&site.name, &SiteStatus::not_started(op.name())) {
+                        tracing::warn!(site = %site.name, error = %e, "could not record the site as not started");
+                    }
                     let r = SiteResult {
                         site: site.name.clone(),
                         status: "not-started",

@@ -451,6 +451,63 @@ mod tests {
         assert_eq!(run().await, [("skipped", None)]);
     }
 
+    /// Every site of a run is recorded before the first starts, so one a fail-fast stop left
+    /// unstarted shows in `sites status` (it used to have no status at all), with no start time.
+    #[tokio::test]
+    async fn a_site_left_unstarted_by_a_fail_fast_stop_shows_so() {
+        use crate::inventory::{LoadOptions, SshConfigSource};
+        use crate::sites::status::State;
+        use crate::transport::fake::FakeConnector;
+        let d = tempfile::tempdir().unwrap();
+        let id = d.path().join("id_test");
+        std::fs::write(&id, "not a real key").unwrap();
+        for (i, name) in ["par1", "par2"].iter().enumerate() {
+            let dir = d.path().join("rendered").join(name);
+            std::fs::create_dir_all(&dir).unwrap();
+            let site = format!(r#"{{"name":"{name}","index":{i},"labels":{{}},"package":null}}"#);
+            std::fs::write(dir.join("site.json"), site).unwrap();
+            let inv = format!(
+                "defaults: {{user: root, host_key_check: \"off\", identity_file: {:?}}}\ngroups:\n  m:\n    - {{name: {name}-m1, ssh_ip: 192.0.2.1{i}}}\n",
+                id.display().to_string()
+            );
+            std::fs::write(dir.join("inventory.yaml"), &inv).unwrap();
+        }
+        let script = d.path().join("check.sh");
+        std::fs::write(&script, "true\n").unwrap();
+        let state = d.path().join("state");
+        let key = d.path().join("key/state.key");
+        let store = || Store::open_with_key(&state, StateKey::at(&key));
+        let k = || StateKey::at(&key);
+        let env = Env {
+            state_dir: &state,
+            store: &store,
+            key: &k,
+            inventory_opts: LoadOptions {
+                allow_insecure: true,
+                ssh_config: SshConfigSource::None,
+                ..Default::default()
+            },
+            dry_run: false,
+            helm_timeout: Duration::from_secs(1),
+            secrets: Default::default(),
+        };
+        let op = Op::RunScript { script, args: vec![] };
+        let fake = FakeConnector::new();
+        fake.down("par1-m1");
+        let bounds = Bounds { max_sites: 1, parallel: 1, fail_fast: true, force: false, timeouts: Default::default() };
+        let sites = crate::sites::plan::load_rendered(&d.path().join("rendered")).unwrap();
+        let (events, _rx) = Events::channel();
+        let ran = match apply(&sites, &op, &env, Arc::new(fake), &events, &bounds).await.unwrap() {
+            Applied::Ran(r) => r.into_iter().map(|r| (r.site, r.status)).collect::<Vec<_>>(),
+            Applied::Refused(e) => panic!("{e:?}"),
+        };
+        assert_eq!(ran, [("par1".to_string(), "failed"), ("par2".to_string(), "not-started")]);
+        let st = Statuses::open(&state, StateKey::at(&key)).unwrap();
+        let par2 = st.load("par2").unwrap().expect("the unstarted site has a status");
+        assert_eq!((par2.status, par2.started), (State::NotStarted, None));
+        assert_eq!(st.load("par1").unwrap().unwrap().status, State::Failed);
+    }
+
     /// `sites apply terminate --reset-nodes` parses, and reaches the cluster's terminate: every
     /// installed node is reset, so kept machines do not go on running a cluster the state forgot.
     #[tokio::test]

@@ -38,10 +38,14 @@ esac
 cd "$1" || exit 2
 dir=$(pwd) || exit 2
 printf '%s\n' "$$" >./pid || exit 2
-trap 'rm -f -- "$dir/params.json" "$dir/params.env"' EXIT
+# The parameters go however this ends. PIPE too: once sshd has closed the session's pipes,
+# the shell's own report of a killed script ("Terminated") raises SIGPIPE. Signals caught here
+# are back to their defaults in the script.
+trap 'rm -f -- "$dir/params.json" "$dir/params.env" 2>/dev/null' EXIT
 trap 'exit 143' TERM
 trap 'exit 130' INT
 trap 'exit 129' HUP
+trap 'exit 141' PIPE
 for other in ../*/; do
     other=${other%/}
     [ "$other" = "../${dir##*/}" ] && continue

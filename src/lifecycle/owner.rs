@@ -10,8 +10,6 @@
 //! (and PID namespace) that ran the owner can tell: on another host name the answer is
 //! [`Liveness::Unknown`] and the record is shown as it is.
 
-use std::collections::BTreeMap;
-
 use serde::{Deserialize, Serialize};
 
 /// The process that wrote a record, as this machine names it.
@@ -87,13 +85,18 @@ pub fn parse_boot_id(text: &str) -> Option<String> {
     ok.then(|| t.to_ascii_lowercase())
 }
 
-/// The start time (field 22) of a `/proc/<pid>/stat` line. The command name (field 2) is in
-/// parentheses and may hold spaces and parentheses itself, so the fields are counted after the
-/// last `)`.
+/// The start time (field 22) of a `/proc/<pid>/stat` line; `None` for a process that is dead
+/// already (a zombie, `Z`, or `X`: killed, not yet reaped by its parent). The command name
+/// (field 2) is in parentheses and may hold spaces and parentheses itself, so the fields are
+/// counted after the last `)`.
 pub fn parse_start_ticks(stat: &str) -> Option<u64> {
     let rest = &stat[stat.rfind(')')? + 1..];
-    // Fields 3.. follow; the start time is field 22, the 20th of them.
-    rest.split_whitespace().nth(19)?.parse().ok()
+    let mut fields = rest.split_whitespace();
+    // Fields 3.. follow: the state first; the start time is field 22, the 20th of them.
+    if matches!(fields.next()?, "Z" | "X" | "x") {
+        return None;
+    }
+    fields.nth(18)?.parse().ok()
 }
 
 /// A host name as read back: one line of printable ASCII without spaces, at most 253 bytes.
@@ -124,14 +127,16 @@ impl Processes for ProcFs {
 }
 
 /// A scripted view for tests: a host name, a boot id, and a table of processes.
+#[cfg(test)]
 #[derive(Clone, Debug, Default)]
 pub struct FakeProcesses {
     pub host: Option<String>,
     pub boot_id: Option<String>,
-    pub procs: BTreeMap<u32, u64>,
+    pub procs: std::collections::BTreeMap<u32, u64>,
     pub pid: u32,
 }
 
+#[cfg(test)]
 impl Processes for FakeProcesses {
     fn host(&self) -> Option<String> {
         self.host.clone()
@@ -150,6 +155,7 @@ impl Processes for FakeProcesses {
     }
 }
 
+#[cfg(test)]
 impl FakeProcesses {
     /// Host `h`, boot `b`, this process `pid` started at `ticks`.
     pub fn new(h: &str, b: &str, pid: u32, ticks: u64) -> FakeProcesses {
@@ -160,6 +166,7 @@ impl FakeProcesses {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeMap;
 
     const BOOT: &str = "0f3c2a8e-5b1d-4c7e-9a2f-1e2d3c4b5a69";
 
@@ -194,6 +201,7 @@ mod tests {
         let stat = "4242 (a) b (c)) S 1 4242 4242 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 987654 1000 10";
         assert_eq!(parse_start_ticks(stat), Some(987654));
         assert_eq!(parse_start_ticks("4242 (x) S 1"), None);
+        assert_eq!(parse_start_ticks(&stat.replace(") S ", ") Z ")), None, "a zombie is dead");
         assert_eq!(parse_host("ctl-1\n").as_deref(), Some("ctl-1"));
         assert_eq!(parse_host("a b"), None);
         // The real view sees this very process, alive.

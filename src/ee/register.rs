@@ -272,7 +272,7 @@ mod tests {
         assert_eq!(p.first.auth.driver_keys[0].expose(), doc.current.private_key);
         assert!(p.first.auth.password.is_none() && p.first.auth.identity_file.is_none());
         assert_eq!(p.first.host_key_check, HostKeyCheck::AcceptNew);
-        assert_eq!(p.record.driver_keys, [doc.current.fingerprint.clone()]);
+        assert_eq!(p.record.driver_keys, std::slice::from_ref(&doc.current.fingerprint));
         assert!(p.record.password.is_none());
         // The record, as later commands use it, logs in with the key.
         assert_eq!(p.record.to_host(&store, Some(&doc)).auth.driver_keys.len(), 1);

@@ -265,7 +265,7 @@ impl RunRecord {
     /// The record as a reader reports it: one still pending or running whose owner is gone
     /// (SIGKILLed, crashed, rebooted: it never wrote its end) is failed, abandoned, saying why.
     /// The stored record is left as it is; every read decides again, from `/proc` (`procs`).
-    pub fn as_read(mut self, procs: &dyn Processes) -> RunRecord {
+    pub fn reported(mut self, procs: &dyn Processes) -> RunRecord {
         if !matches!(self.status, Status::Pending | Status::Running) {
             return self;
         }
@@ -306,7 +306,7 @@ impl RunRecord {
 }
 
 /// One run's record by id, or every run's (`primitive status [RUN_ID]`), as a reader reports
-/// them ([`RunRecord::as_read`]: an abandoned run is failed).
+/// them ([`RunRecord::reported`]: an abandoned run is failed).
 pub fn runs(store: &Store, run_id: Option<&str>, procs: &dyn Processes) -> Result<Vec<RunRecord>> {
     let all = match run_id {
         Some(id) => {
@@ -317,7 +317,7 @@ pub fn runs(store: &Store, run_id: Option<&str>, procs: &dyn Processes) -> Resul
         }
         None => RunRecord::list(store)?,
     };
-    Ok(all.into_iter().map(|r| r.as_read(procs)).collect())
+    Ok(all.into_iter().map(|r| r.reported(procs)).collect())
 }
 
 #[cfg(test)]

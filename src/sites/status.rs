@@ -104,7 +104,7 @@ impl SiteStatus {
 
     /// The status as a reader reports it: pending or running with its run's process gone
     /// (SIGKILLed, crashed, the machine restarted) is failed, abandoned, saying why.
-    pub fn as_read(mut self, procs: &dyn Processes) -> SiteStatus {
+    pub fn reported(mut self, procs: &dyn Processes) -> SiteStatus {
         if !matches!(self.status, State::Pending | State::Running) {
             return self;
         }
@@ -178,13 +178,13 @@ impl Statuses {
         self.applied.save_doc(site, op, a)
     }
 
-    /// A site's status as a reader reports it ([`SiteStatus::as_read`] on this machine).
+    /// A site's status as a reader reports it ([`SiteStatus::reported`] on this machine).
     pub fn load(&self, site: &str) -> Result<Option<SiteStatus>> {
         self.load_with(site, &ProcFs)
     }
 
     pub fn load_with(&self, site: &str, procs: &dyn Processes) -> Result<Option<SiteStatus>> {
-        Ok(self.store.load_doc::<SiteStatus>(site, "")?.map(|s| s.as_read(procs)))
+        Ok(self.store.load_doc::<SiteStatus>(site, "")?.map(|s| s.reported(procs)))
     }
 
     pub fn save(&self, site: &str, s: &SiteStatus) -> Result<()> {

@@ -279,6 +279,57 @@ mod tests {
         assert!(r.owner.is_some(), "the record names its owner");
     }
 
+    /// One run is one upload and two execs (run, result): removing and sweeping parameters
+    /// costs no round trip. The result's secrets reach no event (the reader is never streamed)
+    /// and no output (masked), while a public key stays readable.
+    #[tokio::test]
+    async fn a_run_is_three_round_trips_and_its_secret_results_reach_no_event() {
+        use crate::event::EventKind;
+        use crate::transport::fake::{Call, FakeConnector};
+        let d = tempfile::tempdir().unwrap();
+        let key = crate::lifecycle::state_key::StateKey::at(d.path().join("k"));
+        let store = Store::open_with_key(&d.path().join("s"), key).unwrap();
+        let fake = FakeConnector::new();
+        fake.reply(None, "primitive_run.sh", "");
+        let result = r#"{"admin_password": "Pw-res-9", "otp": "Otp-res-9", "public_key": "ssh-ed25519 AAAAres"}"#;
+        fake.reply(None, "primitive_result.sh", &format!("0\n{result}"));
+        let (events, mut rx) = crate::event::Events::channel();
+        let rt = Runner::new(
+            std::sync::Arc::new(fake.clone()),
+            events,
+            crate::lifecycle::runner::FanOut::default(),
+            crate::lifecycle::Timeouts::default(),
+        );
+        let yaml = "primitives:\n  - {name: p, script: p.sh, secret_results: [otp]}\n";
+        let prim = crate::primitive::spec::parse(yaml, "f").unwrap();
+        let prep = Prepared::new(prim[0].clone(), Source::Bytes(b"true".to_vec().into()), Map::new()).unwrap();
+        let ran = run(&prep, &Map::new(), vec![Host::for_test("n1", "192.0.2.1")], &store, rt).await.unwrap();
+        assert_eq!(ran.code, exit::OK, "{:?}", ran.errors);
+        let trips: Vec<&str> = fake
+            .calls()
+            .iter()
+            .filter_map(|c| match c {
+                Call::Upload { .. } => Some("upload"),
+                Call::Exec { script, .. } if script.starts_with("primitive_run.sh") => Some("run"),
+                Call::Exec { script, .. } if script.starts_with("primitive_result.sh") => Some("result"),
+                Call::Exec { script, .. } => panic!("an extra round trip: {script}"),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(trips, ["upload", "run", "result"]);
+        let streamed: String = std::iter::from_fn(|| rx.try_recv().ok())
+            .filter_map(|e| match e.kind {
+                EventKind::Stdout { line } => Some(line),
+                _ => None,
+            })
+            .collect();
+        assert!(!streamed.contains("Pw-res-9") && !streamed.contains("Otp-res-9"), "{streamed}");
+        let shown = ran.runs[0].shown().to_string();
+        assert!(!shown.contains("Pw-res-9") && !shown.contains("Otp-res-9"), "{shown}");
+        assert!(shown.contains("ssh-ed25519 AAAAres"), "{shown}");
+        assert!(ran.runs[0].started.is_some());
+    }
+
     fn run_dir(root: &std::path::Path, name: &str, script: &str) -> std::path::PathBuf {
         use std::os::unix::fs::PermissionsExt;
         let dir = root.join(name);

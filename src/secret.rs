@@ -89,10 +89,12 @@ fn words(key: &str) -> impl Iterator<Item = String> + '_ {
     out.into_iter().filter(|w| !w.is_empty())
 }
 
-/// A string that is itself a secret: a URL with userinfo (`http://user:pass@proxy`), or
-/// `name=value` with a secret name (a `helmparameter` entry `db.password=…`).
+/// A string that is itself a secret: a URL with userinfo (`http://user:pass@proxy`),
+/// `name=value` with a secret name (a `helmparameter` entry `db.password=…`), or a PEM or
+/// OpenSSH private key whatever its field is called (a `host_key` is readable by name, so a
+/// private host key must be caught by what it holds).
 pub fn is_secret_string(s: &str) -> bool {
-    if crate::url_mask::mask_userinfo(s) != s {
+    if crate::url_mask::mask_userinfo(s) != s || s.contains("PRIVATE KEY-----") {
         return true;
     }
     s.split_once('=')
@@ -210,6 +212,8 @@ mod tests {
         }
         assert!(is_secret_string("https://tok@charts.example/"));
         assert!(is_secret_string("auth.apiKey=abc"));
+        assert!(is_secret_string("-----BEGIN OPENSSH PRIVATE KEY-----\nb3Bl\n-----END OPENSSH PRIVATE KEY-----\n"));
+        assert!(!is_secret_string("ssh-ed25519 AAAAC3Nza host"));
         assert!(!is_secret_string("replicaCount=2"));
         assert!(!is_secret_string("a sentence with a token=x in it"));
         assert!(!is_secret_string("https://charts.example/"));

@@ -44,15 +44,27 @@ impl fmt::Display for Secret {
 /// `privatekey` (so `masternode_password`, `bearerToken`, `db.password` count), or when its last
 /// word is exactly `key`, `pass`, `pwd`, `pw` or `psk` (`certificate-key`, `tls.key`,
 /// `db_pass`; not `host_key_check`). A word that only ends so (`pubkey`, `hostkey`, `compass`)
-/// is not a secret: a public key in a primitive's result must stay readable. `credential`
+/// is not a secret, nor is a `key` whose word before says it is public (`public_key`,
+/// `publicKey`, `host_key`, `ssh_pub_key`): an EE's public key in a primitive's result must stay
+/// readable, in every output and in the store alike (this is the one rule all of them use).
+/// `credential`
 /// covers a cluster's `masternode_credential_ref`, a bearer secret (cluster/credential_ref.rs).
 /// Generous otherwise: treating a value as secret costs only readability.
 pub fn is_secret_name(key: &str) -> bool {
     const CONTAINS: [&str; 9] =
         ["password", "passwd", "passphrase", "secret", "token", "credential", "apikey", "privatekey", "privkey"];
     const WORDS: [&str; 5] = ["key", "pass", "pwd", "pw", "psk"];
+    const PUBLIC: [&str; 3] = ["public", "pub", "host"];
     let joined: String = key.chars().filter(|c| c.is_ascii_alphanumeric()).map(|c| c.to_ascii_lowercase()).collect();
-    CONTAINS.iter().any(|s| joined.contains(s)) || words(key).last().is_some_and(|w| WORDS.contains(&w.as_str()))
+    if CONTAINS.iter().any(|s| joined.contains(s)) {
+        return true;
+    }
+    let w: Vec<String> = words(key).collect();
+    match w.as_slice() {
+        [.., before, last] if last == "key" && PUBLIC.contains(&before.as_str()) => false,
+        [.., last] => WORDS.contains(&last.as_str()),
+        [] => false,
+    }
 }
 
 /// The words of a key name, lower-case: split at every character that is not a letter or a
@@ -77,10 +89,12 @@ fn words(key: &str) -> impl Iterator<Item = String> + '_ {
     out.into_iter().filter(|w| !w.is_empty())
 }
 
-/// A string that is itself a secret: a URL with userinfo (`http://user:pass@proxy`), or
-/// `name=value` with a secret name (a `helmparameter` entry `db.password=…`).
+/// A string that is itself a secret: a URL with userinfo (`http://user:pass@proxy`),
+/// `name=value` with a secret name (a `helmparameter` entry `db.password=…`), or a PEM or
+/// OpenSSH private key whatever its field is called (a `host_key` is readable by name, so a
+/// private host key must be caught by what it holds).
 pub fn is_secret_string(s: &str) -> bool {
-    if crate::url_mask::mask_userinfo(s) != s {
+    if crate::url_mask::mask_userinfo(s) != s || s.contains("PRIVATE KEY-----") {
         return true;
     }
     s.split_once('=')
@@ -188,11 +202,18 @@ mod tests {
             "compass",
             "host_key_check",
             "key_file",
+            "public_key",
+            "publicKey",
+            "ssh_public_key",
+            "ssh-pub-key",
+            "host_key",
         ] {
             assert!(!is_secret_name(k), "{k}");
         }
         assert!(is_secret_string("https://tok@charts.example/"));
         assert!(is_secret_string("auth.apiKey=abc"));
+        assert!(is_secret_string("-----BEGIN OPENSSH PRIVATE KEY-----\nb3Bl\n-----END OPENSSH PRIVATE KEY-----\n"));
+        assert!(!is_secret_string("ssh-ed25519 AAAAC3Nza host"));
         assert!(!is_secret_string("replicaCount=2"));
         assert!(!is_secret_string("a sentence with a token=x in it"));
         assert!(!is_secret_string("https://charts.example/"));

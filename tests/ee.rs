@@ -145,6 +145,28 @@ fn key_is_made_once_and_registers_a_machine_for_password_less_logins() -> R {
         check(!String::from_utf8_lossy(&o.stdout).contains(&first), || "our key is still there".into())?;
         c.run(&["exec", "--ee", "lab-3", "--", "true"]).fails(2, "no such execution environment");
         Ok(())
+    })?;
+    phase("register with no credential: the driver's key went in by cloud-init (OSM's flow)", || {
+        // What cloud-init does with `mgmt-driver key`'s line: it is in the user's authorized_keys.
+        let add = "f=/home/mduser/.ssh/authorized_keys; printf '%s\\n' \"$1\" >> $f; chown mduser: $f; chmod 600 $f";
+        let o = lab().node_exec(&lab().node(3), &["sh", "-c", add, "sh", &first]);
+        check(o.status.success(), || String::from_utf8_lossy(&o.stderr).into_owned())?;
+        let ip = lab().ip(3);
+        let r = c.run(&["-o", "json", "ee", "register", "vm-3", "--host", &ip, "--user", "mduser"]);
+        r.ok();
+        let d = doc(&r);
+        let cred = &d["result"]["credentials"];
+        check(cred["driverKey"] == true && cred["passwordStored"] == false && cred["identityFile"].is_null(), || {
+            format!("{d:#}")
+        })?;
+        let x = c.run(&["-o", "json", "exec", "--ee", "vm-3", "--", "id", "-un"]);
+        x.ok();
+        check(doc(&x)["result"]["hosts"][0]["stdout"] == "mduser\n", || x.stdout.clone())?;
+        c.run(&["ee", "delete", "vm-3", "--remove-key"]).ok();
+        // With no key at all, the refusal says how to make one, before connecting.
+        let bare = Ctx::new();
+        bare.run(&["ee", "register", "vm-x", "--host", &ip, "--user", "mduser"]).fails(2, "mgmt-driver key");
+        Ok(())
     })
 }
 
@@ -182,7 +204,16 @@ const PRIMITIVES: &str = "primitives:
     parameters:
       - {name: msg, type: string, required: true}
       - {name: count, type: int, default: 1}
+  - name: secrets
+    script: secrets.sh
+    runs_on: ee
+    secret_results: [otp]
 ";
+
+/// What `secrets.sh` hands back: a secret by name, a secret by declaration, a public key.
+const ADMIN_PW: &str = "Adm-Pw-5150";
+const OTP: &str = "Otp-2468-x";
+const PUBKEY: &str = "ssh-ed25519 AAAAC3NzaLabPub mgmt@ee";
 
 /// The hostile value: quotes, a command substitution, backticks, newlines, a backslash, a
 /// trailing newline, UTF-8.
@@ -201,6 +232,37 @@ fn write_primitives(dir: &Path) {
     std::fs::write(dir.join("fail.sh"), "#!/bin/sh\necho about to fail\necho 'disk full' >&2\nexit 3\n").unwrap();
     std::fs::write(dir.join("slow.sh"), "#!/bin/sh\nsleep 30\n").unwrap();
     std::fs::write(dir.join("long.sh"), "#!/bin/sh\nsleep 41.5\n").unwrap();
+    std::fs::write(
+        dir.join("secrets.sh"),
+        format!(
+            "#!/bin/sh\nprintf '{{\"admin_password\": \"{ADMIN_PW}\", \"otp\": \"{OTP}\", \"public_key\": \"{PUBKEY}\"}}' > \"$MGMT_DRIVER_RESULT\"\n"
+        ),
+    )
+    .unwrap();
+}
+
+/// The parameter files left under the node's run directories (none, ever, once a run ended).
+fn params_left(node: usize) -> String {
+    let o = lab().node_exec(
+        &lab().node(node),
+        &["sh", "-c", "find /home/mduser/.mgmt-driver/primitives -name 'params.*' 2>/dev/null; true"],
+    );
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// No parameter file is left on node `node` (within the leash's TERM-then-KILL time).
+fn no_params_left(node: usize) -> R {
+    let none = (0..100).any(|_| {
+        std::thread::sleep(Duration::from_millis(50));
+        params_left(node).is_empty()
+    });
+    check(none, || {
+        let o = lab().node_exec(
+            &lab().node(node),
+            &["sh", "-c", "ls -la /home/mduser/.mgmt-driver/primitives/*; ps -ef | grep -v ps"],
+        );
+        format!("parameters left on the node: {}\n{}", params_left(node), String::from_utf8_lossy(&o.stdout))
+    })
 }
 
 /// The `status` events of a `-o json` run's stderr, in order.
@@ -225,7 +287,7 @@ fn primitives_run_with_typed_parameters_status_and_error_kinds() -> R {
     phase("list and show", || {
         let l = c.run(&["-o", "json", "primitive", "list", "--dir", &d]);
         l.ok();
-        check(doc(&l)["result"]["primitives"].as_array().map(Vec::len) == Some(6), || l.stdout.clone())?;
+        check(doc(&l)["result"]["primitives"].as_array().map(Vec::len) == Some(7), || l.stdout.clone())?;
         let sh = c.run(&["-o", "json", "primitive", "show", "echo", "--dir", &d]);
         sh.ok();
         check(doc(&sh)["result"]["parameters"][2]["values"][1] == "slow", || sh.stdout.clone())
@@ -321,6 +383,28 @@ fn primitives_run_with_typed_parameters_status_and_error_kinds() -> R {
         check(dd["result"]["runs"][0]["result"]["user"] == "root", || format!("{dd:#}"))?;
         check(!r.all().contains(&lab().password()), || "the sudo password is in the output".into())
     })?;
+    phase("results: a public key readable, secrets masked in every output, never streamed", || {
+        let r = c.run(&["-o", "json", "primitive", "run", "secrets", "--dir", &d, "--ee", "lab-4"]);
+        r.ok();
+        let dd = doc(&r);
+        let res = &dd["result"]["runs"][0]["result"];
+        check(res["public_key"] == PUBKEY && res["admin_password"] == "********" && res["otp"] == "********", || {
+            format!("{dd:#}")
+        })?;
+        let id = dd["result"]["runs"][0]["runId"].as_str().unwrap().to_string();
+        let plain = c.run(&["-o", "plain", "primitive", "run", "secrets", "--dir", &d, "--ee", "lab-4"]);
+        plain.ok();
+        check(plain.all().contains(PUBKEY), || plain.all())?;
+        let yaml = c.run(&["-o", "yaml", "primitive", "status", &id]);
+        yaml.ok();
+        check(yaml.all().contains(PUBKEY), || yaml.all())?;
+        for (what, text) in
+            [("json", r.all()), ("plain", plain.all()), ("status", yaml.all()), ("store", all_text(&c.state()))]
+        {
+            check(!text.contains(ADMIN_PW) && !text.contains(OTP), || format!("a secret result in {what}:\n{text}"))?;
+        }
+        Ok(())
+    })?;
     phase("a primitive past its timeout: kind timeout, exit 5", || {
         let r = c.run(&["-o", "json", "primitive", "run", "slow", "--dir", &d, "--ee", "lab-4"]);
         r.fails(5, "timed out");
@@ -354,14 +438,46 @@ fn primitives_run_with_typed_parameters_status_and_error_kinds() -> R {
             check(long.len() == 1, || st.stdout.clone())?;
             check(long[0]["status"] == "failed", || st.stdout.clone())?;
             check(long[0]["detailedStatus"].as_str().is_some_and(|t| t.contains("interrupted")), || st.stdout.clone())?;
+            check(long[0]["errorKind"] == "interrupted" && long[0]["started"].is_string(), || st.stdout.clone())?;
             check(long[0]["finished"].is_string(), || st.stdout.clone())?;
             let gone = (0..120).any(|_| {
                 std::thread::sleep(Duration::from_millis(50));
                 node().stdout.is_empty()
             });
-            check(gone, || format!("still on the node: {}", String::from_utf8_lossy(&node().stdout)))
+            check(gone, || format!("still on the node: {}", String::from_utf8_lossy(&node().stdout)))?;
+            no_params_left(4)
         },
     )?;
+    phase("SIGKILL while a primitive runs: the run reads as failed, abandoned; no parameters left", || {
+        let state = c.state();
+        let run = support::spawn(
+            &["-o", "json", "primitive", "run", "long", "--dir", &d, "--ee", "lab-4", "--state-dir", s(&state)],
+            &[],
+        );
+        let node = || lab().node_exec("4", &["pgrep", "-af", "sleep 41.5"]);
+        let started = (0..300).any(|_| {
+            std::thread::sleep(Duration::from_millis(50));
+            !node().stdout.is_empty()
+        });
+        run.signal("KILL");
+        let r = run.wait(Duration::from_secs(15));
+        check(started, || format!("the primitive never started: {}", r.all()))?;
+        let st = c.run(&["-o", "json", "primitive", "status"]);
+        st.ok();
+        let runs = doc(&st)["result"]["runs"].as_array().cloned().unwrap_or_default();
+        let gone: Vec<&Value> = runs.iter().filter(|x| x["errorKind"] == "abandoned").collect();
+        check(gone.len() == 1 && gone[0]["primitive"] == "long" && gone[0]["status"] == "failed", || {
+            st.stdout.clone()
+        })?;
+        check(gone[0]["detailedStatus"].as_str().is_some_and(|t| t.contains("abandoned")), || st.stdout.clone())?;
+        check(runs.iter().all(|x| x["status"] != "running" && x["status"] != "pending"), || st.stdout.clone())?;
+        let ended = (0..120).any(|_| {
+            std::thread::sleep(Duration::from_millis(50));
+            node().stdout.is_empty()
+        });
+        check(ended, || format!("left on the node: {}", String::from_utf8_lossy(&node().stdout)))?;
+        no_params_left(4)
+    })?;
     phase("a changed host key: kind invalid_certificate, exit 7", || {
         // The store's known_hosts now records another node's key for node 1's address.
         let kh = c.state().join("known_hosts");

@@ -52,7 +52,8 @@ pub struct KeyArgs {
 #[derive(Subcommand, Debug)]
 pub enum EeCmd {
     /// Register an existing machine: check it answers, learn its host key, optionally install
-    /// the driver's key and drop the password.
+    /// the driver's key and drop the password. With no credential, the first login is with the
+    /// driver's key (put into the VM by cloud-init: `mgmt-driver key`).
     Register(RegisterArgs),
     /// The registered machines (`--namespace .ns[.vnf]` filters).
     List {

@@ -106,7 +106,7 @@ pub async fn run(cmd: PrimitiveCmd, src: Source, ctx: &Ctx) -> Result<i32> {
     match cmd {
         PrimitiveCmd::Status { run_id } => {
             let store = ctx.store(&src.store.state_dir)?;
-            let runs = primitive::status::runs(&store, run_id.as_deref())?;
+            let runs = primitive::status::runs(&store, run_id.as_deref(), &crate::lifecycle::owner::ProcFs)?;
             match ctx.output {
                 Output::Json | Output::Yaml => print(
                     ctx,

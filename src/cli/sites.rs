@@ -562,7 +562,7 @@ fn status(state_dir: Option<PathBuf>, ctx: &Ctx) -> Result<i32> {
                     "{n:<w$}  {:<16}  {:<8}  {:<20}  {secs:>8}  {e}\n",
                     s.op,
                     s.status.name(),
-                    s.started
+                    s.started.as_deref().unwrap_or("-")
                 ));
             }
             console::out(&out);

@@ -4,6 +4,11 @@
 //! machine with the credentials given (its host key learned into the store's known_hosts under
 //! the chosen policy), optionally install our public key, prove a login with that key alone,
 //! and only then forget the password. Nothing is stored until every step worked (`save`).
+//!
+//! With no credential at all, the first login is with the driver's own key: OSM's normal flow,
+//! where `mgmt-driver key` went into the VM by cloud-init before it is registered. The private
+//! half is sealed in the store and never exported, so this is the only way to use it for a
+//! registration; the key must exist already (a VM cannot hold a key not made yet).
 
 use std::path::PathBuf;
 
@@ -94,13 +99,7 @@ pub fn prepare(r: &Request, store: &Store, dry_run: bool) -> Result<Prepared> {
             return Err(Error::input("arguments", "--identity", format!("{} is not a file", p.display())));
         }
     }
-    if pw.is_none() && r.identity.is_none() {
-        return Err(Error::input(
-            "arguments",
-            "--password-file",
-            "a first login needs a credential: --password-file, --password-env or --identity",
-        ));
-    }
+    let with_driver_key = pw.is_none() && r.identity.is_none();
     if r.drop_password && pw.is_none() {
         return Err(Error::input("arguments", "--drop-password", "there is no password to drop"));
     }
@@ -113,7 +112,17 @@ pub fn prepare(r: &Request, store: &Store, dry_run: bool) -> Result<Prepared> {
             format!("'{}' is registered already (ee show {0}; ee delete {0} to register it again)", r.name),
         ));
     }
-    let keys = if r.install_key {
+    let keys = if with_driver_key {
+        Some(KeyDoc::load(store)?.ok_or_else(|| {
+            Error::input(
+                "arguments",
+                "--password-file",
+                "with no credential the first login is with the driver's key, and there is none yet: \
+                 `mgmt-driver key` makes it (for the VM's cloud-init), or give --password-file, \
+                 --password-env or --identity",
+            )
+        })?)
+    } else if r.install_key {
         if dry_run {
             KeyDoc::load(store)?
         } else {
@@ -135,12 +144,20 @@ pub fn prepare(r: &Request, store: &Store, dry_run: bool) -> Result<Prepared> {
         host_key_check: policy,
         host_key: None,
         namespace: namespace.map(|n| n.to_string()),
-        driver_keys: vec![],
+        driver_keys: match (&keys, with_driver_key) {
+            (Some(k), true) => vec![k.current.fingerprint.clone()],
+            _ => vec![],
+        },
         registered: now_rfc3339(),
+    };
+    // The first login: the credentials given, or the driver's current key alone.
+    let driver_keys = match (&keys, with_driver_key) {
+        (Some(k), true) => vec![k.current.secret()],
+        _ => vec![],
     };
     let first = Host {
         host_key_check: policy,
-        auth: Auth { driver_keys: vec![], ..record.to_host(store, None).auth },
+        auth: Auth { driver_keys, ..record.to_host(store, None).auth },
         ..record.to_host(store, None)
     };
     let opts = Options { install_key: r.install_key, drop_password: r.drop_password };
@@ -215,4 +232,53 @@ pub async fn register(
         }
     }
     Ok(rec)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ee::driver_key::KeyType;
+    use crate::lifecycle::state_key::StateKey;
+
+    fn request(name: &str) -> Request {
+        Request {
+            name: name.into(),
+            host: "198.18.0.7".into(),
+            port: 22,
+            user: "ops".into(),
+            password_file: None,
+            password_env: None,
+            identity: None,
+            install_key: false,
+            drop_password: false,
+            host_key_check: HostKeyCheck::AcceptNew,
+            namespace: None,
+            key_type: KeyType::Ed25519,
+        }
+    }
+
+    /// OSM's flow: the key went in by cloud-init, the VM is registered with no credential. The
+    /// first login offers the driver's key alone (learning the host key as asked), and the
+    /// record holds the key, no password. Without a key yet, the error says how to make one.
+    #[test]
+    fn with_no_credential_the_first_login_is_the_driver_key() {
+        let d = tempfile::tempdir().unwrap();
+        let store = Store::open_with_key(&d.path().join("state"), StateKey::at(d.path().join("k"))).unwrap();
+        let e = prepare(&request("vm-1"), &store, false).err().expect("no key yet");
+        assert!(e.to_string().contains("mgmt-driver key"), "{e}");
+        let (doc, _) = KeyDoc::load_or_create(&store, KeyType::Ed25519).unwrap();
+        let p = prepare(&request("vm-1"), &store, false).unwrap();
+        assert_eq!(p.first.auth.driver_keys.len(), 1);
+        assert_eq!(p.first.auth.driver_keys[0].expose(), doc.current.private_key);
+        assert!(p.first.auth.password.is_none() && p.first.auth.identity_file.is_none());
+        assert_eq!(p.first.host_key_check, HostKeyCheck::AcceptNew);
+        assert_eq!(p.record.driver_keys, std::slice::from_ref(&doc.current.fingerprint));
+        assert!(p.record.password.is_none());
+        // The record, as later commands use it, logs in with the key.
+        assert_eq!(p.record.to_host(&store, Some(&doc)).auth.driver_keys.len(), 1);
+        drop(p);
+        // --drop-password still needs a password to drop.
+        let r = Request { install_key: true, drop_password: true, ..request("vm-2") };
+        assert!(prepare(&r, &store, false).err().unwrap().to_string().contains("--drop-password"));
+    }
 }

@@ -10,6 +10,7 @@ use serde_json::Value;
 use crate::command::RemoteCommand;
 use crate::error::Result;
 use crate::facts::{Fact, Wait};
+use crate::redact::Redact;
 use crate::remote::PRIMITIVE_RESULT;
 
 /// The largest structured result a script may write.
@@ -31,9 +32,11 @@ impl Fact for PrimitiveResult<'_> {
         "the primitive's result".into()
     }
 
+    /// Its output is the raw result, which may hold secrets: parsed, never streamed as events.
     fn command(&self) -> Result<RemoteCommand> {
         Ok(RemoteCommand::new(PRIMITIVE_RESULT.command(&[self.dir.to_string(), RESULT_MAX.to_string()])?)
-            .with_capture(RESULT_MAX + 64))
+            .with_capture(RESULT_MAX + 64)
+            .with_redact(Redact::All))
     }
 
     fn as_root(&self) -> bool {
@@ -97,5 +100,11 @@ mod tests {
         assert_eq!(planned(&f).await, (Some(0), None));
         assert_eq!(f.wait(), Wait::For(RESULT_LIMIT));
         assert!(!f.as_root());
+    }
+
+    /// The reader's output is the raw result (an `admin_password` in clear): never streamed.
+    #[test]
+    fn the_result_reader_streams_nothing() {
+        assert_eq!(PrimitiveResult { dir: "d", root: true }.command().unwrap().redact, Redact::All);
     }
 }

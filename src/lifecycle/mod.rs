@@ -16,6 +16,7 @@
 
 pub mod fact;
 pub mod job;
+pub mod owner;
 pub mod package;
 pub mod plan;
 pub mod private_file;

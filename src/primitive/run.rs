@@ -7,8 +7,11 @@
 //! and may write JSON to `$MGMT_DRIVER_RESULT` (at most [`RESULT_MAX`](crate::facts::primitive::RESULT_MAX) bytes, checked as JSON).
 //!
 //! The status record moves `pending → running → completed | failed` as this goes, saved and
-//! emitted at each step (`status.rs`). [`run`] does this on every target at once, every run
-//! recorded before the first connection and marked interrupted if the command is stopped.
+//! emitted at each step (`status.rs`); `running`, with its start time, once the target holds
+//! the script. [`run`] does this on every target at once, every run recorded (with its owner,
+//! this process) before the first connection and marked interrupted if the command is stopped;
+//! one whose driver is killed outright reads as abandoned (`status.rs`). However a run ends,
+//! `primitive_run.sh` leaves no parameters on the node, and sweeps older runs' leftovers.
 
 use std::sync::Arc;
 
@@ -18,6 +21,7 @@ use crate::command::RemoteCommand;
 use crate::error::{exit, Error, Result};
 use crate::facts::primitive::PrimitiveResult;
 use crate::inventory::Host;
+use crate::lifecycle::owner::{Owner, ProcFs};
 use crate::lifecycle::state::Store;
 use crate::lifecycle::Runner;
 use crate::primitive::spec::{env_file, Primitive};
@@ -77,7 +81,6 @@ async fn steps(rt: &Runner, store: &Store, prep: &Prepared, host: &Host, rec: &m
     let p = &prep.primitive;
     let ev = rt.ev(host);
     let dir = format!(".mgmt-driver/primitives/{}", rec.run_id);
-    rec.set(Status::Running, format!("running {} (timeout {}s)", p.script, p.timeout.as_secs_f64()), store, &ev)?;
     rt.upload(
         host,
         vec![
@@ -95,6 +98,9 @@ async fn steps(rt: &Runner, store: &Store, prep: &Prepared, host: &Host, rec: &m
         ],
     )
     .await?;
+    // Running (and a start time) only once the target is reached and holds the script: a run
+    // that never got there was never started.
+    rec.set(Status::Running, format!("running {} (timeout {}s)", p.script, p.timeout.as_secs_f64()), store, &ev)?;
     let become_ = become_for(host, p.root);
     let run = RemoteCommand::new(PRIMITIVE_RUN.command(&[dir.as_str(), prep.script_name(), p.name.as_str()])?)
         .with_timeout(Some(p.timeout))
@@ -116,7 +122,7 @@ async fn steps(rt: &Runner, store: &Store, prep: &Prepared, host: &Host, rec: &m
     rec.stderr_tail = Some(tail(&out.stderr_tail));
     let (code, value) = rt.read(host, &result).await?;
     rec.exit_code = code;
-    rec.result = value;
+    rec.keep_result(value, &p.secret_results);
     match code {
         Some(0) => Ok(()),
         _ => Err(Error::Remote {
@@ -147,8 +153,11 @@ pub async fn run(
 ) -> Result<Ran> {
     let prim = &prep.primitive;
     let mut records: Vec<RunRecord> = Vec::new();
+    // Who runs them, so a reader can tell a run whose driver was killed (`status.rs`).
+    let owner = Owner::current(&ProcFs);
     for h in &hosts {
         let mut r = RunRecord::new(&crate::ee::record::new_id(), &prim.name, &h.name, params.clone());
+        r.owner = owner.clone();
         r.set(Status::Pending, "waiting for the target", store, &rt.ev(h))?;
         records.push(r);
     }
@@ -239,8 +248,154 @@ mod tests {
         };
         sh(PRIMITIVE_RUN.command(&["run", "s.sh", "touch"]).unwrap());
         assert_eq!(std::fs::read_to_string(dir.join("got")).unwrap(), hostile);
+        assert!(!dir.join("params.json").exists(), "the parameters outlived the script");
         let out = sh(PRIMITIVE_RESULT.command(&["run", "65536"]).unwrap());
         assert_eq!(parse_result(&out).unwrap(), (Some(4), Some(serde_json::json!({"name": "touch"}))));
         assert!(!dir.exists());
+    }
+
+    /// A target that cannot be reached: the run fails (connection) with no start time.
+    #[tokio::test]
+    async fn a_run_that_never_reaches_its_target_has_no_start_time() {
+        use crate::transport::fake::FakeConnector;
+        let d = tempfile::tempdir().unwrap();
+        let key = crate::lifecycle::state_key::StateKey::at(d.path().join("k"));
+        let store = Store::open_with_key(&d.path().join("s"), key).unwrap();
+        let fake = FakeConnector::new();
+        fake.down("n1");
+        let (events, _rx) = crate::event::Events::channel();
+        let rt = Runner::new(
+            std::sync::Arc::new(fake),
+            events,
+            crate::lifecycle::runner::FanOut::default(),
+            crate::lifecycle::Timeouts::default(),
+        );
+        let prim = crate::primitive::spec::parse("primitives:\n  - {name: p, script: p.sh}\n", "f").unwrap();
+        let prep = Prepared::new(prim[0].clone(), Source::Bytes(b"true".to_vec().into()), Map::new()).unwrap();
+        let ran = run(&prep, &Map::new(), vec![Host::for_test("n1", "192.0.2.1")], &store, rt).await.unwrap();
+        let r = &ran.runs[0];
+        assert_eq!((r.status, r.error_kind), (Status::Failed, Some(ErrorKind::Connection)));
+        assert!(r.started.is_none(), "it never reached its target: {:?}", r.started);
+        assert!(r.owner.is_some(), "the record names its owner");
+    }
+
+    /// One run is one upload and two execs (run, result): removing and sweeping parameters
+    /// costs no round trip. The result's secrets reach no event (the reader is never streamed)
+    /// and no output (masked), while a public key stays readable.
+    #[tokio::test]
+    async fn a_run_is_three_round_trips_and_its_secret_results_reach_no_event() {
+        use crate::event::EventKind;
+        use crate::transport::fake::{Call, FakeConnector};
+        let d = tempfile::tempdir().unwrap();
+        let key = crate::lifecycle::state_key::StateKey::at(d.path().join("k"));
+        let store = Store::open_with_key(&d.path().join("s"), key).unwrap();
+        let fake = FakeConnector::new();
+        fake.reply(None, "primitive_run.sh", "");
+        let result = r#"{"admin_password": "Pw-res-9", "otp": "Otp-res-9", "public_key": "ssh-ed25519 AAAAres"}"#;
+        fake.reply(None, "primitive_result.sh", &format!("0\n{result}"));
+        let (events, mut rx) = crate::event::Events::channel();
+        let rt = Runner::new(
+            std::sync::Arc::new(fake.clone()),
+            events,
+            crate::lifecycle::runner::FanOut::default(),
+            crate::lifecycle::Timeouts::default(),
+        );
+        let yaml = "primitives:\n  - {name: p, script: p.sh, secret_results: [otp]}\n";
+        let prim = crate::primitive::spec::parse(yaml, "f").unwrap();
+        let prep = Prepared::new(prim[0].clone(), Source::Bytes(b"true".to_vec().into()), Map::new()).unwrap();
+        let ran = run(&prep, &Map::new(), vec![Host::for_test("n1", "192.0.2.1")], &store, rt).await.unwrap();
+        assert_eq!(ran.code, exit::OK, "{:?}", ran.errors);
+        let trips: Vec<&str> = fake
+            .calls()
+            .iter()
+            .filter_map(|c| match c {
+                Call::Upload { .. } => Some("upload"),
+                Call::Exec { script, .. } if script.starts_with("primitive_run.sh") => Some("run"),
+                Call::Exec { script, .. } if script.starts_with("primitive_result.sh") => Some("result"),
+                Call::Exec { script, .. } => panic!("an extra round trip: {script}"),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(trips, ["upload", "run", "result"]);
+        let streamed: String = std::iter::from_fn(|| rx.try_recv().ok())
+            .filter_map(|e| match e.kind {
+                EventKind::Stdout { line } => Some(line),
+                _ => None,
+            })
+            .collect();
+        assert!(!streamed.contains("Pw-res-9") && !streamed.contains("Otp-res-9"), "{streamed}");
+        let shown = ran.runs[0].shown().to_string();
+        assert!(!shown.contains("Pw-res-9") && !shown.contains("Otp-res-9"), "{shown}");
+        assert!(shown.contains("ssh-ed25519 AAAAres"), "{shown}");
+        assert!(ran.runs[0].started.is_some());
+    }
+
+    fn run_dir(root: &std::path::Path, name: &str, script: &str) -> std::path::PathBuf {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = root.join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("params.env"), "PARAM_PW='Pw-left-1'\n").unwrap();
+        std::fs::write(dir.join("params.json"), "{\"pw\": \"Pw-left-1\"}").unwrap();
+        std::fs::write(dir.join("s.sh"), script).unwrap();
+        std::fs::set_permissions(dir.join("s.sh"), std::fs::Permissions::from_mode(0o700)).unwrap();
+        dir
+    }
+
+    /// A run stopped the way the leash stops it (TERM to the process group, here by `timeout`,
+    /// as when the driver is killed) leaves no parameters on the node; also when, as there,
+    /// its output pipes are gone (sshd closed them: the shell's own "Terminated" line then
+    /// raises SIGPIPE).
+    #[test]
+    fn a_stopped_run_leaves_no_parameters() {
+        let home = tempfile::tempdir().unwrap();
+        let dir = run_dir(home.path(), "r1", "#!/bin/sh\nsleep 30\n");
+        let mut child = std::process::Command::new("timeout")
+            .args(["-k", "5", "1", "sh", "-c"])
+            .arg(PRIMITIVE_RUN.command(&["r1", "s.sh", "p"]).unwrap())
+            .current_dir(home.path())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take());
+        drop(child.stderr.take());
+        let st = child.wait().unwrap();
+        assert_eq!(st.code(), Some(124));
+        assert!(dir.join("s.sh").exists());
+        // `timeout` is gone; the program's trap may still be finishing.
+        let gone = (0..100).any(|_| {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            !dir.join("params.json").exists() && !dir.join("params.env").exists()
+        });
+        assert!(gone, "the parameters outlived the run");
+    }
+
+    /// A run sweeps what older runs left: the parameters of a run whose program is gone, and of
+    /// a run never started that is over an hour old; a live run's and a fresh upload's stay.
+    #[test]
+    fn a_run_sweeps_the_parameters_older_runs_left() {
+        let home = tempfile::tempdir().unwrap();
+        let root = home.path().join("primitives");
+        let gone = run_dir(&root, "gone", "");
+        std::fs::write(gone.join("pid"), "999999999\n").unwrap();
+        let live = run_dir(&root, "live", "");
+        std::fs::write(live.join("pid"), format!("{}\n", std::process::id())).unwrap();
+        let fresh = run_dir(&root, "fresh", "");
+        let stale = run_dir(&root, "stale", "");
+        let old = std::process::Command::new("touch").args(["-d", "2 hours ago"]).arg(&stale).status().unwrap();
+        assert!(old.success());
+        run_dir(&root, "now", "#!/bin/sh\nexit 0\n");
+        let o = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(PRIMITIVE_RUN.command(&["primitives/now", "s.sh", "p"]).unwrap())
+            .current_dir(home.path())
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let has = |d: &std::path::Path| d.join("params.json").exists() || d.join("params.env").exists();
+        assert!(!has(&gone), "a dead run's parameters stayed");
+        assert!(!has(&stale), "a never-started run's parameters stayed");
+        assert!(has(&live) && has(&fresh), "a live run's or a fresh upload's parameters were swept");
+        assert!(!has(&root.join("now")));
     }
 }

@@ -16,7 +16,13 @@
 //!       - {name: lines, type: int, default: 1}
 //!       - {name: color, type: enum, values: [red, green], default: green}
 //!       - {name: dry, type: bool, default: false}
+//!     secret_results: [admin_password]   # result fields every output masks, the store seals
 //! ```
+//!
+//! `secret_results` is the declaration of which fields of the script's JSON result (top-level
+//! keys) are secrets; nothing else is guessed from a result field's name beyond the one rule
+//! every stored document follows ([`crate::secret::is_secret_name`]: `admin_password` is masked
+//! either way, a `public_key` never).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -95,6 +101,8 @@ struct RawPrimitive {
     root: bool,
     #[serde(default)]
     runs_on: Option<String>,
+    #[serde(default)]
+    secret_results: Vec<String>,
 }
 
 #[derive(Deserialize)]
@@ -115,6 +123,9 @@ pub struct Primitive {
     pub timeout: Duration,
     pub root: bool,
     pub runs_on: RunsOn,
+    /// The result fields (top-level keys) the declaration says are secret.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub secret_results: Vec<String>,
 }
 
 fn secs<S: serde::Serializer>(d: &Duration, s: S) -> std::result::Result<S::Ok, S::Error> {
@@ -223,6 +234,14 @@ pub fn parse(text: &str, file: &str) -> Result<Vec<Primitive>> {
                 }
             }
         }
+        for (j, r) in p.secret_results.iter().enumerate() {
+            if r.is_empty() || r.len() > 128 || r.chars().any(char::is_control) {
+                return Err(err(
+                    &format!("secret_results[{j}]"),
+                    format!("'{}' is not a result field name", excerpt(r)),
+                ));
+            }
+        }
         out.push(Primitive {
             name: p.name,
             description: p.description,
@@ -231,6 +250,7 @@ pub fn parse(text: &str, file: &str) -> Result<Vec<Primitive>> {
             timeout,
             root: p.root,
             runs_on,
+            secret_results: p.secret_results,
         });
     }
     Ok(out)

@@ -10,6 +10,7 @@ use serde_json::{Map, Value};
 
 use crate::error::{Error, Result};
 use crate::event::{EventKind, HostEvents};
+use crate::lifecycle::owner::{liveness, Liveness, Owner, Processes};
 use crate::lifecycle::state::{now_rfc3339, Store};
 
 pub const KIND: &str = "primitive";
@@ -48,6 +49,11 @@ pub enum ErrorKind {
     Execution,
     /// The host key changed or is revoked (or unknown under strict checking). Exit 7.
     InvalidCertificate,
+    /// The driver was stopped (SIGINT/SIGTERM) while the run was pending or running. Exit 8.
+    Interrupted,
+    /// The driver running it is gone without a word (SIGKILL, a crash, a reboot): found so
+    /// when the record is read. Exit 9 (never `primitive run`'s own: it is only read back).
+    Abandoned,
 }
 
 impl ErrorKind {
@@ -58,6 +64,8 @@ impl ErrorKind {
             ErrorKind::Timeout => 5,
             ErrorKind::Execution => 6,
             ErrorKind::InvalidCertificate => 7,
+            ErrorKind::Interrupted => 8,
+            ErrorKind::Abandoned => 9,
         }
     }
 
@@ -68,6 +76,8 @@ impl ErrorKind {
             ErrorKind::Timeout => "timeout",
             ErrorKind::Execution => "execution",
             ErrorKind::InvalidCertificate => "invalid_certificate",
+            ErrorKind::Interrupted => "interrupted",
+            ErrorKind::Abandoned => "abandoned",
         }
     }
 
@@ -118,6 +128,15 @@ pub struct RunRecord {
     pub stderr_tail: Option<String>,
     #[serde(default)]
     pub result: Option<Value>,
+    /// The result fields `primitives.yaml` declares secret (`secret_results`), kept apart from
+    /// `result` under a secret name so the store seals them whole; outputs show each as the mask
+    /// in its place in `result`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret_result: Option<Map<String, Value>>,
+    /// The driver process running it, so a reader can tell when it died with the run pending
+    /// or running (`lifecycle/owner.rs`). None in records of earlier versions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<Owner>,
 }
 
 crate::secret::impl_debug_masked!(RunRecord);
@@ -157,7 +176,24 @@ impl RunRecord {
             stdout_tail: None,
             stderr_tail: None,
             result: None,
+            secret_result: None,
+            owner: None,
         }
+    }
+
+    /// Keep the script's result, the fields `secret` names (the declaration's `secret_results`)
+    /// apart from the rest.
+    pub fn keep_result(&mut self, value: Option<Value>, secret: &[String]) {
+        let (mut rest, mut hidden) = (value, Map::new());
+        if let Some(Value::Object(m)) = rest.as_mut() {
+            for k in secret {
+                if let Some(v) = m.remove(k) {
+                    hidden.insert(k.clone(), v);
+                }
+            }
+        }
+        self.result = rest;
+        self.secret_result = (!hidden.is_empty()).then_some(hidden);
     }
 
     /// Move to `status` with `detail`: saved, then emitted. The transitions only go forward.
@@ -187,20 +223,60 @@ impl RunRecord {
         self.status = Status::Failed;
         self.detailed_status = format!("interrupted: the driver was stopped while the run was {was}");
         self.error = Some(self.detailed_status.clone());
+        self.error_kind = Some(ErrorKind::Interrupted);
         self.status_time = now_rfc3339();
         self.finished = Some(self.status_time.clone());
         store.save_doc(&self.run_id, KIND, self)
     }
 
-    /// The record as every output shows it: secret-named parameters and result fields
-    /// (`admin_password`) masked, a `pubkey` left readable ([`crate::secret::is_secret_name`]).
+    /// The record as every output shows it (JSON, YAML, plain, `primitive status`): the one
+    /// masking rule of the store ([`crate::secret::masked`]: `admin_password` masked, a
+    /// `public_key` readable), the declared secret result fields as the mask in their place,
+    /// and URL passwords in the output tails masked as in the streamed output.
     pub fn shown(&self) -> Value {
-        crate::secret::masked(&serde_json::to_value(self).expect("a record serializes"))
+        let mut v = serde_json::to_value(self).expect("a record serializes");
+        if let Some(m) = v.as_object_mut() {
+            m.remove("secretResult");
+            m.insert("result".into(), self.shown_result().unwrap_or(Value::Null));
+            for t in ["stdoutTail", "stderrTail"] {
+                if let Some(Value::String(x)) = m.get_mut(t) {
+                    *x = crate::url_mask::mask_userinfo(x).into_owned();
+                }
+            }
+        }
+        crate::secret::masked(&v)
     }
 
     /// The structured result as outputs show it (masked as [`RunRecord::shown`]).
     pub fn shown_result(&self) -> Option<Value> {
-        self.result.as_ref().map(crate::secret::masked)
+        let mut r = self.result.clone();
+        if let Some(hidden) = &self.secret_result {
+            let m = match r.get_or_insert_with(|| Value::Object(Map::new())) {
+                Value::Object(m) => m,
+                _ => return r.as_ref().map(crate::secret::masked),
+            };
+            for k in hidden.keys() {
+                m.insert(k.clone(), Value::String(crate::secret::MASK.into()));
+            }
+        }
+        r.as_ref().map(crate::secret::masked)
+    }
+
+    /// The record as a reader reports it: one still pending or running whose owner is gone
+    /// (SIGKILLed, crashed, rebooted: it never wrote its end) is failed, abandoned, saying why.
+    /// The stored record is left as it is; every read decides again, from `/proc` (`procs`).
+    pub fn reported(mut self, procs: &dyn Processes) -> RunRecord {
+        if !matches!(self.status, Status::Pending | Status::Running) {
+            return self;
+        }
+        if let Some(Liveness::Gone(why)) = self.owner.as_ref().map(|o| liveness(o, procs)) {
+            let was = self.status.as_str();
+            self.status = Status::Failed;
+            self.detailed_status = format!("abandoned: the driver running it is gone ({why}) while it was {was}");
+            self.error = Some(self.detailed_status.clone());
+            self.error_kind = Some(ErrorKind::Abandoned);
+        }
+        self
     }
 
     pub fn load(store: &Store, run_id: &str) -> Result<Option<RunRecord>> {
@@ -229,22 +305,25 @@ impl RunRecord {
     }
 }
 
-/// One run's record by id, or every run's (`primitive status [RUN_ID]`).
-pub fn runs(store: &Store, run_id: Option<&str>) -> Result<Vec<RunRecord>> {
-    match run_id {
+/// One run's record by id, or every run's (`primitive status [RUN_ID]`), as a reader reports
+/// them ([`RunRecord::reported`]: an abandoned run is failed).
+pub fn runs(store: &Store, run_id: Option<&str>, procs: &dyn Processes) -> Result<Vec<RunRecord>> {
+    let all = match run_id {
         Some(id) => {
             crate::lifecycle::state::check_instance_id(id)?;
-            Ok(vec![RunRecord::load(store, id)?.ok_or_else(|| {
+            vec![RunRecord::load(store, id)?.ok_or_else(|| {
                 Error::input("arguments", "RUN_ID", format!("no run {id} in {}", store.dir().display()))
-            })?])
+            })?]
         }
-        None => RunRecord::list(store),
-    }
+        None => RunRecord::list(store)?,
+    };
+    Ok(all.into_iter().map(|r| r.reported(procs)).collect())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::secret::MASK;
 
     #[test]
     fn kinds_have_their_own_exit_codes_apart_from_1_and_2() {
@@ -254,6 +333,8 @@ mod tests {
             ErrorKind::Timeout,
             ErrorKind::Execution,
             ErrorKind::InvalidCertificate,
+            ErrorKind::Interrupted,
+            ErrorKind::Abandoned,
         ];
         let codes: std::collections::BTreeSet<i32> = all.iter().map(|k| k.exit_code()).collect();
         assert_eq!(codes.len(), all.len());
@@ -307,5 +388,63 @@ mod tests {
             assert_eq!(shown["db"]["api_token"], crate::secret::MASK);
             assert_eq!(shown["pubkey"], "ssh-ed25519 AAAAC3");
         }
+    }
+
+    /// A run whose driver was SIGKILLed stays `running` in the store; a reader reports it failed,
+    /// abandoned, once its owner is gone, and leaves a live one alone. One stopped by a signal
+    /// carries the kind `interrupted`.
+    #[test]
+    fn a_run_whose_driver_is_gone_reads_as_abandoned_and_an_interrupted_one_has_its_kind() {
+        use crate::lifecycle::owner::FakeProcesses;
+        let d = tempfile::tempdir().unwrap();
+        let key = crate::lifecycle::state_key::StateKey::at(d.path().join("k"));
+        let store = Store::open_with_key(&d.path().join("s"), key).unwrap();
+        let (events, _rx) = crate::event::Events::channel();
+        let boot = "0f3c2a8e-5b1d-4c7e-9a2f-1e2d3c4b5a69";
+        let live = FakeProcesses::new("ctl", boot, 77, 900);
+        let mut r = RunRecord::new("r3", "p", "n1", Map::new());
+        r.owner = Owner::current(&live);
+        r.set(Status::Running, "running", &store, &events.for_host("n1")).unwrap();
+        let read = runs(&store, Some("r3"), &live).unwrap();
+        assert_eq!(read[0].status, Status::Running, "a live owner's run is running");
+        let killed = FakeProcesses { procs: Default::default(), ..live.clone() };
+        let read = runs(&store, None, &killed).unwrap();
+        assert_eq!((read[0].status, read[0].error_kind), (Status::Failed, Some(ErrorKind::Abandoned)));
+        assert!(read[0].detailed_status.contains("abandoned") && read[0].detailed_status.contains("77"));
+        assert_eq!(RunRecord::load(&store, "r3").unwrap().unwrap().status, Status::Running, "the store is not written");
+        // A finished run is what it is, owner gone or not.
+        r.set(Status::Completed, "done", &store, &events.for_host("n1")).unwrap();
+        assert_eq!(runs(&store, Some("r3"), &killed).unwrap()[0].status, Status::Completed);
+        // Interrupted: the kind says so.
+        let mut i = RunRecord::new("r4", "p", "n1", Map::new());
+        i.interrupted(&store).unwrap();
+        let back = RunRecord::load(&store, "r4").unwrap().unwrap();
+        assert_eq!((back.status, back.error_kind), (Status::Failed, Some(ErrorKind::Interrupted)));
+        assert!(back.started.is_none(), "it never reached its target");
+    }
+
+    /// A `public_key` in a result is readable in every output and in the store (it used to be
+    /// masked and sealed); a field `primitives.yaml` declares secret is masked in every output
+    /// and sealed in the store whatever its name.
+    #[test]
+    fn declared_secret_results_are_masked_and_sealed_and_public_keys_are_readable() {
+        let d = tempfile::tempdir().unwrap();
+        let key = crate::lifecycle::state_key::StateKey::at(d.path().join("k"));
+        let store = Store::open_with_key(&d.path().join("s"), key).unwrap();
+        let mut r = RunRecord::new("r2", "p", "n1", Map::new());
+        let v = serde_json::json!({"public_key": "ssh-ed25519 AAAAPub1", "otp": "Otp-7731", "n": 1});
+        r.keep_result(Some(v), &["otp".into()]);
+        for shown in [r.shown()["result"].clone(), r.shown_result().unwrap()] {
+            assert_eq!(shown, serde_json::json!({"public_key": "ssh-ed25519 AAAAPub1", "otp": MASK, "n": 1}));
+        }
+        assert!(!r.shown().to_string().contains("Otp-7731"));
+        assert!(!format!("{r:?}").contains("Otp-7731"));
+        let (events, _rx) = crate::event::Events::channel();
+        r.set(Status::Completed, "done", &store, &events.for_host("n1")).unwrap();
+        let text = std::fs::read_to_string(store.doc_path("r2", KIND)).unwrap();
+        assert!(!text.contains("Otp-7731"), "{text}");
+        assert!(text.contains("AAAAPub1"), "a public key is not sealed: {text}");
+        let back = RunRecord::load(&store, "r2").unwrap().unwrap();
+        assert_eq!(back.shown_result(), r.shown_result());
     }
 }

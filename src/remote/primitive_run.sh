@@ -11,9 +11,16 @@
 #   MGMT_DRIVER_PRIMITIVE  the primitive's name
 #   PARAM_<NAME>        each parameter (name upper-cased, '-' as '_')
 # The script runs with RUN_DIR as its working directory and /dev/null as stdin; params.env is
-# deleted before it starts (params.json stays for the script; primitive_result.sh removes the
-# whole run directory afterwards). The script's exit status is written to RUN_DIR/rc, for
+# deleted before it starts, params.json as soon as it ends, however it ends: its own exit, the
+# timeout, or the leash's TERM when the driver goes away (primitive_result.sh removes the whole
+# run directory afterwards). The script's exit status is written to RUN_DIR/rc, for
 # primitive_result.sh, so its output stays in the command's result whatever the status.
+#
+# Before that, in this same exec (no round trip of its own), the parameters older runs left in
+# their sibling directories are swept: those of a run whose program is gone (its pid file names
+# a process that no longer exists: a driver killed while it ran, a node rebooted), and those of
+# a run that never started, once they are over an hour old (the driver died between the upload
+# and the run). A run in progress, or one being uploaded now, keeps its own.
 #
 # Usage: primitive_run.sh RUN_DIR SCRIPT PRIMITIVE
 #   RUN_DIR    the run's private directory (relative: in the login user's home)
@@ -30,6 +37,27 @@ case $2 in
 esac
 cd "$1" || exit 2
 dir=$(pwd) || exit 2
+printf '%s\n' "$$" >./pid || exit 2
+# The parameters go however this ends. PIPE too: once sshd has closed the session's pipes,
+# the shell's own report of a killed script ("Terminated") raises SIGPIPE. Signals caught here
+# are back to their defaults in the script.
+trap 'rm -f -- "$dir/params.json" "$dir/params.env" 2>/dev/null' EXIT
+trap 'exit 143' TERM
+trap 'exit 130' INT
+trap 'exit 129' HUP
+trap 'exit 141' PIPE
+for other in ../*/; do
+    other=${other%/}
+    [ "$other" = "../${dir##*/}" ] && continue
+    [ -f "$other/params.json" ] || [ -f "$other/params.env" ] || continue
+    if [ -f "$other/pid" ]; then
+        p=$(head -n 1 -- "$other/pid")
+        case $p in '' | *[!0-9]*) ;; *) [ -d "/proc/$p" ] && continue ;; esac
+    elif [ -z "$(find "$other" -maxdepth 0 -mmin +60)" ]; then
+        continue
+    fi
+    rm -f -- "$other/params.json" "$other/params.env"
+done
 set -a
 # shellcheck disable=SC1091 # a data file the driver wrote for this run, not a script here
 . ./params.env || exit 2
@@ -41,4 +69,6 @@ MGMT_DRIVER_PRIMITIVE=$3
 export MGMT_DRIVER_PARAMS MGMT_DRIVER_RESULT MGMT_DRIVER_PRIMITIVE
 rm -f -- "$MGMT_DRIVER_RESULT" ./rc
 "./$2" </dev/null
-printf '%s\n' "$?" >./rc || exit 2
+rc=$?
+rm -f -- ./params.json
+printf '%s\n' "$rc" >./rc || exit 2

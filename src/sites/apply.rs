@@ -190,6 +190,14 @@ pub async fn apply(
             Err(e) => refused.push(e),
         }
     }
+    // Every site of this run shows before the first starts: pending, owned by this process.
+    let queue = if refused.is_empty() { &ready[..] } else { &[] };
+    for (_, site, _, _, read) in queue {
+        let q = SiteStatus { inputs: Some(read.digest.clone()), ..SiteStatus::pending(op.name()) };
+        if let Err(e) = statuses.save(&site.name, &q) {
+            refused.push(crate::sites::plan::in_site(site, e));
+        }
+    }
     if !refused.is_empty() {
         drop(ready);
         for f in forwarders {
@@ -583,6 +591,7 @@ mod tests {
                 (doc.status, doc.op.as_str(), doc.error.as_deref()),
                 (State::NotStarted, "run-script", Some(why))
             );
+            assert_eq!(doc.started, None, "a site that never started has no start time");
         }
         assert!(fake.execs("s2-m1").is_empty() && fake.execs("s3-m1").is_empty(), "nothing ran there");
         // Without a stop rule every site runs whatever another does.

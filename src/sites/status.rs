@@ -2,12 +2,18 @@
 //! `sites apply` knows which sites are done and `sites status` can show the fleet. A site's
 //! instance documents (cluster, CNF) stay where the hooks keep them; this only records what
 //! the fleet run did with the site. It holds no secret: an error message is already masked.
+//!
+//! A run records its owner (`lifecycle/owner.rs`) in every site it queues or starts: a site
+//! whose run was SIGKILLed or crashed would otherwise say `running` for ever. Read back
+//! ([`Statuses::load`]), such a site is `failed`, abandoned. Every site of a run is recorded
+//! `pending` (no start time) before the first one starts, so one never started still shows.
 
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
 use crate::error::Result;
+use crate::lifecycle::owner::{liveness, Liveness, Owner, ProcFs, Processes};
 use crate::lifecycle::state::{now_rfc3339, Store};
 use crate::lifecycle::state_key::StateKey;
 
@@ -15,6 +21,8 @@ use crate::lifecycle::state_key::StateKey;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum State {
+    /// Queued by a run and not started (yet): no start time.
+    Pending,
     /// Started and not (yet) finished: a run that was killed leaves this, and a re-run runs
     /// the site again (the operations themselves resume).
     Running,
@@ -29,6 +37,7 @@ pub enum State {
 impl State {
     pub fn name(self) -> &'static str {
         match self {
+            State::Pending => "pending",
             State::Running => "running",
             State::Done => "done",
             State::Failed => "failed",
@@ -42,7 +51,9 @@ impl State {
 pub struct SiteStatus {
     pub op: String,
     pub status: State,
-    pub started: String,
+    /// None while the site was never started.
+    #[serde(default)]
+    pub started: Option<String>,
     pub ended: Option<String>,
     /// Wall seconds of the last run, once it ended.
     pub seconds: Option<f64>,
@@ -52,6 +63,12 @@ pub struct SiteStatus {
     /// status written before digests were recorded (such a done site is still skipped).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub inputs: Option<String>,
+    /// The driver process of the run that wrote it (None in statuses of earlier versions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<Owner>,
+    /// `abandoned` for a site whose run is gone without a word (set when read, never stored).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_kind: Option<String>,
 }
 
 /// The files a successful run of an operation read, kept for `sites diff`: no secret values
@@ -64,20 +81,43 @@ pub struct AppliedInputs {
 
 impl SiteStatus {
     pub fn running(op: &str) -> SiteStatus {
+        SiteStatus { status: State::Running, started: Some(now_rfc3339()), ..SiteStatus::pending(op) }
+    }
+
+    /// Queued by this process's run of `op`, not started: no start time.
+    pub fn pending(op: &str) -> SiteStatus {
         SiteStatus {
             op: op.into(),
-            status: State::Running,
-            started: now_rfc3339(),
+            status: State::Pending,
+            started: None,
             ended: None,
             seconds: None,
             error: None,
             inputs: None,
+            owner: Owner::current(&ProcFs),
+            error_kind: None,
         }
     }
 
-    /// A site the rollout did not start, and why (nothing ran on it: no time, no inputs).
+    /// A site the rollout did not start, and why (nothing ran on it: no time, no inputs, no
+    /// owner: it is no run's to abandon).
     pub fn not_started(op: &str, reason: &str) -> SiteStatus {
-        SiteStatus { status: State::NotStarted, error: Some(reason.into()), ..SiteStatus::running(op) }
+        SiteStatus { status: State::NotStarted, error: Some(reason.into()), owner: None, ..SiteStatus::pending(op) }
+    }
+
+    /// The status as a reader reports it: pending or running with its run's process gone
+    /// (SIGKILLed, crashed, the machine restarted) is failed, abandoned, saying why.
+    pub fn reported(mut self, procs: &dyn Processes) -> SiteStatus {
+        if !matches!(self.status, State::Pending | State::Running) {
+            return self;
+        }
+        if let Some(Liveness::Gone(why)) = self.owner.as_ref().map(|o| liveness(o, procs)) {
+            let was = self.status.name();
+            self.status = State::Failed;
+            self.error = Some(format!("abandoned: the run of {} is gone ({why}) while the site was {was}", self.op));
+            self.error_kind = Some("abandoned".into());
+        }
+        self
     }
 
     /// The end of the run that `self` started.
@@ -141,8 +181,13 @@ impl Statuses {
         self.applied.save_doc(site, op, a)
     }
 
+    /// A site's status as a reader reports it ([`SiteStatus::reported`] on this machine).
     pub fn load(&self, site: &str) -> Result<Option<SiteStatus>> {
-        self.store.load_doc(site, "")
+        self.load_with(site, &ProcFs)
+    }
+
+    pub fn load_with(&self, site: &str, procs: &dyn Processes) -> Result<Option<SiteStatus>> {
+        Ok(self.store.load_doc::<SiteStatus>(site, "")?.map(|s| s.reported(procs)))
     }
 
     pub fn save(&self, site: &str, s: &SiteStatus) -> Result<()> {
@@ -193,5 +238,40 @@ mod tests {
         assert_eq!(Statuses::read_only(e.path()).load("x").unwrap(), None);
         Statuses::read_only(e.path()).save("x", &s).unwrap();
         assert!(!e.path().join("sites").exists());
+    }
+
+    /// A site whose run was SIGKILLed says `running` (or `pending`, never started) in the
+    /// store; read back once that run's process is gone, it is failed, abandoned. A live run's
+    /// sites read as they are; a never-started site has no start time.
+    #[test]
+    fn a_killed_runs_sites_read_as_abandoned_and_queued_ones_show_unstarted() {
+        use crate::lifecycle::owner::FakeProcesses;
+        let d = tempfile::tempdir().unwrap();
+        let k = tempfile::tempdir().unwrap();
+        let st = Statuses::open(d.path(), StateKey::at(k.path().join("key"))).unwrap();
+        let live = FakeProcesses::new("ctl", "0f3c2a8e-5b1d-4c7e-9a2f-1e2d3c4b5a69", 31, 400);
+        let owner = Owner::current(&live);
+        let started = SiteStatus { owner: owner.clone(), ..SiteStatus::running("instantiate") };
+        let queued = SiteStatus { owner, ..SiteStatus::pending("instantiate") };
+        assert!(queued.started.is_none());
+        st.save("par1", &started).unwrap();
+        st.save("par2", &queued).unwrap();
+        assert_eq!(st.load_with("par1", &live).unwrap().unwrap().status, State::Running);
+        assert_eq!(st.load_with("par2", &live).unwrap().unwrap().status, State::Pending);
+        let killed = FakeProcesses { procs: Default::default(), ..live };
+        for site in ["par1", "par2"] {
+            let s = st.load_with(site, &killed).unwrap().unwrap();
+            assert_eq!((s.status, s.error_kind.as_deref()), (State::Failed, Some("abandoned")), "{site}");
+            assert!(s.error.as_deref().unwrap().contains("process 31"));
+            assert!(!s.done_for("instantiate"), "an abandoned site runs again");
+        }
+        // A site no run started is no run's to abandon, whatever the processes say.
+        let ns = SiteStatus::not_started("instantiate", "not started: the rollout stopped");
+        assert_eq!((ns.status.name(), ns.started.as_deref()), ("not-started", None));
+        assert_eq!(ns.reported(&killed).status, State::NotStarted);
+        // A status of an earlier version (a start time, no owner) still reads.
+        let old = r#"{"op":"instantiate","status":"running","started":"2026-01-01T00:00:00Z","ended":null,"seconds":null,"error":null}"#;
+        let v: SiteStatus = serde_json::from_str(old).unwrap();
+        assert_eq!((v.status, v.started.as_deref()), (State::Running, Some("2026-01-01T00:00:00Z")));
     }
 }

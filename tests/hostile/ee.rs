@@ -78,6 +78,12 @@ pub fn cases() -> Vec<Case> {
         rejected_register("ee/two-credentials", register(&["--identity", "{dir}/pw"]), "--identity"),
         rejected_register("ee/password-file-missing", with("--password-file", "{dir}/nope"), "nope"),
         rejected_register("ee/host-key-check-off", register(&["--host-key-check", "off"]), "--host-key-check"),
+        // No credential: the driver's key is the login, and there is none yet in this store.
+        Case::rejected(
+            "ee/no-credential-no-driver-key",
+            &["ee", "register", "e1", "--host", NOWHERE, "--user", "ops", "--state-dir", "{dir}/state"],
+            "mgmt-driver key",
+        ),
         Case::rejected(
             "ee/password-env-unset",
             &["ee", "register", "e1", "--host", NOWHERE, "--user", "ops", "--password-env", "MGMT_EE_NOPE", "--state-dir", "{dir}/state"],
@@ -104,6 +110,13 @@ pub fn cases() -> Vec<Case> {
         prim_case("primitive/param-name-shell", &PRIMS.replace("name: msg", "name: 'msg$(id)'"), "parameters[0].name"),
         prim_case("primitive/timeout-garbage", &format!("{PRIMS}    timeout: forever\n"), "timeout"),
         prim_case("primitive/runs-on-unknown", &format!("{PRIMS}    runs_on: everywhere\n"), "runs_on"),
+        prim_case(
+            "primitive/secret-results-control",
+            &format!("{PRIMS}    secret_results: [\"otp\\u001b[2J\"]\n"),
+            "secret_results[0]",
+        ),
+        prim_case("primitive/secret-results-empty", &format!("{PRIMS}    secret_results: ['']\n"), "secret_results[0]"),
+        prim_case("primitive/secret-results-not-a-list", &format!("{PRIMS}    secret_results: otp\n"), "secret_results"),
         prim_case(
             "primitive/yaml-alias-bomb",
             "a: &a [x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]\nc: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b]\nd: [*c, *c, *c, *c, *c, *c, *c, *c, *c]\nprimitives: []\n",

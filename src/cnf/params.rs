@@ -310,7 +310,7 @@ fn release_name(m: &Map<String, Value>, it: &Item, seed: &str, warnings: &mut Ve
 }
 
 /// The 10 digits of a generated release name: the first 8 bytes of SHA-256(seed, chart).
-fn name_digits(seed: &str, chart: &str) -> u64 {
+pub fn name_digits(seed: &str, chart: &str) -> u64 {
     use sha2::Digest;
     let d = sha2::Sha256::digest(format!("{seed}\0{chart}").as_bytes());
     u64::from_be_bytes(d[..8].try_into().expect("8 bytes"))

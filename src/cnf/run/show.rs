@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use crate::cnf::ops::Ctx;
+use crate::cnf::ops::{own_chart, Ctx};
 use crate::cnf::{check_arg, names};
 use crate::error::{Error, Result};
 
@@ -41,6 +41,8 @@ pub fn check_args(what: &str, chart: &str, repo: Option<&str>, version: Option<&
 
 pub async fn run(c: &Ctx<'_>, what: &str, chart: &str, repo: Option<&str>, version: Option<&str>) -> Result<Value> {
     let s = c.s;
-    let cmd = s.helm.show(what, chart, repo, version)?;
+    // A repository of the CNF named as its request did (`labrepo/nginx`) is the instance's copy.
+    let chart = if repo.is_none() { own_chart(c, chart) } else { chart.to_string() };
+    let cmd = s.helm.show(what, &chart, repo, version)?;
     Ok(Value::String(s.text(cmd, s.rt.timeouts.command).await?))
 }

@@ -5,8 +5,9 @@
 use serde_json::{json, Value};
 
 use crate::cnf::helm_cmd::{Chart, Values};
-use crate::cnf::ops::{cmd_timeout, describe, Ctx, Record};
+use crate::cnf::ops::{cmd_timeout, describe, own_chart, remove_files, upload_values, Ctx, Record};
 use crate::cnf::params::{ChartSource, Release};
+use crate::cnf::values_file::ValuesFile;
 use crate::cnf::{check_arg, names};
 use crate::error::{Error, Result};
 use crate::redact::Redact;
@@ -41,27 +42,23 @@ pub async fn run(
     version: Option<&str>,
     set: &[String],
     reuse_values: bool,
+    values: &[ValuesFile],
 ) -> Result<Value> {
     let ns = c.params.namespace.as_str();
     let recorded = rec.st.releases.get(release).map(|r| r.chart.clone());
-    // `REPO/CHART` naming one of this CNF's repositories means the instance's own copy of it.
-    let chart = chart.map(|ch| match ch.split_once('/') {
-        Some((repo, name))
-            if c.params
-                .releases
-                .iter()
-                .any(|r| matches!(&r.source, ChartSource::External { repo: x, .. } if x == repo)) =>
-        {
-            format!("{}/{name}", names::instance_repo(c.instance, repo))
-        }
-        _ => ch,
-    });
+    let chart = chart.map(|ch| own_chart(c, &ch));
     let chart = chart.or(recorded).ok_or_else(|| {
         Error::input("arguments", "--chart", format!("release {release} has no recorded chart; pass --chart"))
     })?;
     let target = Chart { release, chart: &chart, namespace: ns, version };
-    let cmd = c.s.helm.upgrade(&target, &Values { set, ..Values::default() }, reuse_values, &c.opts)?;
-    c.s.run_watched(cmd, cmd_timeout(c), release, ns, Redact::None).await?;
+    let files = upload_values(c, release, values).await?;
+    let vals = Values { set, files: &files, ..Values::default() };
+    let cmd = c.s.helm.upgrade(&target, &vals, reuse_values, &c.opts)?;
+    // A values file may hold passwords, which chart NOTES may print: Helm's output is hidden then.
+    let redact = if files.is_empty() { Redact::None } else { Redact::All };
+    let res = c.s.run_watched(cmd, cmd_timeout(c), release, ns, redact).await;
+    remove_files(c, &files).await?;
+    res?;
     let rel = c
         .params
         .releases
@@ -69,7 +66,11 @@ pub async fn run(
         .find(|r| r.name == release)
         .cloned()
         .unwrap_or(Release { source: ChartSource::Oci { reference: chart.clone() }, ..Release::named(release) });
-    let rs = describe(c, &rel, &chart).await?;
+    let mut rs = describe(c, &rel, &chart).await?;
+    if !values.is_empty() {
+        // The operator's files may hold secrets under any secret-looking key.
+        rs.values = crate::secret::masked(&rs.values);
+    }
     rec.release(release, &rs)?;
     Ok(json!({"release": release, "revision": rs.revision, "state": rs}))
 }

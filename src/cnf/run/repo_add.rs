@@ -25,3 +25,34 @@ pub async fn run(s: &Session, instance: &str, name: &str, want: &WantRepo) -> Re
         .await;
     Ok(Value::Array(all_ok(res)?))
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use crate::cnf::run::testkit::{run_op, Fixture, M1, M2};
+    use crate::cnf::Op;
+
+    #[tokio::test]
+    async fn one_repository_is_added_on_every_master_and_removed_again_idempotently() {
+        let f = Fixture::new();
+        let add = Op::RepoAdd { repo: "stable=http://bob:pw-in-url-3@192.0.2.7/charts".into() };
+        let o = run_op(&f, add, "ops", None).await.unwrap();
+        assert_eq!(o.result[1]["url"], "http://192.0.2.7/charts", "{}", o.result);
+        for m in [M1, M2] {
+            let execs = f.fake.execs(m).join("\n");
+            assert!(execs.contains("--username bob --password-stdin -- stable http://192.0.2.7/charts <"), "{execs}");
+            assert!(!execs.contains("pw-in-url-3") && !execs.contains("helm repo remove"), "{execs}");
+        }
+        f.fake.reply(None, "helm_repo_list.sh", r#"[{"name":"stable","url":"http://192.0.2.7/charts"}]"#);
+        let o = run_op(&f, Op::RepoRemove { name: "stable".into() }, "ops", None).await.unwrap();
+        assert_eq!(o.result[0], json!({"master": M1, "repository": "stable", "outcome": "removed"}));
+        assert!(f.fake.execs(M2).join("\n").contains("helm repo remove -- stable"));
+        f.fake.reply(None, "helm_repo_list.sh", "[]");
+        let o = run_op(&f, Op::RepoRemove { name: "stable".into() }, "ops", None).await.unwrap();
+        assert_eq!(o.result[1]["outcome"], "absent", "{}", o.result);
+        for bad in [Op::RepoRemove { name: "cnf1@labrepo".into() }, Op::RepoAdd { repo: "x=file:///etc".into() }] {
+            assert!(run_op(&f, bad, "ops", None).await.is_err());
+        }
+    }
+}

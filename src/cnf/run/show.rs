@@ -46,3 +46,22 @@ pub async fn run(c: &Ctx<'_>, what: &str, chart: &str, repo: Option<&str>, versi
     let cmd = s.helm.show(what, &chart, repo, version)?;
     Ok(Value::String(s.text(cmd, s.rt.timeouts.command).await?))
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::cnf::run::testkit::{run_op, Fixture, M1};
+    use crate::cnf::Op;
+
+    #[tokio::test]
+    async fn show_finds_a_cnfs_repository_by_the_name_its_request_gave() {
+        let f = Fixture::new();
+        f.instantiate().await.unwrap();
+        let show = |chart: &str| Op::Show { what: "values".into(), chart: chart.into(), repo: None, version: None };
+        run_op(&f, show("labrepo/nginxlab"), "cnf1", None).await.unwrap();
+        let execs = f.fake.execs(M1).join("\n");
+        assert!(execs.contains("helm show values -- cnf1@labrepo/nginxlab"), "{execs}");
+        // A repository the CNF does not have is the masters' own (added with repo-add).
+        run_op(&f, show("stable/nginx"), "cnf1", None).await.unwrap();
+        assert!(f.fake.execs(M1).join("\n").contains("helm show values -- stable/nginx"));
+    }
+}

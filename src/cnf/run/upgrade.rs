@@ -74,3 +74,54 @@ pub async fn run(
     rec.release(release, &rs)?;
     Ok(json!({"release": release, "revision": rs.revision, "state": rs}))
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::cnf::run::testkit::{run_op, Fixture, M1};
+    use crate::cnf::Op;
+
+    #[tokio::test]
+    async fn an_upgrade_takes_the_operators_values_files_in_order_and_removes_them() {
+        let f = Fixture::new();
+        f.instantiate().await.unwrap();
+        let (a, b) = (f.dir.path().join("a.yaml"), f.dir.path().join("b.json"));
+        std::fs::write(&a, "replicaCount: 2\napi:\n  token: tok-in-file-5\n").unwrap();
+        std::fs::write(&b, r#"{"replicaCount": 3}"#).unwrap();
+        f.fake.reply(
+            None,
+            "get values --namespace cnf -o json --all -- vdu2",
+            r#"{"replicaCount": 3, "api": {"token": "tok-in-file-5"}}"#,
+        );
+        let op = Op::Upgrade {
+            release: "vdu2".into(),
+            chart: Some("labrepo/nginxlab".into()),
+            version: None,
+            set: vec![],
+            reuse_values: true,
+            values: vec![a, b],
+        };
+        let o = run_op(&f, op, "cnf1", None).await.unwrap();
+        let execs = f.fake.execs(M1).join("\n");
+        assert!(
+            execs.contains(
+                "upgrade --namespace cnf --reuse-values --values .mgmt-driver/run/cnf1/values-vdu2-0.yaml \
+                 --values .mgmt-driver/run/cnf1/values-vdu2-1.yaml --timeout 300s -- vdu2 cnf1@labrepo/nginxlab"
+            ),
+            "{execs}"
+        );
+        assert!(execs.contains("rm -f -- .mgmt-driver/run/cnf1/values-vdu2-1.yaml"), "{execs}");
+        assert!(!execs.contains("tok-in-file-5") && !o.result.to_string().contains("tok-in-file-5"), "{}", o.result);
+        let missing = Op::Upgrade {
+            release: "vdu2".into(),
+            chart: None,
+            version: None,
+            set: vec![],
+            reuse_values: false,
+            values: vec![f.dir.path().join("nope.yaml")],
+        };
+        let n = f.fake.calls().len();
+        let e = run_op(&f, missing, "cnf1", None).await.err().expect("refused").to_string();
+        assert!(e.contains("--values") && e.contains("nope.yaml"), "{e}");
+        assert_eq!(f.fake.calls().len(), n, "refused before anything connects");
+    }
+}

@@ -70,6 +70,8 @@ pub struct Prepared {
     env: HelmEnv,
     /// The operation, with its own inputs.
     op: Checked,
+    /// `reset --uninstall`: the other CNFs recorded on the same cluster id, each locked.
+    others: Vec<reset::OtherCnf>,
 }
 
 /// Each operation with its own inputs, checked: its arguments and what `prepare` read for it.
@@ -176,13 +178,7 @@ pub fn prepare(op: &Op, a: &Inputs, store: Store) -> Result<Prepared> {
     if instantiate {
         instantiate::keep_recorded_names(&mut ap, saved.as_ref());
     }
-    let mut params = if ap.is_empty() || ap.contains_key(install::INSTALL_MARK) {
-        // No request: an operator's verb, or a record `cnf install` made (its namespace only).
-        let namespace = ap.get("namespace").and_then(Value::as_str).unwrap_or("default").to_string();
-        CnfParams { namespace, ..Default::default() }
-    } else {
-        CnfParams::for_instance(&ap, &req_file, &id)?
-    };
+    let mut params = params_of(&ap, &req_file, &id)?;
     // --namespace, else the request's (or recorded) namespace, else the cluster_uuid's.
     let ns_arg = a.namespace.clone().or_else(|| {
         let from_request = ap.get("namespace").is_some_and(|v| !v.is_null());
@@ -213,7 +209,26 @@ pub fn prepare(op: &Op, a: &Inputs, store: Store) -> Result<Prepared> {
     // anything connects.
     let nodes = masters(&found, a, &store)?;
     let (helm_info, helm_info_json) = (found.info, found.json);
-    Ok(Prepared { id, store, _lock: lock, saved, req_file, ap, params, pkg, helm_info, helm_info_json, nodes, env, op })
+    let others = match (&op, env.id()) {
+        (Checked::Reset { uninstall: true }, Some(cluster)) => reset::others_on_cluster(&store, &id, cluster)?,
+        _ => Vec::new(),
+    };
+    Ok(Prepared {
+        id,
+        store,
+        _lock: lock,
+        saved,
+        req_file,
+        ap,
+        params,
+        pkg,
+        helm_info,
+        helm_info_json,
+        nodes,
+        env,
+        op,
+        others,
+    })
 }
 
 /// The operator's words for an operation (`--release`, `--chart`, `show CHART`, `--set`,
@@ -321,6 +336,18 @@ fn read(
     }
 }
 
+/// The CNF params of additionalParams `ap` (a request's, or a record's) for instance `id`.
+/// None: an operator's verb without a request, or a record `cnf install` made (its namespace
+/// only).
+fn params_of(ap: &Map<String, Value>, file: &str, id: &str) -> Result<CnfParams> {
+    if ap.is_empty() || ap.contains_key(install::INSTALL_MARK) {
+        let namespace = ap.get("namespace").and_then(Value::as_str).unwrap_or("default").to_string();
+        Ok(CnfParams { namespace, ..Default::default() })
+    } else {
+        CnfParams::for_instance(ap, file, id)
+    }
+}
+
 fn saved_params(saved: &Option<CnfState>) -> Result<Map<String, Value>> {
     match saved.as_ref().map(|s| &s.params) {
         Some(Value::Object(m)) => {
@@ -340,9 +367,9 @@ fn saved_params(saved: &Option<CnfState>) -> Result<Map<String, Value>> {
 /// `_op` is the operation `p` was prepared for; `p` carries it, with its inputs.
 pub async fn run(_op: &Op, a: &Inputs, p: Prepared, rt: Runner) -> Result<Outcome> {
     let nodes = p.nodes.clone();
-    // A reset uses Helm only to uninstall a recorded CNF's releases.
+    // A reset uses Helm only to uninstall recorded CNFs' releases.
     let needs_env = match p.op {
-        Checked::Reset { uninstall } => uninstall && p.saved.is_some(),
+        Checked::Reset { uninstall } => uninstall && (p.saved.is_some() || !p.others.is_empty()),
         _ => true,
     };
     let session = Session::open(rt, nodes, a.status_interval, p.env.clone(), needs_env).await?;
@@ -420,7 +447,14 @@ async fn dispatch(c: &Ctx<'_>, p: &Prepared, rec: &mut Record<'_>) -> Result<Val
         Checked::Terminate => terminate::run(c, rec).await,
         Checked::Services { release } => services::run(c, release.as_deref(), rec).await,
         // Only a recorded CNF has releases to uninstall.
-        Checked::Reset { uninstall } => reset::run(c, rec, *uninstall && p.saved.is_some()).await,
+        Checked::Reset { uninstall } => {
+            let others = p
+                .others
+                .iter()
+                .map(|o| Ok((o, params_of(&saved_params(&Some(o.st.clone()))?, "state", &o.id)?)))
+                .collect::<Result<Vec<_>>>()?;
+            reset::run(c, rec, *uninstall && p.saved.is_some(), &others).await
+        }
     }
 }
 

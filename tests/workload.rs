@@ -174,6 +174,7 @@ fn set_image_and_rollback(t: &mut Wl) -> R {
     // A container the workload does not have: refused naming it, nothing changed.
     wl(c, &["set-image", "vnf-web", "sidecar=registry.example/x:1"]).fails(2, "no container 'sidecar'");
     let d = out(wl(c, &["rollback", "vnf-web"]).ok());
+    check(d["result"]["replicas"] == 3 && d["result"]["readyReplicas"] == 3, || format!("{}", d["result"]))?;
     check(d["result"]["revision"] == 3 && d["result"]["images"]["vnf-web"] == "registry.example/web:1.0", || {
         format!("{}", d["result"])
     })?;

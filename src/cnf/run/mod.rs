@@ -40,7 +40,7 @@ use crate::cnf::params::CnfParams;
 use crate::cnf::run::heal::HealTarget;
 use crate::cnf::run::repo_sync::WantRepo;
 use crate::cnf::session::Session;
-use crate::cnf::values_file::{self, ValuesFile};
+use crate::cnf::values_file;
 use crate::cnf::{check_arg, Inputs, Op};
 use crate::error::{Error, Result};
 use crate::lifecycle::package::Package;
@@ -83,14 +83,7 @@ enum Checked {
     Scale(ScaleRequest),
     Heal(HealTarget),
     Install(install::Install),
-    Upgrade {
-        release: String,
-        chart: Option<String>,
-        version: Option<String>,
-        set: Vec<String>,
-        reuse_values: bool,
-        values: Vec<ValuesFile>,
-    },
+    Upgrade(upgrade::Upgrade),
     Uninstall {
         release: String,
     },
@@ -301,14 +294,16 @@ fn read(
                 Checked::Install(install::Install { chart, version, release, set: set.clone(), values, generated });
             Ok(Read { op, ap, vims: None, scale_instance: None })
         }
-        Op::Upgrade { release, chart, version, set, reuse_values, values } => plain(Checked::Upgrade {
-            release: release.clone(),
-            chart: chart.clone(),
-            version: version.clone(),
-            set: set.clone(),
-            reuse_values: *reuse_values,
-            values: values_file::read_all(values)?,
-        }),
+        Op::Upgrade { release, chart, version, set, reuse_values, values } => {
+            plain(Checked::Upgrade(upgrade::Upgrade {
+                release: release.clone(),
+                chart: chart.clone(),
+                version: version.clone(),
+                set: set.clone(),
+                reuse_values: *reuse_values,
+                values: values_file::read_all(values)?,
+            }))
+        }
         Op::Uninstall { release } => plain(Checked::Uninstall { release: release.clone() }),
         Op::Rollback { release, revision } => {
             plain(Checked::Rollback { release: release.clone(), revision: *revision })
@@ -428,9 +423,7 @@ async fn dispatch(c: &Ctx<'_>, p: &Prepared, rec: &mut Record<'_>) -> Result<Val
             };
             install::run(c, args, &facts, rec).await
         }
-        Checked::Upgrade { release, chart, version, set, reuse_values, values } => {
-            upgrade::run(c, rec, release, chart.clone(), version.as_deref(), set, *reuse_values, values).await
-        }
+        Checked::Upgrade(args) => upgrade::run(c, rec, args).await,
         Checked::Uninstall { release } => uninstall::run(c, rec, release).await,
         Checked::Rollback { release, revision } => rollback::run(c, rec, release, *revision).await,
         Checked::Status { release } => status::run(c, release).await,

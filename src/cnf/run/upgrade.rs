@@ -33,17 +33,22 @@ pub fn check_args(
     Ok(())
 }
 
-/// `helm upgrade` of `release` (to `chart`, else its recorded chart), then record it.
-pub async fn run(
-    c: &Ctx<'_>,
-    rec: &mut Record<'_>,
-    release: &str,
-    chart: Option<String>,
-    version: Option<&str>,
-    set: &[String],
-    reuse_values: bool,
-    values: &[ValuesFile],
-) -> Result<Value> {
+/// `upgrade`'s arguments, checked.
+pub struct Upgrade {
+    pub release: String,
+    pub chart: Option<String>,
+    pub version: Option<String>,
+    pub set: Vec<String>,
+    pub reuse_values: bool,
+    /// The operator's `--values` files, read.
+    pub values: Vec<ValuesFile>,
+}
+
+/// `helm upgrade` of the release (to its chart, else its recorded chart), then record it.
+pub async fn run(c: &Ctx<'_>, rec: &mut Record<'_>, a: &Upgrade) -> Result<Value> {
+    let Upgrade { release, chart, version, set, reuse_values, values } = a;
+    let (release, version, reuse_values) = (release.as_str(), version.as_deref(), *reuse_values);
+    let chart = chart.clone();
     let ns = c.params.namespace.as_str();
     let recorded = rec.st.releases.get(release).map(|r| r.chart.clone());
     let chart = chart.map(|ch| own_chart(c, &ch));

@@ -293,6 +293,10 @@ fn helm_lifecycle(name: &str, net: u8, major: u32) -> R {
             ("private repository and generated release name", private_repository_and_generated_name),
             ("two CNFs with one repository name", two_cnfs_one_repository_name),
             ("repository sync adds and removes", repository_sync),
+            (
+                "OSM's shape: repo-add, show, install with a values file, upgrade, uninstall, repo-remove",
+                osm_shaped_helm,
+            ),
             ("services of the CNF, then as a LoadBalancer", services_of_the_cnf),
             ("two cluster ids on one master never share repositories", two_cluster_ids_one_master),
             ("terminate leaves nothing on the masters", terminate_leaves_nothing),
@@ -703,6 +707,57 @@ fn repository_sync(h: &mut HelmCnf) -> R {
     check(left.contains(r#""name":"cnf1@labrepo""#), || format!("repo-sync removed the CNF's repository: {left}"))
 }
 
+/// OSM's Helm connector's verbs, without a request: one repository added on both masters
+/// (real Helm's list shows it), a chart shown by it, installed from it as `CHART:VERSION` with a
+/// values file into the `--cluster-uuid`'s namespace, upgraded with another values file,
+/// uninstalled alone (its record gone with it), the repository removed, and removed again.
+fn osm_shaped_helm(h: &mut HelmCnf) -> R {
+    let c = &h.c;
+    let uuid = format!("osm:{}", c.id);
+    let run = |args: &[&str]| {
+        let mut a = cnf_args(c, &["-o", "json", "--cluster-uuid", &uuid], "osm1");
+        a.extend(args);
+        mgmt(&a, &[])
+    };
+    let added = out(run(&["repo-add", &format!("osmrepo={}", h.repo.url)]).ok());
+    check(added["result"].as_array().map(Vec::len) == Some(2), || format!("{added}"))?;
+    for i in [1, 2] {
+        let listed = c.on(i, &format!("{} repo list -o json", env_helm(&c.id)));
+        check(listed.contains(r#""name":"osmrepo""#), || format!("master {i}: {listed}"))?;
+    }
+    let shown = out(run(&["show", "chart", "osmrepo/nginxlab", "--version", "0.1.0"]).ok());
+    check(shown["result"].as_str().is_some_and(|t| t.contains("name: nginxlab")), || format!("{shown}"))?;
+    let v1 = c.write("osm-values-1.json", &json!({"replicaCount": 2, "osmNote": "first"}));
+    let installed = out(run(&["install", "osmrepo/nginxlab:0.1.0", "--release", "web", "--values", s(&v1)]).ok());
+    check(installed["result"]["namespace"] == "osm" && installed["result"]["revision"] == 1, || {
+        format!("{installed}")
+    })?;
+    let listed = c.on(1, "KUBECONFIG=/etc/kubernetes/admin.conf helm list -n osm -o json");
+    check(listed.contains(r#""name":"web""#), || listed.clone())?;
+    let vals = out(run(&["values", "--release", "web"]).ok());
+    check(vals["result"]["osmNote"] == "first" && vals["result"]["replicaCount"] == 2, || format!("{vals}"))?;
+    let v2 = c.write("osm-values-2.json", &json!({"replicaCount": 1, "osmNote": "second"}));
+    let up = out(run(&["upgrade", "--release", "web", "--values", s(&v2)]).ok());
+    check(up["result"]["revision"] == 2, || format!("{up}"))?;
+    let vals = out(run(&["values", "--release", "web"]).ok());
+    check(vals["result"]["osmNote"] == "second", || format!("{vals}"))?;
+    let left = c.on(1, "ls -a /root/.mgmt-driver/run/osm1 2>&1");
+    check(!left.contains("values-web"), || format!("a values file was left behind: {left}"))?;
+    let gone = out(run(&["uninstall", "--release", "web"]).ok());
+    check(gone["result"]["outcome"] == "uninstalled" && gone["result"]["recordRemoved"] == true, || format!("{gone}"))?;
+    let listed = c.on(1, "KUBECONFIG=/etc/kubernetes/admin.conf helm list -n osm -o json");
+    check(!listed.contains(r#""name":"web""#), || listed.clone())?;
+    check(!c.state.join("osm1.cnf.json").exists(), || "the install's record is left".into())?;
+    for want in ["removed", "absent"] {
+        let r = out(run(&["repo-remove", "osmrepo"]).ok());
+        let got: Vec<&str> =
+            r["result"].as_array().into_iter().flatten().filter_map(|m| m["outcome"].as_str()).collect();
+        check(got == [want, want], || format!("{r}"))?;
+    }
+    let listed = c.on(2, &format!("{} repo list -o json", env_helm(&c.id)));
+    check(!listed.contains("osmrepo") && listed.contains("cnf1@labrepo"), || listed.clone())
+}
+
 /// Two CNFs name their repository `labrepo`, at different URLs: each gets its own
 /// (`<instance>@labrepo`), and terminating one leaves the other's in place.
 fn two_cnfs_one_repository_name(h: &mut HelmCnf) -> R {
@@ -837,7 +892,8 @@ fn reset_uninstall(h: &mut HelmCnf) -> R {
     let mut a = cnf_args(c, &["-o", "json"], "cnf6");
     a.extend(["reset", "--uninstall"]);
     let r = out(mgmt(&a, &[]).ok());
-    check(r["result"]["releases"] == json!([{"release": "vdu6", "outcome": "uninstalled"}]), || format!("{r}"))?;
+    let vdu6 = json!([{"vnfInstanceId": "cnf6", "release": "vdu6", "outcome": "uninstalled"}]);
+    check(r["result"]["releases"] == vdu6, || format!("{r}"))?;
     let envs: Vec<&str> =
         r["result"]["masters"].as_array().into_iter().flatten().filter_map(|m| m["environment"].as_str()).collect();
     check(envs == ["removed", "removed"], || format!("{r}"))?;

@@ -174,6 +174,7 @@ fn set_image_and_rollback(t: &mut Wl) -> R {
     // A container the workload does not have: refused naming it, nothing changed.
     wl(c, &["set-image", "vnf-web", "sidecar=registry.example/x:1"]).fails(2, "no container 'sidecar'");
     let d = out(wl(c, &["rollback", "vnf-web"]).ok());
+    check(d["result"]["replicas"] == 3 && d["result"]["readyReplicas"] == 3, || format!("{}", d["result"]))?;
     check(d["result"]["revision"] == 3 && d["result"]["images"]["vnf-web"] == "registry.example/web:1.0", || {
         format!("{}", d["result"])
     })?;
@@ -347,9 +348,21 @@ fn generated_manifests_are_valid_kubernetes() -> R {
     let d = tempfile::tempdir().unwrap();
     let full = spec::parse(SPEC, "web.yaml", None, None).unwrap();
     let sts = spec::parse("name: db\nimage: db:1\nkind: StatefulSet\nreplicas: 3\nvolumes: [{name: data, host_path: /srv/db, mount: /data}]\n", "db.yaml", None, None).unwrap();
+    // DCAE's deploy parity: pull policy and secrets, an https probe, an init container (and
+    // POD_IP from the downward API, which every container gets).
+    let dcae = spec::parse(
+        "name: collector\nimage: r.example/ves:1\nalways_pull: true\nimage_pull_secrets: [regcred]\n\
+         readiness: {https: \"/ready:8443\"}\nvolumes: [{name: data, empty_dir: {}, mount: /data}]\n\
+         init_containers: [{name: setup, image: r.example/setup:1, command: [sh, -c, \"echo ok\"]}]\n",
+        "collector.yaml",
+        None,
+        None,
+    )
+    .unwrap();
     let mut objects = manifest::objects(&full);
     objects.extend(manifest::objects(&sts));
-    check(objects.len() == 5, || format!("{} objects", objects.len()))?;
+    objects.extend(manifest::objects(&dcae));
+    check(objects.len() == 6, || format!("{} objects", objects.len()))?;
     for version in VERSIONS {
         for (i, o) in objects.iter().enumerate() {
             let f = d.path().join(format!("{i}.json"));

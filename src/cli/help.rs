@@ -160,8 +160,18 @@ const EXAMPLES: &[(&str, &[&str])] = &[
     ("cnf heal", &[
         "mgmt-driver cnf heal --request heal.json --vnf-instance-id cnf-1 --vnf-instance instance.json",
     ]),
+    ("cnf install", &[
+        "mgmt-driver cnf install stable/openldap:1.2.3 --values ldap.yaml --vnf-instance-id kdu-1 --cluster-uuid osm:k8s-1 --cluster-instance k8s-1",
+        "mgmt-driver cnf install oci://registry.example/charts/web --version 2.0.0 --release web --namespace edge --vnf-instance-id kdu-2 --cluster-instance k8s-1",
+    ]),
+    ("cnf uninstall", &["mgmt-driver cnf uninstall --vnf-instance-id kdu-1 --release web"]),
+    ("cnf repo-add", &[
+        "mgmt-driver cnf repo-add stable=https://charts.example/stable --vnf-instance-id ops --cluster-instance k8s-1",
+    ]),
+    ("cnf repo-remove", &["mgmt-driver cnf repo-remove stable --vnf-instance-id ops --cluster-instance k8s-1"]),
     ("cnf upgrade", &[
         "mgmt-driver cnf upgrade --vnf-instance-id cnf-1 --release web --version 1.2.0 --set image.tag=1.2.0 --reuse-values",
+        "mgmt-driver cnf upgrade --vnf-instance-id kdu-1 --release web --values web-2.yaml",
     ]),
     ("cnf rollback", &["mgmt-driver cnf rollback --vnf-instance-id cnf-1 --release web --revision 2"]),
     ("cnf status", &["mgmt-driver cnf status --vnf-instance-id cnf-1 --release web"]),

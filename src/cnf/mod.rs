@@ -19,6 +19,7 @@ pub mod run;
 pub mod secret_values;
 pub mod services;
 pub mod session;
+pub mod values_file;
 pub mod vnfd;
 pub mod vnfd_read;
 
@@ -39,6 +40,28 @@ pub enum Op {
     /// vnfcInfo, else pod names). SOL003 (no ids): restart every workload of the releases and
     /// wait until every pod is Ready again (within --timeout).
     Heal,
+    /// Install one chart without a request (OSM's install): CHART is REPO/CHART (a repository
+    /// added with repo-add or repo-sync), an oci:// or http(s):// chart URL, optionally
+    /// `CHART:VERSION`. The release goes into --namespace (else --cluster-uuid's namespace), is
+    /// recorded under --vnf-instance-id, and is upgraded in place when it exists already.
+    Install {
+        /// REPO/CHART, a chart URL, or either with `:VERSION`.
+        chart: String,
+        /// The release name (default: OSM's rule, the chart's name and 10 digits derived from
+        /// --vnf-instance-id and the chart, the same on every run).
+        #[arg(long)]
+        release: Option<String>,
+        /// The chart version (or put it in CHART as `CHART:VERSION`, not both).
+        #[arg(long)]
+        version: Option<String>,
+        /// A values file on this machine (YAML or JSON, repeatable, later ones win): copied to the
+        /// master 0600 for the one Helm command and removed.
+        #[arg(long = "values", short = 'f', value_name = "FILE")]
+        values: Vec<PathBuf>,
+        /// key=value, repeatable; each stays one literal argument.
+        #[arg(long)]
+        set: Vec<String>,
+    },
     /// Upgrade a release (new chart, version or values); prints the new revision.
     Upgrade {
         /// The release to upgrade.
@@ -56,6 +79,17 @@ pub enum Op {
         /// Start from the release's current values (helm --reuse-values); --set goes on top.
         #[arg(long)]
         reuse_values: bool,
+        /// A values file on this machine (YAML or JSON, repeatable, later ones win): copied to the
+        /// master 0600 for the one Helm command and removed.
+        #[arg(long = "values", short = 'f', value_name = "FILE")]
+        values: Vec<PathBuf>,
+    },
+    /// Uninstall one release (waiting) and forget it in the record; the CNF's other releases,
+    /// repositories and charts stay. A release already gone is reported, not an error.
+    Uninstall {
+        /// The release.
+        #[arg(long)]
+        release: String,
     },
     /// Roll a release back (to REVISION, or the previous one).
     Rollback {
@@ -113,6 +147,17 @@ pub enum Op {
         #[arg(long = "repo")]
         repos: Vec<String>,
     },
+    /// Add (or re-point) one repository on every master, in the cluster's environment: NAME=URL;
+    /// userinfo in the URL goes to Helm as --username/--password-stdin. Others are left alone.
+    RepoAdd {
+        /// NAME=URL.
+        repo: String,
+    },
+    /// Remove one repository from every master's cluster environment (absent: reported).
+    RepoRemove {
+        /// The repository's name.
+        name: String,
+    },
     /// Uninstall the releases, remove repositories and chart directories on every master.
     Terminate,
     /// The Services of a release (or of every release of the CNF), from its manifest: type,
@@ -140,7 +185,9 @@ impl Op {
             Op::Instantiate => "cnf instantiate",
             Op::Scale => "cnf scale",
             Op::Heal => "cnf heal",
+            Op::Install { .. } => "cnf install",
             Op::Upgrade { .. } => "cnf upgrade",
+            Op::Uninstall { .. } => "cnf uninstall",
             Op::Rollback { .. } => "cnf rollback",
             Op::Status { .. } => "cnf status",
             Op::History { .. } => "cnf history",
@@ -149,6 +196,8 @@ impl Op {
             Op::Show { .. } => "cnf show",
             Op::RepoList => "cnf repo-list",
             Op::RepoSync { .. } => "cnf repo-sync",
+            Op::RepoAdd { .. } => "cnf repo-add",
+            Op::RepoRemove { .. } => "cnf repo-remove",
             Op::Terminate => "cnf terminate",
             Op::Services { .. } => "cnf services",
             Op::Reset { .. } => "cnf reset",

@@ -15,6 +15,7 @@ use crate::cnf::manifest::Resource;
 use crate::cnf::names;
 use crate::cnf::params::{ChartSource, CnfParams, Release};
 use crate::cnf::session::Session;
+use crate::cnf::values_file::ValuesFile;
 use crate::error::Result;
 use crate::facts::helm::{ReleaseManifest, ReleaseStatus};
 use crate::lifecycle::package::Package;
@@ -106,6 +107,50 @@ pub fn chart_ref(instance: &str, r: &Release) -> String {
         ChartSource::External { repo, chart, .. } => format!("{}/{chart}", names::instance_repo(instance, repo)),
         ChartSource::Oci { reference } => reference.clone(),
     }
+}
+
+/// An operator's chart reference as the masters know it: `REPO/CHART` naming one of this CNF's
+/// repositories (by the name its request gave it) means the instance's own copy of it
+/// (`<instance>@REPO`, [`names::instance_repo`]); anything else is used as written.
+pub fn own_chart(c: &Ctx, chart: &str) -> String {
+    match chart.split_once('/') {
+        Some((repo, name))
+            if c.params
+                .releases
+                .iter()
+                .any(|r| matches!(&r.source, ChartSource::External { repo: x, .. } if x == repo)) =>
+        {
+            format!("{}/{name}", names::instance_repo(c.instance, repo))
+        }
+        _ => chart.to_string(),
+    }
+}
+
+/// The operator's values files onto the active master, each 0600 in the instance's run
+/// directory, for one Helm command of `release`; returns their paths there, in order (Helm
+/// merges them so, later ones winning). The caller removes them ([`remove_files`]).
+pub async fn upload_values(c: &Ctx<'_>, release: &str, files: &[ValuesFile]) -> Result<Vec<String>> {
+    let run = format!(".mgmt-driver/run/{}", c.instance);
+    let mut paths = Vec::new();
+    let mut uploads = Vec::new();
+    for (i, f) in files.iter().enumerate() {
+        let remote = format!("{run}/values-{release}-{i}.yaml");
+        uploads.push(UploadFile { source: Source::Bytes(f.bytes.clone().into()), remote: remote.clone(), mode: 0o600 });
+        paths.push(remote);
+    }
+    if !uploads.is_empty() {
+        c.s.rt.upload(c.s.master(), uploads).await?;
+    }
+    Ok(paths)
+}
+
+/// Remove files of the run directory from the active master (best effort: a file left behind
+/// is 0600 in the login user's own directory, and the next run overwrites it).
+pub async fn remove_files(c: &Ctx<'_>, files: &[String]) -> Result<()> {
+    for f in files {
+        let _ = c.s.run(format!("rm -f -- {}", quote(f)?), c.s.rt.timeouts.command).await;
+    }
+    Ok(())
 }
 
 /// The CNF's releases: the request's (or recorded request's), else the recorded ones.

@@ -187,18 +187,23 @@ impl CnfParams {
             }
         };
         let mut releases: Vec<Release> = Vec::new();
+        // Releases whose names this driver made up: no vdu_mapping could name them.
+        let mut generated = Vec::new();
         for (i, item) in items.iter().enumerate() {
             let at = format!("using_helm_install_param[{i}]");
             let Value::Object(m) = item else { return Err(err(file, &at, "must be an object")) };
             let seed = format!("{instance}/{i}");
             let r = release(m, &Item { file, at: &at }, &seed, &mut warnings)?;
+            if m.get("helmreleasename").is_none() {
+                generated.push(r.name.clone());
+            }
             if releases.iter().any(|x| x.name == r.name) {
                 return Err(err(file, &format!("{at}.helmreleasename"), format!("'{}' is used twice", r.name)));
             }
             releases.push(r);
         }
         let replica_values = replica_values(ap, file)?;
-        let vdu_mapping = vdu_mapping(ap, file, &releases)?;
+        let vdu_mapping = vdu_mapping(ap, file, &releases, &generated)?;
         let replicas = replicas(ap, file, &replica_values)?;
         Ok(CnfParams {
             namespace,
@@ -310,7 +315,7 @@ fn release_name(m: &Map<String, Value>, it: &Item, seed: &str, warnings: &mut Ve
 }
 
 /// The 10 digits of a generated release name: the first 8 bytes of SHA-256(seed, chart).
-fn name_digits(seed: &str, chart: &str) -> u64 {
+pub fn name_digits(seed: &str, chart: &str) -> u64 {
     use sha2::Digest;
     let d = sha2::Sha256::digest(format!("{seed}\0{chart}").as_bytes());
     u64::from_be_bytes(d[..8].try_into().expect("8 bytes"))
@@ -474,8 +479,15 @@ fn replica_values(ap: &Map<String, Value>, file: &str) -> Result<BTreeMap<String
 }
 
 /// `vdu_mapping`: VDU → its release (and our extensions: aspect, bounds). When present, every
-/// release must be mapped.
-fn vdu_mapping(ap: &Map<String, Value>, file: &str, releases: &[Release]) -> Result<BTreeMap<String, VduMap>> {
+/// release the request names must be mapped; one whose name is `generated` (OSM's rule: the
+/// request gave none) cannot be, and sits beside the mapping unmapped (it is not scaled by an
+/// aspect of the mapping).
+fn vdu_mapping(
+    ap: &Map<String, Value>,
+    file: &str,
+    releases: &[Release],
+    generated: &[String],
+) -> Result<BTreeMap<String, VduMap>> {
     let mut out = BTreeMap::new();
     if let Some(Value::Object(m)) = ap.get("vdu_mapping") {
         for (vdu, v) in m {
@@ -504,7 +516,7 @@ fn vdu_mapping(ap: &Map<String, Value>, file: &str, releases: &[Release]) -> Res
             out.insert(vdu.clone(), VduMap { release, aspect_id, min, max });
         }
     }
-    for r in releases {
+    for r in releases.iter().filter(|r| !generated.contains(&r.name)) {
         if !out.is_empty() && !out.values().any(|v| v.release == r.name) {
             return Err(err(file, "vdu_mapping", format!("helmreleasename '{}' is missing in vdu_mapping", r.name)));
         }
@@ -687,5 +699,25 @@ mod tests {
         assert_ne!(a[0], a[1], "two items of one chart get two names");
         assert!(a[0].starts_with("c-") && a[0].len() == "c-".len() + 10, "{a:?}");
         assert!(names::release(&a[0]).is_ok());
+    }
+
+    #[test]
+    fn a_release_with_a_generated_name_sits_beside_a_vdu_mapping() {
+        let c = p(json!({"use_helm": true, "using_helm_install_param": [
+            {"exthelmchart": "false", "helmreleasename": "vdu1", "helmchartfile_path": "Files/c1-1.0.tgz"},
+            {"exthelmchart": "true", "helmrepositoryname": "r", "helmchartname": "extra",
+             "exthelmrepo_url": "http://192.0.2.50/c"}],
+            "vdu_mapping": {"VDU1": {"helmreleasename": "vdu1"}}}))
+        .unwrap();
+        assert_eq!(c.releases.len(), 2);
+        assert!(c.releases[1].name.starts_with("extra-"), "{:?}", c.releases[1].name);
+        // A release the request names must still be mapped.
+        let e = p(json!({"use_helm": true, "using_helm_install_param": [
+            {"exthelmchart": "false", "helmreleasename": "vdu1", "helmchartfile_path": "Files/c1-1.0.tgz"},
+            {"exthelmchart": "false", "helmreleasename": "vdu2", "helmchartfile_path": "Files/c2-1.0.tgz"}],
+            "vdu_mapping": {"VDU1": {"helmreleasename": "vdu1"}}}))
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("'vdu2' is missing in vdu_mapping"), "{e}");
     }
 }

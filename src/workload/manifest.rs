@@ -3,13 +3,17 @@
 //! port (DCAE's `8080/udp:30080`). Real API objects, validated against the API's own schemas in
 //! `tests/k8s_workload.rs`; sent to kubectl as one JSON `List`. Pure.
 //!
+//! DCAE's deploy parity: `imagePullPolicy` (`always_pull`), `imagePullSecrets`, init
+//! containers, `https` probes, and `POD_IP` in every container's environment (from the
+//! downward API's `status.podIP`).
+//!
 //! Every object carries `app.kubernetes.io/name: <name>` (the pod selector) and
 //! `app.kubernetes.io/managed-by: mgmt-driver`, so `undeploy` finds exactly what `deploy` made.
 
 use serde_json::{json, Map, Value};
 
 use crate::workload::kind::Kind;
-use crate::workload::spec::{Check, Probe, Source, Workload};
+use crate::workload::spec::{Check, InitContainer, Probe, Source, Workload, POD_IP_ENV};
 
 pub const NAME_LABEL: &str = "app.kubernetes.io/name";
 pub const MANAGED_BY: &str = "app.kubernetes.io/managed-by";
@@ -46,7 +50,10 @@ fn selector(w: &Workload) -> Value {
 
 fn probe(p: &Probe) -> Value {
     let mut o = match &p.check {
-        Check::Http { path, port } => json!({"httpGet": {"path": path, "port": port}}),
+        Check::Http { path, port, https: false } => json!({"httpGet": {"path": path, "port": port}}),
+        Check::Http { path, port, https: true } => {
+            json!({"httpGet": {"path": path, "port": port, "scheme": "HTTPS"}})
+        }
         Check::Tcp { port } => json!({"tcpSocket": {"port": port}}),
         Check::Exec { command } => json!({"exec": {"command": command}}),
     };
@@ -64,20 +71,51 @@ fn probe(p: &Probe) -> Value {
     o
 }
 
-fn container(w: &Workload) -> Value {
+/// What every container of the pod has: its name, image, pull policy, command and args, and the
+/// environment (the spec's, then `POD_IP`).
+fn base_container(w: &Workload, name: &str, image: &str, command: &[String], args: &[String]) -> Map<String, Value> {
     let mut c = Map::new();
-    c.insert("name".into(), json!(w.container));
-    c.insert("image".into(), json!(w.image));
-    if !w.command.is_empty() {
-        c.insert("command".into(), json!(w.command));
+    c.insert("name".into(), json!(name));
+    c.insert("image".into(), json!(image));
+    if let Some(p) = w.pull_policy {
+        c.insert("imagePullPolicy".into(), json!(p.api()));
     }
-    if !w.args.is_empty() {
-        c.insert("args".into(), json!(w.args));
+    if !command.is_empty() {
+        c.insert("command".into(), json!(command));
     }
-    if !w.env.is_empty() {
-        let env: Vec<Value> = w.env.iter().map(|(k, v)| json!({"name": k, "value": v})).collect();
-        c.insert("env".into(), Value::Array(env));
+    if !args.is_empty() {
+        c.insert("args".into(), json!(args));
     }
+    let mut env: Vec<Value> = w.env.iter().map(|(k, v)| json!({"name": k, "value": v})).collect();
+    env.push(json!({"name": POD_IP_ENV, "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}));
+    c.insert("env".into(), Value::Array(env));
+    c
+}
+
+/// An init container: the pod's volumes mounted as in the main container.
+fn init_container(w: &Workload, i: &InitContainer) -> Value {
+    let mut c = base_container(w, &i.name, &i.image, &i.command, &i.args);
+    if !w.volumes.is_empty() {
+        c.insert("volumeMounts".into(), Value::Array(mounts(w)));
+    }
+    Value::Object(c)
+}
+
+fn mounts(w: &Workload) -> Vec<Value> {
+    w.volumes
+        .iter()
+        .map(|v| {
+            let mut m = json!({"name": v.name, "mountPath": v.mount});
+            if v.read_only {
+                m["readOnly"] = json!(true);
+            }
+            m
+        })
+        .collect()
+}
+
+fn container(w: &Workload) -> Value {
+    let mut c = base_container(w, &w.container, &w.image, &w.command, &w.args);
     if !w.ports.is_empty() {
         let ports: Vec<Value> = w
             .ports
@@ -103,18 +141,7 @@ fn container(w: &Workload) -> Value {
         c.insert("livenessProbe".into(), probe(p));
     }
     if !w.volumes.is_empty() {
-        let mounts: Vec<Value> = w
-            .volumes
-            .iter()
-            .map(|v| {
-                let mut m = json!({"name": v.name, "mountPath": v.mount});
-                if v.read_only {
-                    m["readOnly"] = json!(true);
-                }
-                m
-            })
-            .collect();
-        c.insert("volumeMounts".into(), Value::Array(mounts));
+        c.insert("volumeMounts".into(), Value::Array(mounts(w)));
     }
     Value::Object(c)
 }
@@ -134,6 +161,12 @@ fn volumes(w: &Workload) -> Vec<Value> {
 /// The Deployment or StatefulSet.
 pub fn workload(w: &Workload) -> Value {
     let mut pod_spec = json!({"containers": [container(w)]});
+    if !w.init_containers.is_empty() {
+        pod_spec["initContainers"] = w.init_containers.iter().map(|i| init_container(w, i)).collect();
+    }
+    if !w.pull_secrets.is_empty() {
+        pod_spec["imagePullSecrets"] = w.pull_secrets.iter().map(|n| json!({"name": n})).collect();
+    }
     if !w.volumes.is_empty() {
         pod_spec["volumes"] = Value::Array(volumes(w));
     }
@@ -230,6 +263,50 @@ ports: ["8080", "5000/udp:30080"]
             json!([{"name": "udp-5000", "port": 5000, "targetPort": 5000, "protocol": "UDP", "nodePort": 30080}])
         );
         assert_eq!(service_names(&w), vec!["vnf-web".to_string(), "vnf-web-nodeport".into()]);
+    }
+
+    #[test]
+    fn dcae_deploy_parity_pull_policy_pull_secrets_pod_ip_https_probes_and_init_containers() {
+        let spec = "name: web\nimage: r.example/web:1\nalways_pull: true\nimage_pull_secrets: [regcred]\n\
+                    readiness: {https: \"/ready:8443\"}\n\
+                    volumes: [{name: data, empty_dir: {}, mount: /data}]\n\
+                    init_containers: [{name: setup, image: r.example/setup:1, command: [sh, -c, \"echo ok\"]}]\n";
+        let w = parse(spec, "s", None, None).unwrap();
+        let pod = &workload(&w)["spec"]["template"]["spec"];
+        let c = &pod["containers"][0];
+        assert_eq!(c["imagePullPolicy"], "Always");
+        assert_eq!(pod["imagePullSecrets"], json!([{"name": "regcred"}]));
+        let pod_ip = json!({"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}});
+        assert_eq!(c["env"], json!([pod_ip]));
+        assert_eq!(c["readinessProbe"], json!({"httpGet": {"path": "/ready", "port": 8443, "scheme": "HTTPS"}}));
+        let init = &pod["initContainers"][0];
+        assert_eq!(
+            (init["name"].as_str(), init["image"].as_str(), init["imagePullPolicy"].as_str()),
+            (Some("setup"), Some("r.example/setup:1"), Some("Always"))
+        );
+        assert_eq!(init["command"], json!(["sh", "-c", "echo ok"]));
+        assert_eq!(init["volumeMounts"], json!([{"name": "data", "mountPath": "/data"}]));
+        assert_eq!(init["env"], json!([pod_ip]));
+        // Without them: no pull policy, secrets or init containers; POD_IP still.
+        let plain = parse("name: db\nimage: db:1\n", "s", None, None).unwrap();
+        let pod = &workload(&plain)["spec"]["template"]["spec"];
+        assert!(pod.get("initContainers").is_none() && pod.get("imagePullSecrets").is_none(), "{pod}");
+        assert!(pod["containers"][0].get("imagePullPolicy").is_none());
+        assert_eq!(pod["containers"][0]["env"], json!([pod_ip]));
+        // Each bad field named.
+        for (bad, field) in [
+            ("always_pull: true\nimage_pull_policy: Never\n", "image_pull_policy"),
+            ("image_pull_policy: Sometimes\n", "image_pull_policy"),
+            ("image_pull_secrets: [\"../x\"]\n", "image_pull_secrets[0]"),
+            ("env: {POD_IP: 1.2.3.4}\n", "env.POD_IP"),
+            ("init_containers: [{name: db, image: x:1}]\n", "init_containers[0].name"),
+            ("init_containers: [{name: i, image: \"--privileged\"}]\n", "init_containers[0].image"),
+            ("readiness: {https: \"/x:99999\"}\n", "readiness.https"),
+            ("readiness: {https: \"/x:1\", http: \"/x:1\"}\n", "readiness"),
+        ] {
+            let e = parse(&format!("name: db\nimage: db:1\n{bad}"), "s", None, None).unwrap_err().to_string();
+            assert!(e.contains(&format!(": {field}")), "{field}: {e}");
+        }
     }
 
     #[test]

@@ -146,9 +146,15 @@ pub async fn rollback(c: &Ctx<'_>, to: Option<u32>) -> Result<Value> {
     let before = c.status().await?;
     let out = c.run(kubectl::rollback(c.kind, c.ns, c.name, to)?).await?;
     let after = c.settled().await?;
-    Ok(
-        json!({"revisionBefore": revision(&before), "revision": revision(&after), "images": images(&after), "output": out}),
-    )
+    Ok(rolled_back(&before, &after, out))
+}
+
+/// What a rollback reports: the revisions, images and, as DCAE's rollback does, the replica
+/// counts it settled at (`null` in a plan).
+fn rolled_back(before: &Option<Status>, after: &Option<Status>, output: Vec<String>) -> Value {
+    json!({"revisionBefore": revision(before), "revision": revision(after), "images": images(after),
+           "replicas": after.as_ref().map(|s| s.desired), "readyReplicas": after.as_ref().map(|s| s.ready),
+           "output": output})
 }
 
 /// The last `TAIL_BYTES` of `b`, on a character boundary, control characters escaped.
@@ -241,5 +247,28 @@ pub async fn wait(c: &Ctx<'_>, interval: Duration, timeout: Duration) -> Result<
             });
         }
         tokio::time::sleep(interval).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_rollback_reports_the_replica_count_it_settled_at() {
+        let st = |rev: u64, ready: u64| Status {
+            desired: 3,
+            updated: 3,
+            ready,
+            available: ready,
+            observed: true,
+            revision: Some(rev),
+            images: vec![("web".into(), "web:1".into())],
+            selector: Default::default(),
+        };
+        let v = rolled_back(&Some(st(2, 3)), &Some(st(3, 3)), vec!["rolled back".into()]);
+        assert_eq!((v["replicas"].as_u64(), v["readyReplicas"].as_u64()), (Some(3), Some(3)), "{v}");
+        assert_eq!((v["revisionBefore"].as_u64(), v["revision"].as_u64()), (Some(2), Some(3)));
+        assert!(rolled_back(&None, &None, vec![])["replicas"].is_null(), "a plan knows no count");
     }
 }

@@ -42,6 +42,27 @@ struct Raw {
     volumes: Vec<RawVolume>,
     #[serde(default)]
     ports: Vec<PortText>,
+    /// DCAE's `always_pull_image`: `imagePullPolicy: Always`.
+    always_pull: Option<bool>,
+    /// Kubernetes' own words: Always, IfNotPresent or Never.
+    image_pull_policy: Option<String>,
+    /// Secrets (of the namespace) holding registry credentials: the pod's `imagePullSecrets`.
+    #[serde(default)]
+    image_pull_secrets: Vec<String>,
+    /// Containers run to completion, in order, before the main one starts.
+    #[serde(default)]
+    init_containers: Vec<RawInit>,
+}
+
+#[derive(Deserialize, Debug, Default)]
+#[serde(deny_unknown_fields)]
+struct RawInit {
+    name: String,
+    image: String,
+    #[serde(default)]
+    command: Vec<String>,
+    #[serde(default)]
+    args: Vec<String>,
 }
 
 /// A port written as `8080/udp:30080` or as a bare number (`8080`).
@@ -87,6 +108,9 @@ struct RawResources {
 struct RawProbe {
     /// `PATH:PORT`, e.g. `/healthz:8080`.
     http: Option<String>,
+    /// `PATH:PORT` over TLS (DCAE's `https` probes; the kubelet does not verify the
+    /// certificate).
+    https: Option<String>,
     tcp: Option<u32>,
     exec: Option<Vec<String>>,
     initial_delay: Option<PortText>,
@@ -128,13 +152,58 @@ pub struct Workload {
     pub liveness: Option<Probe>,
     pub volumes: Vec<Volume>,
     pub ports: Vec<PortSpec>,
+    /// `imagePullPolicy` of every container (none: Kubernetes' default for the tag).
+    pub pull_policy: Option<PullPolicy>,
+    pub pull_secrets: Vec<String>,
+    pub init_containers: Vec<InitContainer>,
 }
+
+/// Kubernetes' `imagePullPolicy`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PullPolicy {
+    Always,
+    IfNotPresent,
+    Never,
+}
+
+impl PullPolicy {
+    pub fn api(self) -> &'static str {
+        match self {
+            PullPolicy::Always => "Always",
+            PullPolicy::IfNotPresent => "IfNotPresent",
+            PullPolicy::Never => "Never",
+        }
+    }
+}
+
+/// An init container: run to completion before the workload's container starts (DCAE's
+/// `init_containers`). It shares the pod's volumes and pull policy.
+#[derive(Clone, Debug, PartialEq)]
+pub struct InitContainer {
+    pub name: String,
+    pub image: String,
+    pub command: Vec<String>,
+    pub args: Vec<String>,
+}
+
+/// The environment variable every container gets with the pod's IP (DCAE sets it so a
+/// component can announce itself); a spec may not set it.
+pub const POD_IP_ENV: &str = "POD_IP";
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum Check {
-    Http { path: String, port: u16 },
-    Tcp { port: u16 },
-    Exec { command: Vec<String> },
+    /// `https`: the kubelet asks over TLS (scheme HTTPS).
+    Http {
+        path: String,
+        port: u16,
+        https: bool,
+    },
+    Tcp {
+        port: u16,
+    },
+    Exec {
+        command: Vec<String>,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -217,6 +286,9 @@ fn check(r: Raw, at: &str, kind_flag: Option<Kind>, ns_flag: Option<&str>) -> Re
     let mut env = BTreeMap::new();
     for (k, v) in &r.env {
         names::env_name(k).map_err(|m| bad(&format!("env.{}", excerpt(k)), m))?;
+        if k == POD_IP_ENV {
+            return Err(bad(&format!("env.{k}"), "is set by deploy, from the pod's own IP".into()));
+        }
         let v = v.text();
         if v.contains('\0') {
             return Err(bad(&format!("env.{k}"), "contains a NUL byte".into()));
@@ -261,6 +333,42 @@ fn check(r: Raw, at: &str, kind_flag: Option<Kind>, ns_flag: Option<&str>) -> Re
         }
         ports.push(p);
     }
+    let pull_policy = match (r.always_pull, r.image_pull_policy.as_deref()) {
+        (Some(true), Some(p)) if p != "Always" => {
+            return Err(bad("image_pull_policy", format!("'{}' contradicts always_pull: true", excerpt(p))));
+        }
+        (Some(true), _) => Some(PullPolicy::Always),
+        (_, Some(p)) => Some(match p {
+            "Always" => PullPolicy::Always,
+            "IfNotPresent" => PullPolicy::IfNotPresent,
+            "Never" => PullPolicy::Never,
+            other => {
+                return Err(bad("image_pull_policy", format!("'{}': Always, IfNotPresent or Never", excerpt(other))))
+            }
+        }),
+        (_, None) => None,
+    };
+    for (i, n) in r.image_pull_secrets.iter().enumerate() {
+        if !crate::cnf::names::dns_subdomain(n) {
+            return Err(bad(&format!("image_pull_secrets[{i}]"), format!("'{}' is not a Secret name", excerpt(n))));
+        }
+        if r.image_pull_secrets[..i].contains(n) {
+            return Err(bad(&format!("image_pull_secrets[{i}]"), format!("'{n}' is given twice")));
+        }
+    }
+    let mut init_containers: Vec<InitContainer> = Vec::new();
+    for (i, c) in r.init_containers.into_iter().enumerate() {
+        let at = |f: &str| format!("init_containers[{i}].{f}");
+        names::container(&c.name).map_err(|m| bad(&at("name"), m))?;
+        if c.name == container || init_containers.iter().any(|x| x.name == c.name) {
+            return Err(bad(&at("name"), format!("'{}' is the name of another container", c.name)));
+        }
+        names::image(&c.image).map_err(|m| bad(&at("image"), m))?;
+        for (list, field) in [(&c.command, "command"), (&c.args, "args")] {
+            words(list, &at(field), false).map_err(|(f, m)| bad(&f, m))?;
+        }
+        init_containers.push(InitContainer { name: c.name, image: c.image, command: c.command, args: c.args });
+    }
     Ok(Workload {
         kind,
         name: r.name,
@@ -278,6 +386,9 @@ fn check(r: Raw, at: &str, kind_flag: Option<Kind>, ns_flag: Option<&str>) -> Re
         liveness,
         volumes,
         ports,
+        pull_policy,
+        pull_secrets: r.image_pull_secrets,
+        init_containers,
     })
 }
 
@@ -327,9 +438,15 @@ fn probe(p: RawProbe, field: &str) -> std::result::Result<Probe, FieldErr> {
             Err((format!("{field}.{f}"), format!("port {n} is not in 1..65535")))
         }
     };
-    let check = match (&p.http, p.tcp, &p.exec) {
+    let (web, https) = match (&p.http, &p.https) {
+        (Some(_), Some(_)) => return Err((field.into(), "needs exactly one of http, https, tcp, exec".into())),
+        (Some(h), None) => (Some(h), false),
+        (None, Some(h)) => (Some(h), true),
+        (None, None) => (None, false),
+    };
+    let check = match (web, p.tcp, &p.exec) {
         (Some(h), None, None) => {
-            let f = format!("{field}.http");
+            let f = format!("{field}.{}", if https { "https" } else { "http" });
             let form = "PATH:PORT, e.g. /healthz:8080";
             let (path, n) = h.rsplit_once(':').ok_or_else(|| (f.clone(), format!("'{}' is not {form}", excerpt(h))))?;
             let n: u32 = n.parse().map_err(|_| (f.clone(), format!("'{}' is not {form}", excerpt(h))))?;
@@ -339,14 +456,14 @@ fn probe(p: RawProbe, field: &str) -> std::result::Result<Probe, FieldErr> {
             if !path_ok {
                 return Err((f, format!("'{}': the path must start with '/' and be printable ASCII", excerpt(path))));
             }
-            Check::Http { path: path.to_string(), port: port(n, "http")? }
+            Check::Http { path: path.to_string(), port: port(n, if https { "https" } else { "http" })?, https }
         }
         (None, Some(n), None) => Check::Tcp { port: port(n, "tcp")? },
         (None, None, Some(cmd)) => {
             words(cmd, &format!("{field}.exec"), true)?;
             Check::Exec { command: cmd.clone() }
         }
-        _ => return Err((field.into(), "needs exactly one of http, tcp, exec".into())),
+        _ => return Err((field.into(), "needs exactly one of http, https, tcp, exec".into())),
     };
     Ok(Probe {
         check,
@@ -429,7 +546,7 @@ ports: ["8080/tcp", "5000/udp:30080"]
         assert_eq!(w.ports.len(), 2);
         let r = w.readiness.unwrap();
         assert_eq!((r.period_s, r.initial_delay_s), (Some(10), Some(5)));
-        assert_eq!(r.check, Check::Http { path: "/healthz".into(), port: 8080 });
+        assert_eq!(r.check, Check::Http { path: "/healthz".into(), port: 8080, https: false });
         assert_eq!(w.liveness.unwrap().period_s, Some(60));
         assert_eq!(w.volumes[1].source, Source::EmptyDir);
     }

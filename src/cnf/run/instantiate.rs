@@ -7,8 +7,11 @@ use serde_json::{json, Map, Value};
 
 use crate::cnf::helm_cmd::{self as hc, InstallOpts};
 use crate::cnf::names;
-use crate::cnf::ops::{add_repo_as, chart_ref, cmd_timeout, describe, CnfState, Ctx, Record, ReleaseState};
+use crate::cnf::ops::{
+    add_repo_as, chart_ref, cmd_timeout, describe, upload_values, CnfState, Ctx, Record, ReleaseState,
+};
 use crate::cnf::params::{aspect_release, ChartSource, CnfParams, Release, SecretFrom, SecretSet};
+use crate::cnf::values_file::ValuesFile;
 use crate::cnf::Inputs;
 use crate::error::{Error, Result};
 use crate::lifecycle::package::Package;
@@ -169,7 +172,7 @@ pub async fn run(c: &Ctx<'_>, f: &Facts<'_>, rec: &mut Record<'_>) -> Result<Val
     s.rt.phase("install or upgrade the releases", &[s.master()], false);
     let mut rels = Map::new();
     for r in &c.params.releases {
-        let rs = apply_release(c, r).await?;
+        let rs = apply_release(c, r, &[]).await?;
         rec.release(&r.name, &rs)?;
         rels.insert(r.name.clone(), serde_json::to_value(&rs).expect("serializes"));
     }
@@ -257,7 +260,8 @@ fn release_sets(c: &Ctx, r: &Release) -> Vec<String> {
 
 /// Install or upgrade one release, idempotently: `helm status` first; absent → install;
 /// deployed/failed → upgrade; stuck `pending-*` (an interrupted run) → recover, then upgrade.
-pub async fn apply_release(c: &Ctx<'_>, r: &Release) -> Result<ReleaseState> {
+/// `extra`: the operator's values files (`cnf install --values`), after the release's own.
+pub async fn apply_release(c: &Ctx<'_>, r: &Release, extra: &[ValuesFile]) -> Result<ReleaseState> {
     let s = c.s;
     let ns = &c.params.namespace;
     let m = s.master();
@@ -301,7 +305,10 @@ pub async fn apply_release(c: &Ctx<'_>, r: &Release) -> Result<ReleaseState> {
         opts.create_namespace = true;
     }
     let target = hc::Chart { release: &r.name, chart: &chart, namespace: ns, version };
-    let values_files: Vec<String> = files.iter().filter(|f| f.ends_with(".json")).cloned().collect();
+    let mut values_files: Vec<String> = files.iter().filter(|f| f.ends_with(".json")).cloned().collect();
+    let operator_files = upload_values(c, &r.name, extra).await?;
+    values_files.extend(operator_files.iter().cloned());
+    files.extend(operator_files);
     let vals = hc::Values { set: &set, set_files: &set_files, files: &values_files };
     let cmd = match current.as_ref().map(|(st, _)| st.as_str()) {
         None => s.helm.install(&target, &vals, &opts)?,
@@ -315,7 +322,8 @@ pub async fn apply_release(c: &Ctx<'_>, r: &Release) -> Result<ReleaseState> {
         }
         Some(_) => s.helm.upgrade(&target, &vals, false, &opts)?,
     };
-    let redact = if r.secret_set.is_empty() { Redact::None } else { Redact::All };
+    // Chart NOTES may print a secret value, or one from the operator's files.
+    let redact = if r.secret_set.is_empty() && extra.is_empty() { Redact::None } else { Redact::All };
     let res = s.run_watched(cmd, cmd_timeout(c), &r.name, ns, redact).await;
     let res = res.map_err(|e| crate::cnf::secret_values::mask_error(e, &r.secret_set));
     for f in &files {

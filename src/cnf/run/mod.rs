@@ -6,9 +6,12 @@
 
 pub mod heal;
 pub mod history;
+pub mod install;
 pub mod instantiate;
 pub mod list;
+pub mod repo_add;
 pub mod repo_list;
+pub mod repo_remove;
 pub mod repo_sync;
 pub mod reset;
 pub mod rollback;
@@ -19,6 +22,7 @@ pub mod status;
 pub mod terminate;
 #[cfg(test)]
 mod testkit;
+pub mod uninstall;
 pub mod upgrade;
 pub mod values;
 
@@ -36,6 +40,7 @@ use crate::cnf::params::CnfParams;
 use crate::cnf::run::heal::HealTarget;
 use crate::cnf::run::repo_sync::WantRepo;
 use crate::cnf::session::Session;
+use crate::cnf::values_file;
 use crate::cnf::{check_arg, Inputs, Op};
 use crate::error::{Error, Result};
 use crate::lifecycle::package::Package;
@@ -65,6 +70,8 @@ pub struct Prepared {
     env: HelmEnv,
     /// The operation, with its own inputs.
     op: Checked,
+    /// `reset --uninstall`: the other CNFs recorded on the same cluster id, each locked.
+    others: Vec<reset::OtherCnf>,
 }
 
 /// Each operation with its own inputs, checked: its arguments and what `prepare` read for it.
@@ -75,12 +82,10 @@ enum Checked {
     },
     Scale(ScaleRequest),
     Heal(HealTarget),
-    Upgrade {
+    Install(install::Install),
+    Upgrade(upgrade::Upgrade),
+    Uninstall {
         release: String,
-        chart: Option<String>,
-        version: Option<String>,
-        set: Vec<String>,
-        reuse_values: bool,
     },
     Rollback {
         release: String,
@@ -109,6 +114,13 @@ enum Checked {
     RepoList,
     /// The repositories every master is to have, checked.
     RepoSync(BTreeMap<String, WantRepo>),
+    RepoAdd {
+        name: String,
+        want: WantRepo,
+    },
+    RepoRemove {
+        name: String,
+    },
     Terminate,
     Services {
         release: Option<String>,
@@ -140,6 +152,7 @@ pub fn prepare(op: &Op, a: &Inputs, store: Store) -> Result<Prepared> {
         .map_err(|m| Error::input("arguments", "--cluster-uuid", m))?;
     let want_repos = match op {
         Op::RepoSync { repos } => repo_sync::wanted(repos)?,
+        Op::RepoAdd { repo } => repo_sync::wanted(std::slice::from_ref(repo))?,
         _ => BTreeMap::new(),
     };
     let lock = store.lock(&id, KIND)?;
@@ -158,11 +171,7 @@ pub fn prepare(op: &Op, a: &Inputs, store: Store) -> Result<Prepared> {
     if instantiate {
         instantiate::keep_recorded_names(&mut ap, saved.as_ref());
     }
-    let mut params = if ap.is_empty() {
-        CnfParams { namespace: "default".into(), ..Default::default() }
-    } else {
-        CnfParams::for_instance(&ap, &req_file, &id)?
-    };
+    let mut params = params_of(&ap, &req_file, &id)?;
     // --namespace, else the request's (or recorded) namespace, else the cluster_uuid's.
     let ns_arg = a.namespace.clone().or_else(|| {
         let from_request = ap.get("namespace").is_some_and(|v| !v.is_null());
@@ -193,7 +202,26 @@ pub fn prepare(op: &Op, a: &Inputs, store: Store) -> Result<Prepared> {
     // anything connects.
     let nodes = masters(&found, a, &store)?;
     let (helm_info, helm_info_json) = (found.info, found.json);
-    Ok(Prepared { id, store, _lock: lock, saved, req_file, ap, params, pkg, helm_info, helm_info_json, nodes, env, op })
+    let others = match (&op, env.id()) {
+        (Checked::Reset { uninstall: true }, Some(cluster)) => reset::others_on_cluster(&store, &id, cluster)?,
+        _ => Vec::new(),
+    };
+    Ok(Prepared {
+        id,
+        store,
+        _lock: lock,
+        saved,
+        req_file,
+        ap,
+        params,
+        pkg,
+        helm_info,
+        helm_info_json,
+        nodes,
+        env,
+        op,
+        others,
+    })
 }
 
 /// The operator's words for an operation (`--release`, `--chart`, `show CHART`, `--set`,
@@ -204,7 +232,9 @@ fn check_args(op: &Op, instance: &str) -> Result<()> {
         Op::Upgrade { release, chart, version, set, .. } => {
             upgrade::check_args(release, chart.as_deref(), version.as_deref(), set, instance)
         }
+        Op::RepoRemove { name } => check_arg("NAME", names::repo(name)),
         Op::Rollback { release, .. }
+        | Op::Uninstall { release }
         | Op::Status { release }
         | Op::History { release }
         | Op::Values { release, .. }
@@ -253,13 +283,28 @@ fn read(
             let t = heal::read_request(a, req_file)?;
             Ok(Read { op: Checked::Heal(t), ap: saved_params(saved)?, vims: None, scale_instance: None })
         }
-        Op::Upgrade { release, chart, version, set, reuse_values } => plain(Checked::Upgrade {
-            release: release.clone(),
-            chart: chart.clone(),
-            version: version.clone(),
-            set: set.clone(),
-            reuse_values: *reuse_values,
-        }),
+        Op::Install { chart, release, version, values, set } => {
+            let id = a.vnf_instance_id.as_deref().unwrap_or_default();
+            let (chart, version, release, generated) =
+                install::check_args(chart, version.as_deref(), release.as_deref(), set, id)?;
+            let values = values_file::read_all(values)?;
+            // A record of this instance (an earlier install, or instantiate) is kept and added to.
+            let ap = if saved.is_some() { saved_params(saved)? } else { Map::new() };
+            let op =
+                Checked::Install(install::Install { chart, version, release, set: set.clone(), values, generated });
+            Ok(Read { op, ap, vims: None, scale_instance: None })
+        }
+        Op::Upgrade { release, chart, version, set, reuse_values, values } => {
+            plain(Checked::Upgrade(upgrade::Upgrade {
+                release: release.clone(),
+                chart: chart.clone(),
+                version: version.clone(),
+                set: set.clone(),
+                reuse_values: *reuse_values,
+                values: values_file::read_all(values)?,
+            }))
+        }
+        Op::Uninstall { release } => plain(Checked::Uninstall { release: release.clone() }),
         Op::Rollback { release, revision } => {
             plain(Checked::Rollback { release: release.clone(), revision: *revision })
         }
@@ -275,9 +320,26 @@ fn read(
         }),
         Op::RepoList => plain(Checked::RepoList),
         Op::RepoSync { .. } => plain(Checked::RepoSync(want_repos)),
+        Op::RepoAdd { .. } => {
+            let (name, want) = want_repos.into_iter().next().expect("wanted() returned the one repository");
+            plain(Checked::RepoAdd { name, want })
+        }
+        Op::RepoRemove { name } => plain(Checked::RepoRemove { name: name.clone() }),
         Op::Terminate => plain(Checked::Terminate),
         Op::Services { release } => plain(Checked::Services { release: release.clone() }),
         Op::Reset { uninstall } => plain(Checked::Reset { uninstall: *uninstall }),
+    }
+}
+
+/// The CNF params of additionalParams `ap` (a request's, or a record's) for instance `id`.
+/// None: an operator's verb without a request, or a record `cnf install` made (its namespace
+/// only).
+fn params_of(ap: &Map<String, Value>, file: &str, id: &str) -> Result<CnfParams> {
+    if ap.is_empty() || ap.contains_key(install::INSTALL_MARK) {
+        let namespace = ap.get("namespace").and_then(Value::as_str).unwrap_or("default").to_string();
+        Ok(CnfParams { namespace, ..Default::default() })
+    } else {
+        CnfParams::for_instance(ap, file, id)
     }
 }
 
@@ -300,9 +362,9 @@ fn saved_params(saved: &Option<CnfState>) -> Result<Map<String, Value>> {
 /// `_op` is the operation `p` was prepared for; `p` carries it, with its inputs.
 pub async fn run(_op: &Op, a: &Inputs, p: Prepared, rt: Runner) -> Result<Outcome> {
     let nodes = p.nodes.clone();
-    // A reset uses Helm only to uninstall a recorded CNF's releases.
+    // A reset uses Helm only to uninstall recorded CNFs' releases.
     let needs_env = match p.op {
-        Checked::Reset { uninstall } => uninstall && p.saved.is_some(),
+        Checked::Reset { uninstall } => uninstall && (p.saved.is_some() || !p.others.is_empty()),
         _ => true,
     };
     let session = Session::open(rt, nodes, a.status_interval, p.env.clone(), needs_env).await?;
@@ -353,9 +415,16 @@ async fn dispatch(c: &Ctx<'_>, p: &Prepared, rec: &mut Record<'_>) -> Result<Val
         }
         Checked::Scale(r) => scale::run(c, r, rec).await,
         Checked::Heal(t) => heal::run(c, t, rec).await,
-        Checked::Upgrade { release, chart, version, set, reuse_values } => {
-            upgrade::run(c, rec, release, chart.clone(), version.as_deref(), set, *reuse_values).await
+        Checked::Install(args) => {
+            let facts = install::Facts {
+                helm_info: &p.helm_info_json,
+                masters: &p.helm_info.masternode_ip,
+                cluster_id: p.env.id(),
+            };
+            install::run(c, args, &facts, rec).await
         }
+        Checked::Upgrade(args) => upgrade::run(c, rec, args).await,
+        Checked::Uninstall { release } => uninstall::run(c, rec, release).await,
         Checked::Rollback { release, revision } => rollback::run(c, rec, release, *revision).await,
         Checked::Status { release } => status::run(c, release).await,
         Checked::History { release } => history::run(c, release).await,
@@ -366,10 +435,19 @@ async fn dispatch(c: &Ctx<'_>, p: &Prepared, rec: &mut Record<'_>) -> Result<Val
         }
         Checked::RepoList => repo_list::run(c).await,
         Checked::RepoSync(want) => repo_sync::run(c.s, &p.id, want).await,
+        Checked::RepoAdd { name, want } => repo_add::run(c.s, &p.id, name, want).await,
+        Checked::RepoRemove { name } => repo_remove::run(c.s, name).await,
         Checked::Terminate => terminate::run(c, rec).await,
         Checked::Services { release } => services::run(c, release.as_deref(), rec).await,
         // Only a recorded CNF has releases to uninstall.
-        Checked::Reset { uninstall } => reset::run(c, rec, *uninstall && p.saved.is_some()).await,
+        Checked::Reset { uninstall } => {
+            let others = p
+                .others
+                .iter()
+                .map(|o| Ok((o, params_of(&saved_params(&Some(o.st.clone()))?, "state", &o.id)?)))
+                .collect::<Result<Vec<_>>>()?;
+            reset::run(c, rec, *uninstall && p.saved.is_some(), &others).await
+        }
     }
 }
 

@@ -64,6 +64,11 @@ impl Fixture {
         }
     }
 
+    /// The inputs of an operation on `id` without a request (an operator's verb).
+    pub fn inputs_for(&self, id: &str) -> Inputs {
+        Inputs { vnf_instance_id: Some(id.into()), request: None, ..self.inputs() }
+    }
+
     pub async fn instantiate(&self) -> Result<Outcome> {
         let p = self.prepare(&self.inputs());
         let p = p?;
@@ -119,6 +124,22 @@ pub async fn run_op_with(f: &Fixture, op: Op, id: &str, req: Option<Value>, even
         p.into()
     });
     let inputs = Inputs { vnf_instance_id: Some(id.into()), request, ..f.inputs() };
+    run_inputs(f, op, inputs, events).await
+}
+
+/// Run `op` with `inputs` as given, and every event it emitted, as JSON lines.
+pub async fn run_inputs_events(f: &Fixture, op: Op, inputs: Inputs) -> (Result<Outcome>, String) {
+    let (events, mut rx) = Events::channel();
+    let r = run_inputs(f, op, inputs, events).await;
+    let mut lines = String::new();
+    while let Ok(e) = rx.try_recv() {
+        lines.push_str(&serde_json::to_string(&e).unwrap());
+        lines.push('\n');
+    }
+    (r, lines)
+}
+
+async fn run_inputs(f: &Fixture, op: Op, inputs: Inputs, events: Events) -> Result<Outcome> {
     let mut p = None;
     for _ in 0..100 {
         let store = Store::open(&f.dir.path().join("state")).unwrap();

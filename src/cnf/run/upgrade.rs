@@ -5,8 +5,9 @@
 use serde_json::{json, Value};
 
 use crate::cnf::helm_cmd::{Chart, Values};
-use crate::cnf::ops::{cmd_timeout, describe, Ctx, Record};
+use crate::cnf::ops::{cmd_timeout, describe, own_chart, remove_files, upload_values, Ctx, Record};
 use crate::cnf::params::{ChartSource, Release};
+use crate::cnf::values_file::ValuesFile;
 use crate::cnf::{check_arg, names};
 use crate::error::{Error, Result};
 use crate::redact::Redact;
@@ -32,36 +33,37 @@ pub fn check_args(
     Ok(())
 }
 
-/// `helm upgrade` of `release` (to `chart`, else its recorded chart), then record it.
-pub async fn run(
-    c: &Ctx<'_>,
-    rec: &mut Record<'_>,
-    release: &str,
-    chart: Option<String>,
-    version: Option<&str>,
-    set: &[String],
-    reuse_values: bool,
-) -> Result<Value> {
+/// `upgrade`'s arguments, checked.
+pub struct Upgrade {
+    pub release: String,
+    pub chart: Option<String>,
+    pub version: Option<String>,
+    pub set: Vec<String>,
+    pub reuse_values: bool,
+    /// The operator's `--values` files, read.
+    pub values: Vec<ValuesFile>,
+}
+
+/// `helm upgrade` of the release (to its chart, else its recorded chart), then record it.
+pub async fn run(c: &Ctx<'_>, rec: &mut Record<'_>, a: &Upgrade) -> Result<Value> {
+    let Upgrade { release, chart, version, set, reuse_values, values } = a;
+    let (release, version, reuse_values) = (release.as_str(), version.as_deref(), *reuse_values);
+    let chart = chart.clone();
     let ns = c.params.namespace.as_str();
     let recorded = rec.st.releases.get(release).map(|r| r.chart.clone());
-    // `REPO/CHART` naming one of this CNF's repositories means the instance's own copy of it.
-    let chart = chart.map(|ch| match ch.split_once('/') {
-        Some((repo, name))
-            if c.params
-                .releases
-                .iter()
-                .any(|r| matches!(&r.source, ChartSource::External { repo: x, .. } if x == repo)) =>
-        {
-            format!("{}/{name}", names::instance_repo(c.instance, repo))
-        }
-        _ => ch,
-    });
+    let chart = chart.map(|ch| own_chart(c, &ch));
     let chart = chart.or(recorded).ok_or_else(|| {
         Error::input("arguments", "--chart", format!("release {release} has no recorded chart; pass --chart"))
     })?;
     let target = Chart { release, chart: &chart, namespace: ns, version };
-    let cmd = c.s.helm.upgrade(&target, &Values { set, ..Values::default() }, reuse_values, &c.opts)?;
-    c.s.run_watched(cmd, cmd_timeout(c), release, ns, Redact::None).await?;
+    let files = upload_values(c, release, values).await?;
+    let vals = Values { set, files: &files, ..Values::default() };
+    let cmd = c.s.helm.upgrade(&target, &vals, reuse_values, &c.opts)?;
+    // A values file may hold passwords, which chart NOTES may print: Helm's output is hidden then.
+    let redact = if files.is_empty() { Redact::None } else { Redact::All };
+    let res = c.s.run_watched(cmd, cmd_timeout(c), release, ns, redact).await;
+    remove_files(c, &files).await?;
+    res?;
     let rel = c
         .params
         .releases
@@ -69,7 +71,62 @@ pub async fn run(
         .find(|r| r.name == release)
         .cloned()
         .unwrap_or(Release { source: ChartSource::Oci { reference: chart.clone() }, ..Release::named(release) });
-    let rs = describe(c, &rel, &chart).await?;
+    let mut rs = describe(c, &rel, &chart).await?;
+    if !values.is_empty() {
+        // The operator's files may hold secrets under any secret-looking key.
+        rs.values = crate::secret::masked(&rs.values);
+    }
     rec.release(release, &rs)?;
     Ok(json!({"release": release, "revision": rs.revision, "state": rs}))
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::cnf::run::testkit::{run_op, Fixture, M1};
+    use crate::cnf::Op;
+
+    #[tokio::test]
+    async fn an_upgrade_takes_the_operators_values_files_in_order_and_removes_them() {
+        let f = Fixture::new();
+        f.instantiate().await.unwrap();
+        let (a, b) = (f.dir.path().join("a.yaml"), f.dir.path().join("b.json"));
+        std::fs::write(&a, "replicaCount: 2\napi:\n  token: tok-in-file-5\n").unwrap();
+        std::fs::write(&b, r#"{"replicaCount": 3}"#).unwrap();
+        f.fake.reply(
+            None,
+            "get values --namespace cnf -o json --all -- vdu2",
+            r#"{"replicaCount": 3, "api": {"token": "tok-in-file-5"}}"#,
+        );
+        let op = Op::Upgrade {
+            release: "vdu2".into(),
+            chart: Some("labrepo/nginxlab".into()),
+            version: None,
+            set: vec![],
+            reuse_values: true,
+            values: vec![a, b],
+        };
+        let o = run_op(&f, op, "cnf1", None).await.unwrap();
+        let execs = f.fake.execs(M1).join("\n");
+        assert!(
+            execs.contains(
+                "upgrade --namespace cnf --reuse-values --values .mgmt-driver/run/cnf1/values-vdu2-0.yaml \
+                 --values .mgmt-driver/run/cnf1/values-vdu2-1.yaml --timeout 300s -- vdu2 cnf1@labrepo/nginxlab"
+            ),
+            "{execs}"
+        );
+        assert!(execs.contains("rm -f -- .mgmt-driver/run/cnf1/values-vdu2-1.yaml"), "{execs}");
+        assert!(!execs.contains("tok-in-file-5") && !o.result.to_string().contains("tok-in-file-5"), "{}", o.result);
+        let missing = Op::Upgrade {
+            release: "vdu2".into(),
+            chart: None,
+            version: None,
+            set: vec![],
+            reuse_values: false,
+            values: vec![f.dir.path().join("nope.yaml")],
+        };
+        let n = f.fake.calls().len();
+        let e = run_op(&f, missing, "cnf1", None).await.err().expect("refused").to_string();
+        assert!(e.contains("--values") && e.contains("nope.yaml"), "{e}");
+        assert_eq!(f.fake.calls().len(), n, "refused before anything connects");
+    }
 }

@@ -14,7 +14,6 @@ use serde_json::{json, Map, Value};
 use crate::error::{excerpt, Error, Result};
 use crate::input_limit::{read_capped, INVENTORY_MAX_BYTES, MAX_DEPTH};
 use crate::inventory::yaml_limits;
-use crate::secret::is_secret_name;
 use crate::sites::csv_cells;
 use crate::sites::lexical_path::clean;
 use crate::sites::rendered_check::{child, refuses_string, Under};
@@ -490,15 +489,9 @@ fn parse_csv(text: &str, file: &Path, defaults: &Map<String, Value>) -> Result<V
                 format!("'{h}' is reserved or repeated"),
             ));
         }
-        if h.split('.').any(is_secret_name) {
-            return Err(Error::input(
-                &at,
-                format!("header column {}", i + 1),
-                format!(
-                    "'{h}' looks like a secret; a CSV holds no secrets: declare it under secrets: in the catalogue"
-                ),
-            ));
-        }
+        // A column is not refused for its name: each cell is judged by what it holds and
+        // where it goes (`check_site` below, as a YAML site's vars are), so an `ssh_key` column
+        // of key paths or a taint's `key` is fine and a password's value is not.
     }
     let mut sites = Vec::new();
     for rec in records {
@@ -747,10 +740,11 @@ mod tests {
             ("name,x\nGood,1\n", "line 2.name: 'Good' is not a DNS label"),
             ("name,x\na,1\na,2\n", "sites[1].name: 'a' is already the name"),
             ("name,labels\na,region\n", "line 2.labels: expected k=v;k=v"),
-            ("name,db_password\na,x\n", "header column 2: 'db_password' looks like a secret"),
+            ("name,db_password\na,x\n", "line 2.vars.db_password: looks like a secret and holds a value"),
             ("name,x,x\na,1,2\n", "header column 2: 'x' is reserved or repeated"),
             ("name,a,a.b\nz,1,2\n", "header column 2: 'a' is reserved or repeated"),
-            ("name,app.db.token\nz,1\n", "header column 2: 'app.db.token' looks like a secret"),
+            ("name,app.db.token\nz,1\n", "line 2.vars.app.db.token: looks like a secret"),
+            ("name,ssh_key\nz,-----BEGIN OPENSSH PRIVATE KEY-----\n", "line 2.vars.ssh_key: looks like a secret"),
             ("name,a..b\nz,1\n", "header column 2: '': names are"),
             ("name,x\na,1,2\n", "line 2: has 3 cells, the header has 2"),
             // Line numbers as an editor shows them, whatever the line ends.
@@ -762,6 +756,16 @@ mod tests {
             ("name,masters\na,\"3\n  jump: evil\"\n", "line 2.masters: is a string, but its default declares a number"),
             ("name,app.values.replicaCount\na,two\n", "line 2.app.values.replicaCount: is a string, but its default"),
         ];
+        // A column named like a secret holding what is no secret (a key file's path, a taint's
+        // key, a Kubernetes Secret's name, a reference) is accepted, judged by its cells.
+        std::fs::write(
+            dir.path().join("s.csv"),
+            "name,ssh_key,tolerations.key,tls.secretName,db_password\na,/home/op/.ssh/id_ed25519,edge,web-tls,@env:DB_PW\n",
+        )
+        .unwrap();
+        std::fs::write(&f, format!("{HEAD}sites_csv: s.csv\n")).unwrap();
+        let c = Catalogue::load(&f).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(c.sites[0].vars["ssh_key"], json!("/home/op/.ssh/id_ed25519"));
         // Booleans as spreadsheets write them are booleans; a quoted cell keeps its spaces.
         std::fs::write(
             dir.path().join("s.csv"),

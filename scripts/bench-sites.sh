@@ -5,6 +5,8 @@
 #   at once      one `mgmt-driver sites apply instantiate --max-sites N` process
 #   in turn      the same with --max-sites 1: one site after another
 #   xargs -P N   N separate `mgmt-driver instantiate-end` processes, one per site, all at once
+#   canary       at once, in Ansible-style canary batches: --batch 1,10%,100% --max-fail 0
+#                (one site, then a tenth of them, then the rest, stopping at the first failure)
 # Prints a markdown table: wall time, the driver's CPU per site (user + sys of every driver
 # process, / N) and peak RSS (of the one process; for xargs, the largest of the N).
 #
@@ -80,14 +82,15 @@ check_done() { # $1 = N
 }
 
 # One measured run: prints "wall_s cpu_s maxrss_kib".
-run_sites() { # $1 = N, $2 = --max-sites
-    local t0 t1
+run_sites() { # $1 = N, $2 = --max-sites, then more `sites apply` flags
+    local t0 t1 n=$1 max=$2
+    shift 2
     t0=$(date +%s.%N)
     /usr/bin/time -f '%M %U %S' -o "$work/time" "$md" sites apply instantiate -o json --rendered "$work/out" \
-        --state-dir "$work/state" --max-sites "$2" >"$work/out.json" 2>"$work/err.log" \
+        --state-dir "$work/state" --max-sites "$max" "$@" >"$work/out.json" 2>"$work/err.log" \
         || { echo "sites apply failed:" >&2; tail -20 "$work/err.log" >&2; exit 1; }
     t1=$(date +%s.%N)
-    check_done "$1"
+    check_done "$n"
     awk -v a="$t0" -v b="$t1" '{print b - a, $2 + $3, $1}' "$work/time"
 }
 
@@ -112,15 +115,17 @@ for n in $SIZES; do
     setup "$n"; read -r aw ac am < <(run_sites "$n" "$n")
     setup "$n"; read -r sw sc sm < <(run_sites "$n" 1)
     setup "$n"; read -r xw xc xm < <(run_xargs "$n")
-    echo "N=$n: at once ${aw}s, in turn ${sw}s, xargs ${xw}s" >&2
+    setup "$n"; read -r cw cc _ < <(run_sites "$n" "$n" --batch 1,10%,100% --max-fail 0)
+    echo "N=$n: at once ${aw}s, in turn ${sw}s, xargs ${xw}s, canary ${cw}s" >&2
     rows+=("$(awk -v n="$n" -v aw="$aw" -v ac="$ac" -v am="$am" -v sw="$sw" -v sc="$sc" -v sm="$sm" \
-        -v xw="$xw" -v xc="$xc" -v xm="$xm" 'BEGIN {
-        printf "| %d | %.1f s | %.0f ms | %d MiB | %.1f s | %.0f ms | %d MiB | %.1f s | %.0f ms | %d MiB | %.2f |", n,
-            aw, 1000 * ac / n, am / 1024, sw, 1000 * sc / n, sm / 1024, xw, 1000 * xc / n, xm / 1024, aw / sw }')")
+        -v xw="$xw" -v xc="$xc" -v xm="$xm" -v cw="$cw" -v cc="$cc" 'BEGIN {
+        printf "| %d | %.1f s | %.0f ms | %d MiB | %.1f s | %.0f ms | %d MiB | %.1f s | %.0f ms | %d MiB | %.2f | %.1f s | %.0f ms |", n,
+            aw, 1000 * ac / n, am / 1024, sw, 1000 * sc / n, sm / 1024, xw, 1000 * xc / n, xm / 1024, aw / sw,
+            cw, 1000 * cc / n }')")
 done
 table=$(
-    printf '| sites (1 master + 1 worker each, T = %ss per node) | at once: wall | CPU/site | RSS | in turn (--max-sites 1): wall | CPU/site | RSS | xargs -P N instantiate-end: wall | CPU/site | max RSS | at once / in turn |\n' "$T"
-    printf '|---|---|---|---|---|---|---|---|---|---|---|\n'
+    printf '| sites (1 master + 1 worker each, T = %ss per node) | at once: wall | CPU/site | RSS | in turn (--max-sites 1): wall | CPU/site | RSS | xargs -P N instantiate-end: wall | CPU/site | max RSS | at once / in turn | canary batches 1,10%%,100%%: wall | CPU/site |\n' "$T"
+    printf '|---|---|---|---|---|---|---|---|---|---|---|---|---|\n'
     printf '%s\n' "${rows[@]}"
 )
 echo "$table"

@@ -18,7 +18,7 @@ const NET: u8 = 93;
 
 struct Kc {
     c: Cluster,
-    _repo: RepoServer,
+    repo: RepoServer,
     /// The kubeconfig copied from the master, 0600.
     file: String,
     /// A piece of the client key it holds, which must show up nowhere.
@@ -66,14 +66,14 @@ fn helm_on_the_controller_with_a_kubeconfig() -> R {
     let file = c.dir.path().join("kubeconfig");
     std::fs::write(&file, &admin).unwrap();
     std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
-    let k = Kc { file: s(&file).to_string(), c, _repo: repo, secret };
+    let k = Kc { file: s(&file).to_string(), c, repo, secret };
     let c = &k.c;
 
     // Refused together with masters, naming the flag, before anything runs.
     let both = cnf(&k, &["list", "-i", s(&c.inv)]);
     check(both.code != 0 && both.all().contains("--kubeconfig") && both.all().contains("--inventory"), || both.all())?;
 
-    let add = out(&cnf(&k, &["repo-add", &format!("labrepo={}", k._repo.url)]).ok());
+    let add = out(cnf(&k, &["repo-add", &format!("labrepo={}", k.repo.url)]).ok());
     check(add["context"]["clusterId"] == "edge", || format!("{add}"))?;
     let home = c.state.join("helm/edge");
     let mode = std::fs::metadata(&home).unwrap().permissions().mode() & 0o777;
@@ -82,14 +82,14 @@ fn helm_on_the_controller_with_a_kubeconfig() -> R {
 
     let ins = out(cnf(&k, &["install", "labrepo/nginxlab", "--release", "web", "--version", "0.1.0", "--wait"]).ok());
     check(greeting(c) == "hello from 0.1.0", || format!("install did not reach the API: {} {ins}", greeting(c)))?;
-    let st = out(&cnf(&k, &["status", "--release", "web"]).ok());
+    let st = out(cnf(&k, &["status", "--release", "web"]).ok());
     check(st.to_string().contains("deployed"), || format!("{st}"))?;
-    let list = out(&cnf(&k, &["list"]).ok());
+    let list = out(cnf(&k, &["list"]).ok());
     check(list.to_string().contains("\"web\""), || format!("{list}"))?;
 
     let values = c.dir.path().join("values.yaml");
     std::fs::write(&values, "greeting: from the controller\n").unwrap();
-    let up = out(&cnf(&k, &["upgrade", "--release", "web", "--values", s(&values)]).ok());
+    let up = out(cnf(&k, &["upgrade", "--release", "web", "--values", s(&values)]).ok());
     check(greeting(c) == "from the controller", || {
         format!("upgrade --values did not reach the API: {} {up}", greeting(c))
     })?;

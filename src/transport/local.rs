@@ -55,7 +55,8 @@ impl LocalConnector {
     pub fn command(&self, cmd: &RemoteCommand) -> tokio::process::Command {
         let mut c = tokio::process::Command::new("sh");
         c.arg("-c").arg(&cmd.script).current_dir(&self.dir).stdin(Stdio::null());
-        c.stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true);
+        // Its own process group, so a timeout ends Helm too, not only the shell around it.
+        c.stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true).process_group(0);
         for (k, v) in &self.vars {
             c.env(k, v);
         }
@@ -105,11 +106,18 @@ impl Transport for LocalTransport {
         let started = Instant::now();
         let during = || format!("command `{}`", cmd.display());
         let child = self.conn.command(cmd).spawn().map_err(|e| self.io_err(during(), e))?;
+        let group = child.id();
         let waited = match cmd.timeout {
             Some(t) => match tokio::time::timeout(t, child.wait_with_output()).await {
                 Ok(r) => r,
                 Err(_) => {
-                    // Dropping the future kills the child (kill_on_drop).
+                    // The whole group: the shell and whatever it started (Helm).
+                    if let Some(pid) = group.and_then(|p| i32::try_from(p).ok()) {
+                        // SAFETY: kill(2) on our own child's process group; no memory involved.
+                        unsafe {
+                            libc::kill(-pid, libc::SIGKILL);
+                        }
+                    }
                     let elapsed = started.elapsed();
                     ev.emit(EventKind::Timeout { command: cmd.display().to_string(), secs: elapsed.as_secs_f64() });
                     return Err(Error::Timeout {
@@ -255,8 +263,13 @@ mod tests {
         let t = c.connect(&Host::for_test("controller", "localhost"), &ev).await.unwrap();
         let o = t.exec(&RemoteCommand::new("echo bad >&2; exit 3"), &ev).await.unwrap();
         assert_eq!((o.code, o.stderr_tail.as_str()), (Some(3), "bad"));
-        let slow = RemoteCommand::new("sleep 5").with_timeout(Some(std::time::Duration::from_millis(100)));
+        // A timeout ends the command's children too (here a sleep that would write a file).
+        let late = d.path().join("late");
+        let slow = RemoteCommand::new(format!("(sleep 1; touch {}) & wait", late.display()))
+            .with_timeout(Some(std::time::Duration::from_millis(200)));
         assert!(matches!(t.exec(&slow, &ev).await, Err(Error::Timeout { .. })));
+        tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+        assert!(!late.exists(), "the command's child outlived its timeout");
         let up =
             UploadFile { source: Source::Bytes(b"a: 1\n".to_vec().into()), remote: "run/x/v.yaml".into(), mode: 0o600 };
         t.upload(&[up], &ev).await.unwrap();

@@ -26,7 +26,7 @@ use support::phase::{phase, timed_phases};
 use support::{mgmt, repo};
 
 /// The real Helm binaries and their offline tarballs (fetched once per machine).
-fn helm_dir() -> PathBuf {
+pub(crate) fn helm_dir() -> PathBuf {
     static FETCHED: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
     FETCHED
         .get_or_init(|| {
@@ -39,9 +39,9 @@ fn helm_dir() -> PathBuf {
 }
 
 /// The chart repository served to the lab; killed on drop.
-struct RepoServer {
+pub(crate) struct RepoServer {
     child: Child,
-    url: String,
+    pub(crate) url: String,
     dir: PathBuf,
 }
 
@@ -52,7 +52,7 @@ impl Drop for RepoServer {
     }
 }
 
-fn serve_repo(c: &Cluster, helm: &Path, port: u16) -> RepoServer {
+pub(crate) fn serve_repo(c: &Cluster, helm: &Path, port: u16) -> RepoServer {
     let addr = format!("198.18.{}.1", c.lab.net);
     let url = format!("http://{addr}:{port}");
     let dir = c.dir.path().join(format!("charts-{port}"));
@@ -80,7 +80,7 @@ fn serve_repo(c: &Cluster, helm: &Path, port: u16) -> RepoServer {
 }
 
 /// A real-API cluster (1 master + 2 workers) with Helm `major` on the master, by our own hook.
-fn cluster(name: &str, net: u8, major: u32, bindir: &str) -> Cluster {
+pub(crate) fn cluster(name: &str, net: u8, major: u32, bindir: &str) -> Cluster {
     let c = Cluster::with_lab_args(name, net, 3, &[1], &[2, 3], true, &["--control-plane", bindir]);
     let off = c.pkg.join("Files/offline");
     for e in std::fs::read_dir(&off).unwrap() {
@@ -214,7 +214,7 @@ fn out(r: &support::Run) -> Value {
         .unwrap_or_else(|e| panic!("not one JSON document ({e}):\n{}\n--- stderr\n{}", r.stdout, r.stderr))
 }
 
-fn kubectl(c: &Cluster, args: &str) -> String {
+pub(crate) fn kubectl(c: &Cluster, args: &str) -> String {
     c.on(1, &format!("KUBECONFIG=/etc/kubernetes/admin.conf kubectl {args} 2>&1"))
 }
 
@@ -526,7 +526,7 @@ fn terminate(h: &mut HelmCnf) -> R {
 }
 
 /// The control plane's bin dir (tests/real_cluster.rs says how it is found).
-fn control_plane() -> Result<PathBuf, String> {
+pub(crate) fn control_plane() -> Result<PathBuf, String> {
     crate::real_cluster::control_plane()
 }
 

@@ -1,7 +1,9 @@
-//! `mgmt-driver cnf <op>`: Helm CNF operations on a cluster's masters over SSH. Parses the
+//! `mgmt-driver cnf <op>`: Helm CNF operations on a cluster's masters over SSH, or on
+//! this machine for a cluster known only by its `--kubeconfig`. Parses the
 //! arguments and calls `cnf::run`; inputs are checked before anything connects.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
@@ -12,7 +14,7 @@ use crate::cnf::{self, Inputs, Op};
 use crate::console;
 use crate::duration::parse_duration;
 use crate::error::{exit, Result};
-use crate::lifecycle::Timeouts;
+use crate::lifecycle::{FanOut, Runner, Timeouts};
 use crate::render::Output;
 
 #[derive(Args, Debug, Clone)]
@@ -47,6 +49,16 @@ pub struct CnfArgs {
     /// instantiated with, else --cluster-instance, else --vnf-instance-id.
     #[arg(long, global = true, value_name = "[NS:]ID")]
     pub cluster_uuid: Option<String>,
+    /// A cluster known only by this kubeconfig (OSM's cluster registered by file): Helm runs on
+    /// this machine with it, by path (`KUBECONFIG`), in private Helm homes under the state dir
+    /// (helm/CLUSTER_ID, 0700); no master, inventory or vimConnectionInfo is used (one or the
+    /// other). For install, upgrade, uninstall, rollback, status, history, values, list, show
+    /// and the repo-* verbs.
+    #[arg(long, global = true, value_name = "FILE")]
+    pub kubeconfig: Option<PathBuf>,
+    /// The Helm binary to run with --kubeconfig (default: `helm` on PATH).
+    #[arg(long, global = true, value_name = "PATH", requires = "kubeconfig")]
+    pub helm_bin: Option<PathBuf>,
     /// Credentials and host keys for the masters (matched by address).
     #[arg(short, long, global = true, value_name = "FILE")]
     pub inventory: Option<PathBuf>,
@@ -82,6 +94,7 @@ impl CnfArgs {
             cluster_instance: self.cluster_instance.clone(),
             cluster_uuid: self.cluster_uuid.clone(),
             inventory: self.inventory.clone(),
+            kubeconfig: self.kubeconfig.clone(),
             known_hosts: self.known.known_hosts.clone(),
             wait: self.wait,
             atomic: self.atomic,
@@ -100,7 +113,12 @@ pub async fn run(op: Op, a: CnfArgs, ctx: &Ctx) -> i32 {
     let inputs = a.inputs(ctx);
     let r: Result<cnf::run::Outcome> = async {
         let prepared = cnf::run::prepare(&op, &inputs, ctx.store(&a.store.state_dir)?)?;
-        let rt = ctx.runner(events, &Defaults::MASTERS, Timeouts::default(), false)?;
+        // A kubeconfig-only cluster: Helm runs here (a plan only plans, and makes no directory).
+        let local = if ctx.run.dry_run { None } else { prepared.local_connector(a.helm_bin.as_deref())? };
+        let rt = match local {
+            Some(local) => Runner::new(Arc::new(local), events, FanOut::default(), Timeouts::default()),
+            None => ctx.runner(events, &Defaults::MASTERS, Timeouts::default(), false)?,
+        };
         cnf::run::run(&op, &inputs, prepared, rt).await
     }
     .await;

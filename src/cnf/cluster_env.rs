@@ -66,6 +66,9 @@ pub enum HelmEnv {
     Legacy,
     /// The cluster's own environment, `ENV_ROOT/<id>` (the id checked by [`cluster_id`]).
     Cluster(String),
+    /// A cluster known only by its kubeconfig, Helm run on the controller (`cnf/local_cluster.rs`):
+    /// the operator's kubeconfig by path and private Helm homes in `dir` (under the state dir).
+    Local { id: String, dir: String, kubeconfig: String },
 }
 
 impl HelmEnv {
@@ -78,13 +81,24 @@ impl HelmEnv {
     pub fn id(&self) -> Option<&str> {
         match self {
             HelmEnv::Legacy => None,
-            HelmEnv::Cluster(id) => Some(id),
+            HelmEnv::Cluster(id) | HelmEnv::Local { id, .. } => Some(id),
         }
     }
 
-    /// The environment's directory on a master.
+    /// The environment's directory on a master (on the controller for [`HelmEnv::Local`]).
     pub fn dir(&self) -> Option<String> {
-        self.id().map(|id| format!("{ENV_ROOT}/{id}"))
+        match self {
+            HelmEnv::Local { dir, .. } => Some(dir.clone()),
+            _ => self.id().map(|id| format!("{ENV_ROOT}/{id}")),
+        }
+    }
+
+    /// The kubeconfig Helm reads: the operator's file, or the environment's copy on a master.
+    fn kubeconfig(&self, dir: &str) -> String {
+        match self {
+            HelmEnv::Local { kubeconfig, .. } => kubeconfig.clone(),
+            _ => format!("{dir}/kubeconfig"),
+        }
     }
 
     /// What goes before every `helm` (and `kubectl`) command of the cluster.
@@ -94,7 +108,7 @@ impl HelmEnv {
             Some(d) => {
                 // The id is a safe name: nothing here needs quoting, but it is quoted all the same.
                 let p = |sub: &str| format!("{d}/{sub}");
-                let (k, c, f, a) = (p("kubeconfig"), p("cache"), p("config"), p("data"));
+                let (k, c, f, a) = (self.kubeconfig(&d), p("cache"), p("config"), p("data"));
                 kubeconfig::exports(&[
                     ("KUBECONFIG", &k),
                     ("HELM_CACHE_HOME", &c),
@@ -113,6 +127,11 @@ impl HelmEnv {
 
     /// Make or refresh the environment on a master (`src/remote/helm_env.sh`); none for Legacy.
     pub fn prepare(&self) -> Option<String> {
+        if let HelmEnv::Local { dir, .. } = self {
+            // The operator's kubeconfig is used where it is: only the private homes are made.
+            let q = |sub: &str| crate::quote::quote(&format!("{dir}/{sub}")).expect("no NUL in a checked path");
+            return Some(format!("umask 077 && mkdir -p -- {} {} {}", q("cache"), q("config"), q("data")));
+        }
         let d = self.dir()?;
         Some(remote::HELM_ENV.command(&[d.as_str(), ADMIN_CONF]).expect("no NUL in a checked id"))
     }
@@ -120,6 +139,9 @@ impl HelmEnv {
     /// Remove the environment from a master (`src/remote/helm_env_reset.sh`); none for Legacy
     /// (Helm's default homes are not ours to remove).
     pub fn reset(&self) -> Option<String> {
+        if let HelmEnv::Local { dir, .. } = self {
+            return Some(format!("rm -rf -- {}", crate::quote::quote(dir).expect("no NUL in a checked path")));
+        }
         let d = self.dir()?;
         Some(remote::HELM_ENV_RESET.command(&[d.as_str()]).expect("no NUL in a checked id"))
     }

@@ -10,6 +10,7 @@
 pub mod cluster_env;
 pub mod helm_cmd;
 pub mod helm_info;
+pub mod local_cluster;
 pub mod manifest;
 pub mod masters;
 pub mod names;
@@ -241,6 +242,9 @@ pub struct Inputs {
     pub cluster_uuid: Option<String>,
     /// Credentials and host keys for the masters (matched by address).
     pub inventory: Option<PathBuf>,
+    /// A cluster known only by this kubeconfig (the operator's file): Helm runs on the
+    /// controller with it, no master or inventory is used (`cnf/local_cluster.rs`).
+    pub kubeconfig: Option<PathBuf>,
     pub inventory_opts: LoadOptions,
     pub known_hosts: Option<PathBuf>,
     /// helm --wait.
@@ -274,6 +278,7 @@ impl Inputs {
             cluster_instance: None,
             cluster_uuid: None,
             inventory: None,
+            kubeconfig: None,
             inventory_opts,
             known_hosts: None,
             wait: false,

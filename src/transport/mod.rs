@@ -15,6 +15,7 @@ use crate::event::HostEvents;
 use crate::inventory::Host;
 
 pub mod fake;
+pub mod local;
 
 /// What a finished command left behind.
 #[derive(Clone, Debug, Default)]

@@ -34,6 +34,11 @@ mod real_workload;
 #[path = "../real_sites.rs"]
 mod real_sites;
 
+// `cnf --kubeconfig`: Helm on the controller for a cluster known only by its kubeconfig (lab rk,
+// net 93).
+#[path = "../real_kubeconfig.rs"]
+mod real_kubeconfig;
+
 fn main() {
     support::harness::run(vec![
         real_cluster::suite(),
@@ -41,5 +46,6 @@ fn main() {
         real_cnf::suite(),
         real_workload::suite(),
         real_sites::suite(),
+        real_kubeconfig::suite(),
     ])
 }

@@ -33,6 +33,7 @@ use serde_json::{json, Map, Value};
 use crate::cnf::cluster_env::{self, HelmEnv};
 use crate::cnf::helm_cmd::InstallOpts;
 use crate::cnf::helm_info::HelmInfo;
+use crate::cnf::local_cluster;
 use crate::cnf::masters::{find_helm_info, masters};
 use crate::cnf::names;
 use crate::cnf::ops::{CnfState, Ctx, Record};
@@ -47,6 +48,7 @@ use crate::lifecycle::package::Package;
 use crate::lifecycle::state::{check_instance_id, Lock, Store};
 use crate::lifecycle::{Runner, Target};
 use crate::request::{Doc, ScaleRequest, VimConnections, VnfInstance};
+use crate::transport::local::LocalConnector;
 
 // The CNF document's kind, which callers name as `cnf::run::KIND`.
 pub use crate::cnf::ops::KIND;
@@ -144,6 +146,8 @@ pub fn prepare(op: &Op, a: &Inputs, store: Store) -> Result<Prepared> {
         check_instance_id(cid).map_err(|e| Error::input("arguments", "--cluster-instance", e.to_string()))?;
     }
     check_args(op, &id)?;
+    // A cluster known only by its kubeconfig: checked (and refused with masters) first.
+    let kubeconfig = a.kubeconfig.as_deref().map(|k| local_cluster::check(op, a, k)).transpose()?;
     let cluster_uuid = a
         .cluster_uuid
         .as_deref()
@@ -164,6 +168,10 @@ pub fn prepare(op: &Op, a: &Inputs, store: Store) -> Result<Prepared> {
         &id,
     )
     .map_err(|m| Error::input("arguments", "--cluster-uuid", m))?;
+    let env = match &kubeconfig {
+        Some(k) => local_cluster::env(env.id().unwrap_or(&id), store.dir(), k)?,
+        None => env,
+    };
     let req_file = a.request.as_ref().map(Doc::name).unwrap_or_else(|| "(recorded request)".into());
     // The operation's own inputs; its request (or the recorded one) gives the CNF params.
     let Read { op, mut ap, vims, scale_instance } = read(op, a, &saved, &req_file, want_repos)?;
@@ -197,11 +205,17 @@ pub fn prepare(op: &Op, a: &Inputs, store: Store) -> Result<Prepared> {
         }
         _ => {}
     }
-    let found = find_helm_info(a, vims.as_ref(), &store, saved.as_ref())?;
-    // Which credentials each master gets, decided (and a request's reference checked) before
-    // anything connects.
-    let nodes = masters(&found, a, &store)?;
-    let (helm_info, helm_info_json) = (found.info, found.json);
+    let (nodes, helm_info, helm_info_json) = if kubeconfig.is_some() {
+        // No master: Helm runs on the controller (`local_cluster`).
+        let none = HelmInfo { masternode_ip: vec![], username: String::new(), password: None, credential_ref: None };
+        (vec![local_cluster::target()], none, Value::Null)
+    } else {
+        let found = find_helm_info(a, vims.as_ref(), &store, saved.as_ref())?;
+        // Which credentials each master gets, decided (and a request's reference checked) before
+        // anything connects.
+        let nodes = masters(&found, a, &store)?;
+        (nodes, found.info, found.json)
+    };
     let others = match (&op, env.id()) {
         (Checked::Reset { uninstall: true }, Some(cluster)) => reset::others_on_cluster(&store, &id, cluster)?,
         _ => Vec::new(),
@@ -227,6 +241,17 @@ pub fn prepare(op: &Op, a: &Inputs, store: Store) -> Result<Prepared> {
 /// The operator's words for an operation (`--release`, `--chart`, `show CHART`, `--set`,
 /// `--version`, `--repo`), checked before anything connects: none may reach Helm as an option
 /// or a local directory. A release name alone is checked here, anything more by its operation.
+impl Prepared {
+    /// The controller's transport when the cluster is known only by its kubeconfig (its Helm
+    /// environment made there), else None: Helm runs on the masters over SSH.
+    pub fn local_connector(&self, helm_bin: Option<&std::path::Path>) -> Result<Option<LocalConnector>> {
+        match self.env {
+            HelmEnv::Local { .. } => local_cluster::connector(&self.env, helm_bin).map(Some),
+            _ => Ok(None),
+        }
+    }
+}
+
 fn check_args(op: &Op, instance: &str) -> Result<()> {
     match op {
         Op::Upgrade { release, chart, version, set, .. } => {
@@ -462,6 +487,7 @@ mod tests {
     use super::*;
     use crate::cnf::run::testkit::{run_op, status, Fixture, M1, M2};
     use crate::event::Events;
+    use crate::lifecycle::state::Store;
     use crate::lifecycle::{FanOut, Timeouts};
 
     #[tokio::test]
@@ -530,6 +556,60 @@ mod tests {
         assert_eq!(e.exit_code(), crate::error::exit::BAD_INPUT);
         assert!(e.to_string().contains("--cluster-uuid") && e.to_string().contains("'east'"), "{e}");
         assert_eq!(f.fake.calls().len(), n);
+    }
+
+    #[tokio::test]
+    async fn with_a_kubeconfig_helm_runs_on_the_controller_with_it_by_path_and_no_master() {
+        let f = Fixture::new();
+        let kc = f.dir.path().join("kc.yaml");
+        std::fs::write(&kc, "current-context: admin@k\nusers:\n- name: a\n  user:\n    token: sekrit-token\n").unwrap();
+        let inputs = Inputs {
+            vnf_instance_id: Some("cnf9".into()),
+            kubeconfig: Some(kc.clone()),
+            cluster_uuid: Some("edge:east".into()),
+            ..Inputs::new(Some("cnf9".into()), Default::default())
+        };
+        let store = Store::open(&f.dir.path().join("state")).unwrap();
+        let op = Op::Install {
+            chart: "labrepo/nginxlab".into(),
+            release: Some("web".into()),
+            version: None,
+            values: vec![],
+            set: vec![],
+        };
+        let p = prepare(&op, &inputs, store).unwrap();
+        let home = f.dir.path().join("state/helm/east");
+        assert_eq!(
+            p.env,
+            HelmEnv::Local { id: "east".into(), dir: home.display().to_string(), kubeconfig: kc.display().to_string() }
+        );
+        assert_eq!(p.nodes.iter().map(|n| n.host.name.as_str()).collect::<Vec<_>>(), [local_cluster::NODE]);
+        f.fake.reply(None, "status --namespace edge -o json -- web", &status("deployed", 1)).reply(
+            None,
+            "get values --namespace edge -o json --all -- web",
+            "{}",
+        );
+        let (events, mut rx) = Events::channel();
+        let rt = Runner::new(Arc::new(f.fake.clone()), events, FanOut::default(), Timeouts::default());
+        let o = run(&op, &inputs, p, rt).await.unwrap();
+        assert_eq!(o.context["helmEnvironment"], home.display().to_string());
+        let execs = f.fake.execs(local_cluster::NODE);
+        let pre = format!("export KUBECONFIG={} HELM_CACHE_HOME={}/cache", kc.display(), home.display());
+        assert!(execs.iter().any(|e| e.starts_with("umask 077 && mkdir -p -- ")), "{execs:?}");
+        assert!(
+            execs
+                .iter()
+                .any(|e| e.starts_with(&pre) && (e.contains("; helm upgrade ") || e.contains("; helm install "))),
+            "{execs:?}"
+        );
+        for m in [M1, M2] {
+            assert!(f.fake.execs(m).is_empty(), "no master is reached: {m}");
+        }
+        let mut seen = format!("{execs:?}{}", o.result);
+        while let Some(e) = rx.recv().await {
+            seen.push_str(&format!("{e:?}"));
+        }
+        assert!(!seen.contains("sekrit"), "{seen}");
     }
 
     #[test]

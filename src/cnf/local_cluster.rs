@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use crate::cnf::cluster_env::HelmEnv;
 use crate::cnf::{Inputs, Op};
 use crate::error::{Error, Result};
-use crate::inventory::{Auth, Host, HostKeyCheck};
+use crate::inventory::Host;
 use crate::target::{Role, Target};
 use crate::transport::local::LocalConnector;
 
@@ -109,20 +109,8 @@ pub fn check_text(text: &str) -> std::result::Result<(), String> {
 
 /// The controller as the session's only "master".
 pub fn target() -> Target {
-    let host = Host {
-        name: NODE.into(),
-        addr: "localhost".into(),
-        port: 0,
-        nic_ip: None,
-        // Never used to log in: the local transport runs as the operator and ignores sudo.
-        user: "root".into(),
-        auth: Auth::default(),
-        known_hosts: "/dev/null".into(),
-        host_key_check: HostKeyCheck::Strict,
-        jump: vec![],
-        become_password: None,
-        groups: vec![],
-    };
+    // Never used to log in: the local transport runs as the operator and ignores sudo.
+    let host = Host::bare(NODE, "localhost", 0);
     Target::new(host, Role::Master)
 }
 

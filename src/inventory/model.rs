@@ -173,10 +173,16 @@ impl Host {
     /// A minimal host for unit tests: root, strict host keys against /dev/null, no jump.
     #[cfg(test)]
     pub fn for_test(name: &str, addr: &str) -> Host {
+        Host::bare(name, addr, 22)
+    }
+
+    /// A host with no credentials: root, strict host keys against /dev/null, no jump (the
+    /// controller itself as `cnf --kubeconfig`'s only node, and unit tests).
+    pub fn bare(name: &str, addr: &str, port: u16) -> Host {
         Host {
             name: name.into(),
             addr: addr.into(),
-            port: 22,
+            port,
             nic_ip: None,
             user: "root".into(),
             auth: Auth::default(),

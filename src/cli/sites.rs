@@ -24,7 +24,7 @@ use crate::sites::catalogue::Catalogue;
 use crate::sites::inputs;
 use crate::sites::plan::{self, parse_selector, Env, Op, SiteDir};
 use crate::sites::render::render_all;
-use crate::sites::rollout::{self, MaxFail, Size};
+use crate::sites::rollout::{self, MaxFail};
 use crate::sites::status::Statuses;
 
 #[derive(Subcommand, Debug)]
@@ -117,7 +117,7 @@ pub struct SitesArgs {
     /// Canary batches, e.g. 1,10%,100%: a batch starts once the one before it has finished and
     /// the rollout has not stopped; the last size repeats (Ansible's serial). Default: one batch.
     #[arg(long, global = true, value_parser = rollout::parse_batches, value_name = "SIZE,...")]
-    pub batch: Option<Vec<Size>>,
+    pub batch: Option<rollout::Batches>,
     /// Also run the sites whose last run of this operation is done.
     #[arg(long, global = true)]
     pub force: bool,
@@ -574,6 +574,28 @@ fn status(state_dir: Option<PathBuf>, ctx: &Ctx) -> Result<i32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `--batch` and `--max-fail` as an operator types them reach the rollout (a list-valued
+    /// flag once panicked in clap's derive when the command line was read).
+    #[test]
+    fn the_rollout_flags_parse_from_a_command_line() {
+        use clap::Parser;
+        let cli = crate::cli::Cli::try_parse_from([
+            "mgmt-driver",
+            "sites",
+            "apply",
+            "instantiate",
+            "--rendered",
+            "out",
+            "--batch",
+            "1,10%,100%",
+            "--max-fail",
+            "0",
+        ])
+        .unwrap_or_else(|e| panic!("{e}"));
+        let text = format!("{cli:?}");
+        assert!(text.contains("batch: Some([Count(1), Percent(10), Percent(100)])"), "{text}");
+    }
 
     #[test]
     fn the_table_has_one_line_per_site_and_the_error_s_first_line() {

@@ -51,7 +51,12 @@ fn parse_size(s: &str, flag: &str) -> Result<Size, String> {
 
 /// `--batch 1,10%,100%`: each size at least one site (a batch of none would never finish the
 /// rollout).
-pub fn parse_batches(s: &str) -> Result<Vec<Size>, String> {
+/// The batch sizes of `--batch`, in order. A type of its own: clap reads a field typed
+/// `Option<Vec<T>>` as a flag given several times, each value a `T`, and would panic when the
+/// parser hands it the whole list.
+pub type Batches = Vec<Size>;
+
+pub fn parse_batches(s: &str) -> Result<Batches, String> {
     let sizes = s.split(',').map(|x| parse_size(x, "--batch")).collect::<Result<Vec<_>, _>>()?;
     if let Some(z) = sizes.iter().find(|z| matches!(z, Size::Count(0) | Size::Percent(0))) {
         return Err(format!("--batch: a batch of {z} sites never ends the rollout; give at least 1"));

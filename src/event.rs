@@ -105,6 +105,13 @@ pub enum EventKind {
         step: usize,
         action: String,
     },
+    /// How many exchanges with the node the run's connection to it made (each command, each
+    /// file-transfer step: one request and its answer), sent when the connection closes. Over a
+    /// link of round-trip time R, the node's share of the run costs at least count × R; unlike a
+    /// wall time, the count does not depend on machine noise.
+    RoundTrips {
+        count: u64,
+    },
     /// The host's job ended.
     Done {
         ok: bool,

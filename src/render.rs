@@ -202,6 +202,7 @@ impl Renderer {
                 (false, format!("{h}: connecting to {addr}{via}"))
             }
             EventKind::Connected { ms } if self.verbose => (false, format!("{h}: connected in {ms} ms")),
+            EventKind::RoundTrips { count } if self.verbose => (false, format!("{h}: {count} round trips")),
             EventKind::Command { command } if self.verbose => (false, format!("{h}: $ {command}")),
             EventKind::Exit { code, signal, ms } if self.verbose => (
                 false,

@@ -119,6 +119,7 @@ impl Runner {
     pub async fn forget(&self, node: &dyn Node) {
         let slot = self.conns.lock().await.remove(node.name());
         if let Some(t) = slot.and_then(|s| s.get().cloned()) {
+            self.report_round_trips(t.as_ref());
             t.close().await;
         }
     }
@@ -226,7 +227,29 @@ impl Runner {
 
     pub async fn close(&self) {
         let all: Vec<Slot> = self.conns.lock().await.drain().map(|(_, s)| s).collect();
-        join_all(all.iter().filter_map(|s| s.get().cloned()).map(|t| async move { t.close().await })).await;
+        let open: Vec<Arc<dyn Transport>> = all.iter().filter_map(|s| s.get().cloned()).collect();
+        open.iter().for_each(|t| self.report_round_trips(t.as_ref()));
+        join_all(open.iter().map(|t| async move { t.close().await })).await;
+    }
+
+    /// A connection's exchanges with its node, as it closes (a node reconnected after a reboot
+    /// reports once per connection: the run's count for it is the sum).
+    fn report_round_trips(&self, t: &dyn Transport) {
+        let count = t.round_trips();
+        if count > 0 {
+            self.events.for_host(t.node()).emit(EventKind::RoundTrips { count });
+        }
+    }
+}
+
+/// Every run reports its round trips, including one that ends on an error before `close`: the
+/// connections still open report as the runner goes (they close as their handles drop).
+impl Drop for Runner {
+    fn drop(&mut self) {
+        let open: Vec<Slot> = self.conns.get_mut().drain().map(|(_, s)| s).collect();
+        for t in open.iter().filter_map(|s| s.get()) {
+            self.report_round_trips(t.as_ref());
+        }
     }
 }
 
@@ -344,5 +367,32 @@ mod tests {
         let rt2 = Runner::new(Arc::new(fake), Events::channel().0, FanOut::default(), Timeouts::default());
         let e = rt2.first_reachable(&refs).await.unwrap_err();
         assert_eq!(e.kind(), "connect", "{e}");
+    }
+
+    /// Each connection reports its exchanges once as it closes: through `close`, `forget`, or
+    /// the runner going away after an error; nothing for a node never asked anything.
+    #[tokio::test]
+    async fn every_connection_reports_its_round_trips_once_however_the_run_ends() {
+        let fake = FakeConnector::new();
+        let (events, mut rx) = Events::channel();
+        let rt = Runner::new(Arc::new(fake.clone()), events, FanOut::default(), Timeouts::default());
+        let hs = hosts(3);
+        rt.exec(&hs[0], RemoteCommand::new("a")).await.unwrap();
+        rt.exec(&hs[0], RemoteCommand::new("b")).await.unwrap();
+        rt.exec(&hs[1], RemoteCommand::new("c")).await.unwrap();
+        rt.forget(&hs[1]).await;
+        rt.exec(&hs[1], RemoteCommand::new("d")).await.unwrap();
+        rt.exec(&hs[1], RemoteCommand::new("e")).await.unwrap();
+        rt.transport(&hs[2]).await.unwrap();
+        drop(rt);
+        let mut got = vec![];
+        while let Ok(e) = rx.try_recv() {
+            if let EventKind::RoundTrips { count } = e.kind {
+                got.push((e.host.to_string(), count));
+            }
+        }
+        got.sort();
+        assert_eq!(got, vec![("h1".to_string(), 2), ("h2".to_string(), 1), ("h2".to_string(), 2)]);
+        assert_eq!(fake.round_trips(), 5);
     }
 }

@@ -86,6 +86,9 @@ impl Transport for BoundedTransport {
     async fn close(&self) {
         self.inner.close().await
     }
+    fn round_trips(&self) -> u64 {
+        self.inner.round_trips()
+    }
 }
 
 /// A site's own event stream, forwarded into the run's stream with every host name prefixed

@@ -12,7 +12,7 @@ mod session;
 mod transfer;
 
 use std::path::Path;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -59,6 +59,7 @@ impl Connector for SshConnector {
             stall: self.opts.stall,
             quiet: HostEvents::discard(&host.name),
             warmed: AtomicBool::new(false),
+            round_trips: AtomicU64::new(0),
         }))
     }
 }
@@ -86,6 +87,10 @@ impl Transport for SshSession {
             })?;
         }
         self.download_file(remote, local, events).await
+    }
+
+    fn round_trips(&self) -> u64 {
+        self.round_trips.load(Ordering::Relaxed)
     }
 
     /// Best effort, and bounded: after a stall the link may be dead, and saying goodbye on it

@@ -2,7 +2,7 @@
 //! exec and transfer halves add their methods in `exec.rs` and `transfer.rs`; the `Transport`
 //! impl that ties them together is in `mod.rs`.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use russh::client::{Handle, Msg};
@@ -26,6 +26,8 @@ pub struct SshSession {
     pub(super) quiet: HostEvents,
     /// Whether the first channel has been opened (see [`SshSession::channel`]).
     pub(super) warmed: AtomicBool,
+    /// Channels opened and SFTP files sent or fetched: [`Transport::round_trips`].
+    pub(super) round_trips: AtomicU64,
 }
 
 impl SshSession {
@@ -40,6 +42,7 @@ impl SshSession {
     /// carries the ACK at once. Later channels do not need it.
     pub(super) async fn channel(&self) -> std::result::Result<Channel<Msg>, russh::Error> {
         let stall = self.stall;
+        self.round_trips.fetch_add(1, Ordering::Relaxed);
         tokio::time::timeout(stall, self.open_channel()).await.unwrap_or_else(|_| {
             Err(russh::Error::IO(std::io::Error::new(
                 std::io::ErrorKind::TimedOut,

@@ -231,6 +231,7 @@ impl SshSession {
                 OpenFlags::CREATE | OpenFlags::TRUNCATE | OpenFlags::WRITE,
                 attrs,
             );
+            self.round_trips.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             let mut file = step(self.stall, &format!("sftp open {tmp}"), open).await?;
             match &f.source {
                 Source::Bytes(b) => copy(&mut &b[..], &mut file, self.stall).await?,
@@ -291,6 +292,7 @@ impl SshSession {
         let mut out = tokio::fs::File::create(&tmp).await.map_err(|e| terr(format!("{}: {e}", tmp.display())))?;
         let res: std::result::Result<u64, String> = async {
             if let Some(sftp) = self.sftp().await {
+                self.round_trips.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 let mut f = step(self.stall, "sftp open", sftp.open(remote)).await?;
                 copy(&mut f, &mut out, self.stall).await
             } else {

@@ -14,6 +14,7 @@
 //! the virtual clock: elapsed / latency = the round trips that had to happen one after another
 //! (nodes that work in parallel overlap; local work costs no virtual time).
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -210,13 +211,15 @@ impl Connector for FakeConnector {
                 attempts: 1,
             });
         }
-        Ok(Box::new(FakeTransport { node: host.name.clone(), fake: self.clone() }))
+        Ok(Box::new(FakeTransport { node: host.name.clone(), fake: self.clone(), calls: AtomicU64::new(0) }))
     }
 }
 
 struct FakeTransport {
     node: String,
     fake: FakeConnector,
+    /// This connection's exec, upload and download calls: [`Transport::round_trips`].
+    calls: AtomicU64,
 }
 
 #[async_trait]
@@ -227,6 +230,7 @@ impl Transport for FakeTransport {
 
     async fn exec(&self, cmd: &RemoteCommand, events: &HostEvents) -> Result<ExecOutput> {
         let shown = cmd.display().to_string();
+        self.calls.fetch_add(1, Ordering::Relaxed);
         self.fake.log(Call::Exec { node: self.node.clone(), script: shown.clone() }).await;
         events.emit(EventKind::Command { command: shown.clone() });
         let mut out = self.fake.answer(&self.node, &shown);
@@ -247,11 +251,13 @@ impl Transport for FakeTransport {
 
     async fn upload(&self, files: &[UploadFile], _events: &HostEvents) -> Result<Vec<UploadResult>> {
         let remotes: Vec<String> = files.iter().map(|f| f.remote.clone()).collect();
+        self.calls.fetch_add(1, Ordering::Relaxed);
         self.fake.log(Call::Upload { node: self.node.clone(), remotes: remotes.clone() }).await;
         Ok(remotes.into_iter().map(|remote| UploadResult { remote, bytes: 0, skipped: false }).collect())
     }
 
     async fn download(&self, remote: &str, local: &std::path::Path, _events: &HostEvents) -> Result<u64> {
+        self.calls.fetch_add(1, Ordering::Relaxed);
         self.fake.log(Call::Download { node: self.node.clone(), remote: remote.to_string() }).await;
         std::fs::write(local, b"").map_err(|e| Error::Transfer {
             node: self.node.clone(),
@@ -262,6 +268,10 @@ impl Transport for FakeTransport {
     }
 
     async fn close(&self) {}
+
+    fn round_trips(&self) -> u64 {
+        self.calls.load(Ordering::Relaxed)
+    }
 }
 
 #[cfg(test)]

@@ -278,6 +278,12 @@ pub trait Transport: Send + Sync {
     async fn download(&self, remote: &str, local: &std::path::Path, events: &HostEvents) -> Result<u64>;
 
     async fn close(&self);
+
+    /// The exchanges with the node so far (see [`EventKind::RoundTrips`](crate::event::EventKind)):
+    /// every command and every file-transfer step, not the connection's own handshake.
+    fn round_trips(&self) -> u64 {
+        0
+    }
 }
 
 /// Opens [`Transport`]s. The SSH connector retries while a VM is still booting.

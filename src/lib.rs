@@ -52,6 +52,8 @@ pub(crate) mod redact;
 mod remote;
 pub(crate) mod render;
 pub(crate) mod request;
+#[cfg(test)]
+mod round_trip_table;
 pub mod secret;
 pub mod secret_ref;
 pub mod sites;

@@ -51,7 +51,7 @@ impl Connector for SshConnector {
         let c = connect::connect(host, &self.opts, &self.config, events).await?;
         Ok(Box::new(SshSession {
             node: host.name.clone(),
-            handle: c.handle,
+            handle: Arc::new(c.handle),
             hops: c.hops,
             sftp: OnceCell::new(),
             become_password: host.become_password.clone(),
@@ -60,6 +60,7 @@ impl Connector for SshConnector {
             quiet: HostEvents::discard(&host.name),
             warmed: AtomicBool::new(false),
             round_trips: AtomicU64::new(0),
+            spare: std::sync::Mutex::new(None),
         }))
     }
 }
@@ -96,6 +97,7 @@ impl Transport for SshSession {
     /// Best effort, and bounded: after a stall the link may be dead, and saying goodbye on it
     /// must not hang the run.
     async fn close(&self) {
+        self.drop_spare();
         let bound = CLOSE_WAIT.min(self.stall);
         if let Some(Some(s)) = self.sftp.get() {
             let _ = tokio::time::timeout(bound, s.close()).await;

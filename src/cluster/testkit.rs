@@ -66,7 +66,7 @@ impl Fixture {
     /// Every node answers as a healthy cluster does.
     pub fn healthy(&self) {
         let f = &self.fake;
-        for (n, _, k) in (1..=self.masters).map(master).chain((1..=9).map(worker)) {
+        for (n, _, k) in (1..=self.masters).map(master).chain((1..=30).map(worker)) {
             f.reply(Some(&n), "hostname", &format!("{k}\n"));
         }
         let master_out = format!(
@@ -245,4 +245,83 @@ impl Fixture {
 /// Index of the first exec matching both `node` and `needle`.
 pub fn position(execs: &[String], node: &str, needle: &str) -> Option<usize> {
     execs.iter().position(|e| e.starts_with(&format!("{node}: ")) && e.contains(needle))
+}
+
+/// One round trip of the fake transport in [`round_trip_rows`] (any length would do: the
+/// counts are the elapsed virtual time divided by it).
+pub const RT: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// Run `op` on the fixture with every call one [`RT`] long and return (critical path, total)
+/// in round trips: the virtual time it took over [`RT`] (a connect counts one, as the fake
+/// waits one RT for it), and every exec, upload and download. Needs tokio's paused clock.
+pub async fn measure(f: &Fixture, op: Op, body: Value, nodes: &[&str], reset_nodes: bool) -> (usize, usize) {
+    let p = f.prepare(op, body, nodes).unwrap();
+    f.fake.with_latency(RT);
+    let before = f.fake.round_trips();
+    let start = tokio::time::Instant::now();
+    let o = crate::cluster::run(op, &p, reset_nodes).await;
+    let elapsed = start.elapsed();
+    f.fake.with_latency(std::time::Duration::ZERO);
+    assert!(o.error.is_none(), "{op:?}: {:?}", o.error);
+    assert_eq!(elapsed.as_nanos() % RT.as_nanos(), 0, "{op:?}: {elapsed:?} is whole round trips");
+    ((elapsed.as_nanos() / RT.as_nanos()) as usize, f.fake.round_trips() - before)
+}
+
+/// The cluster of the round-trip table: 3 masters and 20 workers.
+pub const TABLE_MASTERS: usize = 3;
+pub const TABLE_WORKERS: usize = 20;
+
+fn table_fixture() -> Fixture {
+    Fixture::new(TABLE_MASTERS, TABLE_WORKERS)
+}
+
+/// The round trips of every cluster hook on 3 masters + 20 workers, as (operation, critical
+/// path, total): the table of docs/cluster-hooks.md and of issue 24. Each row runs on its own
+/// fixture; the steps that set it up are not counted. Call it under
+/// `#[tokio::test(start_paused = true)]` (the fake's latency is on tokio's clock).
+pub async fn round_trip_rows() -> Vec<(String, usize, usize)> {
+    let mut rows = Vec::new();
+    let mut row = |name: &str, (path, total): (usize, usize)| rows.push((name.to_string(), path, total));
+    let inst = Fixture::instantiate_body;
+    let heal = |id: &str| serde_json::json!({"vnfcInstanceId": [id]});
+
+    let f = table_fixture();
+    row("instantiate_end", measure(&f, Op::InstantiateEnd, inst(), &[], false).await);
+    row("instantiate_end again (no-op re-run)", measure(&f, Op::InstantiateEnd, inst(), &[], false).await);
+
+    let f = table_fixture();
+    f.instantiate().await;
+    f.write_inventory(TABLE_MASTERS, TABLE_WORKERS + 1);
+    let out = serde_json::json!({"type": "SCALE_OUT", "aspectId": "worker", "numberOfSteps": 1});
+    row("scale_end SCALE_OUT +1 worker", measure(&f, Op::ScaleEnd, out.clone(), &["w21"], false).await);
+    row("scale_end SCALE_OUT again (no-op re-run)", measure(&f, Op::ScaleEnd, out, &["w21"], false).await);
+    let scale_in = serde_json::json!({"type": "SCALE_IN", "aspectId": "worker", "numberOfSteps": 1});
+    row("scale_start SCALE_IN -1 worker", measure(&f, Op::ScaleStart, scale_in.clone(), &["w21"], false).await);
+    row("scale_start SCALE_IN again (no-op re-run)", measure(&f, Op::ScaleStart, scale_in, &["w21"], false).await);
+
+    let f = table_fixture();
+    f.instantiate().await;
+    row("heal_start worker", measure(&f, Op::HealStart, heal("w1"), &[], false).await);
+    row("heal_end worker", measure(&f, Op::HealEnd, heal("w1"), &[], false).await);
+    row("heal_start master", measure(&f, Op::HealStart, heal("m3"), &[], false).await);
+    row("heal_end master", measure(&f, Op::HealEnd, heal("m3"), &[], false).await);
+
+    let f = table_fixture();
+    f.instantiate().await;
+    row("terminate_end", measure(&f, Op::TerminateEnd, serde_json::json!({}), &[], false).await);
+    let f = table_fixture();
+    f.instantiate().await;
+    row("terminate_end --reset-nodes", measure(&f, Op::TerminateEnd, serde_json::json!({}), &[], true).await);
+    rows
+}
+
+#[cfg(test)]
+mod round_trip_table {
+    /// Prints the table (`cargo test --lib round_trip_table -- --nocapture`).
+    #[tokio::test(start_paused = true)]
+    async fn print() {
+        for (op, path, total) in super::round_trip_rows().await {
+            println!("{op:45} {path:>4} {total:>5}");
+        }
+    }
 }

@@ -68,13 +68,9 @@ impl Fixture {
         let f = &self.fake;
         for (n, _, k) in (1..=self.masters).map(master).chain((1..=30).map(worker)) {
             f.reply(Some(&n), "hostname", &format!("{k}\n"));
+            let printed = if n.starts_with('m') { master_output() } else { String::new() };
+            f.reply(Some(&n), "install_k8s_cluster.sh", &install_reply(&printed, &k));
         }
-        let master_out = format!(
-            "token:{TOKEN}\nserver:https://192.0.2.100:16443\n-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\nssl_ca_cert_hash:{}\ncertificate_key:{}\n",
-            "a".repeat(64),
-            "b".repeat(64)
-        );
-        f.reply(None, "install_k8s_cluster.sh -m", &master_out);
         f.reply(None, "kubeadm token create", &format!("{TOKEN}\n"));
         f.reply(None, "upload-certs", &format!("{}\n", "c".repeat(64)));
         f.reply(None, "admin_token.sh", "bearer-token");
@@ -171,6 +167,21 @@ impl Fixture {
     }
 }
 
+/// What the install script prints on a main master (every master's script prints it here).
+pub fn master_output() -> String {
+    format!(
+        "token:{TOKEN}\nserver:https://192.0.2.100:16443\n-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\nssl_ca_cert_hash:{}\ncertificate_key:{}\n",
+        "a".repeat(64),
+        "b".repeat(64)
+    )
+}
+
+/// What an install node program prints: the install script's `printed`, then the node's
+/// hostname `k8s` after the marker line (`node_program.rs`).
+pub fn install_reply(printed: &str, k8s: &str) -> String {
+    format!("{printed}\nmgmt-driver-hostname\n{k8s}\n")
+}
+
 /// A VnfInstance `vnf1` as Tacker v2's OpenStack driver records it: each VNFC's
 /// vnfcResourceInfo id is its Nova server's id, its vnfcInfo id `<vduId>-<server id>` (Tacker's
 /// default, without `VDU_VNFc_mapping`), its address on an external CP; the VIP is an external
@@ -230,6 +241,8 @@ impl Fixture {
             let ip = e["cpProtocolInfo"][0]["ipOverEthernet"]["ipAddresses"][0]["addresses"][0].as_str().unwrap();
             let last = ip.rsplit('.').next().unwrap();
             self.fake.reply(Some(id), "hostname", &format!("{vdu}{last}\n"));
+            let printed = if vdu == "master" { master_output() } else { String::new() };
+            self.fake.reply(Some(id), "install_k8s_cluster.sh", &install_reply(&printed, &format!("{vdu}{last}")));
         }
         let doc = crate::request::Doc::Inline { name: "vnf_instance".into(), value: inst.clone() };
         let grant = grant.map(|g| crate::request::Doc::Inline { name: "grant_request".into(), value: g.clone() });
@@ -240,6 +253,14 @@ impl Fixture {
         })?;
         Ok(crate::cluster::run(op, &p, false).await)
     }
+}
+
+/// Where the first step on `node` containing `needle` ran: (exec index, offset in that exec's
+/// text). Steps of one node program (`node_program.rs`) run in the order of its text, so
+/// these compare as the steps ran, whether they were one exec each or one program.
+pub fn step(execs: &[String], node: &str, needle: &str) -> Option<(usize, usize)> {
+    let i = position(execs, node, needle)?;
+    Some((i, execs[i].find(needle).expect("position found it")))
 }
 
 /// Index of the first exec matching both `node` and `needle`.

@@ -138,9 +138,8 @@ pub async fn end(h: &Hook, targets: &[&ClusterNode], whole: bool) -> Result<serd
             return Ok(());
         }
         h.rt.phase("heal: reinstall workers", &workers, true);
-        let res = h
-            .rt
-            .each(&workers, |t| {
+        let res =
+            h.rt.each(&workers, |t| {
                 let token = &token;
                 let hash = &hash;
                 async move {

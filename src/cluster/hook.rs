@@ -28,8 +28,8 @@ use crate::error::{Error, Result};
 use crate::facts::kubeadm::{ApiServer, CaHash, CaPem, CertificateKey, Installed, JoinToken, MainMasterInstalled};
 use crate::facts::node::Hostname;
 use crate::facts::Fact;
-use crate::lifecycle::package::Package;
 use crate::lifecycle::fact::unreadable;
+use crate::lifecycle::package::Package;
 use crate::lifecycle::state::Store;
 use crate::lifecycle::{Role, Runner};
 use crate::request::VimConnections;
@@ -403,8 +403,9 @@ impl Hook {
             let (printed, host) = node_program::split_hostname(&text).ok_or_else(|| {
                 unreadable(n.name(), label, &hostname.what(), "the node program ended without printing it")
             })?;
-            let value =
-                installed.parse(printed).map_err(|m| unreadable(n.name(), install_cmd.display(), &installed.what(), m))?;
+            let value = installed
+                .parse(printed)
+                .map_err(|m| unreadable(n.name(), install_cmd.display(), &installed.what(), m))?;
             let k8s = hostname.parse(host).map_err(|m| unreadable(n.name(), label, &hostname.what(), m))?;
             (value, k8s)
         };

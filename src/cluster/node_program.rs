@@ -131,4 +131,51 @@ mod tests {
         assert_eq!(host.trim(), String::from_utf8_lossy(&sh("hostname").stdout).trim());
         assert!(split_hostname("token:x\nworker1\n").is_none());
     }
+
+    /// A prepare + install program as the driver builds it, run by a real `sh` in a temp
+    /// "home" (the node's /etc/hosts swapped for a temp file): the leftover env file goes, the
+    /// one uploaded for the install is kept by the sweep and consumed by the install, `/etc/hosts`
+    /// is written, and the hostname is read after the marker; a failing install stops the
+    /// program before `hostname`, naming itself, with its status.
+    #[test]
+    fn a_prepare_and_install_program_runs_its_steps_in_order_on_a_real_shell() {
+        use crate::cluster::node_cmd::{clean_env, hosts_update};
+        let home = tempfile::tempdir().unwrap();
+        let run = home.path().join("run");
+        std::fs::create_dir(&run).unwrap();
+        let hosts = home.path().join("hosts");
+        std::fs::write(&hosts, "127.0.0.1 localhost\n").unwrap();
+        let build = |install: &str| {
+            let mut p = NodeProgram::new();
+            p.push(clean_env("run", &["env.install"]).unwrap());
+            let h = hosts_update(&[("10.0.0.1".into(), "master1".into())], &[]).unwrap();
+            p.push(h.replace("hosts=/etc/hosts", &format!("hosts={}", hosts.display())));
+            p.push(format!("cd run && . ./env.install && rm -f env.install && {install}"));
+            p.push_as(hostname_after(), HOSTNAME_LABEL);
+            p
+        };
+        for (f, text) in [("env.old", "K8S_JOIN_TOKEN=old\n"), ("env.install", "GREETING=joined\n")] {
+            std::fs::write(run.join(f), text).unwrap();
+        }
+        let p = build("echo \"$GREETING\"");
+        let o = Command::new("sh").arg("-c").arg(p.script().unwrap()).current_dir(home.path()).output().unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let out = String::from_utf8_lossy(&o.stdout).into_owned();
+        let (printed, host) = split_hostname(&out).unwrap();
+        assert!(printed.contains("removed env.old\n") && printed.ends_with("joined\n"), "{printed:?}");
+        assert_eq!(host.trim(), String::from_utf8_lossy(&sh("hostname").stdout).trim());
+        assert_eq!(std::fs::read_dir(&run).unwrap().count(), 0, "no env file is left");
+        assert!(std::fs::read_to_string(&hosts).unwrap().contains("10.0.0.1 master1"));
+
+        std::fs::write(run.join("env.install"), "X=1\n").unwrap();
+        let o = Command::new("sh")
+            .arg("-c")
+            .arg(build("exit 7").script().unwrap())
+            .current_dir(home.path())
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(7));
+        assert!(split_hostname(&String::from_utf8_lossy(&o.stdout)).is_none(), "hostname never ran");
+        assert!(String::from_utf8_lossy(&o.stderr).contains("mgmt-driver: step cd failed with exit status 7"));
+    }
 }

@@ -137,7 +137,8 @@ pub async fn end(h: &Hook, targets: &[&ClusterNode], whole: bool) -> Result<serd
         if workers.is_empty() {
             return Ok(());
         }
-        h.rt.phase("heal: reinstall workers", &workers, true);
+        let names: Vec<&str> = workers.iter().map(|w| w.name()).collect();
+        h.rt.phase(&format!("heal: reinstall {}", names.join(", ")), &workers, true);
         let res =
             h.rt.each(&workers, |t| {
                 let token = &token;

@@ -15,8 +15,9 @@
 //!
 //! Every finished node is recorded in the state store at once, so a second run after a failure
 //! completes the missing nodes only and ends with the same record. A re-run on a finished
-//! cluster with the same inputs touches no node: every step is recorded as done, and the
-//! record is written again from the state.
+//! cluster with the same inputs costs one round trip per node, all at once (its host key is
+//! checked, its leftover env files swept: `prepare_nodes.rs`); every step is recorded as done,
+//! and the record is written again from the state.
 
 use crate::cluster::hook::Hook;
 use crate::cluster::labels_apply;
@@ -249,6 +250,25 @@ mod tests {
         let again = &f.execs()[before..];
         assert_eq!(again.iter().filter(|e| e.contains("install_k8s_cluster.sh")).count(), 1, "{again:#?}");
         assert!(position(again, "w2", "install_k8s_cluster.sh").is_some(), "{again:#?}");
+    }
+
+    /// A re-run on a finished cluster with the same inputs reaches every node once, at once:
+    /// its leftover env files swept, nothing else (no scripts, no /etc/hosts, no token). A VM
+    /// that is gone fails it, named: the state alone cannot prove the cluster is still there.
+    #[tokio::test]
+    async fn a_rerun_on_a_finished_cluster_reaches_every_node_once_and_a_gone_vm_fails_it() {
+        let f = Fixture::new(2, 2);
+        f.instantiate().await;
+        let before = f.execs().len();
+        let calls = f.fake.round_trips();
+        f.instantiate().await;
+        let again = &f.execs()[before..];
+        assert_eq!(f.fake.round_trips() - calls, 4, "{again:#?}");
+        assert!(again.iter().all(|x| x.ends_with(": clean_env.sh .mgmt-driver/run/vnf1")), "{again:#?}");
+        f.fake.down("w2");
+        let o = f.run(Op::InstantiateEnd, Fixture::instantiate_body(), &[]).await;
+        let err = o.error.expect("w2 is gone").to_string();
+        assert!(err.contains("w2"), "{err}");
     }
 
     #[tokio::test]

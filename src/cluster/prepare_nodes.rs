@@ -7,13 +7,12 @@
 //!
 //! One upload and one node program per node (`node_program.rs`): the sweep keeps only the env
 //! files of this upload. A node about to be installed runs its install in the same program
-//! (`Hook::install`). A node already installed gets no scripts, and none of it at all when what
-//! the steps set is what the state records it got ([`Prep::digest`]): a re-run with the same
-//! inputs costs it no round trip. That is safe because the store is sealed and authenticated
-//! (the digest is what this driver did), and no env file can be left on such a node: a step
-//! that uploads one on an installed node is a changed prepare (its digest differs, so the next
-//! run sweeps) or a Helm install (not recorded until it ran, and a master without Helm always
-//! gets its scripts again).
+//! (`Hook::install`). A node already installed gets no scripts, and when what the steps set is
+//! what the state records it got ([`Prep::digest`]) it gets only the sweep: a re-run with the
+//! same inputs costs it one round trip, in parallel with the others. Not zero: the state cannot
+//! prove the VM is still the one it installed (one replaced behind the VNFM's back has a new
+//! host key, refused at this connect), and the sweep deletes env files (secrets) a run that was
+//! killed between an upload and its command left there.
 
 use sha2::{Digest, Sha256};
 
@@ -73,22 +72,39 @@ pub fn needs_scripts(h: &Hook, n: &ClusterNode) -> bool {
     n.role == Role::Master && (helm || bearer)
 }
 
-/// Prepare `nodes` in parallel (see the module doc for who is left alone).
+/// Prepare `nodes` in parallel. A node installed whose recorded digest is current gets only the
+/// sweep (see the module doc).
 pub async fn prepare_nodes(h: &Hook, nodes: &[&ClusterNode]) -> Result<()> {
-    let mut todo = Vec::new();
+    let (mut todo, mut current) = (Vec::new(), Vec::new());
     for n in nodes {
         let scripts = needs_scripts(h, n);
         let digest = prep(h, n, scripts)?.digest;
         let recorded = h.with_state(|s| s.nodes.get(n.name()).and_then(|x| x.prepared_secret_digest.clone()));
         if scripts || recorded.as_deref() != Some(digest.as_str()) {
             todo.push(*n);
+        } else {
+            current.push(*n);
         }
     }
-    if todo.is_empty() {
-        return Ok(());
+    if !todo.is_empty() {
+        h.rt.phase("upload scripts, /etc/hosts", &todo, true);
     }
-    h.rt.phase("upload scripts, /etc/hosts", &todo, true);
-    let res = h.rt.each(&todo, |n| async move { prepare_node(h, n, prep(h, n, needs_scripts(h, n))?).await }).await;
+    if !current.is_empty() {
+        h.rt.phase("prepared already: host key checked, leftover env files swept", &current, true);
+    }
+    let all: Vec<&ClusterNode> = todo.iter().chain(&current).copied().collect();
+    let res =
+        h.rt.each(&all, |n| {
+            let full = todo.iter().any(|t| t.name() == n.name());
+            async move {
+                if full {
+                    prepare_node(h, n, prep(h, n, needs_scripts(h, n))?).await
+                } else {
+                    h.clean_env(n).await
+                }
+            }
+        })
+        .await;
     crate::lifecycle::all_ok(res).map(|_| ())
 }
 

@@ -344,8 +344,9 @@ pub async fn round_trip_rows() -> Vec<(String, usize, usize)> {
 mod round_trip_table {
     /// Every cluster hook's round trips on 3 masters + 20 workers, exact (critical path, in
     /// all). Before issue 24 (commit f3a3323, counted the same way): instantiate_end 24 and 169,
-    /// its no-op re-run 5 and 93, scale-out 10 and 54, heal_end of a worker 8 and 96, of a
-    /// master 18 and 107, terminate --reset-nodes 4 and 92.
+    /// its no-op re-run 5 and 93, scale-out 10 and 54, scale-in 4 and 26, heal_start of a
+    /// worker 3 and 3, heal_end of a worker 8 and 96, of a master 18 and 107, terminate
+    /// --reset-nodes 4 and 92.
     #[tokio::test(start_paused = true)]
     async fn every_cluster_hook_takes_its_floor() {
         let rows = super::round_trip_rows().await;
@@ -357,22 +358,25 @@ mod round_trip_table {
                 // m3: certificate key from m1, env upload, program; each worker: upload, program;
                 // the bearer token; Helm on the masters: env upload, run. 2+2+3+2+1+2.
                 ("instantiate_end", 12, 58),
-                // Every node recorded as done with the same inputs, the bearer token recorded.
-                ("instantiate_end again (no-op re-run)", 0, 0),
+                // Every node recorded as done with the same inputs, the bearer token recorded:
+                // each node's host key checked and its leftover env files swept, at once.
+                ("instantiate_end again (no-op re-run)", 1, 23),
                 // A token; the worker's upload and program; the 23 old nodes' program.
                 ("scale_end SCALE_OUT +1 worker", 4, 26),
                 ("scale_end SCALE_OUT again (no-op re-run)", 0, 0),
-                // Drain, pods left, delete; /etc/hosts on the 22 others.
-                ("scale_start SCALE_IN -1 worker", 4, 26),
+                // Drain and the pods left (one program), delete; /etc/hosts on the 22 others.
+                ("scale_start SCALE_IN -1 worker", 3, 25),
                 // The worker is gone: /etc/hosts on the others again, one program each.
                 ("scale_start SCALE_IN again (no-op re-run)", 1, 23),
-                ("heal_start worker", 3, 3),
-                // A token; the worker's upload and program (the others have its line already).
-                ("heal_end worker", 3, 3),
+                ("heal_start worker", 2, 2),
+                // A token; the worker's upload and program; the others have its line already
+                // (their host keys checked and leftover env files swept, at once).
+                ("heal_end worker", 3, 25),
                 ("heal_start master", 3, 4),
-                // A token, a certificate key, upload and program, haproxy on the survivors, Helm
-                // (2), the charts (pack, download, discard, upload, unpack), the repositories.
-                ("heal_end master", 13, 14),
+                // A token, the others' sweep, a certificate key, upload and program, haproxy on
+                // the survivors, Helm (2), the charts (pack, download, discard, upload, unpack),
+                // the repositories.
+                ("heal_end master", 14, 36),
                 ("terminate_end", 0, 0),
                 // One program per node: reset, proxy settings, env files, registry files.
                 ("terminate_end --reset-nodes", 1, 23),

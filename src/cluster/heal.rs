@@ -151,17 +151,21 @@ pub async fn end(h: &Hook, targets: &[&ClusterNode], whole: bool) -> Result<serd
             .await;
         all_ok(res).map(|_| ())
     };
-    let (prepared, rejoined) = tokio::join!(prepare, rejoin_workers);
-    prepared?;
+    let rejoin = async {
+        rejoin_workers.await?;
+        labels_apply::apply(h, via, &workers).await?;
+        for t in &workers {
+            h.outcome(t, "rejoined as worker");
+        }
+        for t in &masters {
+            h.rt.phase(&format!("heal: reinstall {}", t.name()), &[t], false);
+            rejoin_master(h, t, via, &survivors, &token, &hash).await?;
+        }
+        Ok::<(), Error>(())
+    };
+    let (prepared, rejoined) = tokio::join!(prepare, rejoin);
     rejoined?;
-    labels_apply::apply(h, via, &workers).await?;
-    for t in &workers {
-        h.outcome(t, "rejoined as worker");
-    }
-    for t in &masters {
-        h.rt.phase(&format!("heal: reinstall {}", t.name()), &[t], false);
-        rejoin_master(h, t, via, &survivors, &token, &hash).await?;
-    }
+    prepared?;
     crate::cluster::storage_ops::heal_end(h, &todo).await?;
     // helm_info lists the masters' current addresses (Tacker never updated it).
     let bearer = h.with_state(|s| s.bearer_token.clone()).map(Secret::new).unwrap_or_else(|| Secret::new(""));

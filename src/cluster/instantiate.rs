@@ -9,7 +9,7 @@
 //! 4. Workers, all at once, each on its own (`worker_join.rs`: scripts, `/etc/hosts`, join);
 //!    then their placement labels (`labels_apply.rs`) from the main master.
 //! 5. The VIM's bearer token (cluster-admin ServiceAccount token Secret), or the one recorded.
-//! 6. Helm on every master at once, when the package ships a Helm script.
+//! 6. Helm on every master at once, when the package ships a Helm script (while step 5 runs).
 //! 7. Storage (`storage_ops.rs`): NFS clients, the storage server, the PersistentVolumes.
 //! 8. The VIM record and the vimConnectionInfo entry.
 //!
@@ -93,16 +93,20 @@ pub async fn run(h: &Hook) -> Result<serde_json::Value> {
     }
 
     // 5. Bearer token for the VIM.
-    let bearer = match recorded_bearer {
-        Some(b) => Secret::new(b),
-        None => {
-            h.rt.phase("VIM bearer token", &[main], false);
-            h.rt.read(main, &BearerToken { run_dir: &h.run_dir }).await?
+    // 6. Helm on every master, while the main master gives the token: neither needs the other.
+    let bearer = async {
+        match recorded_bearer {
+            Some(b) => Ok(Secret::new(b)),
+            None => {
+                h.rt.phase("VIM bearer token", &[main], false);
+                h.rt.read(main, &BearerToken { run_dir: &h.run_dir }).await
+            }
         }
     };
-
-    // 6. Helm on every master.
-    install_helm(h, &h.topo.masters.iter().collect::<Vec<_>>()).await?;
+    let masters: Vec<&ClusterNode> = h.topo.masters.iter().collect();
+    let (bearer, helm) = tokio::join!(bearer, install_helm(h, &masters));
+    let bearer = bearer?;
+    helm?;
 
     // 7. Storage: NFS clients, the storage server, the PVs (when the params have storage).
     crate::cluster::storage_ops::setup(h).await?;

@@ -356,8 +356,9 @@ mod round_trip_table {
             [
                 // m1: upload, program (prepare + install + hostname); m2: env upload, program;
                 // m3: certificate key from m1, env upload, program; each worker: upload, program;
-                // the bearer token; Helm on the masters: env upload, run. 2+2+3+2+1+2.
-                ("instantiate_end", 12, 58),
+                // Helm on the masters (env upload, run) while m1 gives the bearer token.
+                // 2+2+3+2+2.
+                ("instantiate_end", 11, 58),
                 // Every node recorded as done with the same inputs, the bearer token recorded:
                 // each node's host key checked and its leftover env files swept, at once.
                 ("instantiate_end again (no-op re-run)", 1, 23),
@@ -373,10 +374,10 @@ mod round_trip_table {
                 // (their host keys checked and leftover env files swept, at once).
                 ("heal_end worker", 3, 25),
                 ("heal_start master", 3, 4),
-                // A token, the others' sweep, a certificate key, upload and program, haproxy on
-                // the survivors, Helm (2), the charts (pack, download, discard, upload, unpack),
-                // the repositories.
-                ("heal_end master", 14, 36),
+                // A token, a certificate key (the others' sweep meanwhile), upload and program,
+                // haproxy on the survivors, Helm (2), the charts (pack, download, discard,
+                // upload, unpack), the repositories.
+                ("heal_end master", 13, 36),
                 ("terminate_end", 0, 0),
                 // One program per node: reset, proxy settings, env files, registry files.
                 ("terminate_end --reset-nodes", 1, 23),

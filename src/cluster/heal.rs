@@ -18,7 +18,7 @@ use crate::cluster::instantiate;
 use crate::cluster::labels_apply;
 use crate::cluster::members::{installed_masters, k8s_name_of};
 use crate::cluster::node_cmd::{self as cmd, InstallMode};
-use crate::cluster::prepare_nodes::prepare_nodes;
+use crate::cluster::prepare_nodes::{self, prepare_nodes};
 use crate::cluster::state::InstanceState;
 use crate::cluster::topology::ClusterNode;
 use crate::error::{Error, Result};
@@ -63,6 +63,7 @@ pub async fn start(h: &Hook, targets: &[&ClusterNode], whole: bool) -> Result<()
             let n = s.node(t.name());
             n.installed = false;
             n.helm_installed = false;
+            n.prepared_secret_digest = None;
         });
         h.save()?;
         h.outcome(t, format!("removed from the cluster ({k})"));
@@ -125,20 +126,46 @@ pub async fn end(h: &Hook, targets: &[&ClusterNode], whole: bool) -> Result<serd
             s.node(t.name()).helm_installed = false;
         }
     });
-    let all: Vec<&ClusterNode> = h.topo.all().collect();
-    // Every node learns the healed node's (possibly new) address.
-    prepare_nodes(h, &all).await?;
-    for t in &todo {
-        h.rt.phase(&format!("heal: reinstall {}", t.name()), &[t], false);
-        match t.role {
-            Role::Master => rejoin_master(h, t, via, &survivors, &token, &hash).await?,
-            Role::Worker | Role::Node => {
-                h.install(t, InstallMode::Worker, Some((&token, &hash)), None).await?;
-                labels_apply::apply(h, via, &[t]).await?;
-                h.outcome(t, "rejoined as worker");
-            }
+    // Every other node learns the healed node's (possibly new) address (left alone when it
+    // has it already); a healed worker prepares and rejoins in one node program meanwhile; a
+    // healed master does too, after them, one at a time, each with a fresh certificate key.
+    let others: Vec<&ClusterNode> = h.topo.all().filter(|n| !todo.iter().any(|t| t.name() == n.name())).collect();
+    let masters: Vec<&ClusterNode> = todo.iter().copied().filter(|t| t.role == Role::Master).collect();
+    let workers: Vec<&ClusterNode> = todo.iter().copied().filter(|t| t.role != Role::Master).collect();
+    let prepare = prepare_nodes(h, &others);
+    let rejoin_workers = async {
+        if workers.is_empty() {
+            return Ok(());
         }
-    }
+        let names: Vec<&str> = workers.iter().map(|w| w.name()).collect();
+        h.rt.phase(&format!("heal: reinstall {}", names.join(", ")), &workers, true);
+        let res =
+            h.rt.each(&workers, |t| {
+                let token = &token;
+                let hash = &hash;
+                async move {
+                    let p = prepare_nodes::prep(h, t, true)?;
+                    h.install(t, InstallMode::Worker, Some((token, hash)), None, Some(p)).await
+                }
+            })
+            .await;
+        all_ok(res).map(|_| ())
+    };
+    let rejoin = async {
+        rejoin_workers.await?;
+        labels_apply::apply(h, via, &workers).await?;
+        for t in &workers {
+            h.outcome(t, "rejoined as worker");
+        }
+        for t in &masters {
+            h.rt.phase(&format!("heal: reinstall {}", t.name()), &[t], false);
+            rejoin_master(h, t, via, &survivors, &token, &hash).await?;
+        }
+        Ok::<(), Error>(())
+    };
+    let (prepared, rejoined) = tokio::join!(prepare, rejoin);
+    rejoined?;
+    prepared?;
     crate::cluster::storage_ops::heal_end(h, &todo).await?;
     // helm_info lists the masters' current addresses (Tacker never updated it).
     let bearer = h.with_state(|s| s.bearer_token.clone()).map(Secret::new).unwrap_or_else(|| Secret::new(""));
@@ -149,7 +176,7 @@ pub async fn end(h: &Hook, targets: &[&ClusterNode], whole: bool) -> Result<serd
 }
 
 /// A healed master joins again through the survivor `via`: a fresh certificate key, the
-/// install, its haproxy backend back on every survivor (reloaded), Helm, and `via`'s charts and
+/// install (in one node program with its prepare steps), its haproxy backend back on every survivor (reloaded), Helm, and `via`'s charts and
 /// repositories.
 async fn rejoin_master(
     h: &Hook,
@@ -160,7 +187,8 @@ async fn rejoin_master(
     hash: &str,
 ) -> Result<()> {
     let key = h.certificate_key(via).await?;
-    h.install(t, InstallMode::JoinMaster, Some((token, hash)), Some(&key)).await?;
+    let p = prepare_nodes::prep(h, t, true)?;
+    h.install(t, InstallMode::JoinMaster, Some((token, hash)), Some(&key), Some(p)).await?;
     let k = k8s_name_of(h, t)?;
     h.rt.phase("heal master: haproxy backend back on the survivors", survivors, true);
     let ip = t.nic_ip.clone();

@@ -14,6 +14,7 @@ use serde_json::{json, Value};
 use crate::cluster::credential_ref;
 use crate::cluster::install_output::MasterOutput;
 use crate::cluster::node_cmd::{self as cmd, InstallMode};
+use crate::cluster::node_program::{self, NodeProgram};
 use crate::cluster::params::ClusterParams;
 use crate::cluster::record::{self, Record};
 use crate::cluster::results::Results;
@@ -27,12 +28,25 @@ use crate::error::{Error, Result};
 use crate::facts::kubeadm::{ApiServer, CaHash, CaPem, CertificateKey, Installed, JoinToken, MainMasterInstalled};
 use crate::facts::node::Hostname;
 use crate::facts::Fact;
+use crate::lifecycle::fact::unreadable;
 use crate::lifecycle::package::Package;
 use crate::lifecycle::state::Store;
 use crate::lifecycle::{Role, Runner};
 use crate::request::VimConnections;
 use crate::secret::Secret;
 use crate::transport::{Source, UploadFile};
+
+/// A node's prepare steps (`prepare_nodes.rs` builds them), run as the start of its next node
+/// program: the files to upload with it, the env files among them, the steps after the sweep,
+/// and the digest of what they set on the node.
+pub struct Prep {
+    pub files: Vec<UploadFile>,
+    pub env_files: Vec<&'static str>,
+    pub steps: Vec<String>,
+    /// What the steps set (`/etc/hosts` lines, registries, their files and login), recorded
+    /// on the node once they ran: a re-run with the same inputs leaves an installed node alone.
+    pub digest: String,
+}
 
 pub struct Hook {
     /// How every step reaches a node: connections, fan-out, phases, facts.
@@ -109,6 +123,11 @@ impl Hook {
         f(&mut self.state.lock().expect("state lock"))
     }
 
+    /// The cluster's record is written, with its bearer token: a re-run reuses that token.
+    pub fn bearer_recorded(&self) -> bool {
+        self.with_state(|s| s.bearer_token.is_some() && s.vim.is_some())
+    }
+
     pub fn installed(&self, n: &ClusterNode) -> bool {
         self.with_state(|s| s.installed(n.name()))
     }
@@ -152,7 +171,8 @@ impl Hook {
 
     // ------------------------------------------------------------------ nodes
 
-    fn env_upload(&self, name: &str, text: String) -> UploadFile {
+    /// An env file (secrets) for the run dir, mode 0600.
+    pub fn env_upload(&self, name: &str, text: String) -> UploadFile {
         UploadFile {
             source: Source::Bytes(text.into_bytes().into()),
             remote: format!("{}/{name}", self.run_dir),
@@ -160,7 +180,7 @@ impl Hook {
         }
     }
 
-    /// Scripts (and offline artifacts, registry certificates) into the node's private run dir.
+    /// Scripts (and offline artifacts) into the node's private run dir.
     pub fn script_uploads(&self, n: &ClusterNode) -> Result<Vec<UploadFile>> {
         let pkg = self
             .pkg
@@ -194,13 +214,23 @@ impl Hook {
                 }
             }
         }
-        for (i, r) in p.registries.iter().enumerate() {
+        Ok(files)
+    }
+
+    /// The registries' CA copies from the package, for `registry_apply.sh` (`-C`): with every
+    /// prepare program, not only the scripts' upload, so a node re-prepared later has them.
+    pub fn registry_ca_uploads(&self) -> Result<Vec<UploadFile>> {
+        let mut files = Vec::new();
+        for (i, r) in self.params.registries.iter().enumerate() {
             if let Some(c) = &r.certificate_path {
-                files.push(f(
-                    c,
-                    &format!("private_registry_connection_info[{i}].certificate_path"),
-                    &crate::cluster::registry::ca_upload(i),
-                )?);
+                let pkg = self
+                    .pkg
+                    .as_ref()
+                    .ok_or_else(|| Error::input("arguments", "--package-dir", "is required for this operation"))?;
+                let field = format!("additionalParams.k8s_cluster_installation_param.private_registry_connection_info[{i}].certificate_path");
+                let source = pkg.file(c, &self.req_file, &field)?;
+                let remote = format!("{}/{}", self.run_dir, crate::cluster::registry::ca_upload(i));
+                files.push(UploadFile { source, remote, mode: 0o700 });
             }
         }
         Ok(files)
@@ -225,7 +255,7 @@ impl Hook {
     /// killed, between the upload and the exec (`src/remote/clean_env.sh`). The first step on a
     /// node in `prepare`; the instance lock means no other run of this instance is using them.
     pub async fn clean_env(&self, n: &ClusterNode) -> Result<()> {
-        let c = crate::command::RemoteCommand::new(cmd::clean_env(&self.run_dir)?)
+        let c = crate::command::RemoteCommand::new(cmd::clean_env(&self.run_dir, &[])?)
             .with_timeout(Some(self.rt.timeouts.command));
         self.rt.exec(n, c).await.map(|_| ())
     }
@@ -246,47 +276,84 @@ impl Hook {
         }
         .await;
         if r.is_err() {
-            if let Err(e) = self.clean_env(n).await {
-                // The file holds secrets: the operator hears of it (stderr and the result's
-                // warnings), not only a log nobody shows.
-                let message = format!(
-                    "could not delete a leftover env file (it holds secrets) in {}; the next run on this node \
-                     deletes it: {e}",
-                    self.run_dir
-                );
-                self.rt.ev(n).emit(crate::event::EventKind::Warning { message });
-            }
+            self.sweep_after_failure(n).await;
         }
         r
     }
 
-    /// Run the install script on one node (a joining master or a worker) and record it.
+    /// After a failed step that uploaded env files: one attempt to delete them; its own failure
+    /// is a warning (the next run's sweep catches them).
+    async fn sweep_after_failure(&self, n: &ClusterNode) {
+        if let Err(e) = self.clean_env(n).await {
+            // The file holds secrets: the operator hears of it (stderr and the result's
+            // warnings), not only a log nobody shows.
+            let message = format!(
+                "could not delete a leftover env file (it holds secrets) in {}; the next run on this node \
+                 deletes it: {e}",
+                self.run_dir
+            );
+            self.rt.ev(n).emit(crate::event::EventKind::Warning { message });
+        }
+    }
+
+    /// Upload `files` (the env files `envs` among them; no upload without files) and run
+    /// `cmd` (a node program that consumes those env files), one upload and one exec. When
+    /// either fails the env files may still be on the node: one attempt to delete them at
+    /// once, as [`Hook::with_env_file`] does.
+    pub async fn run_program(
+        &self,
+        n: &ClusterNode,
+        files: Vec<UploadFile>,
+        envs: &[&str],
+        cmd: crate::command::RemoteCommand,
+    ) -> Result<crate::transport::ExecOutput> {
+        let r = async {
+            self.rt.upload(n, files).await?;
+            self.rt.exec(n, cmd).await
+        }
+        .await;
+        if r.is_err() && !envs.is_empty() {
+            self.sweep_after_failure(n).await;
+        }
+        r
+    }
+
+    /// Run the install script on one node (a joining master or a worker) and record it; with
+    /// `prep`, the node's prepare steps go first in the same node program.
     pub async fn install(
         &self,
         n: &ClusterNode,
         mode: InstallMode,
         join: Option<(&Secret, &str)>,
         cert_key: Option<&Secret>,
+        prep: Option<Prep>,
     ) -> Result<()> {
-        self.install_as(n, mode, join, cert_key, |script| Installed { script }).await
+        self.install_as(n, mode, join, cert_key, prep, |script| Installed { script }).await
     }
 
-    /// Install the main master and read what its script printed: token, server, CA.
-    pub async fn install_main(&self, n: &ClusterNode) -> Result<MasterOutput> {
+    /// Install the main master (after its `prep`, in the same node program) and read what its
+    /// script printed: token, server, CA.
+    pub async fn install_main(&self, n: &ClusterNode, prep: Option<Prep>) -> Result<MasterOutput> {
         let cluster_ip = self.topo.cluster_ip.as_str();
-        self.install_as(n, InstallMode::MainMaster, None, None, |script| MainMasterInstalled { script, cluster_ip })
-            .await
+        self.install_as(n, InstallMode::MainMaster, None, None, prep, |script| MainMasterInstalled {
+            script,
+            cluster_ip,
+        })
+        .await
     }
 
     /// The install script on one node: secrets go in the env file, output is redacted; `read`
     /// names the fact its output is (from the script's line); then the node's hostname (its
-    /// Kubernetes name) is read back, checked, and the node recorded.
+    /// Kubernetes name) is read back, checked, and the node recorded. One node program: the
+    /// sweep and the `prep` steps (when given), the install, the hostname after a marker line;
+    /// one upload before it (the env file, and `prep`'s files).
     async fn install_as<F: Fact>(
         &self,
         n: &ClusterNode,
         mode: InstallMode,
         join: Option<(&Secret, &str)>,
         cert_key: Option<&Secret>,
+        prep: Option<Prep>,
         read: impl FnOnce(String) -> F,
     ) -> Result<F::Value> {
         let mut extra: Vec<(&str, &Secret)> = Vec::new();
@@ -302,9 +369,46 @@ impl Hook {
         let join = cmd::Join { ca_hash: hash, secrets_from_env: self.install_script_reads_secrets_from_env()? };
         let line = cmd::install(&self.run_dir, env_name, mode, &self.topo, n, net, join)?;
         let installed = read(line);
+        let install_cmd = installed.command()?;
         let env = script_env::env_file(&self.params, &self.topo, &extra)?;
-        let out = self.with_env_file(n, env_name, env, self.rt.read(n, &installed)).await?;
-        let k8s = self.rt.read(n, &Hostname { planned: n.k8s_name.clone() }).await?;
+
+        let mut program = NodeProgram::new();
+        let mut envs = vec![env_name];
+        let (mut files, digest) = match prep {
+            Some(p) => {
+                envs.extend(p.env_files);
+                program.push(cmd::clean_env(&self.run_dir, &envs)?);
+                for s in p.steps {
+                    program.push(s);
+                }
+                (p.files, Some(p.digest))
+            }
+            None => (Vec::new(), None),
+        };
+        files.push(self.env_upload(env_name, env));
+        program.push(install_cmd.script.clone());
+        program.push_as(node_program::hostname_after(), node_program::HOSTNAME_LABEL);
+        let c = self
+            .rt
+            .root_cmd(n, program.script()?, self.rt.timeouts.install)
+            .with_label(program.label())
+            .with_redact(install_cmd.redact);
+        let out = self.run_program(n, files, &envs, c).await?;
+        let hostname = Hostname { planned: n.k8s_name.clone() };
+        let (value, k8s) = if out.planned {
+            (installed.placeholder(), hostname.placeholder())
+        } else {
+            let text = out.stdout_text();
+            let label = node_program::HOSTNAME_LABEL;
+            let (printed, host) = node_program::split_hostname(&text).ok_or_else(|| {
+                unreadable(n.name(), label, &hostname.what(), "the node program ended without printing it")
+            })?;
+            let value = installed
+                .parse(printed)
+                .map_err(|m| unreadable(n.name(), install_cmd.display(), &installed.what(), m))?;
+            let k8s = hostname.parse(host).map_err(|m| unreadable(n.name(), label, &hostname.what(), m))?;
+            (value, k8s)
+        };
         self.with_state(|s| {
             let st = s.node(n.name());
             st.role = Some(n.role);
@@ -312,11 +416,14 @@ impl Hook {
             st.nic_ip = n.nic_ip.clone();
             st.k8s_name = k8s;
             st.installed = true;
+            if digest.is_some() {
+                st.prepared_secret_digest = digest;
+            }
             // A healed VM under a new id: its old record (same address) goes.
             s.supersede_same_address(n.name());
         });
         self.save()?;
-        Ok(out)
+        Ok(value)
     }
 
     /// A fresh join token from a master (redacted: the output is the secret).

@@ -1,22 +1,28 @@
 //! `instantiate_end`: VMs → a Kubernetes cluster with Helm, and the record of how to reach it.
 //!
-//! 1. Upload the scripts to the masters (and workers already installed) and write `/etc/hosts`.
-//! 2. Main master: run the install script; parse token, server, CA hash and CA certificate.
+//! 1. Upload the scripts to the masters and write `/etc/hosts` (and the registries; workers
+//!    already installed too, and none of it on a node that got the same before:
+//!    `prepare_nodes.rs`).
+//! 2. Main master, in the same node program as its step 1: run the install script; parse
+//!    token, server, CA hash and CA certificate.
 //! 3. Other masters, one after another, each with a fresh certificate key.
 //! 4. Workers, all at once, each on its own (`worker_join.rs`: scripts, `/etc/hosts`, join);
 //!    then their placement labels (`labels_apply.rs`) from the main master.
-//! 5. The VIM's bearer token (cluster-admin ServiceAccount token Secret).
-//! 6. Helm on every master at once, when the package ships a Helm script.
+//! 5. The VIM's bearer token (cluster-admin ServiceAccount token Secret), or the one recorded.
+//! 6. Helm on every master at once, when the package ships a Helm script (while step 5 runs).
 //! 7. Storage (`storage_ops.rs`): NFS clients, the storage server, the PersistentVolumes.
 //! 8. The VIM record and the vimConnectionInfo entry.
 //!
 //! Every finished node is recorded in the state store at once, so a second run after a failure
-//! completes the missing nodes only and ends with the same record.
+//! completes the missing nodes only and ends with the same record. A re-run on a finished
+//! cluster with the same inputs costs one round trip per node, all at once (its host key is
+//! checked, its leftover env files swept: `prepare_nodes.rs`); every step is recorded as done,
+//! and the record is written again from the state.
 
 use crate::cluster::hook::Hook;
 use crate::cluster::labels_apply;
 use crate::cluster::node_cmd::{self as cmd, InstallMode};
-use crate::cluster::prepare_nodes::prepare_nodes;
+use crate::cluster::prepare_nodes::{self, prepare_nodes};
 use crate::cluster::script_env;
 use crate::cluster::topology::ClusterNode;
 use crate::cluster::worker_join::join_workers;
@@ -26,14 +32,26 @@ use crate::lifecycle::all_ok;
 use crate::secret::Secret;
 
 pub async fn run(h: &Hook) -> Result<serde_json::Value> {
-    // The masters first, all of them; each new worker prepares with its own join (step 4).
+    // The masters first, all of them; each new worker prepares with its own join (step 4). A
+    // main master still to install prepares and installs in one node program, the other nodes
+    // prepare meanwhile.
     let workers: Vec<&ClusterNode> = h.topo.workers.iter().filter(|w| !h.installed(w)).collect();
-    let first: Vec<&ClusterNode> = h.topo.all().filter(|n| !workers.iter().any(|w| w.name() == n.name())).collect();
-    prepare_nodes(h, &first).await?;
+    let main = &h.topo.masters[0];
+    let fresh_main = !h.installed(main);
+    let first: Vec<&ClusterNode> = h
+        .topo
+        .all()
+        .filter(|n| !workers.iter().any(|w| w.name() == n.name()))
+        .filter(|n| !(fresh_main && n.name() == main.name()))
+        .collect();
+    // The bearer token of a record already written is reused (step 5): read before anything
+    // changes the state.
+    let recorded_bearer = h.bearer_recorded().then(|| h.with_state(|s| s.bearer_token.clone())).flatten();
 
     // 2. Main master.
-    let main = &h.topo.masters[0];
-    let (mut token, mut cert_key) = main_master(h, main).await?;
+    let (prepared, main_done) = tokio::join!(prepare_nodes(h, &first), main_master(h, main));
+    let (mut token, mut cert_key) = main_done?;
+    prepared?;
     let ca_hash = h.with_state(|s| s.facts.as_ref().map(|f| f.ca_hash.clone())).unwrap_or_default();
 
     let masters: Vec<&ClusterNode> = h.topo.masters.iter().skip(1).filter(|m| !h.installed(m)).collect();
@@ -55,7 +73,7 @@ pub async fn run(h: &Hook) -> Result<serde_json::Value> {
             _ => h.certificate_key(main).await?,
         };
         let r = h
-            .install(m, InstallMode::JoinMaster, Some((token.as_ref().expect("set above"), &ca_hash)), Some(&key))
+            .install(m, InstallMode::JoinMaster, Some((token.as_ref().expect("set above"), &ca_hash)), Some(&key), None)
             .await;
         h.rt.done(m, &r);
         r?;
@@ -75,11 +93,20 @@ pub async fn run(h: &Hook) -> Result<serde_json::Value> {
     }
 
     // 5. Bearer token for the VIM.
-    h.rt.phase("VIM bearer token", &[main], false);
-    let bearer = h.rt.read(main, &BearerToken { run_dir: &h.run_dir }).await?;
-
-    // 6. Helm on every master.
-    install_helm(h, &h.topo.masters.iter().collect::<Vec<_>>()).await?;
+    // 6. Helm on every master, while the main master gives the token: neither needs the other.
+    let bearer = async {
+        match recorded_bearer {
+            Some(b) => Ok(Secret::new(b)),
+            None => {
+                h.rt.phase("VIM bearer token", &[main], false);
+                h.rt.read(main, &BearerToken { run_dir: &h.run_dir }).await
+            }
+        }
+    };
+    let masters: Vec<&ClusterNode> = h.topo.masters.iter().collect();
+    let (bearer, helm) = tokio::join!(bearer, install_helm(h, &masters));
+    let bearer = bearer?;
+    helm?;
 
     // 7. Storage: NFS clients, the storage server, the PVs (when the params have storage).
     crate::cluster::storage_ops::setup(h).await?;
@@ -99,7 +126,7 @@ async fn main_master(h: &Hook, main: &ClusterNode) -> Result<(Option<Secret>, Op
     let (facts, secrets) = if h.installed(main) {
         (h.query_facts(main).await?, (None, None))
     } else {
-        let o = h.install_main(main).await?;
+        let o = h.install_main(main, Some(prepare_nodes::prep(h, main, true)?)).await?;
         h.outcome(main, "installed");
         (h.facts_from_output(main, &o), (Some(o.token.clone()), o.certificate_key.clone()))
     };
@@ -221,7 +248,7 @@ mod tests {
         assert!(err.contains("w2") && err.contains("unable to locate package"), "{err}");
         assert_eq!(f.state()["nodes"]["w1"]["installed"], true);
         // The node is fixed; the re-run installs w2 only.
-        f.fake.reply(Some("w2"), "install_k8s_cluster.sh", "");
+        f.fake.reply(Some("w2"), "install_k8s_cluster.sh", &crate::cluster::testkit::install_reply("", "worker22"));
         let before = f.execs().len();
         f.instantiate().await;
         let again = &f.execs()[before..];
@@ -229,16 +256,38 @@ mod tests {
         assert!(position(again, "w2", "install_k8s_cluster.sh").is_some(), "{again:#?}");
     }
 
+    /// A re-run on a finished cluster with the same inputs reaches every node once, at once:
+    /// its leftover env files swept, nothing else (no scripts, no /etc/hosts, no token). A VM
+    /// that is gone fails it, named: the state alone cannot prove the cluster is still there.
+    #[tokio::test]
+    async fn a_rerun_on_a_finished_cluster_reaches_every_node_once_and_a_gone_vm_fails_it() {
+        let f = Fixture::new(2, 2);
+        f.instantiate().await;
+        let before = f.execs().len();
+        let calls = f.fake.round_trips();
+        f.instantiate().await;
+        let again = &f.execs()[before..];
+        assert_eq!(f.fake.round_trips() - calls, 4, "{again:#?}");
+        assert!(again.iter().all(|x| x.ends_with(": clean_env.sh .mgmt-driver/run/vnf1")), "{again:#?}");
+        f.fake.down("w2");
+        let o = f.run(Op::InstantiateEnd, Fixture::instantiate_body(), &[]).await;
+        let err = o.error.expect("w2 is gone").to_string();
+        assert!(err.contains("w2"), "{err}");
+    }
+
     #[tokio::test]
     async fn leftover_env_files_are_swept_first_and_after_a_failed_install() {
+        use crate::cluster::testkit::step;
         let f = Fixture::new(1, 1);
         f.fake.fail(Some("w1"), "install_k8s_cluster.sh", 1, "sudo: a password is required");
         let o = f.run(Op::InstantiateEnd, Fixture::instantiate_body(), &[]).await;
         assert!(o.error.is_some());
         let e = f.execs();
         for n in ["m1", "w1"] {
-            let sweep = position(&e, n, "clean_env.sh .mgmt-driver/run/vnf1").unwrap_or_else(|| panic!("{n}: {e:#?}"));
-            assert!(sweep < position(&e, n, "hosts_update.sh").unwrap(), "{n}: the sweep is the first step: {e:#?}");
+            let sweep = step(&e, n, "clean_env.sh .mgmt-driver/run/vnf1").unwrap_or_else(|| panic!("{n}: {e:#?}"));
+            assert!(sweep < step(&e, n, "hosts_update.sh").unwrap(), "{n}: the sweep is the first step: {e:#?}");
+            // It keeps only the env file uploaded with this node program, for the install.
+            assert!(e[sweep.0].contains("clean_env.sh .mgmt-driver/run/vnf1 env.install && "), "{e:#?}");
         }
         let failed = position(&e, "w1", "install_k8s_cluster.sh").unwrap();
         assert!(
@@ -263,7 +312,7 @@ mod tests {
     #[tokio::test]
     async fn a_hostname_that_is_not_a_dns_name_is_refused_naming_node_and_command() {
         let f = Fixture::new(1, 1);
-        f.fake.reply(Some("w1"), "hostname", "w1; rm -rf /\n");
+        f.fake.reply(Some("w1"), "hostname", &crate::cluster::testkit::install_reply("", "w1; rm -rf /"));
         let o = f.run(Op::InstantiateEnd, Fixture::instantiate_body(), &[]).await;
         let e = o.error.expect("refused");
         assert_eq!(e.kind(), "unreadable");

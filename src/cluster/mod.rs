@@ -4,7 +4,7 @@
 //! - Pure, unit-tested: what a hook is given and what it sends and reads back. The hooks and
 //!   their requests (`op`), the caller's `inputs`; the params (`params`, with `param_obj`,
 //!   `cidr`, `registry`, `storage`); the nodes (`topology`, `labels`, `hostname`, `rebuilt`);
-//!   node commands and what nodes print (`node_cmd`, `script_env`, `script_marker`,
+//!   node commands and what nodes print (`node_cmd`, `node_program`, `script_env`, `script_marker`,
 //!   `install_output`, `storage_cmd`); what is stored (`state`, `record`, `credential_ref`,
 //!   `storage_setup`, `kubeconfig_doc`) and what a run returns (`results`).
 //! - `prepare` reads and checks every input (`storage_locate`, `state_store`) into a `hook`: the
@@ -29,6 +29,7 @@ pub mod topology;
 // What goes to the nodes and comes back (pure).
 pub mod install_output;
 pub mod node_cmd;
+pub mod node_program;
 pub mod script_env;
 pub mod script_marker;
 pub mod storage_cmd;

@@ -166,10 +166,13 @@ pub fn haproxy_backend(name: &str, add_ip: Option<&str>) -> Result<String> {
 }
 
 /// Delete the env files an earlier step of this instance left in its run directory because the
-/// command that would have consumed them never started (`src/remote/clean_env.sh`). Runs as
-/// the login user, who owns them.
-pub fn clean_env(run_dir: &str) -> Result<String> {
-    remote::CLEAN_ENV.command(&[run_dir])
+/// command that would have consumed them never started (`src/remote/clean_env.sh`), but not
+/// `keep`: the env files a node program uploaded just before it sweeps
+/// (`node_program.rs`). Runs as the login user, who owns them, or as root in a node program.
+pub fn clean_env(run_dir: &str, keep: &[&str]) -> Result<String> {
+    let mut args = vec![run_dir];
+    args.extend_from_slice(keep);
+    remote::CLEAN_ENV.command(&args)
 }
 
 pub fn hostname() -> String {
@@ -748,7 +751,7 @@ esac
         assert_eq!(l(pack_charts("r")).as_deref(), Some("pack_charts.sh r/helm-charts.tgz"));
         assert_eq!(l(unpack_charts("r")).as_deref(), Some("unpack_charts.sh r/helm-charts.tgz"));
         assert_eq!(l(haproxy_backend("m1", Some("10.0.0.5"))).as_deref(), Some("haproxy_backend.sh m1 10.0.0.5"));
-        assert_eq!(l(clean_env("r")).as_deref(), Some("clean_env.sh r"));
+        assert_eq!(l(clean_env("r", &[])).as_deref(), Some("clean_env.sh r"));
         assert_eq!(
             l(hosts_update(&[("10.0.0.1".into(), "master1".into())], &["10.0.0.9".into()])).as_deref(),
             Some("hosts_update.sh -d 10.0.0.9 '10.0.0.1 master1'")

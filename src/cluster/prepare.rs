@@ -112,6 +112,7 @@ pub fn prepare(op: Op, a: &Inputs, store: Store, rt: Runner) -> Result<Prepared>
         for n in hook.topo.all() {
             hook.script_uploads(n)?;
         }
+        hook.registry_ca_uploads()?;
     }
     Ok(Prepared { hook, req, targets, _lock: lock })
 }

@@ -1,22 +1,29 @@
 //! The private-registry step on a node (`registry.rs` checks the params and builds every file
 //! and the node program's arguments): the `hosts.toml` files uploaded, then the node program
-//! run with the kubelet credentials in a 0600 env file it consumes. Also the removal of all of
+//! run with the kubelet credentials in a 0600 env file it consumes; both go with the node's
+//! other prepare steps (`prepare_nodes.rs`: one upload, one exec). Also the removal of all of
 //! it when a kept VM leaves the cluster (terminate `--reset-nodes`).
 
 use crate::cluster::hook::Hook;
 use crate::cluster::registry::{apply_cmd, hosts_toml_upload, kubelet_auth, AUTH_UPLOAD};
-use crate::cluster::topology::ClusterNode;
-use crate::command::RemoteCommand;
 use crate::error::Result;
 use crate::transport::{Source, UploadFile};
 
-/// The registry step on one node about to be installed (from `prepare_nodes`, after the CA
-/// copies were uploaded with the scripts): upload each `hosts.toml`, then run the node program,
-/// with the kubelet credentials in a 0600 env file it consumes. Runs also when the params list
-/// no registry, so what an earlier run configured on the node is removed.
-pub async fn apply(h: &Hook, n: &ClusterNode) -> Result<()> {
+/// The registry step on a node, as part of its prepare program (`prepare_nodes.rs`, after the
+/// CA copies were uploaded with the scripts): the `hosts.toml` files to upload, the kubelet
+/// credentials as a 0600 env file to upload with them (the node program consumes it), and the
+/// node program. Built also when the params list no registry, so what an earlier run configured
+/// on the node is removed.
+pub struct RegistryStep {
+    pub files: Vec<UploadFile>,
+    /// The env file among `files`, when a registry has a login.
+    pub env_file: Option<&'static str>,
+    pub command: String,
+}
+
+pub fn step(h: &Hook) -> Result<RegistryStep> {
     let regs = &h.params.registries;
-    let files: Vec<UploadFile> = regs
+    let mut files: Vec<UploadFile> = regs
         .iter()
         .enumerate()
         .map(|(i, r)| UploadFile {
@@ -25,26 +32,16 @@ pub async fn apply(h: &Hook, n: &ClusterNode) -> Result<()> {
             mode: 0o600,
         })
         .collect();
-    h.rt.upload(n, files).await?;
     let auth = kubelet_auth(regs);
-    let c = |with_auth| -> Result<RemoteCommand> {
-        Ok(h.rt.root_cmd(n, apply_cmd(&h.run_dir, regs, with_auth)?, h.rt.timeouts.command))
-    };
-    match auth {
-        Some(a) => {
-            let text = a.expose().to_string();
-            h.with_env_file(n, AUTH_UPLOAD, text, async { h.rt.exec(n, c(true)?).await }).await?;
-        }
-        None => {
-            h.rt.exec(n, c(false)?).await?;
-        }
+    if let Some(a) = &auth {
+        files.push(h.env_upload(AUTH_UPLOAD, a.expose().to_string()));
     }
-    Ok(())
+    let env_file = auth.is_some().then_some(AUTH_UPLOAD);
+    Ok(RegistryStep { files, env_file, command: apply_cmd(&h.run_dir, regs, auth.is_some())? })
 }
 
-/// Remove every registry file of ours from `n` (terminate `--reset-nodes`: the VM is kept, the
-/// credentials must not be).
-pub async fn remove(h: &Hook, n: &ClusterNode) -> Result<()> {
-    let c = h.rt.root_cmd(n, apply_cmd(&h.run_dir, &[], false)?, h.rt.timeouts.command);
-    h.rt.exec(n, c).await.map(|_| ())
+/// Remove every registry file of ours from a node (terminate `--reset-nodes`: the VM is kept,
+/// the credentials must not be): the node program with no registry and no login.
+pub fn remove_cmd(h: &Hook) -> Result<String> {
+    apply_cmd(&h.run_dir, &[], false)
 }

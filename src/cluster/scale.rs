@@ -14,7 +14,7 @@ use crate::cluster::hook::Hook;
 use crate::cluster::labels_apply;
 use crate::cluster::members::{installed_masters, k8s_name_of};
 use crate::cluster::node_cmd as cmd;
-use crate::cluster::registry_apply;
+use crate::cluster::prepare_nodes::prepare_nodes;
 use crate::cluster::topology::ClusterNode;
 use crate::cluster::worker_join::join_workers;
 use crate::error::{Error, Result};
@@ -61,6 +61,15 @@ pub async fn scale_in(h: &Hook, targets: &[&ClusterNode]) -> Result<serde_json::
         })
         .await;
     all_ok(res)?;
+    // Their /etc/hosts is no longer what their last prepare set: the next prepare runs again.
+    h.with_state(|s| {
+        for n in &rest {
+            if let Some(x) = s.nodes.get_mut(n.name()) {
+                x.prepared_secret_digest = None;
+            }
+        }
+    });
+    h.save()?;
     Ok(serde_json::Value::Null)
 }
 
@@ -88,19 +97,9 @@ pub async fn scale_out(h: &Hook, targets: &[&ClusterNode]) -> Result<serde_json:
     crate::cluster::storage_ops::client_step(h, &new).await?;
     let old: Vec<&ClusterNode> =
         h.topo.all().filter(|n| h.installed(n) && !new.iter().any(|t| t.name() == n.name())).collect();
-    h.rt.phase("/etc/hosts on the existing nodes", &old, true);
-    let entries = h.topo.hosts_entries();
-    let res =
-        h.rt.each(&old, |n| {
-            let entries = &entries;
-            async move {
-                h.rt.exec(n, h.rt.root_cmd(n, cmd::hosts_update(entries, &[])?, h.rt.timeouts.command)).await?;
-                // The registries as the params list them now, on every node (not only the new).
-                registry_apply::apply(h, n).await
-            }
-        })
-        .await;
-    all_ok(res)?;
+    // Their /etc/hosts, and the registries as the params list them now, on every node (not
+    // only the new): one node program each.
+    prepare_nodes(h, &old).await?;
     failed.map_or(Ok(serde_json::Value::Null), Err)
 }
 

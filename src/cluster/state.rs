@@ -24,6 +24,13 @@ pub struct NodeState {
     pub k8s_name: String,
     pub installed: bool,
     pub helm_installed: bool,
+    /// The digest of what the prepare steps set on the node (`/etc/hosts` lines, registries,
+    /// their files and login: `prepare_nodes.rs`) when they last ran. A re-run whose steps
+    /// have the same digest leaves an installed node alone: the store is authenticated, so
+    /// this is what the driver itself did. Secret-named, so the store seals it (it covers the
+    /// registry login).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prepared_secret_digest: Option<String>,
 }
 
 /// One node a SOL002 heal_start took out, under the VNFC id the request named: what heal_end

@@ -6,6 +6,7 @@
 
 use crate::cluster::hook::Hook;
 use crate::cluster::node_cmd as cmd;
+use crate::cluster::node_program::NodeProgram;
 use crate::cluster::registry_apply;
 use crate::cluster::topology::ClusterNode;
 use crate::error::Result;
@@ -18,12 +19,16 @@ pub async fn run(h: &Hook, reset_nodes: bool) -> Result<serde_json::Value> {
         h.rt.phase("kubeadm reset", &nodes, true);
         let res =
             h.rt.each(&nodes, |n| async move {
-                h.rt.exec(n, h.rt.root_cmd(n, cmd::kubeadm_reset(), h.rt.timeouts.install)).await?;
-                // What install wrote besides Kubernetes: the proxy settings (ours only).
-                h.rt.exec(n, h.rt.root_cmd(n, cmd::proxy_cleanup()?, h.rt.timeouts.command)).await?;
-                // The VMs are kept: no env file (secrets) of this instance stays on them.
-                h.clean_env(n).await?;
-                registry_apply::remove(h, n).await?;
+                // One node program: the reset, what install wrote besides Kubernetes (the proxy
+                // settings, ours only), every env file (secrets) of this instance, and the
+                // registry files (the VMs are kept).
+                let mut p = NodeProgram::new();
+                p.push(cmd::kubeadm_reset());
+                p.push(cmd::proxy_cleanup()?);
+                p.push(cmd::clean_env(&h.run_dir, &[])?);
+                p.push(registry_apply::remove_cmd(h)?);
+                let c = h.rt.root_cmd(n, p.script()?, h.rt.timeouts.install).with_label(p.label());
+                h.rt.exec(n, c).await?;
                 h.outcome(n, "reset");
                 Ok(())
             })
@@ -42,7 +47,7 @@ pub async fn run(h: &Hook, reset_nodes: bool) -> Result<serde_json::Value> {
 #[cfg(test)]
 mod tests {
     use crate::cluster::prepare::Op;
-    use crate::cluster::testkit::{position, Fixture};
+    use crate::cluster::testkit::{step, Fixture};
 
     #[tokio::test]
     async fn reset_nodes_are_left_without_env_files_and_the_state_goes() {
@@ -54,12 +59,14 @@ mod tests {
         assert!(o.error.is_none(), "{:?}", o.error);
         let e = &f.execs()[before..];
         for n in ["m1", "w1"] {
-            let reset = position(e, n, "kubeadm reset -f").unwrap_or_else(|| panic!("{n}: {e:#?}"));
-            let proxy = position(e, n, "proxy_cleanup.sh").unwrap_or_else(|| panic!("{n}: {e:#?}"));
+            let reset = step(e, n, "kubeadm reset -f").unwrap_or_else(|| panic!("{n}: {e:#?}"));
+            let proxy = step(e, n, "proxy_cleanup.sh").unwrap_or_else(|| panic!("{n}: {e:#?}"));
             assert!(proxy > reset, "{n}: {e:#?}");
-            assert!(position(e, n, "clean_env.sh").is_some_and(|c| c > proxy), "{n}: {e:#?}");
-            assert!(position(e, n, "registry_apply.sh").is_some_and(|c| c > reset), "{n}: {e:#?}");
+            assert!(step(e, n, "clean_env.sh").is_some_and(|c| c > proxy), "{n}: {e:#?}");
+            assert!(step(e, n, "registry_apply.sh").is_some_and(|c| c > reset), "{n}: {e:#?}");
         }
+        // One node program per node: the reset and every cleanup after it.
+        assert_eq!(e.len(), 2, "{e:#?}");
         assert!(!f.path("state/vnf1.json").exists());
         // The instance lock, held until the hook is done, goes with the state it guarded.
         assert!(f.path("state/vnf1.lock").exists(), "held while the hook runs");

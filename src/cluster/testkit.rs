@@ -66,15 +66,11 @@ impl Fixture {
     /// Every node answers as a healthy cluster does.
     pub fn healthy(&self) {
         let f = &self.fake;
-        for (n, _, k) in (1..=self.masters).map(master).chain((1..=9).map(worker)) {
+        for (n, _, k) in (1..=self.masters).map(master).chain((1..=30).map(worker)) {
             f.reply(Some(&n), "hostname", &format!("{k}\n"));
+            let printed = if n.starts_with('m') { master_output() } else { String::new() };
+            f.reply(Some(&n), "install_k8s_cluster.sh", &install_reply(&printed, &k));
         }
-        let master_out = format!(
-            "token:{TOKEN}\nserver:https://192.0.2.100:16443\n-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\nssl_ca_cert_hash:{}\ncertificate_key:{}\n",
-            "a".repeat(64),
-            "b".repeat(64)
-        );
-        f.reply(None, "install_k8s_cluster.sh -m", &master_out);
         f.reply(None, "kubeadm token create", &format!("{TOKEN}\n"));
         f.reply(None, "upload-certs", &format!("{}\n", "c".repeat(64)));
         f.reply(None, "admin_token.sh", "bearer-token");
@@ -171,6 +167,21 @@ impl Fixture {
     }
 }
 
+/// What the install script prints on a main master (every master's script prints it here).
+pub fn master_output() -> String {
+    format!(
+        "token:{TOKEN}\nserver:https://192.0.2.100:16443\n-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\nssl_ca_cert_hash:{}\ncertificate_key:{}\n",
+        "a".repeat(64),
+        "b".repeat(64)
+    )
+}
+
+/// What an install node program prints: the install script's `printed`, then the node's
+/// hostname `k8s` after the marker line (`node_program.rs`).
+pub fn install_reply(printed: &str, k8s: &str) -> String {
+    format!("{printed}\nmgmt-driver-hostname\n{k8s}\n")
+}
+
 /// A VnfInstance `vnf1` as Tacker v2's OpenStack driver records it: each VNFC's
 /// vnfcResourceInfo id is its Nova server's id, its vnfcInfo id `<vduId>-<server id>` (Tacker's
 /// default, without `VDU_VNFc_mapping`), its address on an external CP; the VIP is an external
@@ -230,6 +241,8 @@ impl Fixture {
             let ip = e["cpProtocolInfo"][0]["ipOverEthernet"]["ipAddresses"][0]["addresses"][0].as_str().unwrap();
             let last = ip.rsplit('.').next().unwrap();
             self.fake.reply(Some(id), "hostname", &format!("{vdu}{last}\n"));
+            let printed = if vdu == "master" { master_output() } else { String::new() };
+            self.fake.reply(Some(id), "install_k8s_cluster.sh", &install_reply(&printed, &format!("{vdu}{last}")));
         }
         let doc = crate::request::Doc::Inline { name: "vnf_instance".into(), value: inst.clone() };
         let grant = grant.map(|g| crate::request::Doc::Inline { name: "grant_request".into(), value: g.clone() });
@@ -242,7 +255,133 @@ impl Fixture {
     }
 }
 
+/// Where the first step on `node` containing `needle` ran: (exec index, offset in that exec's
+/// text). Steps of one node program (`node_program.rs`) run in the order of its text, so
+/// these compare as the steps ran, whether they were one exec each or one program.
+pub fn step(execs: &[String], node: &str, needle: &str) -> Option<(usize, usize)> {
+    let i = position(execs, node, needle)?;
+    Some((i, execs[i].find(needle).expect("position found it")))
+}
+
 /// Index of the first exec matching both `node` and `needle`.
 pub fn position(execs: &[String], node: &str, needle: &str) -> Option<usize> {
     execs.iter().position(|e| e.starts_with(&format!("{node}: ")) && e.contains(needle))
+}
+
+/// One round trip of the fake transport in [`round_trip_rows`] (any length would do: the
+/// counts are the elapsed virtual time divided by it).
+pub const RT: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// Run `op` on the fixture with every call one [`RT`] long and return (critical path, total)
+/// in round trips: the virtual time it took over [`RT`], and every exec, upload and download.
+/// Every node is connected before the clock starts: a connect (its handshake) is a fixed cost
+/// per node, not a round trip of the operation's own (as `src/round_trip_table.rs` counts).
+/// Needs tokio's paused clock.
+pub async fn measure(f: &Fixture, op: Op, body: Value, nodes: &[&str], reset_nodes: bool) -> (usize, usize) {
+    let p = f.prepare(op, body, nodes).unwrap();
+    f.fake.with_latency(RT);
+    let all: Vec<_> = p.hook.topo.all().collect();
+    futures::future::join_all(all.iter().map(|n| p.hook.rt.first_reachable(std::slice::from_ref(n)))).await;
+    let before = f.fake.round_trips();
+    let start = tokio::time::Instant::now();
+    let o = crate::cluster::run(op, &p, reset_nodes).await;
+    let elapsed = start.elapsed();
+    f.fake.with_latency(std::time::Duration::ZERO);
+    assert!(o.error.is_none(), "{op:?}: {:?}", o.error);
+    assert_eq!(elapsed.as_nanos() % RT.as_nanos(), 0, "{op:?}: {elapsed:?} is whole round trips");
+    ((elapsed.as_nanos() / RT.as_nanos()) as usize, f.fake.round_trips() - before)
+}
+
+/// The cluster of the round-trip table: 3 masters and 20 workers.
+pub const TABLE_MASTERS: usize = 3;
+pub const TABLE_WORKERS: usize = 20;
+
+fn table_fixture() -> Fixture {
+    Fixture::new(TABLE_MASTERS, TABLE_WORKERS)
+}
+
+/// The round trips of every cluster hook on 3 masters + 20 workers, as (operation, critical
+/// path, total): the table of docs/cluster-hooks.md and of issue 24. Each row runs on its own
+/// fixture; the steps that set it up are not counted. Call it under
+/// `#[tokio::test(start_paused = true)]` (the fake's latency is on tokio's clock).
+pub async fn round_trip_rows() -> Vec<(String, usize, usize)> {
+    let mut rows = Vec::new();
+    let mut row = |name: &str, (path, total): (usize, usize)| rows.push((name.to_string(), path, total));
+    let inst = Fixture::instantiate_body;
+    let heal = |id: &str| serde_json::json!({"vnfcInstanceId": [id]});
+
+    let f = table_fixture();
+    row("instantiate_end", measure(&f, Op::InstantiateEnd, inst(), &[], false).await);
+    row("instantiate_end again (no-op re-run)", measure(&f, Op::InstantiateEnd, inst(), &[], false).await);
+
+    let f = table_fixture();
+    f.instantiate().await;
+    f.write_inventory(TABLE_MASTERS, TABLE_WORKERS + 1);
+    let out = serde_json::json!({"type": "SCALE_OUT", "aspectId": "worker", "numberOfSteps": 1});
+    row("scale_end SCALE_OUT +1 worker", measure(&f, Op::ScaleEnd, out.clone(), &["w21"], false).await);
+    row("scale_end SCALE_OUT again (no-op re-run)", measure(&f, Op::ScaleEnd, out, &["w21"], false).await);
+    let scale_in = serde_json::json!({"type": "SCALE_IN", "aspectId": "worker", "numberOfSteps": 1});
+    row("scale_start SCALE_IN -1 worker", measure(&f, Op::ScaleStart, scale_in.clone(), &["w21"], false).await);
+    row("scale_start SCALE_IN again (no-op re-run)", measure(&f, Op::ScaleStart, scale_in, &["w21"], false).await);
+
+    let f = table_fixture();
+    f.instantiate().await;
+    row("heal_start worker", measure(&f, Op::HealStart, heal("w1"), &[], false).await);
+    row("heal_end worker", measure(&f, Op::HealEnd, heal("w1"), &[], false).await);
+    row("heal_start master", measure(&f, Op::HealStart, heal("m3"), &[], false).await);
+    row("heal_end master", measure(&f, Op::HealEnd, heal("m3"), &[], false).await);
+
+    let f = table_fixture();
+    f.instantiate().await;
+    row("terminate_end", measure(&f, Op::TerminateEnd, serde_json::json!({}), &[], false).await);
+    let f = table_fixture();
+    f.instantiate().await;
+    row("terminate_end --reset-nodes", measure(&f, Op::TerminateEnd, serde_json::json!({}), &[], true).await);
+    rows
+}
+
+#[cfg(test)]
+mod round_trip_table {
+    /// Every cluster hook's round trips on 3 masters + 20 workers, exact (critical path, in
+    /// all). Before issue 24 (commit f3a3323, counted the same way): instantiate_end 24 and 169,
+    /// its no-op re-run 5 and 93, scale-out 10 and 54, scale-in 4 and 26, heal_start of a
+    /// worker 3 and 3, heal_end of a worker 8 and 96, of a master 18 and 107, terminate
+    /// --reset-nodes 4 and 92.
+    #[tokio::test(start_paused = true)]
+    async fn every_cluster_hook_takes_its_floor() {
+        let rows = super::round_trip_rows().await;
+        let got: Vec<(&str, usize, usize)> = rows.iter().map(|(o, c, t)| (o.as_str(), *c, *t)).collect();
+        assert_eq!(
+            got,
+            [
+                // m1: upload, program (prepare + install + hostname); m2: env upload, program;
+                // m3: certificate key from m1, env upload, program; each worker: upload, program;
+                // Helm on the masters (env upload, run) while m1 gives the bearer token.
+                // 2+2+3+2+2.
+                ("instantiate_end", 11, 58),
+                // Every node recorded as done with the same inputs, the bearer token recorded:
+                // each node's host key checked and its leftover env files swept, at once.
+                ("instantiate_end again (no-op re-run)", 1, 23),
+                // A token; the worker's upload and program; the 23 old nodes' program.
+                ("scale_end SCALE_OUT +1 worker", 4, 26),
+                ("scale_end SCALE_OUT again (no-op re-run)", 0, 0),
+                // Drain and the pods left (one program), delete; /etc/hosts on the 22 others.
+                ("scale_start SCALE_IN -1 worker", 3, 25),
+                // The worker is gone: /etc/hosts on the others again, one program each.
+                ("scale_start SCALE_IN again (no-op re-run)", 1, 23),
+                ("heal_start worker", 2, 2),
+                // A token; the worker's upload and program; the others have its line already
+                // (their host keys checked and leftover env files swept, at once).
+                ("heal_end worker", 3, 25),
+                ("heal_start master", 3, 4),
+                // A token, a certificate key (the others' sweep meanwhile), upload and program,
+                // haproxy on the survivors, Helm (2), the charts (pack, download, discard,
+                // upload, unpack), the repositories.
+                ("heal_end master", 13, 36),
+                ("terminate_end", 0, 0),
+                // One program per node: reset, proxy settings, env files, registry files.
+                ("terminate_end --reset-nodes", 1, 23),
+            ]
+        );
+    }
 }

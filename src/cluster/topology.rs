@@ -604,6 +604,7 @@ topology_template:
             k8s_name: k8s.into(),
             installed: true,
             helm_installed: false,
+            prepared_secret_digest: None,
         };
         st.nodes.insert("a-master".into(), node(Role::Master, "10.0.0.2", "master2"));
         st.nodes.insert("b-main".into(), node(Role::Master, "10.0.0.1", "master1"));

@@ -1,11 +1,12 @@
 //! New workers join each on its own (instantiate_end's workers, scale_end's new ones): one
-//! worker's upload, `/etc/hosts` and join run as one job, so a VM that never boots fails only
+//! worker's upload, `/etc/hosts`, registries, join and hostname run as one job, one upload and
+//! one node program (`Hook::install` with its prepare steps), so a VM that never boots fails only
 //! its own job and the reachable workers join. The hook goes on with those that joined (each
 //! recorded as it joins) and fails at the end naming the others.
 
 use crate::cluster::hook::Hook;
 use crate::cluster::node_cmd::InstallMode;
-use crate::cluster::prepare_nodes::prepare_node;
+use crate::cluster::prepare_nodes::prep;
 use crate::cluster::topology::ClusterNode;
 use crate::error::Error;
 use crate::lifecycle::all_ok;
@@ -27,8 +28,8 @@ pub async fn join_workers<'a>(
     h.rt.phase(phase, workers, true);
     let res =
         h.rt.each(workers, |w| async move {
-            prepare_node(h, w).await?;
-            h.install(w, InstallMode::Worker, Some((token, hash)), None).await?;
+            let p = prep(h, w, true)?;
+            h.install(w, InstallMode::Worker, Some((token, hash)), None, Some(p)).await?;
             h.outcome(w, "joined as worker");
             Ok(())
         })

@@ -9,13 +9,25 @@
 # an instance at a time: the instance lock), and at once after an install step failed without
 # an exit status.
 #
-# Usage: clean_env.sh RUN_DIR
+# The first step of a merged node program (src/cluster/node_program.rs) runs after that
+# program's own env files were uploaded, in the same upload as the scripts: those are named as
+# KEEP and stay, for the step that consumes them; everything else of the pattern goes.
+#
+# Usage: clean_env.sh RUN_DIR [KEEP]...
 #   RUN_DIR  the instance's run directory (relative: in the login user's home)
+#   KEEP     an env file's exact name (`env.install`) this run uploaded just now
 # Prints the names it removed, one a line. Exit status: 0 done (also when RUN_DIR is missing);
 # 1 a file could not be removed.
 
-for f in "$1"/env.*; do
+dir=$1
+shift
+for f in "$dir"/env.*; do
     [ -f "$f" ] || [ -L "$f" ] || continue
+    keep=
+    for k do
+        [ "${f##*/}" = "$k" ] && keep=1
+    done
+    [ -z "$keep" ] || continue
     rm -f -- "$f" || exit 1
     printf 'removed %s\n' "${f##*/}"
 done

@@ -209,6 +209,20 @@ fn clean_env_removes_the_run_directorys_env_files_only() {
     assert!(o.status.success() && o.stdout.is_empty(), "{}", text(&o));
 }
 
+/// A merged node program uploads its own env files with the scripts and sweeps after that:
+/// the names it keeps stay (exact names only: an upload's broken-off temporary copy goes).
+#[test]
+fn clean_env_keeps_exactly_the_names_it_is_given() {
+    let d = tempfile::tempdir().unwrap();
+    for f in ["env.install", "env.install.mgmtd-00c0ffee00c0ffee", "env.old", "env.registry-auth", "x.sh"] {
+        std::fs::write(d.path().join(f), "x").unwrap();
+    }
+    let o = run(CLEAN_ENV, &[], &[s(d.path()), "env.install", "env.registry-auth", "env.*"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "removed env.install.mgmtd-00c0ffee00c0ffee\nremoved env.old\n");
+    assert_eq!(ls(d.path()), ["env.install", "env.registry-auth", "x.sh"]);
+}
+
 /// `tar` in `dir` with `args`, must succeed.
 fn tar(dir: &Path, args: &[&str]) {
     let o = Command::new("tar").current_dir(dir).args(args).output().unwrap();

@@ -97,7 +97,8 @@ async fn primitive_run() -> Row {
 /// Every row, in the doc's order.
 async fn rows() -> Vec<Row> {
     let mut rows = vec![];
-    // WIRE-AT-MERGE rows.extend(crate::cluster::testkit::round_trip_rows().await);
+    let cluster = crate::cluster::testkit::round_trip_rows().await;
+    rows.extend(cluster.into_iter().map(|(op, c, t)| (format!("cluster {op}, 3 masters + 20 workers"), c, t)));
     // WIRE-AT-MERGE rows.extend(crate::cnf::run::testkit::round_trip_rows().await);
     rows.push(primitive_run().await);
     rows.push(workload_deploy().await);
@@ -106,8 +107,23 @@ async fn rows() -> Vec<Row> {
 }
 
 /// The same operations on commit f3a3323 (critical path, total), where they were measured.
-const BEFORE: &[(&str, usize, usize)] =
-    &[("primitive run, 1 node", 3, 3), ("workload deploy, 1 master", 2, 2), ("fan-out `run-script`, 10 hosts", 2, 20)];
+const BEFORE: &[(&str, usize, usize)] = &[
+    ("cluster instantiate_end, 3 masters + 20 workers", 24, 169),
+    ("cluster instantiate_end again (no-op re-run), 3 masters + 20 workers", 5, 93),
+    ("cluster scale_end SCALE_OUT +1 worker, 3 masters + 20 workers", 10, 54),
+    ("cluster scale_end SCALE_OUT again (no-op re-run), 3 masters + 20 workers", 0, 0),
+    ("cluster scale_start SCALE_IN -1 worker, 3 masters + 20 workers", 4, 26),
+    ("cluster scale_start SCALE_IN again (no-op re-run), 3 masters + 20 workers", 1, 23),
+    ("cluster heal_start worker, 3 masters + 20 workers", 3, 3),
+    ("cluster heal_end worker, 3 masters + 20 workers", 8, 96),
+    ("cluster heal_start master, 3 masters + 20 workers", 3, 4),
+    ("cluster heal_end master, 3 masters + 20 workers", 18, 107),
+    ("cluster terminate_end, 3 masters + 20 workers", 0, 0),
+    ("cluster terminate_end --reset-nodes, 3 masters + 20 workers", 4, 92),
+    ("primitive run, 1 node", 3, 3),
+    ("workload deploy, 1 master", 2, 2),
+    ("fan-out `run-script`, 10 hosts", 2, 20),
+];
 
 fn before(op: &str) -> String {
     BEFORE.iter().find(|(o, _, _)| *o == op).map(|(_, c, t)| format!("{c} | {t}")).unwrap_or_else(|| "– | –".into())

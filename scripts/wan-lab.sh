@@ -23,13 +23,18 @@ export LC_ALL=C
 PROG=${0##*/}
 REPO=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.." && pwd -P)
 readonly PROG REPO
-RELAY=$REPO/target/release/examples/delay_relay
+# WAN_RELAY: another build of the relay (a debug one while developing); default the release one.
+RELAY=${WAN_RELAY:-$REPO/target/release/examples/delay_relay}
 
 usage() { sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; }
 # shellcheck source=scripts/common.sh
 . "$REPO/scripts/common.sh"
 
 build_relay() {
+    if [ -n "${WAN_RELAY:-}" ]; then
+        [ -x "$RELAY" ] || die "WAN_RELAY=$RELAY is not an executable"
+        return 0
+    fi
     if [ ! -x "$RELAY" ] || [ -n "$(find "$REPO/examples/delay_relay.rs" -newer "$RELAY")" ]; then
         log "building the delay relay (cargo build --release --example delay_relay)"
         (cd "$REPO" && cargo build --release --locked --quiet --example delay_relay)
@@ -57,7 +62,8 @@ stop_relay() {
     local dir=$1 pid
     [ -f "$dir/relay.pid" ] || return 0
     pid=$(cat "$dir/relay.pid")
-    if [[ $pid =~ ^[0-9]+$ ]] && [ "$(readlink "/proc/$pid/exe" 2>/dev/null)" = "$(readlink -f "$RELAY")" ]; then
+    # Still our relay: a delay_relay whose --ready file is this DIR's (a pid may be reused).
+    if [[ $pid =~ ^[0-9]+$ ]] && tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF -- "delay_relay --ready $dir/relay.ready "; then
         kill "$pid" 2>/dev/null || true
         for _ in 1 2 3 4 5 6 7 8 9 10; do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
     fi
@@ -109,8 +115,11 @@ cmd_up() {
 
 cmd_down() {
     [ $# -eq 1 ] || usage_error "down needs DIR"
-    stop_relay "$1"
-    rm -f "$1/relay.table" "$1/known_hosts" "$1/wan.env"
+    [ -d "$1" ] || return 0
+    local dir
+    dir=$(cd -- "$1" && pwd -P)
+    stop_relay "$dir"
+    rm -f "$dir/relay.table" "$dir/known_hosts" "$dir/wan.env"
 }
 
 cmd_rewrite() {

@@ -11,7 +11,8 @@
 # --rtt MS puts every node behind the delay relay (scripts/wan-lab.sh, docs/lab.md); --tacker
 # PYTHON (one with paramiko: scripts/tacker-venv.sh prints it) adds a row for the stand-in for
 # Tacker's SSH pattern (tests/bench/tacker_pattern.py); --no-seq leaves out the --parallel 1 row;
-# --tsv FILE appends every run: row, rtt, rep, wall, cpu, rss KiB, execs, uploads, connections.
+# --tsv FILE appends every run: row, rtt, rep, wall, cpu, rss KiB, execs, uploads, connections,
+# round trips, the most round trips of one node (tests/bench/events.py).
 # Run as root (the lab uses namespaces).
 set -euo pipefail
 {
@@ -90,7 +91,7 @@ run_once() { # $1 = extra mgmt-driver args, or "tacker"
             || { echo "tacker pattern failed:" >&2; tail -20 "$work/err.log" >&2; exit 1; }
         t1=$(date +%s.%N)
         check_kit
-        rts=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["execs"], d["uploads"], d["connections"])' "$work/out.json")
+        rts=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["execs"], d["uploads"], d["connections"], d["round_trips"], d["max_per_host"])' "$work/out.json")
     else
         t0=$(date +%s.%N)
         # shellcheck disable=SC2086 # $1 is a list of words
@@ -105,29 +106,29 @@ run_once() { # $1 = extra mgmt-driver args, or "tacker"
     printf '%s %s %s\n' "$(awk -v a="$t0" -v b="$t1" 'BEGIN {print b - a}')" "$(awk '{print $1, $2 + $3}' "$work/rss")" "$rts"
 }
 
-# tsv ROW REP WALL RSS CPU EXECS UPLOADS CONNECTIONS
-tsv() { [ -z "$TSV" ] || printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$1" "$RTT" "$2" "$3" "$5" "$4" "$6" "$7" "$8" >>"$TSV"; }
+# tsv ROW REP WALL RSS CPU EXECS UPLOADS CONNECTIONS ROUND_TRIPS MAX_PER_HOST
+tsv() { [ -z "$TSV" ] || printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$1" "$RTT" "$2" "$3" "$5" "$4" "$6" "$7" "$8" "$9" "${10}" >>"$TSV"; }
 
 median() { sort -n | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 
 declare -a par=() seq=() prss=() srss=() pcpu=() scpu=()
 for ((r = 1; r <= REPS; r++)); do
-    read -r w m c e u k < <(run_once "")
-    [ -n "${k:-}" ] || exit 1
+    read -r w m c e u k rt rh < <(run_once "")
+    [ -n "${rh:-}" ] || exit 1
     par+=("$w"); prss+=("$m"); pcpu+=("$c")
-    tsv mgmt-driver "$r" "$w" "$m" "$c" "$e" "$u" "$k"
+    tsv mgmt-driver "$r" "$w" "$m" "$c" "$e" "$u" "$k" "$rt" "$rh"
     echo "rep $r: parallel ${w}s ($e execs, $u uploads, $k connections)" >&2
     if [ "$SEQ" = 1 ]; then
-        read -r w m c e u k < <(run_once "--parallel 1")
-        [ -n "${k:-}" ] || exit 1
+        read -r w m c e u k rt rh < <(run_once "--parallel 1")
+        [ -n "${rh:-}" ] || exit 1
         seq+=("$w"); srss+=("$m"); scpu+=("$c")
-        tsv mgmt-driver-seq "$r" "$w" "$m" "$c" "$e" "$u" "$k"
+        tsv mgmt-driver-seq "$r" "$w" "$m" "$c" "$e" "$u" "$k" "$rt" "$rh"
         echo "rep $r: sequential ${w}s" >&2
     fi
     if [ -n "$TACKER" ]; then
-        read -r w m c e u k < <(run_once tacker)
-        [ -n "${k:-}" ] || exit 1
-        tsv tacker-pattern "$r" "$w" "$m" "$c" "$e" "$u" "$k"
+        read -r w m c e u k rt rh < <(run_once tacker)
+        [ -n "${rh:-}" ] || exit 1
+        tsv tacker-pattern "$r" "$w" "$m" "$c" "$e" "$u" "$k" "$rt" "$rh"
         echo "rep $r: Tacker's pattern ${w}s ($e execs, $u uploads, $k connections)" >&2
     fi
 done

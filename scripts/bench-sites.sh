@@ -15,7 +15,8 @@
 #
 # --rtt MS puts every node behind the delay relay (scripts/wan-lab.sh, docs/lab.md); --ways
 # picks the ways (comma-separated: atonce,inturn,xargs,canary; default all); --tsv FILE appends
-# every run: way, rtt, N, wall, cpu, rss KiB, execs, uploads, connections, slowest site's s.
+# every run: way, rtt, N, wall, cpu, rss KiB, execs, uploads, connections,
+# round trips, the most of one host (tests/bench/events.py), slowest site's s.
 #
 # Expected: at once ≈ 2 × T + overhead whatever N; in turn ≈ N × 2 × T. Issue targets for 40
 # sites: at once ≤ 0.25 × in turn, ≤ 50 ms driver CPU per site, ≤ 64 MiB RSS.

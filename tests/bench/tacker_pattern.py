@@ -14,7 +14,8 @@ is not Tacker, and it checks host keys strictly where Tacker accepts any key.
                               --releases releases.json --namespace NS
     tacker_pattern.py cnf-clean (same arguments as cnf): uninstall what `cnf` installed; untimed
 
-Prints one JSON line on stdout: {"connections": C, "execs": E, "uploads": U, "failed_aux": F}.
+Prints one JSON line on stdout: {"connections": C, "execs": E, "uploads": U, "failed_aux": F,
+"round_trips": execs + uploads, "max_per_host": the most of them on one node}.
 An install step that fails ends the run with exit status 1; an auxiliary step that fails
 (a label, a token lookup) is counted in failed_aux, as Tacker's "any stderr" rule would not
 stop the lab's stand-ins either.
@@ -29,6 +30,9 @@ import tempfile
 import paramiko
 
 COUNT = {"connections": 0, "execs": 0, "uploads": 0, "failed_aux": 0}
+# Round trips per node address: each exec_command and each SFTP put is one (handshakes apart),
+# as mgmt-driver's own round_trips events count them.
+PER_HOST = {}
 KUBECONFIG = "export KUBECONFIG=/etc/kubernetes/admin.conf; "
 
 
@@ -47,6 +51,7 @@ class Node:
     def run(self, cmd, aux=False, timeout=300):
         """One exec_command: the command, its whole stdout, its exit status."""
         COUNT["execs"] += 1
+        PER_HOST[self.ip] = PER_HOST.get(self.ip, 0) + 1
         _, out, err = self.client.exec_command(cmd, timeout=timeout)
         stdout = out.read().decode(errors="replace")
         stderr = err.read().decode(errors="replace")
@@ -70,6 +75,7 @@ def sftp_put(args, ip, files):
     for local, remote in files:
         sftp.put(local, remote)
         COUNT["uploads"] += 1
+        PER_HOST[ip] = PER_HOST.get(ip, 0) + 1
     sftp.close()
     n.close()
 
@@ -207,6 +213,8 @@ def main():
         cluster(args)
     else:
         cnf(args, clean=args.what == "cnf-clean")
+    COUNT["round_trips"] = sum(PER_HOST.values())
+    COUNT["max_per_host"] = max(PER_HOST.values(), default=0)
     print(json.dumps(COUNT))
 
 

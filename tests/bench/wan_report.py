@@ -50,12 +50,15 @@ doc = [
     "- **wall s**: from the tool's start to its exit (median).",
     "- **CPU s**: user + system time of the tool and all its descendants (the controller's cost).",
     "- **RSS MiB**: peak resident set size of the largest single process of the tool.",
-    "- **round trips**: for mgmt-driver, counted from its own event stream in `-o json` (each",
-    "  `command` event is one remote exec, each `uploaded` event that was not skipped one file",
-    "  transfer, each `connected` event one SSH session; tests/bench/events.py). For the stand-in",
-    "  for Tacker's pattern, counted by the stand-in itself (each exec_command, each SFTP put,",
-    "  each SSH connection). A connection costs several round trips of its own (TCP, key",
-    "  exchange, authentication) that are not in the exec count.",
+    "- **round trips**: for mgmt-driver, from its own event stream in `-o json`",
+    "  (tests/bench/events.py): the sum of its `round_trips` events (one per host and connection:",
+    "  every command and every file-transfer step is one; handshakes are not counted), and the",
+    "  most of any one node; a binary without those events (commit 984cc53) is counted as",
+    "  `command` events + `uploaded` events not skipped. **execs**, **uploads**, **connections**:",
+    "  the `command`, `uploaded` (not skipped) and `connected` events. For the stand-in for",
+    "  Tacker's pattern, the stand-in counts the same things itself (each exec_command and each",
+    "  SFTP put is one round trip; each SSH connection). A connection costs several round trips",
+    "  of its own (TCP, key exchange, authentication) that are in neither count.",
     "",
     f"Repetitions: {E.get('BENCH_REPS', '?')} per row (fan-out after one untimed warm-up run; sites 1, see there).",
     "",
@@ -78,8 +81,6 @@ for d in sorted(glob.glob(os.path.join(WORK, "fanout-rtt*"))):
     if not os.path.exists(res):
         continue
     rts = {}
-    for r in rows(os.path.join(d, "round-trips.tsv"), ["tool", "n", "execs", "uploads", "connections"]):
-        rts[r["tool"]] = r
     with open(res) as f:
         for r in csv.DictReader(f, delimiter="\t"):
             r["rtt"] = rtt
@@ -123,13 +124,13 @@ else:
     rt_lines = []
     for d in sorted(glob.glob(os.path.join(WORK, "fanout-rtt*", "round-trips.tsv"))):
         rtt = d.split("fanout-rtt")[1].split("/")[0]
-        for r in rows(d, ["tool", "n", "execs", "uploads", "connections"]):
+        for r in rows(d, ["tool", "n", "execs", "uploads", "connections", "rt", "rh"]):
             n = int(r["n"])
-            rt_lines.append(f"| {FAN_LABEL.get(r['tool'], r['tool'])} | {n} | {rtt} | {r['execs']} | {r['uploads']} | "
-                            f"{r['connections']} | {(int(r['execs']) + int(r['uploads'])) / n:.2f} |")
+            rt_lines.append(f"| {FAN_LABEL.get(r['tool'], r['tool'])} | {n} | {rtt} | {r['rt']} | {r['rh']} | {r['execs']} | "
+                            f"{r['uploads']} | {r['connections']} |")
     if rt_lines:
-        doc += ["| tool | N | RTT ms | execs | uploads | connections | (execs + uploads) / node |",
-                "|---|---:|---:|---:|---:|---:|---:|"] + rt_lines + [""]
+        doc += ["| tool | N | RTT ms | round trips | most on one node | execs | uploads | connections |",
+                "|---|---:|---:|---:|---:|---:|---:|---:|"] + rt_lines + [""]
     goal = []
     for key, w in list(summary.items()):
         if len(key) != 3:
@@ -151,7 +152,7 @@ else:
 
 # ---------------------------------------------------------------------------------------------
 # b./c. cluster and cnf against Tacker's pattern
-NAMES = ["row", "rtt", "rep", "wall", "cpu", "rss", "execs", "uploads", "connections"]
+NAMES = ["row", "rtt", "rep", "wall", "cpu", "rss", "execs", "uploads", "connections", "rt", "rh"]
 
 
 def versus(title, path, intro, ours_label, peer_label, goal_x, goal_text):
@@ -160,8 +161,8 @@ def versus(title, path, intro, ours_label, peer_label, goal_x, goal_text):
     if not rs:
         return out + ["Not run (`--only` left it out).", ""]
     out += intro + ["",
-                    "| run | RTT ms | wall s | wall s (min-max) | CPU s | RSS MiB | execs | uploads | connections |",
-                    "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+                    "| run | RTT ms | wall s | wall s (min-max) | CPU s | RSS MiB | round trips | most on one node | execs | uploads | connections |",
+                    "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     by = {}
     for r in rs:
         by.setdefault((int(r["rtt"]), r["row"]), []).append(r)
@@ -172,7 +173,7 @@ def versus(title, path, intro, ours_label, peer_label, goal_x, goal_text):
         walls[(rtt, row)] = med(w)
         label = ours_label if row == "mgmt-driver" else peer_label
         out.append(f"| {label} | {rtt} | {med(w):.2f} | {min(w):.2f}-{max(w):.2f} | {med([float(x['cpu']) for x in g]):.2f} | "
-                   f"{med([float(x['rss']) for x in g]) / 1024:.0f} | {g[0]['execs']} | {g[0]['uploads']} | {g[0]['connections']} |")
+                   f"{med([float(x['rss']) for x in g]) / 1024:.0f} | {g[0]['rt']} | {g[0]['rh']} | {g[0]['execs']} | {g[0]['uploads']} | {g[0]['connections']} |")
     out += ["", "| goal | measured | result |", "|---|---|---|"]
     for rtt in sorted({k[0] for k in walls}):
         a, b = walls.get((rtt, "mgmt-driver")), walls.get((rtt, "tacker-pattern"))
@@ -221,7 +222,7 @@ doc += versus(
 # d. sites
 doc += ["## d. `sites apply instantiate`: 40 sites at once vs one after another", ""]
 srs = rows(os.path.join(WORK, "sites.tsv"),
-           ["way", "rtt", "n", "wall", "cpu", "rss", "execs", "uploads", "connections", "slowest"])
+           ["way", "rtt", "n", "wall", "cpu", "rss", "execs", "uploads", "connections", "rt", "rh", "slowest"])
 if not srs:
     doc += ["Not run (`--only` left it out).", ""]
 else:
@@ -231,12 +232,12 @@ else:
             "single-site runs, and its result gives each site's own seconds; the slowest of them is",
             "the slowest single site.",
             "",
-            "| way | RTT ms | wall s | CPU s | RSS MiB | execs | uploads | connections | slowest site s |",
-            "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+            "| way | RTT ms | wall s | CPU s | RSS MiB | round trips | most on one node | execs | uploads | connections | slowest site s |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     label = {"atonce": "40 at once (--max-sites 40)", "inturn": "one after another (--max-sites 1)", "canary": "canary"}
     for r in srs:
         doc.append(f"| {label.get(r['way'], r['way'])} | {r['rtt']} | {float(r['wall']):.2f} | {float(r['cpu']):.2f} | "
-                   f"{int(r['rss']) / 1024:.0f} | {r['execs']} | {r['uploads']} | {r['connections']} | {float(r['slowest']):.2f} |")
+                   f"{int(r['rss']) / 1024:.0f} | {r['rt']} | {r['rh']} | {r['execs']} | {r['uploads']} | {r['connections']} | {float(r['slowest']):.2f} |")
     doc += ["", "| goal | measured | result |", "|---|---|---|"]
     for rtt in sorted({int(r["rtt"]) for r in srs}):
         a = [r for r in srs if int(r["rtt"]) == rtt and r["way"] == "atonce"]

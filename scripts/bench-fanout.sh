@@ -503,13 +503,14 @@ for n in "${SIZE_LIST[@]}"; do
         done
         # Round trips, counted from mgmt-driver's own event stream (-o json: one event per
         # command and per upload) in one more untimed run; the timed runs print plain text.
+        # Both streams: an older binary (984cc53) printed its events on stdout.
         for tool in "${TOOLS[@]}"; do
             case $tool in mgmt-driver | mgmt-driver-baseline) ;; *) continue ;; esac
             tool_cmd "$tool" "$n" "$WORK/jobs/warm-n$n.sh"
             CMD=("${CMD[0]}" "${CMD[1]}" -o json "${CMD[@]:4}")
             "${CMD[@]}" >"$WORK/runs/$tool-n$n-rt.out" 2>"$WORK/runs/$tool-n$n-rt.err" </dev/null ||
                 die "the round-trip count run of $tool failed (stderr: $WORK/runs/$tool-n$n-rt.err)"
-            printf '%s\t%s\t%s\n' "$tool" "$n" "$(python3 tests/bench/events.py "$WORK/runs/$tool-n$n-rt.err")" >>"$WORK/round-trips.tsv"
+            printf '%s\t%s\t%s\n' "$tool" "$n" "$(python3 tests/bench/events.py "$WORK/runs/$tool-n$n-rt.err" "$WORK/runs/$tool-n$n-rt.out")" >>"$WORK/round-trips.tsv"
         done
     fi
     for ((rep = 1; rep <= REPS; rep++)); do

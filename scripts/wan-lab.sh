@@ -26,7 +26,7 @@ readonly PROG REPO
 # WAN_RELAY: another build of the relay (a debug one while developing); default the release one.
 RELAY=${WAN_RELAY:-$REPO/target/release/examples/delay_relay}
 
-usage() { sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; }
 # shellcheck source=scripts/common.sh
 . "$REPO/scripts/common.sh"
 

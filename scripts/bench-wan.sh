@@ -98,6 +98,7 @@ part() {
 }
 
 T_ALL=$SECONDS
+LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
 for rtt in $RTTS; do
     if want fanout; then
         # shellcheck disable=SC2054 # the comma-separated tool list is one word
@@ -123,7 +124,9 @@ done
 log "all parts done in $((SECONDS - T_ALL)) s"
 
 export BENCH_CMDLINE="bash scripts/$PROG${ARGS_GIVEN:+ $ARGS_GIVEN}" BENCH_REPS=$REPS BENCH_SIZES=$SIZES \
-    BENCH_DATE BENCH_COMMIT BENCH_MACHINE BENCH_BASELINE
+    BENCH_DATE BENCH_COMMIT BENCH_MACHINE BENCH_BASELINE BENCH_LOAD BENCH_NPROC
+BENCH_LOAD="load average (1, 5, 15 min) $LOAD0 at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end"
+BENCH_NPROC=$(nproc)
 BENCH_DATE=$(date -u '+%Y-%m-%d %H:%M UTC')
 BENCH_COMMIT=$(git rev-parse --short HEAD)
 [ -z "$(git status --porcelain -- src Cargo.toml Cargo.lock)" ] || BENCH_COMMIT="$BENCH_COMMIT (plus uncommitted changes)"

@@ -60,6 +60,10 @@ doc = [
     "  SFTP put is one round trip; each SSH connection). A connection costs several round trips",
     "  of its own (TCP, key exchange, authentication) that are in neither count.",
     "",
+    f"Machine load: {E.get('BENCH_LOAD', 'not recorded')}. The labs' sshd and kit processes run on the same",
+    "cores as the tools, so a busy machine slows the lab side of every row (the ratios compare rows",
+    "of the same run).",
+    "",
     f"Repetitions: {E.get('BENCH_REPS', '?')} per row (fan-out after one untimed warm-up run; sites 1, see there).",
     "",
 ]
@@ -121,6 +125,11 @@ else:
                    f"{summary[k + ('cpu',)]:.3f} | {1000 * summary[k + ('cpu',)] / n:.1f} | "
                    f"{med([int(x['rss_kib']) for x in rs]) / 1024:.1f} | {ratio} |")
     doc.append("")
+    bg = [float(r["background_cores"]) for r in fan if r.get("background_cores")]
+    if bg:
+        doc += [f"Cores busy in the quarter second before each timed run (bench-fanout.sh's settle, which",
+                f"waits at most 20 s for less than 0.1): median {med(bg):.2f}, largest {max(bg):.2f} of "
+                f"{E.get('BENCH_NPROC', '?')}.", ""]
     rt_lines = []
     for d in sorted(glob.glob(os.path.join(WORK, "fanout-rtt*", "round-trips.tsv"))):
         rtt = d.split("fanout-rtt")[1].split("/")[0]

@@ -5,16 +5,21 @@
 # existing bench scripts (bench-fanout.sh, bench-cluster.sh, bench-cnf.sh, bench-sites.sh) with
 # their --rtt hook and writes one markdown report (method, tables, goals, time per part).
 #
-#   scripts/bench-wan.sh [--rtt "0 50"] [--reps R] [--only fanout,cluster,cnf,sites] [--quick]
-#                        [--baseline BIN] [--out FILE]
+#   scripts/bench-wan.sh [--rtt "0 50"] [--reps R] [--only fanout,cluster,cnf,sites,sitest]
+#                        [--quick] [--baseline BIN] [--sites-t T] [--work DIR] [--out FILE]
 #
 #   --rtt "LIST"    round-trip times in ms (default "0 50"; 0 = direct, no relay)
 #   --reps R        repetitions per row (default 3; sites: always 1, see the report)
-#   --only LIST     parts to run (default all): fanout, cluster, cnf, sites
+#   --only LIST     parts to run (default all): fanout, cluster, cnf, sites (40 sites at T = 0:
+#                   at once and one after another; bound by the lab's CPU on a small machine),
+#                   sitest (a single site alone and 40 at once, install time T = --sites-t)
 #   --quick         reps 1 and fan-out at N = 100 only
 #   --baseline BIN  the mgmt-driver binary of commit 984cc53 for the fan-out's baseline row
 #                   (default target/bench/md-984cc53 when it exists; build it once with
 #                   `git worktree add /work/wt/wan-base 984cc53` and a release build there)
+#   --sites-t T     sitest's stand-in install time per node, seconds (default 15: a real
+#                   kubeadm takes minutes, and T lets the lab's CPU work fit inside the run)
+#   --work DIR      raw figures and logs (default target/bench/wan; emptied first)
 #   --out FILE      the report (default target/bench/wan.md)
 #
 # Labs: w1..w4 on nets 111..114 (fan-out, cluster, cnf, sites), one at a time. Peers: pyinfra
@@ -30,11 +35,12 @@ usage() { sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; }
 # shellcheck source=scripts/common.sh
 . "$REPO/scripts/common.sh"
 
-RTTS="0 50" REPS=3 ONLY=fanout,cluster,cnf,sites QUICK=0 BASE='' OUT=target/bench/wan.md
+RTTS="0 50" REPS=3 ONLY=fanout,cluster,cnf,sites,sitest QUICK=0 BASE='' OUT=target/bench/wan.md SITES_T=15
+WORK=target/bench/wan
 ARGS_GIVEN="$*"
 while [ $# -gt 0 ]; do
     case $1 in
-    --rtt | --reps | --only | --baseline | --out)
+    --rtt | --reps | --only | --baseline | --out | --sites-t | --work)
         [ $# -ge 2 ] || usage_error "option $1 needs a value"
         case $1 in
         --rtt) RTTS=$2 ;;
@@ -42,6 +48,8 @@ while [ $# -gt 0 ]; do
         --only) ONLY=$2 ;;
         --baseline) BASE=$2 ;;
         --out) OUT=$2 ;;
+        --sites-t) SITES_T=$2 ;;
+        --work) WORK=$2 ;;
         esac
         shift 2
         ;;
@@ -61,7 +69,7 @@ for r in $RTTS; do
     if ! [[ $r =~ ^[0-9]{1,4}$ ]] || ((10#$r % 2 != 0)); then usage_error "--rtt: '$r' is not an even number of ms"; fi
 done
 for p in ${ONLY//,/ }; do
-    case $p in fanout | cluster | cnf | sites) ;; *) usage_error "--only: unknown part '$p'" ;; esac
+    case $p in fanout | cluster | cnf | sites | sitest) ;; *) usage_error "--only: unknown part '$p'" ;; esac
 done
 SIZES="100 240"
 if [ "$QUICK" = 1 ]; then REPS=1 SIZES=100; fi
@@ -69,7 +77,8 @@ if [ "$QUICK" = 1 ]; then REPS=1 SIZES=100; fi
 cd "$REPO"
 [[ $OUT == /* ]] || OUT=$REPO/$OUT
 [ -n "$BASE" ] || [ ! -x target/bench/md-984cc53 ] || BASE=$REPO/target/bench/md-984cc53
-WORK=$REPO/target/bench/wan
+[[ $SITES_T =~ ^[0-9]{1,3}$ ]] || usage_error "--sites-t must be whole seconds"
+[[ $WORK == /* ]] || WORK=$REPO/$WORK
 rm -rf "$WORK"
 mkdir -p "$WORK"
 want() { case ,$ONLY, in *,"$1",*) return 0 ;; *) return 1 ;; esac; }
@@ -119,6 +128,11 @@ for rtt in $RTTS; do
     if want sites; then
         part "sites-rtt$rtt" bash scripts/bench-sites.sh --sizes 40 --t 0 --name w4 --net 114 --rtt "$rtt" \
             --ways atonce,inturn --tsv "$WORK/sites.tsv"
+    fi
+    if want sitest; then
+        part "sites-t$SITES_T-rtt$rtt" bash scripts/bench-sites.sh --sizes "1 40" --t "$SITES_T" --name w4 --net 114 \
+            --rtt "$rtt" --ways atonce --tsv "$WORK/sites-t.tsv"
+        printf '%s\n' "$SITES_T" >"$WORK/sites-t.T"
     fi
 done
 log "all parts done in $((SECONDS - T_ALL)) s"

@@ -267,8 +267,9 @@ if trs:
             "At T = 0 (above) the run is bound by the lab: every kit site burns about a CPU-second of",
             "stand-in processes on this 2-core machine, so 40 sites need tens of seconds of CPU whatever",
             f"the driver does. With T = {T} s per node (`bench-sites.sh --t {T}`; a real kubeadm takes",
-            "minutes) that work fits inside the run, and what is left is whether the driver serialises",
-            "sites. The single site is one site run alone (N = 1) on the same lab, T and RTT; all",
+            "minutes) that work can overlap the waiting, and what is left is meant to be whether the",
+            "driver serialises sites; on a busy machine the lab's CPU still shows (see the load above).",
+            "The single site is one site run alone (N = 1) on the same lab, T and RTT; all",
             "sites are alike. (One after another at this T takes 40 × that; not run.)", "",
             "| run | RTT ms | wall s | CPU s | RSS MiB | round trips | most on one node |",
             "|---|---:|---:|---:|---:|---:|---:|"]

@@ -10,11 +10,13 @@ export LC_ALL=C
 PROG=${0##*/}
 REPO=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.." && pwd -P)
 readonly PROG REPO
-readonly LAB_NAME=bench LAB_NET=9 JOB_BYTES=16384
+readonly JOB_BYTES=16384
+LAB_NAME=bench LAB_NET=9 RTT_MS=0 TOOL_FILTER='' WORK_GIVEN=''
 
 usage() {
     cat <<EOF
 usage: $PROG [--sizes "1 10 50 100"] [--reps R] [--with-peers] [--baseline BIN] [--out FILE]
+             [--name NAME] [--net K] [--rtt MS] [--tools LIST] [--work DIR]
 
 Brings up a lab of real OpenSSH servers (scripts/lab.sh up MAX --name $LAB_NAME --net $LAB_NET,
 MAX = the largest size) and, for each size N, gives the same job to the first N nodes
@@ -46,6 +48,15 @@ options:
   --baseline BIN  also run another mgmt-driver binary (an earlier commit's release build) as
                   its own row, to compare two versions in the same run on the same machine
   --out FILE      where the report goes (default docs/benchmarks.md)
+  --name NAME     the lab's name (default $LAB_NAME)
+  --net K         the lab's network number (default $LAB_NET)
+  --rtt MS        put every node behind the delay relay with this round-trip time
+                  (scripts/wan-lab.sh; default 0: direct)
+  --tools LIST    only these tools, comma-separated: mgmt-driver, mgmt-driver-baseline, ssh1,
+                  ssh1-x25519, scp-ssh, pyinfra, ansible (default: all that are available)
+  --work DIR      work files and logs (default target/bench; emptied first); DIR/results.tsv
+                  has the raw figures, DIR/round-trips.tsv mgmt-driver's counted round trips (tool, N, then
+                  tests/bench/events.py's counts)
   -h, --help      this text
 
 Must run as root (the lab uses namespaces). The lab is torn down on exit. Work files
@@ -69,13 +80,18 @@ while [ $# -gt 0 ]; do
         usage
         exit 0
         ;;
-    --sizes | --reps | --out | --baseline)
+    --sizes | --reps | --out | --baseline | --name | --net | --rtt | --tools | --work)
         [ $# -ge 2 ] || usage_error "option $1 needs a value"
         case $1 in
         --sizes) SIZES=$2 ;;
         --reps) REPS=$2 ;;
         --out) OUT=$2 ;;
         --baseline) MD_BASE=$2 ;;
+        --name) LAB_NAME=$2 ;;
+        --net) LAB_NET=$2 ;;
+        --rtt) RTT_MS=$2 ;;
+        --tools) TOOL_FILTER=$2 ;;
+        --work) WORK_GIVEN=$2 ;;
         esac
         shift 2
         ;;
@@ -106,7 +122,11 @@ cd "$REPO"
 [ -f scripts/lab.sh ] || die "scripts/lab.sh is missing"
 [[ $OUT == /* ]] || OUT=$REPO/$OUT
 
-WORK=$REPO/target/bench
+[[ $LAB_NAME =~ ^[a-z0-9]{1,5}$ ]] || usage_error "--name must be [a-z0-9]{1,5}"
+[[ $LAB_NET =~ ^[0-9]{1,3}$ ]] || usage_error "--net must be a network number"
+[[ $RTT_MS =~ ^[0-9]{1,5}$ ]] || usage_error "--rtt must be milliseconds"
+WORK=${WORK_GIVEN:-$REPO/target/bench}
+[[ $WORK == /* ]] || WORK=$REPO/$WORK
 LAB=$REPO/target/lab/$LAB_NAME
 VENV=$REPO/target/bench-venv
 MD=$REPO/target/release/mgmt-driver
@@ -272,6 +292,9 @@ PY
 cleanup() {
     local rc=$?
     trap - EXIT INT TERM
+    if [ -n "${WAN_UP:-}" ]; then
+        bash scripts/wan-lab.sh down "$WORK/wan" >/dev/null 2>&1 || log "warning: 'wan-lab.sh down $WORK/wan' failed"
+    fi
     if [ -n "${LAB_UP:-}" ]; then
         log "tearing the lab down"
         bash scripts/lab.sh down --name "$LAB_NAME" >/dev/null 2>&1 || log "warning: 'lab.sh down --name $LAB_NAME' failed"
@@ -293,10 +316,25 @@ KH=$LAB/known_hosts
 for f in "$LAB/inventory.yaml" "$LAB/nodes.tsv" "$KEY" "$KH"; do
     [ -s "$f" ] || die "lab.sh up did not write $f"
 done
+LAB_INVENTORY=$LAB/inventory.yaml
+if ((10#$RTT_MS > 0)); then
+    # WAN-like links: every tool reaches node 198.18.K.X through the delay relay at 127.K.0.X,
+    # with the lab's host keys under the relay's addresses (docs/lab.md "WAN-like links").
+    WAN_UP=1
+    bash scripts/wan-lab.sh up "$WORK/wan" "$RTT_MS" "$LAB" >>"$WORK/lab-up.log" 2>&1 ||
+        {
+            cat "$WORK/lab-up.log" >&2
+            die "wan-lab.sh up failed"
+        }
+    KH=$WORK/wan/known_hosts
+    LAB_INVENTORY=$WORK/wan/inventory.yaml
+    bash scripts/wan-lab.sh rewrite "$WORK/wan" <"$LAB/inventory.yaml" >"$LAB_INVENTORY"
+fi
 NODE_NAMES=() NODE_IPS=()
 while IFS=$'\t' read -r name ip role _; do
     [ "$name" = name ] && continue
     [ "$role" = hidden ] && continue
+    if ((10#$RTT_MS > 0)); then ip=127.$LAB_NET.0.${ip##*.}; fi
     NODE_NAMES+=("$name") NODE_IPS+=("$ip")
 done <"$LAB/nodes.tsv"
 [ ${#NODE_NAMES[@]} -ge "$MAX_N" ] || die "the lab has ${#NODE_NAMES[@]} node(s), expected $MAX_N"
@@ -313,9 +351,9 @@ for n in "${SIZE_LIST[@]}"; do
     awk -v n="$n" '
         /^  [a-z_]+:$/ { ingroup = ($0 == "  nodes:"); print; next }
         ingroup && /^    - / { if (++k <= n) print; next }
-        { print }' "$LAB/inventory.yaml" >"$d/inventory.yaml"
+        { print }' "$LAB_INVENTORY" >"$d/inventory.yaml"
     [ "$(grep -c '^    - {name: ' "$d/inventory.yaml")" -eq "$n" ] ||
-        die "could not cut $LAB/inventory.yaml to $n hosts (format changed?)"
+        die "could not cut $LAB_INVENTORY to $n hosts (format changed?)"
     # pyinfra: same key, strict host key checking against the lab's known_hosts.
     {
         printf 'D = {"ssh_user": "root", "ssh_key": "%s", "ssh_known_hosts_file": "%s",\n' "$KEY" "$KH"
@@ -379,6 +417,14 @@ if [ -n "$MD_BASE" ]; then
 fi
 [ -z "$PYINFRA" ] || TOOLS+=(pyinfra)
 [ -z "$ANSIBLE" ] || TOOLS+=(ansible)
+if [ -n "$TOOL_FILTER" ]; then
+    kept=()
+    for tool in "${TOOLS[@]}"; do
+        case ",$TOOL_FILTER," in *,"$tool",*) kept+=("$tool") ;; esac
+    done
+    [ ${#kept[@]} -gt 0 ] || die "--tools '$TOOL_FILTER' leaves no tool (available: ${TOOLS[*]})"
+    TOOLS=("${kept[@]}")
+fi
 
 # tool_cmd TOOL N JOB: sets CMD to the command line of TOOL for N nodes and job file JOB.
 tool_cmd() {
@@ -455,6 +501,17 @@ for n in "${SIZE_LIST[@]}"; do
         for tool in "${TOOLS[@]}"; do
             run_one "$tool" "$n" 0 "$WORK/jobs/warm-n$n.sh"
         done
+        # Round trips, counted from mgmt-driver's own event stream (-o json: one event per
+        # command and per upload) in one more untimed run; the timed runs print plain text.
+        # Both streams: an older binary (984cc53) printed its events on stdout.
+        for tool in "${TOOLS[@]}"; do
+            case $tool in mgmt-driver | mgmt-driver-baseline) ;; *) continue ;; esac
+            tool_cmd "$tool" "$n" "$WORK/jobs/warm-n$n.sh"
+            CMD=("${CMD[0]}" "${CMD[1]}" -o json "${CMD[@]:4}")
+            "${CMD[@]}" >"$WORK/runs/$tool-n$n-rt.out" 2>"$WORK/runs/$tool-n$n-rt.err" </dev/null ||
+                die "the round-trip count run of $tool failed (stderr: $WORK/runs/$tool-n$n-rt.err)"
+            printf '%s\t%s\t%s\n' "$tool" "$n" "$(python3 tests/bench/events.py "$WORK/runs/$tool-n$n-rt.err" "$WORK/runs/$tool-n$n-rt.out")" >>"$WORK/round-trips.tsv"
+        done
     fi
     for ((rep = 1; rep <= REPS; rep++)); do
         job=$WORK/jobs/n$n-r$rep/bench-job.sh
@@ -485,7 +542,10 @@ peer_version() { # NAME PATH: "NAME VERSION" from the first line of its --versio
     printf '%s\n' "$1 ${v#"$1" }"
 }
 export BENCH_DATE BENCH_CPU BENCH_NPROC BENCH_MEM BENCH_KERNEL BENCH_OS BENCH_SSH BENCH_COMMIT \
-    BENCH_RUSTC BENCH_PYINFRA BENCH_ANSIBLE BENCH_PYTHON BENCH_CMDLINE BENCH_REPS BENCH_BYTES BENCH_BASELINE
+    BENCH_RUSTC BENCH_PYINFRA BENCH_ANSIBLE BENCH_PYTHON BENCH_CMDLINE BENCH_REPS BENCH_BYTES BENCH_BASELINE \
+    BENCH_LAB BENCH_RTT
+BENCH_LAB="--name $LAB_NAME --net $LAB_NET"
+BENCH_RTT=$((10#$RTT_MS))
 BENCH_BASELINE=
 [ -z "$MD_BASE" ] || BENCH_BASELINE="$("$MD_BASE" --version 2>/dev/null | head -n 1), $MD_BASE"
 BENCH_DATE=$(date -u '+%Y-%m-%d %H:%M UTC')
@@ -615,7 +675,7 @@ doc = [
     "",
     "## Method",
     "",
-    f"The lab (`scripts/lab.sh up {max(sizes)} --name bench --net 9`) runs one real OpenSSH sshd per node, each in its",
+    f"The lab (`scripts/lab.sh up {max(sizes)} {E['BENCH_LAB']}`) runs one real OpenSSH sshd per node, each in its",
     "own network, mount, UTS and pid namespaces on this machine, with private /tmp and /root. The sizes",
     f"N = {', '.join(map(str, sizes))} use the first N nodes of that one lab.",
     "",
@@ -625,6 +685,12 @@ doc = [
     "Every run is checked: exit code 0 and the line of every node, or the benchmark stops.",
     "All tools authenticate as root with the same ed25519 key and verify host keys strictly against",
     "the lab's known_hosts.",
+] + ([
+    "",
+    f"WAN-like links: every node is behind the delay relay (`scripts/wan-lab.sh up DIR {E['BENCH_RTT']} LABDIR`,",
+    f"docs/lab.md), {E['BENCH_RTT']} ms round trip; the tools connect to the relay's address of each node and",
+    "check host keys against the lab's keys under those addresses.",
+] if E['BENCH_RTT'] != "0" else []) + [
     "",
     "What each row runs:",
     "",

@@ -11,6 +11,12 @@
 # process, / N) and peak RSS (of the one process; for xargs, the largest of the N).
 #
 #   scripts/bench-sites.sh [--sizes "1 10 40"] [--t SECONDS] [--out FILE]
+#       [--name NAME] [--net K] [--rtt MS] [--ways LIST] [--tsv FILE]
+#
+# --rtt MS puts every node behind the delay relay (scripts/wan-lab.sh, docs/lab.md); --ways
+# picks the ways (comma-separated: atonce,inturn,xargs,canary; default all); --tsv FILE appends
+# every run: way, rtt, N, wall, cpu, rss KiB, execs, uploads, connections,
+# round trips, the most of one host (tests/bench/events.py), slowest site's s.
 #
 # Expected: at once ≈ 2 × T + overhead whatever N; in turn ≈ N × 2 × T. Issue targets for 40
 # sites: at once ≤ 0.25 × in turn, ≤ 50 ms driver CPU per site, ≤ 64 MiB RSS.
@@ -19,23 +25,27 @@ set -euo pipefail
 {
 export LC_ALL=C
 REPO=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.." && pwd -P)
-SIZES="1 10 40" T=3 OUT=''
+SIZES="1 10 40" T=3 OUT='' LAB=bs2 NET=92 RTT=0 WAYS=atonce,inturn,xargs,canary TSV=''
 while [ $# -gt 0 ]; do
     case $1 in
     --sizes) SIZES=$2; shift 2 ;;
     --t) T=$2; shift 2 ;;
     --out) OUT=$2; shift 2 ;;
-    -h | --help) sed -n '2,16p' "$0"; exit 0 ;;
+    --name) LAB=$2; shift 2 ;;
+    --net) NET=$2; shift 2 ;;
+    --rtt) RTT=$2; shift 2 ;;
+    --ways) WAYS=$2; shift 2 ;;
+    --tsv) TSV=$2; shift 2 ;;
+    -h | --help) sed -n '2,22p' "$0"; exit 0 ;;
     *) echo "unknown argument: $1" >&2; exit 2 ;;
     esac
 done
-LAB=bs2 NET=92
 [ -x /usr/bin/time ] || { echo "needs GNU time: apt-get install time" >&2; exit 2; }
 cd "$REPO"
 cargo build --release --locked -q
 md=$REPO/target/release/mgmt-driver
 work=$(mktemp -d)
-trap 'bash scripts/lab.sh down --name "$LAB" >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
+trap 'bash scripts/wan-lab.sh down "$work/wan" >/dev/null 2>&1 || true; bash scripts/lab.sh down --name "$LAB" >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
 bash samples/package/make-package.sh "$work/pkg" >/dev/null
 bash tests/labkit/make-offline-dir.sh "$work/pkg/Files/offline" >/dev/null
 # The kit's minimal contract script: a node costs T plus a few process starts, the rest is ours.
@@ -54,6 +64,7 @@ setup() { # $1 = N
     local n=$1 j m w name d
     bash scripts/lab.sh down --name "$LAB" >/dev/null 2>&1 || true
     bash scripts/lab.sh up $((2 * n)) --kit --name "$LAB" --net "$NET" >/dev/null 2>&1
+    [ "$RTT" = 0 ] || bash scripts/wan-lab.sh up "$work/wan" "$RTT" "target/lab/$LAB" 2>/dev/null
     rm -rf "$work/out" "$work/state"
     for ((j = 0; j < n; j++)); do
         name=$(site "$j") m=$((2 * j + 1)) w=$((2 * j + 2))
@@ -66,6 +77,10 @@ setup() { # $1 = N
         mkdir -p "$d/cluster"
         printf '{"name": "%s", "index": %d, "labels": {}, "package": "%s"}\n' "$name" "$j" "$work/pkg" >"$d/site.json"
         bash tests/labkit/cluster-inventory.sh "target/lab/$LAB" "$NET" "$m" "$w" | sed '/^cps:/,$d' >"$d/inventory.yaml"
+        if [ "$RTT" != 0 ]; then
+            bash scripts/wan-lab.sh rewrite "$work/wan" <"$d/inventory.yaml" >"$d/inventory.wan.yaml"
+            mv "$d/inventory.wan.yaml" "$d/inventory.yaml"
+        fi
         cp "$work/req.json" "$d/cluster/instantiate.json"
     done
 }
@@ -92,6 +107,24 @@ run_sites() { # $1 = N, $2 = --max-sites, then more `sites apply` flags
     t1=$(date +%s.%N)
     check_done "$n"
     awk -v a="$t0" -v b="$t1" '{print b - a, $2 + $3, $1}' "$work/time"
+    if [ -n "$TSV" ]; then
+        # Round trips from the events; the slowest site's own seconds from the result.
+        printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$(if [ $# -gt 0 ]; then echo canary; elif [ "$max" = 1 ]; then echo inturn; else echo atonce; fi)" "$RTT" "$n" \
+            "$(awk -v a="$t0" -v b="$t1" '{print b - a "\t" $2 + $3 "\t" $1}' "$work/time")" \
+            "$(python3 tests/bench/events.py "$work/err.log")" \
+            "$(python3 -c '
+import json, sys
+def walk(x):
+    if isinstance(x, dict):
+        if "site" in x and "seconds" in x:
+            yield x["seconds"]
+        for v in x.values():
+            yield from walk(v)
+    elif isinstance(x, list):
+        for v in x:
+            yield from walk(v)
+print(max(walk(json.load(open(sys.argv[1]))), default=0))' "$work/out.json")" >>"$TSV"
+    fi
 }
 
 run_xargs() { # $1 = N
@@ -112,15 +145,16 @@ run_xargs() { # $1 = N
 rows=()
 for n in $SIZES; do
     [ $((2 * n)) -le 240 ] || { echo "N=$n needs $((2 * n)) nodes; the lab has at most 240" >&2; exit 2; }
-    setup "$n"; read -r aw ac am < <(run_sites "$n" "$n")
-    setup "$n"; read -r sw sc sm < <(run_sites "$n" 1)
-    setup "$n"; read -r xw xc xm < <(run_xargs "$n")
-    setup "$n"; read -r cw cc _ < <(run_sites "$n" "$n" --batch 1,10%,100% --max-fail 0)
+    aw=0 ac=0 am=0 sw=0 sc=0 sm=0 xw=0 xc=0 xm=0 cw=0 cc=0
+    case ,$WAYS, in *,atonce,*) setup "$n"; read -r aw ac am < <(run_sites "$n" "$n"); [ -n "$am" ] || exit 1 ;; esac
+    case ,$WAYS, in *,inturn,*) setup "$n"; read -r sw sc sm < <(run_sites "$n" 1); [ -n "$sm" ] || exit 1 ;; esac
+    case ,$WAYS, in *,xargs,*) setup "$n"; read -r xw xc xm < <(run_xargs "$n"); [ -n "$xm" ] || exit 1 ;; esac
+    case ,$WAYS, in *,canary,*) setup "$n"; read -r cw cc _ < <(run_sites "$n" "$n" --batch 1,10%,100% --max-fail 0); [ -n "$cc" ] || exit 1 ;; esac
     echo "N=$n: at once ${aw}s, in turn ${sw}s, xargs ${xw}s, canary ${cw}s" >&2
     rows+=("$(awk -v n="$n" -v aw="$aw" -v ac="$ac" -v am="$am" -v sw="$sw" -v sc="$sc" -v sm="$sm" \
         -v xw="$xw" -v xc="$xc" -v xm="$xm" -v cw="$cw" -v cc="$cc" 'BEGIN {
         printf "| %d | %.1f s | %.0f ms | %d MiB | %.1f s | %.0f ms | %d MiB | %.1f s | %.0f ms | %d MiB | %.2f | %.1f s | %.0f ms |", n,
-            aw, 1000 * ac / n, am / 1024, sw, 1000 * sc / n, sm / 1024, xw, 1000 * xc / n, xm / 1024, aw / sw,
+            aw, 1000 * ac / n, am / 1024, sw, 1000 * sc / n, sm / 1024, xw, 1000 * xc / n, xm / 1024, (sw > 0 ? aw / sw : 0),
             cw, 1000 * cc / n }')")
 done
 table=$(

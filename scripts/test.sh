@@ -31,6 +31,8 @@ bash scripts/build-control-plane.sh >/dev/null
 cargo test --locked "$@"
 # The round-trip table of docs/benchmarks.md is computed (src/round_trip_table.rs): it must be current.
 bash scripts/round-trips.sh --check
+# The delay relay of the WAN-like lab (examples/delay_relay.rs, docs/lab.md): its unit tests.
+cargo test --locked --example delay_relay
 # Tacker 16's own code (from PyPI, pinned and hashed) calling our package, shim and driver class.
 "$(bash scripts/tacker-venv.sh)" tests/tacker/test_v2.py  # v2: the conductor runs our CSAR's shim
 # v2 on the real API (root, control plane built; else skipped loudly): Tacker's own Helm infra

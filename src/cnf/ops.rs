@@ -44,6 +44,11 @@ pub struct CnfState {
     /// none in records of drivers before it (they use the legacy environment).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cluster_id: Option<String>,
+    /// The Helm major version the last instantiate found on the active master: a re-run with
+    /// `--atomic` (whose flag Helm 3 and 4 spell differently) builds its command lines from it
+    /// before it reads the version, and so needs no round trip of its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub helm_major: Option<u32>,
 }
 
 crate::secret::impl_debug_masked!(CnfState);

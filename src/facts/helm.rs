@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::cluster::node_cmd;
-use crate::cnf::helm_cmd::{parse_version, Helm};
+use crate::cnf::helm_cmd::Helm;
 use crate::cnf::manifest::{self, Resource};
 use crate::cnf::names;
 use crate::cnf::services::{from_manifest, Service};
@@ -17,38 +17,6 @@ use crate::command::RemoteCommand;
 use crate::error::Result;
 use crate::facts::{Fact, Wait};
 use crate::redact::Redact;
-
-/// Exits 127 with a clear message on a master without Helm; prints e.g. `v3.17.3+g...`.
-pub const HELM_VERSION: &str =
-    "command -v helm >/dev/null || { echo 'helm is not installed' >&2; exit 127; }; helm version --short";
-
-/// Helm's major version on a master (3 or 4; Helm 2 is refused), which decides how later
-/// commands are spelled. At most 30 s; a plan assumes Helm 3.
-pub struct HelmVersion;
-
-impl Fact for HelmVersion {
-    type Value = u32;
-
-    fn what(&self) -> String {
-        "the Helm version".into()
-    }
-
-    fn command(&self) -> Result<RemoteCommand> {
-        Ok(RemoteCommand::new(HELM_VERSION))
-    }
-
-    fn wait(&self) -> Wait {
-        Wait::For(Duration::from_secs(30))
-    }
-
-    fn placeholder(&self) -> u32 {
-        3
-    }
-
-    fn parse(&self, out: &str) -> std::result::Result<u32, String> {
-        parse_version(out).ok_or_else(|| format!("no version in {:?}", out.trim()))
-    }
-}
 
 /// `(status, revision)` of a release that must exist (`helm status -o json`): the status one of
 /// Helm's words (it is recorded and compared). The JSON carries the user-supplied values: not
@@ -474,18 +442,6 @@ mod tests {
         assert_eq!(value_at(&v, "a.b.c"), Some(&json!(3)));
         assert_eq!(value_at(&v, "replicaCount"), Some(&json!(2)));
         assert_eq!(value_at(&v, "a.x"), None);
-    }
-
-    #[tokio::test]
-    async fn helm_3_or_4() {
-        let f = HelmVersion;
-        let (sent, got) = read(&f, "v3.17.3+ge4da497\n").await;
-        assert!(sent.ends_with("helm version --short"), "{sent}");
-        assert_eq!(got.unwrap(), 3);
-        assert_eq!(value(&f, "v4.0.1+g1234").await, 4);
-        assert!(unreadable(&f, "v2.17.0+g1").await.contains("no version in"));
-        assert_eq!(planned(&f).await, 3);
-        assert_eq!(f.wait(), Wait::For(Duration::from_secs(30)));
     }
 
     #[tokio::test]

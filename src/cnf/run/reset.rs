@@ -115,7 +115,7 @@ mod tests {
 
     use serde_json::json;
 
-    use crate::cnf::run::testkit::{run_inputs_events, run_op, status, Fixture, M1, M2};
+    use crate::cnf::run::testkit::{applied, run_inputs_events, run_op, status, Fixture, M1, M2};
     use crate::cnf::run::{prepare, run};
     use crate::cnf::{Inputs, Op};
     use crate::event::Events;
@@ -164,10 +164,8 @@ mod tests {
         run_inputs_events(&f, Op::Instantiate, on("cnf1", "k8s-1")).await.0.unwrap();
         run_inputs_events(&f, Op::Instantiate, on("cnf3", "elsewhere")).await.0.unwrap();
         // An OSM-style install on the same cluster, without a request.
-        f.fake
-            .reply(None, "status --namespace default -o json -- web", &status("deployed", 1))
-            .reply(None, "get manifest --namespace default -- web", "")
-            .reply(None, "get values --namespace default -o json --all -- web", "{}");
+        f.fake.reply(None, "status --namespace default -o json -- web", &status("deployed", 1));
+        f.reply_applied("web", "default", &applied("web", "default", "absent/0", "install", 1, json!({})));
         let install = Op::Install {
             chart: "stable/nginx".into(),
             release: Some("web".into()),

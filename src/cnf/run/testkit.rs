@@ -26,6 +26,24 @@ pub fn status(s: &str, rev: u64) -> String {
     json!({"name": "vdu2", "info": {"status": s}, "version": rev, "namespace": "cnf"}).to_string()
 }
 
+/// What `helm version --short` prints in the fixture, as `helm_prepare.sh` reports it.
+pub const HELM3: &str = "helm-version: v3.17.3+g2a7b0d1\n";
+
+/// One record of `helm_apply.sh` (`cnf/helm_apply.rs`).
+pub fn record(kind: &str, rel: &str, word: &str, body: &str) -> String {
+    format!("@@mgmt-driver {kind} {rel} {word} {}\n{body}\n", body.len())
+}
+
+/// What `helm_apply.sh` prints for release `rel` in `ns` that was `before` (`absent/0`,
+/// `deployed/1`, ...) and was then installed or upgraded (`verb`) to revision `rev`, deployed,
+/// with a Service of its name and `config` over the chart's defaults `{"replicaCount": 1}`.
+pub fn applied(rel: &str, ns: &str, before: &str, verb: &str, rev: u64, config: Value) -> String {
+    let release = json!({"name": rel, "namespace": ns, "version": rev, "info": {"status": "deployed"},
+        "manifest": format!("---\napiVersion: v1\nkind: Service\nmetadata:\n  name: {rel}\n"),
+        "config": config, "chart": {"values": {"replicaCount": 1}}});
+    record("status", rel, before, "") + &record("release", rel, verb, &release.to_string())
+}
+
 impl Fixture {
     pub fn new() -> Fixture {
         let dir = tempfile::tempdir().unwrap();
@@ -37,7 +55,7 @@ impl Fixture {
             "helmchartname": "nginxlab", "exthelmrepo_url": "http://192.0.2.50/charts"}]}});
         std::fs::write(dir.path().join("req.json"), req.to_string()).unwrap();
         let fake = FakeConnector::new();
-        fake.reply(None, "helm version --short", "v3.17.3+g2a7b0d1\n")
+        fake.reply(None, "helm_prepare.sh", HELM3)
             .reply(None, "status --namespace cnf -o json -- vdu2", &status("deployed", 2))
             .reply(
                 None,
@@ -45,7 +63,19 @@ impl Fixture {
                 "---\napiVersion: v1\nkind: Service\nmetadata:\n  name: vdu2\n",
             )
             .reply(None, "get values --namespace cnf -o json --all -- vdu2", r#"{"replicaCount": 1}"#);
-        Fixture { dir, fake }
+        let f = Fixture { dir, fake };
+        f.reply_applied("vdu2", "cnf", &applied("vdu2", "cnf", "deployed/1", "upgrade", 2, json!({})));
+        f
+    }
+
+    /// What the node programs print for releases that start with `rel` in `ns`: `helm_apply.sh`
+    /// its records, `helm_prepare.sh` with releases the version line and them.
+    pub fn reply_applied(&self, rel: &str, ns: &str, records: &str) {
+        let with_version = format!("{HELM3}{records}");
+        self.fake
+            .reply(None, &format!("helm_apply.sh {rel} {ns} "), records)
+            .reply(None, &format!("'' {rel} {ns} "), &with_version)
+            .reply(None, &format!(" 0 {rel} {ns} "), &with_version);
     }
 
     pub fn inputs(&self) -> Inputs {
@@ -87,16 +117,6 @@ impl Fixture {
             }
         }
         panic!("the instance lock stayed held")
-    }
-
-    /// The Helm verbs run on `node`, in order (`install`, `upgrade`, ...).
-    pub fn helm_verbs(&self, node: &str) -> Vec<String> {
-        self.fake
-            .execs(node)
-            .iter()
-            .filter_map(|e| e.split("helm ").nth(1).and_then(|r| r.split(' ').next()).map(str::to_string))
-            .filter(|v| ["install", "upgrade", "uninstall", "rollback"].contains(&v.as_str()))
-            .collect()
     }
 }
 

@@ -80,15 +80,18 @@ pub struct Failure {
     pub stderr_tail: String,
 }
 
-/// One framed record: `@@mgmt-driver KIND RELEASE WORD SIZE`, SIZE bytes, a newline.
-struct Rec<'a> {
-    kind: &'a str,
-    release: &'a str,
-    word: &'a str,
-    body: &'a [u8],
+/// One framed record: `@@mgmt-driver KIND RELEASE WORD SIZE`, SIZE bytes, a newline (the
+/// framing `helm_remove.sh` uses too).
+pub(crate) struct Rec<'a> {
+    pub kind: &'a str,
+    pub release: &'a str,
+    pub word: &'a str,
+    pub body: &'a [u8],
 }
 
-fn records(out: &[u8]) -> std::result::Result<Vec<Rec<'_>>, String> {
+/// The records of a node program's output, each framed as it says (a frame inside a record's
+/// bytes is data); anything else is refused.
+pub(crate) fn records(out: &[u8]) -> std::result::Result<Vec<Rec<'_>>, String> {
     if out.len() > MAX_OUTPUT {
         return Err(format!("{} bytes of output, more than {MAX_OUTPUT}", out.len()));
     }

@@ -7,7 +7,7 @@
 //! named `-x`).
 
 use crate::cnf::cluster_env::HelmEnv;
-use crate::cnf::names::chart_dir;
+
 use crate::error::Result;
 use crate::quote::{join, quote};
 
@@ -140,6 +140,20 @@ impl Helm {
         w
     }
 
+    /// `helm upgrade ... -o json -- REL CHART`: the release printed as JSON (its status, revision,
+    /// manifest and values), so nothing is read after it. The JSON holds the values: read, never
+    /// streamed.
+    pub fn upgrade_json(&self, c: &Chart, v: &Values, reuse_values: bool, o: &InstallOpts) -> Result<String> {
+        let mut w = Self::chart_words("upgrade", c);
+        if reuse_values {
+            w.push("--reuse-values".into());
+        }
+        Self::values(v, &mut w);
+        self.opts(o, &mut w);
+        w.extend(["-o".into(), "json".into()]);
+        self.with_args(w, &[c.release, c.chart])
+    }
+
     pub fn rollback(&self, rel: &str, ns: &str, revision: Option<u32>, o: &InstallOpts) -> Result<String> {
         let mut w: Vec<String> = vec!["rollback".into(), "--namespace".into(), ns.into()];
         if o.wait {
@@ -165,15 +179,6 @@ impl Helm {
     /// Status as JSON; a missing release is `Error: release: not found` (exit 1).
     pub fn status(&self, rel: &str, ns: &str) -> Result<String> {
         self.with_args(vec!["status".into(), "--namespace".into(), ns.into(), "-o".into(), "json".into()], &[rel])
-    }
-
-    /// Status JSON, or `{"absent":true}` when Helm says `release: not found` (other errors fail).
-    pub fn status_or_absent(&self, rel: &str, ns: &str) -> Result<String> {
-        let st = self.status(rel, ns)?;
-        Ok(format!(
-            "out=$({st} 2>&1) && printf '%s\\n' \"$out\" || case $out in \
-             *'release: not found'*) echo '{{\"absent\":true}}' ;; *) echo \"$out\" >&2; exit 1 ;; esac"
-        ))
     }
 
     pub fn get_manifest(&self, rel: &str, ns: &str) -> Result<String> {
@@ -260,10 +265,6 @@ impl Helm {
         let dir = self.env.dir();
         crate::remote::HELM_REPO_LIST.command(dir.as_slice()).expect("a program text has no NUL byte")
     }
-}
-
-pub fn remove_chart_dir(instance: &str) -> Result<String> {
-    Ok(format!("rm -rf -- {}", quote(&chart_dir(instance))?))
 }
 
 /// OSM's release-name rule: from the chart name, lowercase alphanumerics and `-`, at most 35

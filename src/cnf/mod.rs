@@ -12,6 +12,7 @@ pub mod helm_apply;
 pub mod helm_cmd;
 pub mod helm_info;
 pub mod helm_prepare;
+pub mod helm_remove;
 pub mod local_cluster;
 pub mod manifest;
 pub mod masters;

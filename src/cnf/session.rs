@@ -10,7 +10,7 @@ use crate::cnf::helm_cmd::Helm;
 use crate::cnf::helm_prepare;
 use crate::error::Result;
 use crate::event::EventKind;
-use crate::facts::helm::{release_status, Json, Output, ReleaseStatusOrAbsent};
+use crate::facts::helm::{release_status, Json, Output};
 use crate::lifecycle::fact::unreadable;
 use crate::lifecycle::{Node, Runner, Target};
 use crate::redact::Redact;
@@ -127,12 +127,6 @@ impl Session {
         self.rt.read(self.master(), &Output { script, wait: timeout }).await
     }
 
-    /// `(status, revision)` of a release, or None when it does not exist; in a plan, `planned`.
-    pub async fn release(&self, rel: &str, ns: &str, planned: Option<(String, u64)>) -> Result<Option<(String, u64)>> {
-        let status = ReleaseStatusOrAbsent { helm: &self.helm, release: rel, namespace: ns, planned };
-        self.rt.read(self.master(), &status).await
-    }
-
     /// Run a long Helm command while polling `helm status` every `status_every` on a second
     /// channel, reporting each status as an event (OSM's `_store_status`), and a final one.
     /// `redact`: how Helm's own output is streamed (all of it hidden when the release has
@@ -146,7 +140,10 @@ impl Session {
         redact: Redact,
     ) -> Result<ExecOutput> {
         let status_cmd = self.helm.status(rel, ns)?;
-        let main = self.run_redacted(script, timeout, redact);
+        let m = self.master();
+        // Room for a release's JSON (`-o json`), which holds its chart.
+        let cmd = self.rt.root_cmd(m, script, timeout).with_redact(redact).with_capture(helm_apply::MAX_OUTPUT);
+        let main = self.rt.exec(m, cmd);
         let poll = async {
             loop {
                 tokio::time::sleep(self.status_every).await;

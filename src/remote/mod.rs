@@ -65,6 +65,7 @@ pub(crate) const UPLOAD_STREAM: Program = program!("upload_stream.sh");
 // CNF releases installed or upgraded in one exec, and everything a master needs before them in
 // one exec (src/cnf/helm_apply.rs).
 pub(crate) const HELM_APPLY: Program = program!("helm_apply_lib.sh", "helm_apply.sh");
+pub(crate) const HELM_REMOVE: Program = program!("helm_remove.sh");
 pub(crate) const HELM_PREPARE: Program =
     program!(["archive_lib.sh", "helm_env_lib.sh", "chart_lib.sh", "helm_apply_lib.sh"], "helm_prepare.sh");
 
@@ -102,6 +103,7 @@ const ALL: &[Program] = &[
     UPLOAD_STREAM,
     HELM_APPLY,
     HELM_PREPARE,
+    HELM_REMOVE,
     AUTHORIZED_KEY,
     PRIMITIVE_RUN,
     PRIMITIVE_RESULT,

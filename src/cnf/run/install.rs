@@ -183,9 +183,10 @@ mod tests {
         let o = run_op(&f, Op::Status { release: "web".into() }, "osm-1", None).await.unwrap();
         assert!(o.result.is_object(), "{}", o.result);
         // Single-release uninstall forgets an install's record with its last release.
+        f.fake.reply(None, "helm_remove.sh '' 0 web edge", "@@mgmt-driver uninstalled web - 0\n\n");
         let o = run_op(&f, Op::Uninstall { release: "web".into() }, "osm-1", None).await.unwrap();
         assert_eq!(o.result["outcome"], "uninstalled", "{}", o.result);
-        assert!(f.fake.execs(M1).join("\n").contains("helm uninstall --namespace edge --wait -- web"));
+        assert!(f.fake.execs(M1).join("\n").contains("helm_remove.sh '' 0 web edge"));
         assert!(!f.dir.path().join("state/osm-1.cnf.json").exists());
     }
 }

@@ -183,6 +183,10 @@ pub async fn run(c: &Ctx<'_>, d: Distributed, rec: &mut Record<'_>) -> Result<Va
     let all: Vec<(&Release, &[ValuesFile])> = c.params.releases.iter().map(|r| (r, &[][..])).collect();
     let mut made = Vec::new();
     let res = match d.applied {
+        Some(applied) if applied.is_empty() && !c.params.releases.is_empty() => {
+            // A plan (a master's answer always has a record per release it was given).
+            plan_releases(c, &all).map(|p| plan_only(&all, &p, &mut made))
+        }
         Some(applied) => plan_releases(c, &all).and_then(|p| finish(c, &all, &p, applied, &mut made)),
         None => apply_program(c, &all, &mut made, false).await,
     };
@@ -238,7 +242,8 @@ pub async fn distribute(c: &Ctx<'_>, recorded_major: Option<u32>) -> Result<Dist
             };
             let wait = s.rt.timeouts.command + cmd_timeout(c) * 2 * releases.len() as u32;
             let Some((out, shown)) = s.program(n, helm_prepare::command(&plan)?, wait).await? else {
-                return Ok(helm_prepare::Prepared { major: 3, applied: None });
+                // A plan: the releases are planned in this exec when they are in it.
+                return Ok(helm_prepare::Prepared { major: 3, applied: (!releases.is_empty()).then(Vec::new) });
             };
             helm_prepare::parse(&out, if releases.is_empty() { &[] } else { expect })
                 .map_err(|m| crate::lifecycle::fact::unreadable(n.name(), &shown, "the prepared master", m))
@@ -472,23 +477,20 @@ async fn apply_program(
     let names: Vec<String> = releases.iter().map(|(r, _)| r.name.clone()).collect();
     let wait = cmd_timeout(c) * 2 * releases.len().max(1) as u32;
     let Some((out, shown)) = s.run_apply(cmd, wait, &names, ns).await? else {
-        // A plan: every release as it would be recorded, nothing read back.
-        for ((r, _), (chart, _)) in releases.iter().zip(&planned.shown) {
-            let rs = ReleaseState {
-                chart: chart.clone(),
-                revision: 0,
-                status: String::new(),
-                resources: vec![],
-                values: Value::Null,
-            };
-            made.push((r.name.clone(), rs));
-        }
+        plan_only(releases, &planned, made);
         return Ok(());
     };
     let expect: Vec<(&str, &str)> = names.iter().map(|n| (n.as_str(), ns.as_str())).collect();
     let applied = helm_apply::parse(&out, &expect)
         .map_err(|msg| crate::lifecycle::fact::unreadable(m.name(), &shown, "the releases Helm made", msg))?;
     finish(c, releases, &planned, applied, made)
+}
+
+/// In a plan, every release as it would be recorded, nothing read back.
+fn plan_only(releases: &[(&Release, &[ValuesFile])], planned: &Planned, made: &mut Vec<(String, ReleaseState)>) {
+    for ((r, _), (chart, _)) in releases.iter().zip(&planned.shown) {
+        made.push((r.name.clone(), ReleaseState { chart: chart.clone(), ..Default::default() }));
+    }
 }
 
 /// The releases the program made, checked and masked, into `made`; the error it stopped at.
@@ -750,10 +752,11 @@ mod tests {
         assert!(adds[1].contains(" 1 cnf2@labrepo http://192.0.2.66/evil '' '' '' vdu2 "), "{adds:?}");
         assert!(adds[1].contains("-- vdu2 cnf2@labrepo/nginxlab"), "{adds:?}");
         // Terminating the second CNF removes its repository only.
+        f.reply_removed("cnf2", &["vdu2"]);
         run_op(&f, Op::Terminate, "cnf2", None).await.unwrap();
-        let removes: Vec<String> = f.fake.execs(M1).into_iter().filter(|e| e.contains("helm repo remove")).collect();
-        assert!(removes.iter().all(|e| e.contains("-- cnf2@labrepo") && !e.contains("cnf1@")), "{removes:?}");
-        assert!(!removes.is_empty());
+        let removes: Vec<String> = f.fake.all_execs().into_iter().filter(|e| e.contains("helm_remove.sh")).collect();
+        assert!(removes.iter().all(|e| e.contains(" 1 cnf2@labrepo") && !e.contains("cnf1@")), "{removes:?}");
+        assert_eq!(removes.len(), 2, "one exec per master: {removes:?}");
         // repo-sync (an operator's whole-master command) leaves instance repositories alone.
         f.fake.reply(
             None,

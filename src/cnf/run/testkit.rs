@@ -38,10 +38,16 @@ pub fn record(kind: &str, rel: &str, word: &str, body: &str) -> String {
 /// `deployed/1`, ...) and was then installed or upgraded (`verb`) to revision `rev`, deployed,
 /// with a Service of its name and `config` over the chart's defaults `{"replicaCount": 1}`.
 pub fn applied(rel: &str, ns: &str, before: &str, verb: &str, rev: u64, config: Value) -> String {
-    let release = json!({"name": rel, "namespace": ns, "version": rev, "info": {"status": "deployed"},
+    record("status", rel, before, "") + &record("release", rel, verb, &release_json(rel, ns, rev, config))
+}
+
+/// What `helm install|upgrade -o json` prints for release `rel` in `ns` at revision `rev`,
+/// deployed, with a Service of its name and `config` over the chart's `{"replicaCount": 1}`.
+pub fn release_json(rel: &str, ns: &str, rev: u64, config: Value) -> String {
+    json!({"name": rel, "namespace": ns, "version": rev, "info": {"status": "deployed"},
         "manifest": format!("---\napiVersion: v1\nkind: Service\nmetadata:\n  name: {rel}\n"),
-        "config": config, "chart": {"values": {"replicaCount": 1}}});
-    record("status", rel, before, "") + &record("release", rel, verb, &release.to_string())
+        "config": config, "chart": {"values": {"replicaCount": 1}}})
+    .to_string()
 }
 
 impl Fixture {
@@ -63,9 +69,19 @@ impl Fixture {
                 "---\napiVersion: v1\nkind: Service\nmetadata:\n  name: vdu2\n",
             )
             .reply(None, "get values --namespace cnf -o json --all -- vdu2", r#"{"replicaCount": 1}"#);
+        // `cnf upgrade` and `cnf scale`: the release from the upgrade itself.
+        fake.reply(None, "; helm upgrade --namespace cnf ", &release_json("vdu2", "cnf", 3, json!({})));
         let f = Fixture { dir, fake };
         f.reply_applied("vdu2", "cnf", &applied("vdu2", "cnf", "deployed/1", "upgrade", 2, json!({})));
+        f.reply_removed("cnf1", &["vdu2"]);
         f
+    }
+
+    /// What `helm_remove.sh` prints for instance `id` whose releases `rels` it uninstalls (the
+    /// other masters' runs, which remove charts and repositories only, print nothing read).
+    pub fn reply_removed(&self, id: &str, rels: &[&str]) {
+        let out: String = rels.iter().map(|r| format!("@@mgmt-driver uninstalled {r} - 0\n\n")).collect();
+        self.fake.reply(None, &format!("helm_remove.sh /var/tacker/helm/{id} "), &out);
     }
 
     /// What the node programs print for releases that start with `rel` in `ns`: `helm_apply.sh`

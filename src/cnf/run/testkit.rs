@@ -175,7 +175,7 @@ pub async fn run_inputs_events(f: &Fixture, op: Op, inputs: Inputs) -> (Result<O
     (r, lines)
 }
 
-async fn run_inputs(f: &Fixture, op: Op, inputs: Inputs, events: Events) -> Result<Outcome> {
+pub async fn run_inputs(f: &Fixture, op: Op, inputs: Inputs, events: Events) -> Result<Outcome> {
     let mut p = None;
     for _ in 0..100 {
         let store = Store::open(&f.dir.path().join("state")).unwrap();
@@ -189,4 +189,121 @@ async fn run_inputs(f: &Fixture, op: Op, inputs: Inputs, events: Events) -> Resu
     }
     let rt = Runner::new(Arc::new(f.fake.clone()), events, FanOut::default(), Timeouts::default());
     run(&op, &inputs, p.expect("the instance lock stayed held"), rt).await
+}
+
+/// The CNF of [`round_trip_rows`]: three releases of one repository, vdu2's replicas scalable.
+fn three_releases() -> Value {
+    let item = |rel: &str| {
+        json!({"exthelmchart": "true", "helmreleasename": rel, "helmrepositoryname": "labrepo",
+               "helmchartname": "nginxlab", "exthelmrepo_url": "http://192.0.2.50/charts"})
+    };
+    json!({"flavourId": "simple", "additionalParams": {"use_helm": "true", "namespace": "cnf",
+        "using_helm_install_param": [item("vdu1"), item("vdu2"), item("vdu3")],
+        "helm_replica_values": {"vdu2_aspect": "replicaCount"},
+        "vdu_mapping": {
+            "VDU1": {"kind": "Deployment", "name": "vdu1-nginxlab", "helmreleasename": "vdu1"},
+            "VDU2": {"kind": "Deployment", "name": "vdu2-nginxlab", "helmreleasename": "vdu2", "aspect_id": "vdu2_aspect"},
+            "VDU3": {"kind": "Deployment", "name": "vdu3-nginxlab", "helmreleasename": "vdu3"}}}})
+}
+
+/// One operation on the fixture with every call `latency` long: (critical-path round trips,
+/// round trips in all), and per master.
+async fn measured(f: &Fixture, op: Op, req: Option<Value>, atomic: bool) -> (usize, usize, usize, usize) {
+    let latency = Duration::from_secs(1);
+    f.fake.with_latency(latency);
+    let (n, n1, n2) = (f.fake.round_trips(), f.fake.round_trips_on(M1), f.fake.round_trips_on(M2));
+    let start = tokio::time::Instant::now();
+    let request = req.map(|r| {
+        let p = f.dir.path().join("req-rt.json");
+        std::fs::write(&p, r.to_string()).unwrap();
+        p.into()
+    });
+    let inputs = Inputs { vnf_instance_id: Some("cnf1".into()), request, atomic, ..f.inputs() };
+    run_inputs(f, op, inputs, Events::channel().0).await.expect("the operation runs");
+    let critical = (start.elapsed().as_secs_f64() / latency.as_secs_f64()).round() as usize;
+    let (t, t1, t2) = (f.fake.round_trips() - n, f.fake.round_trips_on(M1) - n1, f.fake.round_trips_on(M2) - n2);
+    assert_eq!(t, t1 + t2);
+    (critical, t, t1, t2)
+}
+
+/// The round trips of the CNF operations on the fixture (two masters; a CNF of three releases):
+/// `(operation, critical-path round trips, round trips in all)`. The critical path is the
+/// virtual time the operation took over the fake's latency, so it counts the SSH connect to
+/// each master too (one, at the start; the other masters' in parallel). Run it under
+/// `#[tokio::test(start_paused = true)]`: the latency is on tokio's clock.
+pub async fn round_trip_rows() -> Vec<(String, usize, usize)> {
+    let rows = round_trip_table().await;
+    rows.into_iter().map(|(what, c, t, _, _)| (what, c, t)).collect()
+}
+
+/// [`round_trip_rows`] with the round trips on each master (M1 runs Helm, M2 is the other).
+pub async fn round_trip_table() -> Vec<(String, usize, usize, usize, usize)> {
+    let f = Fixture::new();
+    let three: String =
+        ["vdu1", "vdu2", "vdu3"].iter().map(|r| applied(r, "cnf", "absent/0", "install", 1, json!({}))).collect();
+    f.reply_applied("vdu1", "cnf", &three);
+    f.reply_removed("cnf1", &["vdu1", "vdu2", "vdu3"]);
+    f.fake.reply(None, "get values --namespace cnf -o json --all -- vdu2", r#"{"replicaCount": 1}"#);
+    f.fake.reply(
+        None,
+        "get manifest --namespace cnf -- vdu",
+        "---\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: vdu2-nginxlab\n",
+    );
+    f.fake
+        .reply(None, "kubectl get deployment/vdu2-nginxlab", r#"{"spec": {"selector": {"matchLabels": {"app": "vdu2"}}}}"#)
+        .reply(
+            None,
+            "kubectl get pods --namespace cnf -l app=vdu2",
+            r#"{"items": [{"metadata": {"name": "vdu2-x", "uid": "0af1"}, "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}}]}"#,
+        );
+    let mut rows = Vec::new();
+    let mut row = |what: &str, m: (usize, usize, usize, usize)| rows.push((what.to_string(), m.0, m.1, m.2, m.3));
+    row("cnf instantiate, 3 releases, 2 masters", measured(&f, Op::Instantiate, Some(three_releases()), false).await);
+    row(
+        "cnf instantiate again, nothing changed (no-op re-run)",
+        measured(&f, Op::Instantiate, Some(three_releases()), false).await,
+    );
+    let upgrade = Op::Upgrade {
+        release: "vdu2".into(),
+        chart: None,
+        version: None,
+        set: vec!["a=b".into()],
+        reuse_values: true,
+        values: vec![],
+    };
+    row("cnf upgrade of one release", measured(&f, upgrade, None, false).await);
+    let scale = json!({"type": "SCALE_OUT", "aspectId": "vdu2_aspect", "numberOfSteps": 1});
+    row("cnf scale of one aspect", measured(&f, Op::Scale, Some(scale), false).await);
+    row(
+        "cnf heal of the whole CNF (3 releases, a Deployment each)",
+        measured(&f, Op::Heal, Some(json!({})), false).await,
+    );
+    row("cnf terminate, 3 releases", measured(&f, Op::Terminate, None, false).await);
+    let g = Fixture::new();
+    g.reply_applied("vdu1", "cnf", &three);
+    row(
+        "cnf instantiate --atomic, first run (Helm's version read first)",
+        measured(&g, Op::Instantiate, Some(three_releases()), true).await,
+    );
+    rows
+}
+
+/// The counts, exact: each operation at its round-trip floor (issue 24), Helm's work on the
+/// master in node programs whose Helm processes per release are counted by their own tests
+/// (`cnf/helm_apply.rs`: status then install or upgrade; `cnf/helm_remove.rs`: one uninstall).
+#[tokio::test(start_paused = true)]
+async fn every_cnf_operation_is_at_its_round_trip_floor() {
+    let rows = round_trip_table().await;
+    let got: Vec<(usize, usize, usize, usize)> = rows.iter().map(|(_, c, t, a, b)| (*c, *t, *a, *b)).collect();
+    // (critical path with the connects, in all, on M1, on M2)
+    let want = [
+        (3, 2, 1, 1),    // instantiate: one exec per master, the releases in M1's (was 12 on the path)
+        (3, 2, 1, 1),    // the no-op re-run: the same, one round trip per master, at once
+        (3, 2, 2, 0),    // upgrade: version + environment, then `upgrade -o json`
+        (4, 3, 3, 0),    // scale: version + environment, the replicas, `upgrade -o json`
+        (17, 16, 16, 0), // heal: a manifest per release, then kubectl per workload (not Helm)
+        (5, 3, 2, 1),    // terminate: version + environment, helm_remove.sh on M1, then on M2
+        (4, 3, 2, 1),    // instantiate --atomic, first run: the releases wait for Helm's version
+    ];
+    assert_eq!(got, want, "{rows:#?}");
 }

@@ -1038,7 +1038,7 @@ fn tacker_cnf_bodies_plan() -> R {
     std::fs::write(pkg.join("Files/kubernetes/localhelm-0.1.0.tgz"), "a chart").unwrap();
     for (body, step) in [
         ("local", "localhelm-0.1.0.tgz"),
-        ("external", "helm repo add --force-update -- tb@mychart http://helmrepo.example.com/sample-charts"),
+        ("external", " 1 tb@mychart http://helmrepo.example.com/sample-charts '' '' '' "),
     ] {
         let req = repo().join(format!("tests/data/tacker/v1/cnf-helm/{body}/instance_helm.json"));
         let r = mgmt(
@@ -1060,8 +1060,9 @@ fn tacker_cnf_bodies_plan() -> R {
             &[],
         );
         r.ok();
-        check(r.all().contains(step) && r.all().contains("helm install"), || format!("{body}:\n{}", r.all()))?;
-        check(r.all().contains("--set key1=value1 --set key2=value2") && r.all().contains("-- vdu1 "), || {
+        // One exec on the master: Helm, the chart or repository, and the release (`-o json`).
+        check(r.all().contains(step) && r.all().contains("helm_prepare.sh "), || format!("{body}:\n{}", r.all()))?;
+        check(r.all().contains("--set key1=value1 --set key2=value2") && r.all().contains("-o json -- vdu1 "), || {
             format!("{body}:\n{}", r.all())
         })?;
         check(!r.all().contains("pw-tacker-body"), || format!("{body}: the master password is in the plan"))?;

@@ -7,10 +7,9 @@
 //! named `-x`).
 
 use crate::cnf::cluster_env::HelmEnv;
-use crate::cnf::names::chart_dir;
+
 use crate::error::Result;
 use crate::quote::{join, quote};
-use crate::remote;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Helm {
@@ -129,6 +128,32 @@ impl Helm {
         self.with_args(w, &[c.release, c.chart])
     }
 
+    /// The words of `helm install` and `helm upgrade` after the verb, with `-o json` (Helm then
+    /// prints the release: status, revision, manifest, values), for `src/remote/helm_apply.sh`,
+    /// which picks the verb on the master: `--namespace NS ... -o json -- REL CHART`.
+    pub fn release_words(&self, c: &Chart, v: &Values, o: &InstallOpts) -> Vec<String> {
+        let mut w = Self::chart_words("", c);
+        w.remove(0);
+        Self::values(v, &mut w);
+        self.opts(o, &mut w);
+        w.extend(["-o".into(), "json".into(), "--".into(), c.release.into(), c.chart.into()]);
+        w
+    }
+
+    /// `helm upgrade ... -o json -- REL CHART`: the release printed as JSON (its status, revision,
+    /// manifest and values), so nothing is read after it. The JSON holds the values: read, never
+    /// streamed.
+    pub fn upgrade_json(&self, c: &Chart, v: &Values, reuse_values: bool, o: &InstallOpts) -> Result<String> {
+        let mut w = Self::chart_words("upgrade", c);
+        if reuse_values {
+            w.push("--reuse-values".into());
+        }
+        Self::values(v, &mut w);
+        self.opts(o, &mut w);
+        w.extend(["-o".into(), "json".into()]);
+        self.with_args(w, &[c.release, c.chart])
+    }
+
     pub fn rollback(&self, rel: &str, ns: &str, revision: Option<u32>, o: &InstallOpts) -> Result<String> {
         let mut w: Vec<String> = vec!["rollback".into(), "--namespace".into(), ns.into()];
         if o.wait {
@@ -154,15 +179,6 @@ impl Helm {
     /// Status as JSON; a missing release is `Error: release: not found` (exit 1).
     pub fn status(&self, rel: &str, ns: &str) -> Result<String> {
         self.with_args(vec!["status".into(), "--namespace".into(), ns.into(), "-o".into(), "json".into()], &[rel])
-    }
-
-    /// Status JSON, or `{"absent":true}` when Helm says `release: not found` (other errors fail).
-    pub fn status_or_absent(&self, rel: &str, ns: &str) -> Result<String> {
-        let st = self.status(rel, ns)?;
-        Ok(format!(
-            "out=$({st} 2>&1) && printf '%s\\n' \"$out\" || case $out in \
-             *'release: not found'*) echo '{{\"absent\":true}}' ;; *) echo \"$out\" >&2; exit 1 ;; esac"
-        ))
     }
 
     pub fn get_manifest(&self, rel: &str, ns: &str) -> Result<String> {
@@ -251,22 +267,6 @@ impl Helm {
     }
 }
 
-/// `mkdir` the instance's chart dir owned by the login user (Tacker's `put_helmchart`):
-/// `src/remote/prepare_chart_dir.sh`.
-pub fn prepare_chart_dir(instance: &str, owner: &str) -> Result<String> {
-    remote::PREPARE_CHART_DIR.command(&[&chart_dir(instance), owner])
-}
-
-/// Extract an uploaded `<chart>-<version>.tgz` next to itself (a fresh copy each time):
-/// `src/remote/extract_chart.sh`.
-pub fn extract_chart(instance: &str, tgz_name: &str, chart_dir_name: &str) -> Result<String> {
-    remote::EXTRACT_CHART.command(&[&chart_dir(instance), tgz_name, chart_dir_name])
-}
-
-pub fn remove_chart_dir(instance: &str) -> Result<String> {
-    Ok(format!("rm -rf -- {}", quote(&chart_dir(instance))?))
-}
-
 /// OSM's release-name rule: from the chart name, lowercase alphanumerics and `-`, at most 35
 /// characters, starting with a letter, plus `-` and a 10-digit suffix.
 pub fn generated_release_name(chart: &str, suffix: u64) -> String {
@@ -326,35 +326,6 @@ mod tests {
         assert_eq!(generated_release_name("9lives", 1), "a9lives-0000000001");
         let long = generated_release_name(&"x".repeat(60), 7);
         assert!(long.len() <= 46 && crate::cnf::names::dns_label(&long, 53), "{long}");
-    }
-
-    #[test]
-    fn chart_dir_programs_make_the_dir_and_extract_a_fresh_copy() {
-        assert_eq!(
-            remote::label(&prepare_chart_dir("i1", "md user").unwrap()),
-            Some("prepare_chart_dir.sh /var/tacker/helm/i1 'md user'")
-        );
-        assert_eq!(
-            remote::label(&extract_chart("i1", "c-1.0.tgz", "c").unwrap()),
-            Some("extract_chart.sh /var/tacker/helm/i1 c-1.0.tgz c")
-        );
-        // The same programs on a scratch directory instead of /var/tacker/helm.
-        let d = tempfile::tempdir().unwrap();
-        let dir = d.path().join("new dir");
-        let sh = |cmd: String| Command::new("sh").arg("-c").arg(cmd).output().unwrap();
-        let dir_s = dir.display().to_string();
-        let me = String::from_utf8(Command::new("id").arg("-un").output().unwrap().stdout).unwrap();
-        let o = sh(remote::PREPARE_CHART_DIR.command(&[dir_s.as_str(), me.trim()]).unwrap());
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        use std::os::unix::fs::PermissionsExt;
-        assert_eq!(std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777, 0o755);
-        std::fs::create_dir_all(dir.join("c/templates")).unwrap();
-        std::fs::write(dir.join("c/Chart.yaml"), "name: c\nversion: 1.0\n").unwrap();
-        assert!(sh(format!("cd '{dir_s}' && tar -czf c-1.0.tgz c")).status.success());
-        std::fs::write(dir.join("c/stale.yaml"), "left from an earlier run").unwrap();
-        let o = sh(remote::EXTRACT_CHART.command(&[dir_s.as_str(), "c-1.0.tgz", "c"]).unwrap());
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        assert!(dir.join("c/Chart.yaml").is_file() && !dir.join("c/stale.yaml").exists());
     }
 
     #[test]

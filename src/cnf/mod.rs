@@ -8,8 +8,11 @@
 //! plain data to everything here.
 
 pub mod cluster_env;
+pub mod helm_apply;
 pub mod helm_cmd;
 pub mod helm_info;
+pub mod helm_prepare;
+pub mod helm_remove;
 pub mod local_cluster;
 pub mod manifest;
 pub mod masters;

@@ -22,7 +22,7 @@ use crate::lifecycle::package::Package;
 use crate::lifecycle::state::Store;
 use crate::lifecycle::{Node, Target};
 use crate::quote::quote;
-use crate::transport::{Source, UploadFile};
+use crate::transport::{ExecOutput, Source, UploadFile};
 
 /// The CNF document's kind in the store: `<id>.cnf.json`.
 pub const KIND: &str = "cnf";
@@ -44,6 +44,11 @@ pub struct CnfState {
     /// none in records of drivers before it (they use the legacy environment).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cluster_id: Option<String>,
+    /// The Helm major version the last instantiate found on the active master: a re-run with
+    /// `--atomic` (whose flag Helm 3 and 4 spell differently) builds its command lines from it
+    /// before it reads the version, and so needs no round trip of its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub helm_major: Option<u32>,
 }
 
 crate::secret::impl_debug_masked!(CnfState);
@@ -201,6 +206,26 @@ pub async fn add_repo_as(
     res?;
     s.rt.exec(n, s.rt.root_cmd(n, s.helm.repo_update(name)?, t)).await?;
     Ok(())
+}
+
+/// A release as `helm upgrade -o json` printed it (`out`), checked (`helm_apply::made`), its
+/// values masked: what [`describe`] reads with three more Helm processes.
+pub fn made_release(c: &Ctx<'_>, r: &Release, chart: &str, command: &str, out: &ExecOutput) -> Result<ReleaseState> {
+    let s = c.s;
+    let m = s.master();
+    if out.planned {
+        return Ok(ReleaseState { chart: chart.into(), ..Default::default() });
+    }
+    let out = &out.stdout;
+    let x = crate::cnf::helm_apply::made(out, &r.name, &c.params.namespace)
+        .map_err(|msg| crate::lifecycle::fact::unreadable(m.name(), command, "the release Helm made", msg))?;
+    let mut values = x.values;
+    crate::cnf::secret_values::mask(&mut values, &r.secret_set);
+    s.rt.ev(m).emit(crate::event::EventKind::Status {
+        subject: format!("release {}", r.name),
+        status: format!("{} (revision {})", x.status, x.revision),
+    });
+    Ok(ReleaseState { chart: chart.into(), revision: x.revision, status: x.status, resources: x.resources, values })
 }
 
 /// Status, manifest → resources, and all values of a release, as recorded.

@@ -5,11 +5,14 @@
 use std::time::Duration;
 
 use crate::cnf::cluster_env::HelmEnv;
+use crate::cnf::helm_apply;
 use crate::cnf::helm_cmd::Helm;
+use crate::cnf::helm_prepare;
 use crate::error::Result;
 use crate::event::EventKind;
-use crate::facts::helm::{release_status, HelmVersion, Json, Output, ReleaseStatusOrAbsent};
-use crate::lifecycle::{Runner, Target};
+use crate::facts::helm::{release_status, Json, Output};
+use crate::lifecycle::fact::unreadable;
+use crate::lifecycle::{Node, Runner, Target};
 use crate::redact::Redact;
 use crate::transport::ExecOutput;
 
@@ -23,9 +26,10 @@ pub struct Session {
 }
 
 impl Session {
-    /// Pick the first reachable master, detect its Helm (a plan assumes Helm 3) and, when
-    /// `prepare`, make the cluster's Helm environment there (`env`; a reset that uninstalls
-    /// nothing must not make the environment it is about to remove).
+    /// Pick the first reachable master, then in one exec there detect its Helm (a plan assumes
+    /// Helm 3) and, when `prepare`, make the cluster's Helm environment (`env`; a reset that
+    /// uninstalls nothing must not make the environment it is about to remove):
+    /// `src/remote/helm_prepare.sh` with nothing else to do.
     pub async fn open(
         rt: Runner,
         masters: Vec<Target>,
@@ -33,28 +37,63 @@ impl Session {
         env: HelmEnv,
         prepare: bool,
     ) -> Result<Session> {
-        let refs: Vec<&Target> = masters.iter().collect();
-        let m = rt.first_reachable(&refs).await?;
-        let active = masters.iter().position(|x| x.host.name == m.host.name).expect("one of them");
-        let major = rt.read(m, &HelmVersion).await?;
-        rt.ev(m).emit(EventKind::Status { subject: "helm".into(), status: format!("major version {major}") });
-        let s = Session { rt, masters, active, helm: Helm { major, env }, status_every };
-        if prepare {
-            s.prepare_env(s.master()).await?;
-        }
+        let mut s = Session::reach(rt, masters, status_every, env).await?;
+        let m = s.master().clone();
+        let plan = helm_prepare::Plan {
+            env: &s.helm.env,
+            make_env: prepare,
+            chart_dir: "",
+            owner: "",
+            charts: &[],
+            repos: &[],
+            releases: &[],
+            major: None,
+        };
+        let cmd = helm_prepare::command(&plan)?;
+        let major = match s.program(&m, cmd, Duration::from_secs(60)).await? {
+            None => 3,
+            Some((out, shown)) => {
+                helm_prepare::parse(&out, &[])
+                    .map_err(|msg| unreadable(m.name(), &shown, "the Helm version", msg))?
+                    .major
+            }
+        };
+        s.set_major(major);
         Ok(s)
     }
 
+    /// Run a node program whose output is read, never streamed (it may hold release values),
+    /// on `n` as root: its stdout (up to `helm_apply::MAX_OUTPUT`) and the command as shown, or
+    /// None in a plan.
+    pub async fn program(&self, n: &Target, script: String, timeout: Duration) -> Result<Option<(Vec<u8>, String)>> {
+        let cmd = self.rt.root_cmd(n, script, timeout).with_redact(Redact::All).with_capture(helm_apply::MAX_OUTPUT);
+        let shown = cmd.display().to_string();
+        let out = self.rt.exec(n, cmd).await?;
+        Ok((!out.planned).then_some((out.stdout, shown)))
+    }
+
+    /// The first master that answers, nothing run on it yet: the caller detects Helm's version
+    /// with its own first exec ([`set_major`](Self::set_major)); until then Helm 3 is assumed.
+    pub async fn reach(rt: Runner, masters: Vec<Target>, status_every: Duration, env: HelmEnv) -> Result<Session> {
+        let refs: Vec<&Target> = masters.iter().collect();
+        let m = rt.first_reachable(&refs).await?;
+        let active = masters.iter().position(|x| x.host.name == m.host.name).expect("one of them");
+        Ok(Session { rt, masters, active, helm: Helm { major: 3, env }, status_every })
+    }
+
+    /// The active master's Helm major version, as its first exec read it.
+    pub fn set_major(&mut self, major: u32) {
+        self.helm.major = major;
+        let m = self.master();
+        self.rt.ev(m).emit(EventKind::Status { subject: "helm".into(), status: format!("major version {major}") });
+    }
+
     /// Make (or refresh) the cluster's Helm environment on `n`: done for the active master when
-    /// the session opens, and by the steps that reach every master (charts and repositories).
+    /// the session opens, and by the steps that reach every master (repositories).
     pub async fn ensure_env(&self, n: &Target) -> Result<()> {
         if n.host.name == self.master().host.name {
             return Ok(());
         }
-        self.prepare_env(n).await
-    }
-
-    async fn prepare_env(&self, n: &Target) -> Result<()> {
         if let Some(cmd) = self.helm.env.prepare() {
             self.rt.exec(n, self.rt.root_cmd(n, cmd, Duration::from_secs(30))).await?;
         }
@@ -88,12 +127,6 @@ impl Session {
         self.rt.read(self.master(), &Output { script, wait: timeout }).await
     }
 
-    /// `(status, revision)` of a release, or None when it does not exist; in a plan, `planned`.
-    pub async fn release(&self, rel: &str, ns: &str, planned: Option<(String, u64)>) -> Result<Option<(String, u64)>> {
-        let status = ReleaseStatusOrAbsent { helm: &self.helm, release: rel, namespace: ns, planned };
-        self.rt.read(self.master(), &status).await
-    }
-
     /// Run a long Helm command while polling `helm status` every `status_every` on a second
     /// channel, reporting each status as an event (OSM's `_store_status`), and a final one.
     /// `redact`: how Helm's own output is streamed (all of it hidden when the release has
@@ -107,7 +140,10 @@ impl Session {
         redact: Redact,
     ) -> Result<ExecOutput> {
         let status_cmd = self.helm.status(rel, ns)?;
-        let main = self.run_redacted(script, timeout, redact);
+        let m = self.master();
+        // Room for a release's JSON (`-o json`), which holds its chart.
+        let cmd = self.rt.root_cmd(m, script, timeout).with_redact(redact).with_capture(helm_apply::MAX_OUTPUT);
+        let main = self.rt.exec(m, cmd);
         let poll = async {
             loop {
                 tokio::time::sleep(self.status_every).await;
@@ -118,6 +154,54 @@ impl Session {
         tokio::select! {
             r = main => r,
             _ = poll => unreachable!("the poll loop never ends"),
+        }
+    }
+
+    /// Run the node program that installs or upgrades `rels` (`cnf/helm_apply.rs`) on the active
+    /// master: read, never streamed (its output is the releases with their values). While it
+    /// runs, `helm list` is polled every `status_every` and each release's status reported, as
+    /// [`run_watched`](Self::run_watched) does for one release.
+    pub async fn run_apply(
+        &self,
+        script: String,
+        timeout: Duration,
+        rels: &[String],
+        ns: &str,
+    ) -> Result<Option<(Vec<u8>, String)>> {
+        let list = self.helm.list(Some(ns))?;
+        let m = self.master();
+        let main = self.program(m, script, timeout);
+        let poll = async {
+            loop {
+                tokio::time::sleep(self.status_every).await;
+                self.report_list(&list, rels).await;
+            }
+        };
+        tokio::select! {
+            r = main => r,
+            _ = poll => unreachable!("the poll loop never ends"),
+        }
+    }
+
+    async fn report_list(&self, list_cmd: &str, rels: &[String]) {
+        let m = self.master();
+        let c = self.rt.root_cmd(m, list_cmd.to_string(), Duration::from_secs(30)).with_redact(Redact::All);
+        let listed = match self.rt.exec(m, c).await {
+            Ok(o) => serde_json::from_str::<serde_json::Value>(o.stdout_text().trim()).ok(),
+            Err(_) => None,
+        };
+        for rel in rels {
+            let found = listed.as_ref().and_then(|v| v.as_array()).and_then(|a| a.iter().find(|x| x["name"] == **rel));
+            let status = match found.and_then(|x| x["status"].as_str()) {
+                Some(st)
+                    if !st.is_empty() && st.len() <= 32 && st.bytes().all(|b| b.is_ascii_lowercase() || b == b'-') =>
+                {
+                    st.to_string()
+                }
+                Some(_) => "unknown".into(),
+                None => "not found yet".into(),
+            };
+            self.rt.ev(m).emit(EventKind::Status { subject: format!("release {rel}"), status });
         }
     }
 

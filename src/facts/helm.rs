@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::cluster::node_cmd;
-use crate::cnf::helm_cmd::{parse_version, Helm};
+use crate::cnf::helm_cmd::Helm;
 use crate::cnf::manifest::{self, Resource};
 use crate::cnf::names;
 use crate::cnf::services::{from_manifest, Service};
@@ -17,38 +17,6 @@ use crate::command::RemoteCommand;
 use crate::error::Result;
 use crate::facts::{Fact, Wait};
 use crate::redact::Redact;
-
-/// Exits 127 with a clear message on a master without Helm; prints e.g. `v3.17.3+g...`.
-pub const HELM_VERSION: &str =
-    "command -v helm >/dev/null || { echo 'helm is not installed' >&2; exit 127; }; helm version --short";
-
-/// Helm's major version on a master (3 or 4; Helm 2 is refused), which decides how later
-/// commands are spelled. At most 30 s; a plan assumes Helm 3.
-pub struct HelmVersion;
-
-impl Fact for HelmVersion {
-    type Value = u32;
-
-    fn what(&self) -> String {
-        "the Helm version".into()
-    }
-
-    fn command(&self) -> Result<RemoteCommand> {
-        Ok(RemoteCommand::new(HELM_VERSION))
-    }
-
-    fn wait(&self) -> Wait {
-        Wait::For(Duration::from_secs(30))
-    }
-
-    fn placeholder(&self) -> u32 {
-        3
-    }
-
-    fn parse(&self, out: &str) -> std::result::Result<u32, String> {
-        parse_version(out).ok_or_else(|| format!("no version in {:?}", out.trim()))
-    }
-}
 
 /// `(status, revision)` of a release that must exist (`helm status -o json`): the status one of
 /// Helm's words (it is recorded and compared). The JSON carries the user-supplied values: not
@@ -76,37 +44,6 @@ impl Fact for ReleaseStatus<'_> {
 
     fn parse(&self, out: &str) -> std::result::Result<(String, u64), String> {
         release_status(out).ok_or_else(|| "unreadable status JSON".to_string())
-    }
-}
-
-/// `(status, revision)` of a release, or `None` when it does not exist (or Helm's answer is not
-/// a status we believe: [`release_status`]). A plan goes on with `planned`, what the caller
-/// expects there.
-pub struct ReleaseStatusOrAbsent<'a> {
-    pub helm: &'a Helm,
-    pub release: &'a str,
-    pub namespace: &'a str,
-    pub planned: Option<(String, u64)>,
-}
-
-impl Fact for ReleaseStatusOrAbsent<'_> {
-    type Value = Option<(String, u64)>;
-
-    fn what(&self) -> String {
-        "the release status".into()
-    }
-
-    fn command(&self) -> Result<RemoteCommand> {
-        // Its stdout is Helm's JSON with the values; its stderr is why the probe failed.
-        Ok(RemoteCommand::new(self.helm.status_or_absent(self.release, self.namespace)?).with_redact(Redact::Stdout))
-    }
-
-    fn placeholder(&self) -> Option<(String, u64)> {
-        self.planned.clone()
-    }
-
-    fn parse(&self, out: &str) -> std::result::Result<Option<(String, u64)>, String> {
-        Ok(release_status(out))
     }
 }
 
@@ -477,18 +414,6 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn helm_3_or_4() {
-        let f = HelmVersion;
-        let (sent, got) = read(&f, "v3.17.3+ge4da497\n").await;
-        assert!(sent.ends_with("helm version --short"), "{sent}");
-        assert_eq!(got.unwrap(), 3);
-        assert_eq!(value(&f, "v4.0.1+g1234").await, 4);
-        assert!(unreadable(&f, "v2.17.0+g1").await.contains("no version in"));
-        assert_eq!(planned(&f).await, 3);
-        assert_eq!(f.wait(), Wait::For(Duration::from_secs(30)));
-    }
-
-    #[tokio::test]
     async fn a_release_status_that_must_be_there() {
         let h = helm();
         let f = ReleaseStatus { helm: &h, release: "vdu1", namespace: "cnf" };
@@ -501,45 +426,6 @@ mod tests {
         );
         assert_eq!(planned(&f).await, (String::new(), 0));
         assert_eq!(f.command().unwrap().redact, Redact::All);
-    }
-
-    #[tokio::test]
-    async fn a_release_status_or_none() {
-        let h = helm();
-        let f =
-            ReleaseStatusOrAbsent { helm: &h, release: "vdu1", namespace: "cnf", planned: Some(("planned".into(), 1)) };
-        let (sent, got) = read(&f, r#"{"info":{"status":"failed"},"version":2}"#).await;
-        assert!(sent.contains("helm status --namespace cnf -o json -- vdu1") && sent.contains("absent"), "{sent}");
-        assert_eq!(got.unwrap(), Some(("failed".into(), 2)));
-        assert_eq!(value(&f, "Error: release: not found").await, None);
-        assert_eq!(planned(&f).await, Some(("planned".into(), 1)));
-    }
-
-    /// A status probe that fails (a stand-in Helm without `status`, an unreachable cluster)
-    /// says why: its stderr is in the error, while its stdout (the values) is never streamed.
-    #[tokio::test]
-    async fn a_failed_status_probe_names_what_helm_said() {
-        use crate::event::{EventKind, Events};
-        use crate::lifecycle::runner::{FanOut, Runner, Timeouts};
-        use crate::transport::fake::FakeConnector;
-        let h = helm();
-        let f = ReleaseStatusOrAbsent { helm: &h, release: "app", namespace: "edge", planned: None };
-        assert_eq!(f.command().unwrap().redact, Redact::Stdout);
-        let fake = FakeConnector::new();
-        fake.fail(None, "helm status", 1, "Error: lab kit helm stand-in: status not implemented");
-        let (events, mut rx) = Events::channel();
-        let rt = Runner::new(std::sync::Arc::new(fake.clone()), events, FanOut::default(), Timeouts::default());
-        let node = crate::inventory::Host::for_test("m1", "192.0.2.1");
-        let e = rt.read(&node, &f).await.unwrap_err().to_string();
-        assert!(e.contains("m1") && e.contains("helm status"), "{e}");
-        assert!(e.contains("status not implemented"), "the probe's own words: {e}");
-        // Its stdout stays unstreamed when it answers.
-        fake.reply(None, "helm status", r#"{"info":{"status":"deployed"},"version":1,"config":{"pw":"s3cret"}}"#);
-        assert_eq!(rt.read(&node, &f).await.unwrap(), Some(("deployed".into(), 1)));
-        drop(rt);
-        while let Ok(ev) = rx.try_recv() {
-            assert!(!matches!(ev.kind, EventKind::Stdout { .. }), "{:?}", ev.kind);
-        }
     }
 
     #[tokio::test]

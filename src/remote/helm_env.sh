@@ -9,19 +9,12 @@
 # the environment on the next run); a master without SRC gets no kubeconfig (Helm's client verbs
 # still work; cluster verbs fail as Helm says).
 #
+# Runs after helm_env_lib.sh (the function helm_env does the work).
+#
 # Usage: helm_env.sh DIR SRC
 #   DIR  the environment, /var/lib/mgmt-driver/helm/<cluster_id>
 #   SRC  the kubeconfig to copy, /etc/kubernetes/admin.conf
 # Prints: `created` (DIR was new) or `kept`.
 # Exit status: 0 done; non-zero mkdir, cp or chmod failed.
 
-umask 077
-state=kept
-[ -d "$1" ] || state=created
-mkdir -p -- "$1/cache" "$1/config" "$1/data" && chmod 0700 -- "$1" || exit 1
-if [ -f "$2" ] && ! cmp -s -- "$2" "$1/kubeconfig"; then
-    # A leftover (or planted) kubeconfig.new is removed, never written through.
-    rm -f -- "$1/kubeconfig.new" && cp -- "$2" "$1/kubeconfig.new" && chmod 0600 -- "$1/kubeconfig.new" &&
-        mv -f -- "$1/kubeconfig.new" "$1/kubeconfig" || exit 1
-fi
-echo "$state"
+helm_env "$1" "$2"

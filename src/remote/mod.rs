@@ -21,13 +21,17 @@ pub(crate) struct Program {
 }
 
 /// `program!("x.sh")` is `src/remote/x.sh`; `program!("lib.sh", "x.sh")` is `x.sh` run after the
-/// functions of `lib.sh` (sent as one text, still one exec).
+/// functions of `lib.sh` (sent as one text, still one exec); `program!(["a_lib.sh", "b_lib.sh"], "x.sh")`
+/// after those of several.
 macro_rules! program {
     ($file:literal) => {
         Program { name: $file, text: include_str!($file) }
     };
     ($lib:literal, $file:literal) => {
         Program { name: $file, text: concat!(include_str!($lib), include_str!($file)) }
+    };
+    ([$($lib:literal),+], $file:literal) => {
+        Program { name: $file, text: concat!($(include_str!($lib),)+ include_str!($file)) }
     };
 }
 
@@ -58,9 +62,12 @@ pub(crate) const UPLOAD_PROBE: Program = program!("upload_lib.sh", "upload_probe
 pub(crate) const UPLOAD_FINALIZE: Program = program!("upload_lib.sh", "upload_finalize.sh");
 pub(crate) const UPLOAD_STREAM: Program = program!("upload_stream.sh");
 
-// CNF chart directories (src/cnf/helm_cmd.rs).
-pub(crate) const PREPARE_CHART_DIR: Program = program!("prepare_chart_dir.sh");
-pub(crate) const EXTRACT_CHART: Program = program!("archive_lib.sh", "extract_chart.sh");
+// CNF releases installed or upgraded in one exec, and everything a master needs before them in
+// one exec (src/cnf/helm_apply.rs).
+pub(crate) const HELM_APPLY: Program = program!("helm_apply_lib.sh", "helm_apply.sh");
+pub(crate) const HELM_REMOVE: Program = program!("helm_remove.sh");
+pub(crate) const HELM_PREPARE: Program =
+    program!(["archive_lib.sh", "helm_env_lib.sh", "chart_lib.sh", "helm_apply_lib.sh"], "helm_prepare.sh");
 
 // Execution environments and primitives (src/ee/, src/primitive/).
 pub(crate) const AUTHORIZED_KEY: Program = program!("authorized_key.sh");
@@ -68,7 +75,7 @@ pub(crate) const PRIMITIVE_RUN: Program = program!("primitive_run.sh");
 pub(crate) const PRIMITIVE_RESULT: Program = program!("primitive_result.sh");
 
 // The per-cluster Helm environment on the masters (src/cnf/cluster_env.rs).
-pub(crate) const HELM_ENV: Program = program!("helm_env.sh");
+pub(crate) const HELM_ENV: Program = program!("helm_env_lib.sh", "helm_env.sh");
 pub(crate) const HELM_ENV_RESET: Program = program!("helm_env_reset.sh");
 
 /// Every program, for the test that no file here is left unused. Only tests read this list, so a
@@ -94,8 +101,9 @@ const ALL: &[Program] = &[
     UPLOAD_PROBE,
     UPLOAD_FINALIZE,
     UPLOAD_STREAM,
-    PREPARE_CHART_DIR,
-    EXTRACT_CHART,
+    HELM_APPLY,
+    HELM_PREPARE,
+    HELM_REMOVE,
     AUTHORIZED_KEY,
     PRIMITIVE_RUN,
     PRIMITIVE_RESULT,

@@ -61,6 +61,16 @@ fn ls(dir: &Path) -> Vec<String> {
     v
 }
 
+/// The chart functions of `chart_lib.sh` (helm_prepare.sh's) as programs of their own.
+const PREPARE_CHART_DIR: Program = Program {
+    name: "chart_dir_make.sh",
+    text: concat!(include_str!("chart_lib.sh"), "chart_dir_make \"$1\" \"$2\"\n"),
+};
+const EXTRACT_CHART: Program = Program {
+    name: "chart_extract.sh",
+    text: concat!(include_str!("archive_lib.sh"), include_str!("chart_lib.sh"), "chart_extract \"$1\" \"$2\" \"$3\"\n"),
+};
+
 fn s(p: &Path) -> &str {
     p.to_str().unwrap()
 }

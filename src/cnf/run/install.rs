@@ -121,7 +121,7 @@ pub async fn run(c: &Ctx<'_>, a: &Install, f: &Facts<'_>, rec: &mut Record<'_>) 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cnf::run::testkit::{run_inputs_events, run_op, status, Fixture, M1};
+    use crate::cnf::run::testkit::{applied, run_inputs_events, run_op, status, Fixture, M1};
     use crate::cnf::{Inputs, Op};
 
     #[test]
@@ -148,15 +148,9 @@ mod tests {
         let f = Fixture::new();
         let values = f.dir.path().join("my values.yaml");
         std::fs::write(&values, "image:\n  tag: \"1.2\"\ndb:\n  password: hunter2-values\n").unwrap();
-        f.fake
-            .reply(None, "status --namespace edge -o json -- web", &status("deployed", 1))
-            .reply(None, "get manifest --namespace edge -- web", "")
-            .reply(
-                None,
-                "get values --namespace edge -o json --all -- web",
-                r#"{"image": {"tag": "1.2"}, "db": {"password": "hunter2-values"}}"#,
-            )
-            .reply_times(None, "status --namespace edge -o json -- web", r#"{"absent":true}"#, 1);
+        f.fake.reply(None, "status --namespace edge -o json -- web", &status("deployed", 1));
+        let config = json!({"image": {"tag": "1.2"}, "db": {"password": "hunter2-values"}});
+        f.reply_applied("web", "edge", &applied("web", "edge", "absent/0", "install", 1, config));
         let op = Op::Install {
             chart: "stable/nginx:1.2.0".into(),
             release: Some("web".into()),
@@ -170,12 +164,12 @@ mod tests {
         let execs = f.fake.execs(M1).join("\n");
         assert!(
             execs.contains(
-                "helm install --namespace edge --version 1.2.0 --set 'a=b; id' \
-                 --values .mgmt-driver/run/osm-1/values-web-0.yaml --timeout 300s --create-namespace -- web stable/nginx"
+                "helm_apply.sh web edge 16 --namespace edge --version 1.2.0 --set 'a=b; id' \
+                 --values .mgmt-driver/run/osm-1/values-web-0.yaml --timeout 300s --create-namespace -o json \
+                 -- web stable/nginx 1 .mgmt-driver/run/osm-1/values-web-0.yaml"
             ),
             "{execs}"
         );
-        assert!(execs.contains("rm -f -- .mgmt-driver/run/osm-1/values-web-0.yaml"), "{execs}");
         assert!(execs.contains("/var/lib/mgmt-driver/helm/east"), "the cluster's environment: {execs}");
         for place in [&execs, &events, &o.result.to_string()] {
             assert!(!place.contains("hunter2-values"), "the values file's secret leaked: {place}");
@@ -189,9 +183,10 @@ mod tests {
         let o = run_op(&f, Op::Status { release: "web".into() }, "osm-1", None).await.unwrap();
         assert!(o.result.is_object(), "{}", o.result);
         // Single-release uninstall forgets an install's record with its last release.
+        f.fake.reply(None, "helm_remove.sh '' 0 web edge", "@@mgmt-driver uninstalled web - 0\n\n");
         let o = run_op(&f, Op::Uninstall { release: "web".into() }, "osm-1", None).await.unwrap();
         assert_eq!(o.result["outcome"], "uninstalled", "{}", o.result);
-        assert!(f.fake.execs(M1).join("\n").contains("helm uninstall --namespace edge --wait -- web"));
+        assert!(f.fake.execs(M1).join("\n").contains("helm_remove.sh '' 0 web edge"));
         assert!(!f.dir.path().join("state/osm-1.cnf.json").exists());
     }
 }

@@ -392,28 +392,43 @@ pub async fn run(_op: &Op, a: &Inputs, p: Prepared, rt: Runner) -> Result<Outcom
         Checked::Reset { uninstall } => uninstall && (p.saved.is_some() || !p.others.is_empty()),
         _ => true,
     };
-    let session = Session::open(rt, nodes, a.status_interval, p.env.clone(), needs_env).await?;
     let opts = InstallOpts {
         wait: a.wait,
         timeout_s: Some(a.timeout.as_secs().max(1)),
         atomic: a.atomic,
         create_namespace: false,
     };
-    let ctx = Ctx {
-        s: &session,
-        params: &p.params,
-        instance: &p.id,
-        pkg: p.pkg.as_ref(),
-        req_file: &p.req_file,
-        opts,
-        timeout: a.timeout,
-    };
     let mut rec = Record {
         st: p.saved.clone().unwrap_or_else(|| CnfState { vnf_instance_id: p.id.clone(), ..Default::default() }),
         store: &p.store,
         id: &p.id,
     };
-    let result = dispatch(&ctx, &p, &mut rec).await;
+    // Instantiate reads Helm's version with everything else it does on each master (one round
+    // trip per master, `instantiate::distribute`); every other operation when the session opens.
+    let (session, pre) = match &p.op {
+        Checked::Instantiate { flavour } => {
+            let mut session = Session::reach(rt, nodes, a.status_interval, p.env.clone()).await?;
+            let facts = instantiate_facts(&p, flavour);
+            let recorded_major = p.saved.as_ref().and_then(|s| s.helm_major);
+            let d = match instantiate::record_request(&p.params, &facts, &mut rec) {
+                Ok(()) => instantiate::distribute(&ctx(&session, &p, a, &opts), recorded_major).await,
+                Err(e) => Err(e),
+            };
+            match d {
+                Ok(d) => {
+                    session.set_major(d.major);
+                    (session, Some(d))
+                }
+                Err(e) => {
+                    session.rt.close().await;
+                    return Err(e);
+                }
+            }
+        }
+        _ => (Session::open(rt, nodes, a.status_interval, p.env.clone(), needs_env).await?, None),
+    };
+    let ctx = ctx(&session, &p, a, &opts);
+    let result = dispatch(&ctx, &p, &mut rec, pre).await;
     session.rt.close().await;
     let context = json!({
         "vnfInstanceId": p.id,
@@ -425,18 +440,41 @@ pub async fn run(_op: &Op, a: &Inputs, p: Prepared, rt: Runner) -> Result<Outcom
     Ok(Outcome { context, result: result?, warnings: p.params.warnings.clone() })
 }
 
+/// The context an operation runs in.
+fn ctx<'a>(s: &'a Session, p: &'a Prepared, a: &Inputs, opts: &InstallOpts) -> Ctx<'a> {
+    Ctx {
+        s,
+        params: &p.params,
+        instance: &p.id,
+        pkg: p.pkg.as_ref(),
+        req_file: &p.req_file,
+        opts: opts.clone(),
+        timeout: a.timeout,
+    }
+}
+
+/// What instantiate records about the CNF besides its releases.
+fn instantiate_facts<'a>(p: &'a Prepared, flavour: &'a str) -> instantiate::Facts<'a> {
+    instantiate::Facts {
+        ap: &p.ap,
+        helm_info: &p.helm_info_json,
+        masters: &p.helm_info.masternode_ip,
+        flavour,
+        cluster_id: p.env.id(),
+    }
+}
+
 /// Each operation, with its own inputs and the shared ones it needs.
-async fn dispatch(c: &Ctx<'_>, p: &Prepared, rec: &mut Record<'_>) -> Result<Value> {
+async fn dispatch(
+    c: &Ctx<'_>,
+    p: &Prepared,
+    rec: &mut Record<'_>,
+    pre: Option<instantiate::Distributed>,
+) -> Result<Value> {
     match &p.op {
-        Checked::Instantiate { flavour } => {
-            let facts = instantiate::Facts {
-                ap: &p.ap,
-                helm_info: &p.helm_info_json,
-                masters: &p.helm_info.masternode_ip,
-                flavour,
-                cluster_id: p.env.id(),
-            };
-            instantiate::run(c, &facts, rec).await
+        Checked::Instantiate { .. } => {
+            let d = pre.expect("run() distributes before an instantiate");
+            instantiate::run(c, d, rec).await
         }
         Checked::Scale(r) => scale::run(c, r, rec).await,
         Checked::Heal(t) => heal::run(c, t, rec).await,
@@ -485,7 +523,7 @@ mod tests {
     use serde_json::Value;
 
     use super::*;
-    use crate::cnf::run::testkit::{run_op, status, Fixture, M1, M2};
+    use crate::cnf::run::testkit::{applied, run_op, Fixture, M1, M2};
     use crate::event::Events;
     use crate::lifecycle::state::Store;
     use crate::lifecycle::{FanOut, Timeouts};
@@ -493,17 +531,13 @@ mod tests {
     #[tokio::test]
     async fn namespace_overrides_the_requests_and_is_recorded_and_checked() {
         let f = Fixture::new();
-        f.fake.reply(None, "status --namespace other -o json -- vdu2", &status("deployed", 1)).reply(
-            None,
-            "get values --namespace other -o json --all -- vdu2",
-            "{}",
-        );
+        f.reply_applied("vdu2", "other", &applied("vdu2", "other", "deployed/1", "upgrade", 2, json!({})));
         let inputs = Inputs { namespace: Some("other".into()), ..f.inputs() };
         let p = f.prepare(&inputs).unwrap();
         let rt = Runner::new(Arc::new(f.fake.clone()), Events::channel().0, FanOut::default(), Timeouts::default());
         run(&Op::Instantiate, &inputs, p, rt).await.unwrap();
         let execs = f.fake.execs(M1);
-        assert!(execs.iter().any(|e| e.contains("helm upgrade") && e.contains("--namespace other")), "{execs:?}");
+        assert!(execs.iter().any(|e| e.contains(" vdu2 other 10 --namespace other ")), "{execs:?}");
         let rec: Value =
             serde_json::from_str(&std::fs::read_to_string(f.dir.path().join("state/cnf1.cnf.json")).unwrap()).unwrap();
         assert_eq!(rec["params"]["namespace"], "other", "{rec}");
@@ -529,15 +563,16 @@ mod tests {
         let env = HelmEnv::cluster("east").unwrap();
         for m in [M1, M2] {
             let execs = f.fake.execs(m);
+            // The one program each master runs makes the environment (and runs Helm in it: the
+            // driver exports it before the program, `helm_prepare::command`'s test).
             assert!(
                 execs
                     .iter()
-                    .any(|e| e.contains("helm_env.sh /var/lib/mgmt-driver/helm/east /etc/kubernetes/admin.conf")),
+                    .any(|e| e
+                        .starts_with("helm_prepare.sh '' /var/lib/mgmt-driver/helm/east /etc/kubernetes/admin.conf ")),
                 "{m}: {execs:?}"
             );
-            let helm = helm_cmds(&execs);
-            assert!(!helm.is_empty(), "{m}: {execs:?}");
-            for c in helm {
+            for c in helm_cmds(&execs) {
                 assert!(c.contains(&format!("{}helm ", env.prefix())), "{c}");
             }
         }
@@ -584,24 +619,19 @@ mod tests {
             HelmEnv::Local { id: "east".into(), dir: home.display().to_string(), kubeconfig: kc.display().to_string() }
         );
         assert_eq!(p.nodes.iter().map(|n| n.host.name.as_str()).collect::<Vec<_>>(), [local_cluster::NODE]);
-        f.fake.reply(None, "status --namespace edge -o json -- web", &status("deployed", 1)).reply(
-            None,
-            "get values --namespace edge -o json --all -- web",
-            "{}",
-        );
+        let prefix = p.env.prefix();
+        f.reply_applied("web", "edge", &applied("web", "edge", "deployed/1", "upgrade", 2, json!({})));
         let (events, mut rx) = Events::channel();
         let rt = Runner::new(Arc::new(f.fake.clone()), events, FanOut::default(), Timeouts::default());
         let o = run(&op, &inputs, p, rt).await.unwrap();
         assert_eq!(o.context["helmEnvironment"], home.display().to_string());
         let execs = f.fake.execs(local_cluster::NODE);
+        // The private homes are made (no kubeconfig copied: the operator's is used where it is),
+        // and Helm runs with both (`helm_prepare::command` puts the exports first).
+        assert!(execs.iter().any(|e| e == &format!("helm_prepare.sh '' {} '' '' '' 0 0", home.display())), "{execs:?}");
+        assert!(execs.iter().any(|e| e.starts_with("helm_apply.sh web edge ")), "{execs:?}");
         let pre = format!("export KUBECONFIG={} HELM_CACHE_HOME={}/cache", kc.display(), home.display());
-        assert!(execs.iter().any(|e| e.starts_with("umask 077 && mkdir -p -- ")), "{execs:?}");
-        assert!(
-            execs
-                .iter()
-                .any(|e| e.starts_with(&pre) && (e.contains("; helm upgrade ") || e.contains("; helm install "))),
-            "{execs:?}"
-        );
+        assert!(prefix.starts_with(&pre), "{prefix}");
         for m in [M1, M2] {
             assert!(f.fake.execs(m).is_empty(), "no master is reached: {m}");
         }

@@ -115,7 +115,7 @@ mod tests {
 
     use serde_json::json;
 
-    use crate::cnf::run::testkit::{run_inputs_events, run_op, status, Fixture, M1, M2};
+    use crate::cnf::run::testkit::{applied, run_inputs_events, run_op, status, Fixture, M1, M2};
     use crate::cnf::run::{prepare, run};
     use crate::cnf::{Inputs, Op};
     use crate::event::Events;
@@ -135,7 +135,10 @@ mod tests {
         );
         let execs = f.fake.execs(M1);
         let pos = |needle: &str| execs.iter().position(|e| e.contains(needle)).unwrap_or_else(|| panic!("{needle}"));
-        assert!(pos("helm uninstall") < pos("helm_env_reset.sh"), "{execs:?}");
+        assert!(
+            pos("helm_remove.sh /var/tacker/helm/cnf1 1 cnf1@labrepo vdu2 cnf") < pos("helm_env_reset.sh"),
+            "{execs:?}"
+        );
         assert!(!f.dir.path().join("state/cnf1.cnf.json").exists(), "the record is gone with the releases");
         // Again: nothing to uninstall, nothing to remove (and nothing made to be removed).
         f.fake.reply(None, "helm_env_reset.sh", "absent\n");
@@ -144,12 +147,15 @@ mod tests {
         assert_eq!(o.result["releases"], json!([]));
         assert_eq!(o.result["masters"][0]["environment"], "absent");
         let again = &f.fake.execs(M1)[n..];
-        assert!(!again.iter().any(|e| e.contains("helm uninstall") || e.contains("helm_env.sh")), "{again:?}");
+        assert!(
+            !again.iter().any(|e| e.contains("helm_remove.sh") || e.contains("/etc/kubernetes/admin.conf")),
+            "{again:?}"
+        );
         // Without --uninstall the releases and the record stay.
         f.instantiate().await.unwrap();
         let n = f.fake.execs(M1).len();
         run_op(&f, Op::Reset { uninstall: false }, "cnf1", None).await.unwrap();
-        assert!(!f.fake.execs(M1)[n..].iter().any(|e| e.contains("helm uninstall")));
+        assert!(!f.fake.execs(M1)[n..].iter().any(|e| e.contains("helm_remove.sh")));
         assert!(f.dir.path().join("state/cnf1.cnf.json").exists());
     }
 
@@ -164,10 +170,8 @@ mod tests {
         run_inputs_events(&f, Op::Instantiate, on("cnf1", "k8s-1")).await.0.unwrap();
         run_inputs_events(&f, Op::Instantiate, on("cnf3", "elsewhere")).await.0.unwrap();
         // An OSM-style install on the same cluster, without a request.
-        f.fake
-            .reply(None, "status --namespace default -o json -- web", &status("deployed", 1))
-            .reply(None, "get manifest --namespace default -- web", "")
-            .reply(None, "get values --namespace default -o json --all -- web", "{}");
+        f.fake.reply(None, "status --namespace default -o json -- web", &status("deployed", 1));
+        f.reply_applied("web", "default", &applied("web", "default", "absent/0", "install", 1, json!({})));
         let install = Op::Install {
             chart: "stable/nginx".into(),
             release: Some("web".into()),
@@ -178,6 +182,7 @@ mod tests {
         let inputs = Inputs { request: None, ..on("osm-2", "k8s-1") };
         run_inputs_events(&f, install, inputs).await.0.unwrap();
         f.fake.reply(None, "helm_env_reset.sh", "removed\n");
+        f.reply_removed("osm-2", &["web"]);
         let n = f.fake.execs(M1).len();
         let o = run_op(&f, Op::Reset { uninstall: true }, "cnf1", None).await.unwrap();
         let rels: Vec<(String, String)> = o.result["releases"]
@@ -188,7 +193,7 @@ mod tests {
             .collect();
         assert_eq!(rels, vec![("cnf1".into(), "vdu2".into()), ("osm-2".into(), "web".into())], "{}", o.result);
         let execs = f.fake.execs(M1)[n..].join("\n");
-        assert!(execs.contains("helm uninstall --namespace default --wait -- web"), "{execs}");
+        assert!(execs.contains("helm_remove.sh /var/tacker/helm/osm-2 0 web default"), "{execs}");
         assert!(execs.contains("helm_env_reset.sh /var/lib/mgmt-driver/helm/k8s-1"), "{execs}");
         assert!(!execs.contains("cnf3"), "another cluster's CNF was touched: {execs}");
         let state = f.dir.path().join("state");
@@ -213,9 +218,7 @@ mod tests {
             lines.push('\n');
         }
         for step in [
-            "helm uninstall --namespace cnf --wait -- vdu2",
-            "helm repo remove -- cnf1@labrepo",
-            "rm -rf -- /var/tacker/helm/cnf1",
+            "helm_remove.sh /var/tacker/helm/cnf1 1 cnf1@labrepo vdu2 cnf",
             "helm_env_reset.sh /var/lib/mgmt-driver/helm/cnf1",
         ] {
             assert!(lines.contains(step), "{step} not planned:\n{lines}");

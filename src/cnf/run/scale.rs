@@ -6,7 +6,7 @@
 use serde_json::{json, Value};
 
 use crate::cnf::helm_cmd as hc;
-use crate::cnf::ops::{chart_ref, cmd_timeout, describe, Ctx, Record, ReleaseState};
+use crate::cnf::ops::{chart_ref, cmd_timeout, made_release, Ctx, Record, ReleaseState};
 use crate::cnf::params::{aspect_release, aspect_vdu, ChartSource, CnfParams};
 use crate::cnf::Inputs;
 use crate::error::{Error, Result};
@@ -96,14 +96,16 @@ async fn scale(c: &Ctx<'_>, aspect: &str, delta: i64) -> Result<(u64, u64, Relea
         ChartSource::Local { .. } => None,
         _ => r.version.as_deref(),
     };
-    let cmd = s.helm.upgrade(
+    let cmd = s.helm.upgrade_json(
         &hc::Chart { release: &r.name, chart: &chart, namespace: &p.namespace, version },
         &hc::Values { set: &set, ..hc::Values::default() },
         true,
         &c.opts,
     )?;
-    s.run_watched(cmd, cmd_timeout(c), &r.name, &p.namespace, Redact::None).await?;
-    Ok((current, target as u64, describe(c, r, &chart).await?))
+    // `-o json`: the release comes back from the upgrade itself (values inside: not streamed).
+    let shown = cmd.clone();
+    let out = s.run_watched(cmd, cmd_timeout(c), &r.name, &p.namespace, Redact::All).await?;
+    Ok((current, target as u64, made_release(c, r, &chart, &shown, &out)?))
 }
 
 /// Without a VNFD bound for the aspect, the VNF instance's own: `instantiatedVnfInfo.scaleStatus`

@@ -3,12 +3,12 @@
 
 use serde_json::{json, Value};
 
-use crate::cnf::helm_cmd as hc;
+use crate::cnf::helm_remove;
 use crate::cnf::names;
 use crate::cnf::ops::{cmd_timeout, cnf_releases, Ctx, Record};
 use crate::cnf::params::ChartSource;
-use crate::error::Result;
-use crate::lifecycle::all_ok;
+use crate::error::{Error, Result};
+use crate::lifecycle::{all_ok, Node, Target};
 
 /// Terminate the CNF's releases (the request's, else the recorded ones), then its record.
 pub async fn run(c: &Ctx<'_>, rec: &Record<'_>) -> Result<Value> {
@@ -19,22 +19,13 @@ pub async fn run(c: &Ctx<'_>, rec: &Record<'_>) -> Result<Value> {
 
 /// Uninstall every release (namespace aware, waiting), then on every master remove the
 /// repositories of external charts and the instance's chart directory (terminate's steps, and
-/// reset's with --uninstall).
+/// reset's with --uninstall). One exec on the master Helm runs on (`src/remote/helm_remove.sh`:
+/// one Helm process per release, then its repositories and charts), then one on each other
+/// master at once; a release that fails to go stops it before anything is removed.
 pub async fn uninstall(c: &Ctx<'_>, releases: &[String]) -> Result<Value> {
     let s = c.s;
     let ns = &c.params.namespace;
-    let mut gone = Vec::new();
-    for r in releases {
-        // A plan shows the uninstall of every release.
-        if s.release(r, ns, Some(("deployed".into(), 0))).await?.is_none() {
-            gone.push(json!({"release": r, "outcome": "already absent"}));
-            continue;
-        }
-        s.run(s.helm.uninstall(r, ns, true)?, cmd_timeout(c)).await?;
-        gone.push(json!({"release": r, "outcome": "uninstalled"}));
-    }
-    let nodes = s.all();
-    s.rt.phase("remove repositories and charts on every master", &nodes, true);
+    let m = s.master();
     let repos: Vec<String> = c
         .params
         .releases
@@ -44,17 +35,41 @@ pub async fn uninstall(c: &Ctx<'_>, releases: &[String]) -> Result<Value> {
             _ => None,
         })
         .collect();
-    let res =
-        s.rt.each(&nodes, |n| {
-            let repos = &repos;
-            async move {
-                let t = s.rt.timeouts.command;
-                for repo in repos {
-                    let rm = format!("{} || true", s.helm.repo_remove(repo)?);
-                    s.rt.exec(n, s.rt.root_cmd(n, rm, t)).await?;
+    let chart_dir = names::chart_dir(c.instance);
+    let prefix = s.helm.env.prefix();
+    let pairs: Vec<(String, String)> = releases.iter().map(|r| (r.clone(), ns.clone())).collect();
+    s.rt.phase("uninstall the releases, then their repositories and charts", &[m], false);
+    let cmd = helm_remove::command(&prefix, Some(&chart_dir), &repos, &pairs)?;
+    let wait = s.rt.timeouts.command + cmd_timeout(c) * releases.len().max(1) as u32;
+    let mut gone = Vec::new();
+    match s.program(m, cmd, wait).await? {
+        // A plan shows the uninstall of every release.
+        None => gone.extend(releases.iter().map(|r| json!({"release": r, "outcome": "uninstalled"}))),
+        Some((out, shown)) => {
+            let names: Vec<&str> = releases.iter().map(String::as_str).collect();
+            let got = helm_remove::parse(&out, &names)
+                .map_err(|msg| crate::lifecycle::fact::unreadable(m.name(), &shown, "the releases removed", msg))?;
+            for (r, outcome) in got {
+                match outcome {
+                    Ok(o) => gone.push(json!({"release": r, "outcome": o})),
+                    Err(f) => {
+                        return Err(Error::Remote {
+                            node: m.name().into(),
+                            command: s.helm.uninstall(&r, ns, true)?,
+                            status: format!("exit {}", f.code),
+                            stderr_tail: format!("release {r}: {}", f.stderr_tail),
+                        })
+                    }
                 }
-                s.rt.exec(n, s.rt.root_cmd(n, hc::remove_chart_dir(c.instance)?, t)).await.map(|_| ())
             }
+        }
+    }
+    let others: Vec<&Target> = s.all().into_iter().filter(|n| n.name() != m.name()).collect();
+    s.rt.phase("remove repositories and charts on the other masters", &others, true);
+    let res =
+        s.rt.each(&others, |n| {
+            let cmd = helm_remove::command(&prefix, Some(&chart_dir), &repos, &[]);
+            async move { s.rt.exec(n, s.rt.root_cmd(n, cmd?, s.rt.timeouts.command)).await.map(|_| ()) }
         })
         .await;
     all_ok(res)?;

@@ -5,7 +5,7 @@
 use serde_json::{json, Value};
 
 use crate::cnf::helm_cmd::{Chart, Values};
-use crate::cnf::ops::{cmd_timeout, describe, own_chart, remove_files, upload_values, Ctx, Record};
+use crate::cnf::ops::{cmd_timeout, made_release, own_chart, remove_files, upload_values, Ctx, Record};
 use crate::cnf::params::{ChartSource, Release};
 use crate::cnf::values_file::ValuesFile;
 use crate::cnf::{check_arg, names};
@@ -58,12 +58,13 @@ pub async fn run(c: &Ctx<'_>, rec: &mut Record<'_>, a: &Upgrade) -> Result<Value
     let target = Chart { release, chart: &chart, namespace: ns, version };
     let files = upload_values(c, release, values).await?;
     let vals = Values { set, files: &files, ..Values::default() };
-    let cmd = c.s.helm.upgrade(&target, &vals, reuse_values, &c.opts)?;
-    // A values file may hold passwords, which chart NOTES may print: Helm's output is hidden then.
-    let redact = if files.is_empty() { Redact::None } else { Redact::All };
-    let res = c.s.run_watched(cmd, cmd_timeout(c), release, ns, redact).await;
+    // `-o json`: the release comes back from this one Helm call (no status, manifest or values
+    // read after it). It holds the values: read, never streamed.
+    let cmd = c.s.helm.upgrade_json(&target, &vals, reuse_values, &c.opts)?;
+    let shown = cmd.clone();
+    let res = c.s.run_watched(cmd, cmd_timeout(c), release, ns, Redact::All).await;
     remove_files(c, &files).await?;
-    res?;
+    let out = res?;
     let rel = c
         .params
         .releases
@@ -71,7 +72,7 @@ pub async fn run(c: &Ctx<'_>, rec: &mut Record<'_>, a: &Upgrade) -> Result<Value
         .find(|r| r.name == release)
         .cloned()
         .unwrap_or(Release { source: ChartSource::Oci { reference: chart.clone() }, ..Release::named(release) });
-    let mut rs = describe(c, &rel, &chart).await?;
+    let mut rs = made_release(c, &rel, &chart, &shown, &out)?;
     if !values.is_empty() {
         // The operator's files may hold secrets under any secret-looking key.
         rs.values = crate::secret::masked(&rs.values);
@@ -82,7 +83,7 @@ pub async fn run(c: &Ctx<'_>, rec: &mut Record<'_>, a: &Upgrade) -> Result<Value
 
 #[cfg(test)]
 mod tests {
-    use crate::cnf::run::testkit::{run_op, Fixture, M1};
+    use crate::cnf::run::testkit::{release_json, run_op, Fixture, M1};
     use crate::cnf::Op;
 
     #[tokio::test]
@@ -92,11 +93,8 @@ mod tests {
         let (a, b) = (f.dir.path().join("a.yaml"), f.dir.path().join("b.json"));
         std::fs::write(&a, "replicaCount: 2\napi:\n  token: tok-in-file-5\n").unwrap();
         std::fs::write(&b, r#"{"replicaCount": 3}"#).unwrap();
-        f.fake.reply(
-            None,
-            "get values --namespace cnf -o json --all -- vdu2",
-            r#"{"replicaCount": 3, "api": {"token": "tok-in-file-5"}}"#,
-        );
+        let config = serde_json::json!({"replicaCount": 3, "api": {"token": "tok-in-file-5"}});
+        f.fake.reply(None, "; helm upgrade --namespace cnf ", &release_json("vdu2", "cnf", 3, config));
         let op = Op::Upgrade {
             release: "vdu2".into(),
             chart: Some("labrepo/nginxlab".into()),
@@ -110,12 +108,15 @@ mod tests {
         assert!(
             execs.contains(
                 "upgrade --namespace cnf --reuse-values --values .mgmt-driver/run/cnf1/values-vdu2-0.yaml \
-                 --values .mgmt-driver/run/cnf1/values-vdu2-1.yaml --timeout 300s -- vdu2 cnf1@labrepo/nginxlab"
+                 --values .mgmt-driver/run/cnf1/values-vdu2-1.yaml --timeout 300s -o json -- vdu2 cnf1@labrepo/nginxlab"
             ),
             "{execs}"
         );
         assert!(execs.contains("rm -f -- .mgmt-driver/run/cnf1/values-vdu2-1.yaml"), "{execs}");
         assert!(!execs.contains("tok-in-file-5") && !o.result.to_string().contains("tok-in-file-5"), "{}", o.result);
+        assert_eq!(o.result["revision"], 3, "from the upgrade's own JSON: {}", o.result);
+        let reads = f.fake.execs(M1).iter().filter(|e| e.contains("helm get ") || e.contains("helm status ")).count();
+        assert_eq!(reads, 0, "nothing read after the upgrade");
         let missing = Op::Upgrade {
             release: "vdu2".into(),
             chart: None,

@@ -21,7 +21,7 @@ pub mod show;
 pub mod status;
 pub mod terminate;
 #[cfg(test)]
-mod testkit;
+pub(crate) mod testkit;
 pub mod uninstall;
 pub mod upgrade;
 pub mod values;

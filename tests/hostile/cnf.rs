@@ -423,13 +423,13 @@ pub fn cases() -> Vec<Case> {
         accepted_inst(
             "names-come-after-double-dash",
             req(),
-            &["helm repo add --force-update -- i1@labrepo http://192.0.2.50/charts", "-- vdu2 i1@labrepo/nginxlab"],
+            &["helm_prepare.sh ", " i1@labrepo http://192.0.2.50/charts ", "-- vdu2 i1@labrepo/nginxlab"],
             &["-- labrepo "],
         ),
         accepted_inst(
             "url-userinfo-becomes-password-stdin",
             set(req(), &format!("{ITEM}/exthelmrepo_url"), json!(format!("http://bob:{REPO_PW}@192.0.2.50/charts"))),
-            &["--username bob --password-stdin -- i1@labrepo http://192.0.2.50/charts <"],
+            &["i1@labrepo http://192.0.2.50/charts bob .mgmt-driver/run/i1/repo-i1@labrepo.pw "],
             &[REPO_PW, "bob:"],
         ),
         accepted_inst(
@@ -439,13 +439,13 @@ pub fn cases() -> Vec<Case> {
                 &format!("{ITEM}/exthelmrepo_password"),
                 json!(REPO_PW),
             ),
-            &["--password-stdin", "repo-i1@labrepo.pw (mode 0600"],
+            &["bob .mgmt-driver/run/i1/repo-i1@labrepo.pw ", "repo-i1@labrepo.pw (mode 0600"],
             &[REPO_PW],
         ),
         accepted_inst(
             "secret-parameter-travels-in-a-file",
             set(req(), &format!("{ITEM}/helmsecretparameter"), json!([format!("db.password={HELM_SECRET}")])),
-            &["--set-file db.password=.mgmt-driver/run/i1/set-vdu2-0", "rm -f -- .mgmt-driver/run/i1/set-vdu2-0"],
+            &["--set-file db.password=.mgmt-driver/run/i1/set-vdu2-0", "set-vdu2-0 (mode 0600"],
             &[HELM_SECRET],
         ),
         accepted_inst(
@@ -551,7 +551,7 @@ pub fn cases() -> Vec<Case> {
             "cluster-uuid-selects-the-environment",
             &["status", "--release", "vdu1", "--cluster-uuid", "edge:east-1"],
             &[
-                "helm_env.sh /var/lib/mgmt-driver/helm/east-1",
+                "helm_prepare.sh '' /var/lib/mgmt-driver/helm/east-1 ",
                 "HELM_CONFIG_HOME=/var/lib/mgmt-driver/helm/east-1/config",
             ],
             &[],

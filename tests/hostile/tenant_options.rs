@@ -69,7 +69,12 @@ pub fn cases() -> Vec<Case> {
         ("state_dir", json!("/etc"), json!("{dir}/st2"), &["kubernetes_kvim"]),
         ("known_hosts", json!("/dev/null"), json!("{dir}/kh"), &["kubernetes_kvim"]),
         ("kubeconfig_out", json!("/root/.kube/config"), json!("{dir}/kc.yaml"), &["/kc.yaml\""]),
-        ("install_timeout", json!("3h"), json!("3h"), &["timeout -k 3 10800: run_with_env.sh"]),
+        (
+            "install_timeout",
+            json!("3h"),
+            json!("3h"),
+            &["timeout -k 3 10800: clean_env.sh", "env.install bash ./install_k8s_cluster.sh"],
+        ),
     ];
     for (key, in_request, in_options, shown) in operator {
         let field = format!("additionalParams.mgmt_driver.{key}");
@@ -105,7 +110,7 @@ pub fn cases() -> Vec<Case> {
         accepted(
             "request_timeout_under_cap",
             &request_sets("install_timeout", json!("20m")),
-            &["timeout -k 3 1200: run_with_env.sh"],
+            &["timeout -k 3 1200: clean_env.sh", "env.install bash ./install_k8s_cluster.sh"],
         )
         .never(PW),
         // The package inventory: nodes only, the request's login.

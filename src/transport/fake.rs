@@ -6,6 +6,13 @@
 //! and recorded in their display form (`hosts_update.sh '10.0.0.1' ...` for a node-side program,
 //! the command itself otherwise), which is what an operator reads. Every call is recorded in
 //! order for the test to assert on.
+//!
+//! Round trips are counted here, where a count is exact: every exec, upload and download is one
+//! (a connect is logged apart: its handshake is a fixed cost per node, not per step). With
+//! [`with_latency`](FakeConnector::with_latency) each call also waits that long on tokio's clock,
+//! so a test under `#[tokio::test(start_paused = true)]` reads an operation's critical path off
+//! the virtual clock: elapsed / latency = the round trips that had to happen one after another
+//! (nodes that work in parallel overlap; local work costs no virtual time).
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -43,6 +50,8 @@ struct Script {
     rules: Vec<Rule>,
     down: Vec<String>,
     calls: Vec<Call>,
+    /// How long each call waits (tokio time): see the module doc.
+    latency: Duration,
 }
 
 /// Cheap to clone: clones share one script and one call log.
@@ -91,6 +100,43 @@ impl FakeConnector {
         self
     }
 
+    /// Every later call waits `d` on tokio's clock before it answers: one round trip's time.
+    pub fn with_latency(&self, d: Duration) -> &Self {
+        self.script.lock().expect("fake script").latency = d;
+        self
+    }
+
+    /// Exec, upload and download calls on every node: the operation's round trips in all.
+    pub fn round_trips(&self) -> usize {
+        self.calls().iter().filter(|c| !matches!(c, Call::Connect { .. })).count()
+    }
+
+    /// Exec, upload and download calls on `node`.
+    pub fn round_trips_on(&self, node: &str) -> usize {
+        self.calls()
+            .iter()
+            .filter(|c| match c {
+                Call::Exec { node: n, .. } | Call::Upload { node: n, .. } | Call::Download { node: n, .. } => n == node,
+                Call::Connect { .. } => false,
+            })
+            .count()
+    }
+
+    /// The largest [`round_trips_on`](Self::round_trips_on) of any node.
+    pub fn most_round_trips_on_one_node(&self) -> usize {
+        let mut nodes: Vec<String> = self
+            .calls()
+            .into_iter()
+            .filter_map(|c| match c {
+                Call::Exec { node, .. } | Call::Upload { node, .. } | Call::Download { node, .. } => Some(node),
+                Call::Connect { .. } => None,
+            })
+            .collect();
+        nodes.sort();
+        nodes.dedup();
+        nodes.iter().map(|n| self.round_trips_on(n)).max().unwrap_or(0)
+    }
+
     pub fn calls(&self) -> Vec<Call> {
         self.script.lock().expect("fake script").calls.clone()
     }
@@ -117,8 +163,16 @@ impl FakeConnector {
             .collect()
     }
 
-    fn log(&self, c: Call) {
-        self.script.lock().expect("fake script").calls.push(c);
+    /// Records the call, then waits the configured latency (the lock is not held while waiting).
+    async fn log(&self, c: Call) {
+        let latency = {
+            let mut s = self.script.lock().expect("fake script");
+            s.calls.push(c);
+            s.latency
+        };
+        if !latency.is_zero() {
+            tokio::time::sleep(latency).await;
+        }
     }
 
     fn answer(&self, node: &str, script: &str) -> ExecOutput {
@@ -147,7 +201,7 @@ impl FakeConnector {
 #[async_trait]
 impl Connector for FakeConnector {
     async fn connect(&self, host: &Host, _events: &HostEvents) -> Result<Box<dyn Transport>> {
-        self.log(Call::Connect { node: host.name.clone() });
+        self.log(Call::Connect { node: host.name.clone() }).await;
         if self.script.lock().expect("fake script").down.contains(&host.name) {
             return Err(Error::Connect {
                 node: host.name.clone(),
@@ -173,7 +227,7 @@ impl Transport for FakeTransport {
 
     async fn exec(&self, cmd: &RemoteCommand, events: &HostEvents) -> Result<ExecOutput> {
         let shown = cmd.display().to_string();
-        self.fake.log(Call::Exec { node: self.node.clone(), script: shown.clone() });
+        self.fake.log(Call::Exec { node: self.node.clone(), script: shown.clone() }).await;
         events.emit(EventKind::Command { command: shown.clone() });
         let mut out = self.fake.answer(&self.node, &shown);
         out.elapsed = Duration::from_millis(1);
@@ -193,12 +247,12 @@ impl Transport for FakeTransport {
 
     async fn upload(&self, files: &[UploadFile], _events: &HostEvents) -> Result<Vec<UploadResult>> {
         let remotes: Vec<String> = files.iter().map(|f| f.remote.clone()).collect();
-        self.fake.log(Call::Upload { node: self.node.clone(), remotes: remotes.clone() });
+        self.fake.log(Call::Upload { node: self.node.clone(), remotes: remotes.clone() }).await;
         Ok(remotes.into_iter().map(|remote| UploadResult { remote, bytes: 0, skipped: false }).collect())
     }
 
     async fn download(&self, remote: &str, local: &std::path::Path, _events: &HostEvents) -> Result<u64> {
-        self.fake.log(Call::Download { node: self.node.clone(), remote: remote.to_string() });
+        self.fake.log(Call::Download { node: self.node.clone(), remote: remote.to_string() }).await;
         std::fs::write(local, b"").map_err(|e| Error::Transfer {
             node: self.node.clone(),
             what: format!("download of {remote}"),
@@ -228,5 +282,29 @@ mod tests {
         assert_eq!(t.exec(&RemoteCommand::new("x"), &ev.for_host("m1")).await.unwrap().stdout_text(), "");
         assert!(f.connect(&Host::for_test("dead", "192.0.2.9"), &ev.for_host("dead")).await.is_err());
         assert_eq!(f.execs("m1"), vec!["hostname", "x", "x"]);
+    }
+
+    /// Two nodes that each run two commands at once take two round trips of virtual time, not
+    /// four: the clock measures the critical path, the counter every call.
+    #[tokio::test(start_paused = true)]
+    async fn the_virtual_clock_measures_the_critical_path_and_the_counter_every_call() {
+        let f = FakeConnector::new();
+        f.with_latency(Duration::from_secs(1));
+        let (ev, _rx) = Events::channel();
+        let start = tokio::time::Instant::now();
+        let run = |name: &'static str| {
+            let (f, ev) = (f.clone(), ev.clone());
+            async move {
+                let t = f.connect(&Host::for_test(name, "192.0.2.1"), &ev.for_host(name)).await.unwrap();
+                let after_connect = tokio::time::Instant::now();
+                t.exec(&RemoteCommand::new("a"), &ev.for_host(name)).await.unwrap();
+                t.exec(&RemoteCommand::new("b"), &ev.for_host(name)).await.unwrap();
+                after_connect.elapsed()
+            }
+        };
+        let (a, b) = tokio::join!(run("m1"), run("m2"));
+        assert_eq!((a, b), (Duration::from_secs(2), Duration::from_secs(2)));
+        assert_eq!(start.elapsed(), Duration::from_secs(3), "one connect and two execs, each node at once");
+        assert_eq!((f.round_trips(), f.round_trips_on("m1"), f.most_round_trips_on_one_node()), (4, 2, 2));
     }
 }

@@ -211,7 +211,7 @@ async fn run(
                     let room = cmd.capture - out.stdout.len();
                     out.stdout.extend_from_slice(&data[..data.len().min(room)]);
                 }
-                so.push(&data, &mut push_out);
+                so.push(data, &mut push_out);
             }
             Some(ChannelMsg::ExtendedData { data, .. }) => se.push(&data, |l| push_err(l, &mut tail)),
             Some(ChannelMsg::ExitStatus { exit_status }) => {

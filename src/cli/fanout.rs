@@ -2,7 +2,6 @@
 //! host at once, before anything connects), fan the jobs out on the runner, summarize.
 
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::Args;
@@ -173,7 +172,6 @@ pub async fn run_script(a: RunScriptArgs, ctx: &Ctx) -> Result<i32> {
 }
 
 /// A host and its job, built together so running needs no lookup.
-#[derive(Clone)]
 struct HostJob {
     host: Host,
     job: Job,
@@ -191,18 +189,20 @@ async fn fan_out(op: &str, sel: &Select, ctx: &Ctx, job: impl Fn(&Host) -> Resul
     let jobs: Vec<HostJob> =
         hosts.into_iter().map(|host| Ok(HostJob { job: job(&host)?, host })).collect::<Result<_>>()?;
     let (events, renderer) = ctx.renderer(Some(jobs.len()));
-    let rt = Arc::new(ctx.runner(events, &Defaults::FAN_OUT, Timeouts::default(), true)?);
+    let rt = ctx.runner(events, &Defaults::FAN_OUT, Timeouts::default(), true)?;
     let started = Instant::now();
     let refs: Vec<&HostJob> = jobs.iter().collect();
     let results = rt
-        .each_task(&refs, |rt, hj| async move {
-            let r = rt.run_job(&hj, &hj.job).await;
-            // One connection per host for its whole job; close it as soon as the job ends.
-            rt.forget(&hj).await;
-            r
+        .each(&refs, |hj| {
+            let rt = &rt;
+            async move {
+                let r = rt.run_job(hj, &hj.job).await;
+                // One connection per host for its whole job; close it as soon as the job ends.
+                rt.forget(hj).await;
+                r
+            }
         })
         .await;
-    // The events end with the last runner: the renderer then finishes.
     drop(rt);
     let warnings = renderer.await.unwrap_or_default();
     Ok(summarize(op, &results, ctx, started.elapsed(), warnings))

@@ -215,27 +215,6 @@ impl Runner {
         join_all(futs).await
     }
 
-    /// [`each`](Self::each), with every node's work a task of its own on the runtime's worker
-    /// threads, beside the node's SSH session. Polled inside the caller's future instead (as
-    /// `each` does), every channel message of every node wakes the caller's thread from a
-    /// worker: at 240 nodes that was 8x the futex calls of 984cc53, whose fan-out spawned its
-    /// hosts, and most of the controller's extra CPU (docs/bench-fanout-issue24.md). A node's
-    /// task is aborted when its future is dropped (an interrupted run), so its connection is
-    /// dropped with it, as before.
-    pub async fn each_task<'a, N, T, F, Fut>(self: &Arc<Self>, nodes: &[&'a N], f: F) -> Vec<(&'a N, Result<T>)>
-    where
-        N: Node + Clone + Send + 'static,
-        T: Send + 'static,
-        F: Fn(Arc<Runner>, N) -> Fut,
-        Fut: std::future::Future<Output = Result<T>> + Send + 'static,
-    {
-        self.each(nodes, |n| {
-            let task = Task(tokio::spawn(f(self.clone(), n.clone())));
-            task.join()
-        })
-        .await
-    }
-
     /// Report one node's failed step outside `each` (steps that run one node at a time).
     pub fn done<T>(&self, node: &dyn Node, r: &Result<T>) {
         if r.is_err() {
@@ -298,25 +277,6 @@ pub fn all_ok<N: Node, T>(results: Vec<(&N, Result<T>)>) -> Result<Vec<T>> {
     }
 }
 
-/// A spawned task that is aborted when dropped ([`Runner::each_task`]).
-struct Task<T>(tokio::task::JoinHandle<T>);
-
-impl<T> Task<T> {
-    /// Its output; a panic in the task goes on in the caller.
-    async fn join(mut self) -> T {
-        match (&mut self.0).await {
-            Ok(v) => v,
-            Err(e) => std::panic::resume_unwind(e.into_panic()),
-        }
-    }
-}
-
-impl<T> Drop for Task<T> {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -332,52 +292,6 @@ mod tests {
         let (events, _rx) = Events::channel();
         let fo = FanOut { parallel, fail_fast, report_each: true };
         Runner::new(Arc::new(FakeConnector::new()), events, fo, Timeouts::default())
-    }
-
-    /// The fan-out commands' hosts each run as a task of their own on the workers (not inside
-    /// the caller's future), results in node order; dropping the fan-out drops every host's
-    /// work (an interrupted run lets go of its connections).
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn each_task_runs_every_node_as_its_own_task_and_a_drop_ends_them() {
-        let rt = Arc::new(runner(8, false));
-        let hs = hosts(5);
-        let refs: Vec<&Host> = hs.iter().collect();
-        let res = rt.each_task(&refs, |_, h| async move { Ok((h.name.clone(), tokio::task::try_id())) }).await;
-        let mut ids = Vec::new();
-        for (i, (_, r)) in res.into_iter().enumerate() {
-            let (name, id) = r.unwrap();
-            assert_eq!(name, format!("h{}", i + 1));
-            ids.push(id.expect("a node's work runs in a task of its own"));
-        }
-        ids.sort();
-        ids.dedup();
-        assert_eq!(ids.len(), 5);
-
-        struct Dropped(Arc<AtomicUsize>);
-        impl Drop for Dropped {
-            fn drop(&mut self) {
-                self.0.fetch_add(1, Ordering::SeqCst);
-            }
-        }
-        let (started, dropped) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
-        let run = rt.each_task(&refs, |_, _| {
-            let (started, d) = (started.clone(), Dropped(dropped.clone()));
-            async move {
-                let _d = d;
-                started.fetch_add(1, Ordering::SeqCst);
-                std::future::pending::<Result<()>>().await
-            }
-        });
-        let _ = tokio::time::timeout(Duration::from_millis(200), run).await;
-        assert_eq!(started.load(Ordering::SeqCst), 5);
-        for _ in 0..100 {
-            if dropped.load(Ordering::SeqCst) == 5 {
-                break;
-            }
-            tokio::task::yield_now().await;
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        assert_eq!(dropped.load(Ordering::SeqCst), 5, "every host's work was dropped with the fan-out");
     }
 
     #[tokio::test]

@@ -47,6 +47,18 @@ pub struct RemoteCommand {
     pub label: Option<String>,
 }
 
+/// A file the leash receives on stdin before it starts the command
+/// ([`RemoteCommand::wire_receiving`]): `size` bytes with this sha256, put at `remote` through
+/// `tmp` with `mode`, as an inline upload does (`receive` in `src/remote/upload_lib.sh`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Receive {
+    pub remote: String,
+    pub tmp: String,
+    pub sha256: String,
+    pub mode: u32,
+    pub size: u64,
+}
+
 /// Default stdout capture per command: plenty for `kubeadm` or `helm` output to be parsed.
 pub const DEFAULT_CAPTURE: usize = 1 << 20;
 
@@ -101,13 +113,33 @@ impl RemoteCommand {
     /// The exact string sent in the SSH `exec` request: [`leash.sh`](crate::remote) with the
     /// kill grace, the duration (0: none), how to become root, and the script, all quoted.
     pub fn wire(&self) -> Result<String> {
+        crate::remote::LEASH.command(&self.leash_args())
+    }
+
+    /// The same command, receiving `file` on stdin first (after the sudo password line): one
+    /// exec puts a file in place and runs the command, one round trip where an upload and an
+    /// exec take two. The first stdout line is then the leash's `skipped` or `written`, not the
+    /// command's.
+    pub fn wire_receiving(&self, file: &Receive) -> Result<String> {
+        let mut args = self.leash_args();
+        args.extend([
+            file.remote.clone(),
+            file.tmp.clone(),
+            file.sha256.clone(),
+            format!("{:o}", file.mode),
+            file.size.to_string(),
+        ]);
+        crate::remote::LEASH_RECEIVING.command(&args)
+    }
+
+    fn leash_args(&self) -> Vec<String> {
         let become_ = match self.become_ {
             Become::No => "none",
             Become::SudoNoPassword => "sudo",
             Become::SudoWithPassword => "sudo-password",
         };
         let limit = self.timeout.map(limit_secs).unwrap_or_else(|| "0".into());
-        crate::remote::LEASH.command(&[secs(KILL_AFTER), limit, become_.into(), self.script.clone()])
+        vec![secs(KILL_AFTER), limit, become_.into(), self.script.clone()]
     }
 
     /// True when an exit status means our `timeout` wrapper fired (124 = TERM worked,
@@ -270,6 +302,117 @@ mod tests {
         assert_eq!((st.code(), st.signal()), (None, Some(9)));
         let mut child = spawn(&RemoteCommand::new("exit 3"));
         assert_eq!(exit_within(&mut child, Duration::from_secs(5), "exit 3"), Some(3));
+    }
+
+    /// A file for [`RemoteCommand::wire_receiving`] at `remote` (relative: under the test's
+    /// working directory, as under a login user's home).
+    fn receive(remote: &str, content: &[u8]) -> Receive {
+        use sha2::Digest;
+        Receive {
+            remote: remote.into(),
+            tmp: format!("{remote}.mgmtd-0123456789abcdef"),
+            sha256: hex::encode(sha2::Sha256::digest(content)),
+            mode: 0o700,
+            size: content.len() as u64,
+        }
+    }
+
+    /// Start `c` receiving `file` under a real local `sh` in `dir`, stdin a pipe we hold.
+    fn spawn_receiving(c: &RemoteCommand, file: &Receive, dir: &std::path::Path) -> Child {
+        Command::new("sh")
+            .arg("-c")
+            .arg(c.wire_receiving(file).unwrap())
+            .current_dir(dir)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    }
+
+    fn stdout_of(child: &mut Child) -> String {
+        let mut out = String::new();
+        child.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+        out
+    }
+
+    #[test]
+    fn a_received_file_is_in_place_before_the_command_runs_and_skipped_when_it_is_there() {
+        use std::os::unix::fs::PermissionsExt;
+        let d = tempfile::tempdir().unwrap();
+        let content = b"#!/bin/sh\necho \"ran $1\"\n";
+        let file = receive(".md/scripts/0123/job.sh", content);
+        let c = RemoteCommand::new("./.md/scripts/0123/job.sh 'a b'; read x; echo \"[$x]\"");
+        for verdict in ["written", "skipped"] {
+            let mut child = spawn_receiving(&c, &file, d.path());
+            // The content, then a line that stays on the leash (the command must not see it),
+            // and stdin held open: the command must not wait for its end.
+            let stdin = child.stdin.as_mut().unwrap();
+            stdin.write_all(content).unwrap();
+            stdin.write_all(b"leash-only\n").unwrap();
+            assert_eq!(exit_within(&mut child, Duration::from_secs(5), "run-script's one exec"), Some(0));
+            assert_eq!(stdout_of(&mut child), format!("{verdict}\nran a b\n[]\n"));
+            let path = d.path().join(&file.remote);
+            assert_eq!(std::fs::read(&path).unwrap(), content);
+            assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o700);
+            let dir = std::fs::metadata(path.parent().unwrap()).unwrap().permissions().mode();
+            assert_eq!(dir & 0o777, 0o700, "private directories in the home");
+        }
+    }
+
+    #[test]
+    fn a_file_cut_short_is_not_put_in_place_and_the_command_does_not_run() {
+        let d = tempfile::tempdir().unwrap();
+        let content = b"#!/bin/sh\necho hi\n";
+        let file = receive("job.sh", content);
+        let mut child = spawn_receiving(&RemoteCommand::new("touch ran"), &file, d.path());
+        child.stdin.as_mut().unwrap().write_all(&content[..5]).unwrap();
+        drop(child.stdin.take());
+        assert_eq!(exit_within(&mut child, Duration::from_secs(5), "a cut-short file"), Some(1));
+        assert_eq!(stdout_of(&mut child), "", "no verdict line");
+        let left: Vec<_> = std::fs::read_dir(d.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert!(left.is_empty(), "nothing in place, no temporary file, the command never ran: {left:?}");
+    }
+
+    #[test]
+    fn after_receiving_closing_stdin_still_kills_the_whole_group() {
+        let d = tempfile::tempdir().unwrap();
+        let marker = marker("receiving");
+        let content = format!("#!/bin/sh\nsh -c 'sleep 30; : {marker}' & sleep 31; : {marker}\n");
+        let file = receive("job.sh", content.as_bytes());
+        let c = RemoteCommand::new("./job.sh").with_timeout(Some(Duration::from_secs(3600)));
+        let mut child = spawn_receiving(&c, &file, d.path());
+        child.stdin.as_mut().unwrap().write_all(content.as_bytes()).unwrap();
+        let start = Instant::now();
+        // The marker is in the script's text only: in the command line of its background child.
+        while running(&marker).is_empty() {
+            assert!(start.elapsed() < Duration::from_secs(5), "the command never started");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        drop(child.stdin.take());
+        let code = exit_within(&mut child, Duration::from_secs(5), "a received script whose leash was cut");
+        assert_eq!(code, Some(128 + 15), "TERM ends it");
+        assert!(gone(&marker), "left behind: {}", running(&marker));
+    }
+
+    #[test]
+    fn receiving_with_a_sudo_password_the_line_reaches_sudo_only() {
+        let root = Command::new("id").arg("-u").output().map(|o| o.stdout == b"0\n").unwrap_or(false);
+        if !root || Command::new("sudo").arg("-n").arg("true").status().map(|s| !s.success()).unwrap_or(true) {
+            eprintln!("skipped: needs root and sudo");
+            return;
+        }
+        let d = tempfile::tempdir().unwrap();
+        let content = b"#!/bin/sh\ncat; id -u\n";
+        let file = receive("job.sh", content);
+        let c = RemoteCommand::new("./job.sh").with_become(Become::SudoWithPassword);
+        let mut child = spawn_receiving(&c, &file, d.path());
+        let stdin = child.stdin.as_mut().unwrap();
+        stdin.write_all(b"pw-line\n").unwrap();
+        stdin.write_all(content).unwrap();
+        assert_eq!(exit_within(&mut child, Duration::from_secs(5), "sudo"), Some(0));
+        assert_eq!(stdout_of(&mut child), "written\n0\n");
+        assert_eq!(std::fs::read(d.path().join("job.sh")).unwrap(), content, "the password is not in the file");
     }
 
     #[test]

@@ -135,13 +135,9 @@ impl ScriptJob {
         Ok(ScriptJob { upload: UploadFile { source: Source::Bytes(bytes), remote, mode: 0o700 }, line })
     }
 
+    /// The script and its run as one action: the transport may do both in one round trip.
     pub fn job(&self, host: &Host, opts: &CommandOpts) -> Job {
-        Job {
-            actions: vec![
-                Action::Upload(vec![self.upload.clone()]),
-                Action::Exec(opts.command(self.line.clone(), host)),
-            ],
-        }
+        Job { actions: vec![Action::UploadAndExec(self.upload.clone(), opts.command(self.line.clone(), host))] }
     }
 }
 
@@ -157,11 +153,51 @@ mod tests {
         std::fs::write(&s, "#!/bin/sh\necho hi\n").unwrap();
         let args = vec!["a b".to_string(), "$(reboot)".to_string(), "x;y".to_string()];
         let job = ScriptJob::new(&s, &args).await.unwrap().job(&host("root", false), &CommandOpts::default());
-        let Action::Exec(cmd) = &job.actions[1] else { panic!() };
+        let [Action::UploadAndExec(file, cmd)] = &job.actions[..] else { panic!("{:?}", job.actions) };
         assert!(cmd.script.starts_with("./.mgmt-driver/scripts/"), "{}", cmd.script);
         assert!(cmd.script.ends_with("/hello.sh 'a b' '$(reboot)' 'x;y'"), "{}", cmd.script);
-        let Action::Upload(files) = &job.actions[0] else { panic!() };
-        assert_eq!(files[0].mode, 0o700);
+        assert_eq!(file.mode, 0o700);
+    }
+
+    /// run-script puts the script in place and runs it in one round trip per node (an upload
+    /// and then an exec took two), every node at once: after the connect, one round trip.
+    #[tokio::test(start_paused = true)]
+    async fn run_script_is_one_round_trip_per_node() {
+        use crate::event::Events;
+        use crate::lifecycle::runner::{FanOut, Runner, Timeouts};
+        use crate::transport::fake::{Call, FakeConnector};
+        let d = tempfile::tempdir().unwrap();
+        let s = d.path().join("job.sh");
+        std::fs::write(&s, "#!/bin/sh\necho hi\n").unwrap();
+        let sj = ScriptJob::new(&s, &["x".to_string()]).await.unwrap();
+        let f = FakeConnector::new();
+        let rtt = std::time::Duration::from_millis(50);
+        f.with_latency(rtt);
+        let rt = Runner::new(Arc::new(f.clone()), Events::channel().0, FanOut::default(), Timeouts::default());
+        let hosts: Vec<Host> = (1..=3).map(|i| Host::for_test(&format!("n{i}"), &format!("192.0.2.{i}"))).collect();
+        let nodes: Vec<&Host> = hosts.iter().collect();
+        let start = tokio::time::Instant::now();
+        let done = rt
+            .each(&nodes, |h| {
+                let (rt, job) = (&rt, sj.job(h, &CommandOpts::default()));
+                async move { rt.run_job(h, &job).await }
+            })
+            .await;
+        let trips = start.elapsed().as_millis() / rtt.as_millis();
+        for (h, r) in &done {
+            let out = r.as_ref().unwrap_or_else(|e| panic!("{}: {e}", h.name));
+            assert_eq!((out.uploaded, out.skipped), (1, 0));
+        }
+        assert_eq!(f.most_round_trips_on_one_node(), 1, "{:?}", f.calls());
+        assert_eq!(f.round_trips(), 3);
+        assert_eq!(trips, 1, "one round trip, every node at once (a connect costs no virtual time)");
+        let Some(Call::UploadExec { remote, script, .. }) =
+            f.calls().into_iter().find(|c| !matches!(c, Call::Connect { .. }))
+        else {
+            panic!("{:?}", f.calls())
+        };
+        assert!(remote.starts_with(".mgmt-driver/scripts/") && remote.ends_with("/job.sh"), "{remote}");
+        assert_eq!(script, format!("./{remote} x"));
     }
 
     #[test]

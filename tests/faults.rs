@@ -167,6 +167,49 @@ fn interrupted_fanout_names_finished_cut_off_and_unstarted_nodes() -> R {
     none_left(lab(), &[1, 2, 3], &m)
 }
 
+/// run-script sends its script and runs it in one exec (the leash receives the file first):
+/// the output is the script's alone, a second run finds the script in place, as root and
+/// through sudo with a password (which reaches neither the file nor the script); and a
+/// controller killed while the script runs leaves nothing running on any node.
+fn run_script_in_one_exec_keeps_the_leash() -> R {
+    let d = tempfile::tempdir()?;
+    let m = marker("script");
+    let script = d.path().join("job.sh");
+    // `cat`: stdin is /dev/null (neither the file nor the password line reaches the script).
+    std::fs::write(
+        &script,
+        format!("#!/bin/sh\necho \"$(id -un) $1\"\ncat\n[ \"$1\" != sleep ] || sh -c 'sleep 300; : {m}'\n"),
+    )?;
+    let pw = lab().password();
+    for (as_root, who) in [(true, "root"), (false, "root")] {
+        let inv = inv(d.path(), as_root);
+        let mut args = vec!["run-script", "-o", "json", "-i", s(&inv)];
+        if !as_root {
+            args.push("--become");
+        }
+        args.extend([s(&script), "hi"]);
+        for pass in ["written", "in place"] {
+            let r = support::mgmt(&args, &[("LAB_PW", &pw)]);
+            r.ok();
+            let doc = doc(&r);
+            let hosts = doc["result"]["hosts"].as_array().cloned().unwrap_or_default();
+            check(hosts.len() == NODES, || doc.to_string())?;
+            check(hosts.iter().all(|h| h["stdout"] == format!("{who} hi\n")), || format!("{pass}: {doc}"))?;
+            check(!r.stdout.contains(&pw), || "the password is in the output".into())?;
+        }
+    }
+    let inv = inv(d.path(), false);
+    let run = spawn(&["run-script", "-o", "json", "--become", "-i", s(&inv), s(&script), "sleep"], &[("LAB_PW", &pw)]);
+    let all = [1, 2, 3];
+    if !until(Duration::from_secs(15), || all.iter().all(|&i| !on_node(lab(), i, &m).is_empty())) {
+        run.signal("KILL");
+        return Err(format!("the script never ran on every node: {}", run.wait(Duration::from_secs(5)).all()).into());
+    }
+    run.signal("KILL");
+    run.wait(Duration::from_secs(10));
+    none_left(lab(), &all, &m)
+}
+
 /// A timeout of 0 or none means no limit, and a finished command still ends at once (the leash
 /// does not keep it waiting for the connection).
 fn no_timeout_runs_and_finishes_normally() -> R {
@@ -447,6 +490,7 @@ pub fn suite() -> Suite {
         ("sigint_sigterm_sigkill_stop_remote_commands", sigint_sigterm_sigkill_stop_remote_commands),
         ("with_become_the_root_commands_stop_too", with_become_the_root_commands_stop_too),
         ("no_timeout_runs_and_finishes_normally", no_timeout_runs_and_finishes_normally),
+        ("run_script_in_one_exec_keeps_the_leash", run_script_in_one_exec_keeps_the_leash),
         (
             "interrupted_fanout_names_finished_cut_off_and_unstarted_nodes",
             interrupted_fanout_names_finished_cut_off_and_unstarted_nodes,

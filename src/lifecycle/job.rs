@@ -16,6 +16,9 @@ pub enum Action {
     Upload(Vec<UploadFile>),
     /// Run a command; a non-zero exit fails the host.
     Exec(RemoteCommand),
+    /// Upload one file, then run a command that needs it (run-script: its script, then its run),
+    /// in one round trip where the transport can.
+    UploadAndExec(UploadFile, RemoteCommand),
     /// Fetch a remote file to a local path.
     Download {
         remote: String,
@@ -52,6 +55,15 @@ impl Runner {
                     }
                 }
                 Action::Exec(cmd) => out.last = Some(self.exec(node, cmd.clone()).await?),
+                Action::UploadAndExec(file, cmd) => {
+                    let (up, last) = self.upload_and_exec(node, file, cmd.clone()).await?;
+                    if up.skipped {
+                        out.skipped += 1
+                    } else {
+                        out.uploaded += 1
+                    }
+                    out.last = Some(last);
+                }
                 Action::Download { remote, local } => {
                     self.download(node, remote, local).await?;
                 }

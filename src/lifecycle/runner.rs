@@ -156,6 +156,20 @@ impl Runner {
         t.upload(&files, &self.ev(node)).await
     }
 
+    /// Upload one file, then run a command that needs it (run-script); a non-zero exit fails
+    /// like [`exec`](Self::exec). One round trip over SSH when the file is small.
+    pub async fn upload_and_exec(
+        &self,
+        node: &dyn Node,
+        file: &UploadFile,
+        cmd: RemoteCommand,
+    ) -> Result<(UploadResult, ExecOutput)> {
+        let t = self.transport(node).await?;
+        tracing::debug!(node = node.name(), command = cmd.display(), "upload and exec");
+        let (up, out) = t.upload_and_exec(file, &cmd, &self.ev(node)).await?;
+        Ok((up, out.check(node.name(), &cmd)?))
+    }
+
     pub async fn download(&self, node: &dyn Node, remote: &str, local: &Path) -> Result<u64> {
         let t = self.transport(node).await?;
         t.download(remote, local, &self.ev(node)).await

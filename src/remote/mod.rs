@@ -35,8 +35,9 @@ macro_rules! program {
     };
 }
 
-// The wrapper of every command (src/command.rs).
+// The wrapper of every command (src/command.rs); the same, receiving one file first (run-script).
 pub(crate) const LEASH: Program = program!("leash.sh");
+pub(crate) const LEASH_RECEIVING: Program = program!("upload_lib.sh", "leash.sh");
 
 // Cluster steps (src/cluster/node_cmd.rs).
 pub(crate) const HOSTS_UPDATE: Program = program!("file_lib.sh", "hosts_update.sh");
@@ -83,6 +84,7 @@ pub(crate) const HELM_ENV_RESET: Program = program!("helm_env_reset.sh");
 #[cfg(test)]
 const ALL: &[Program] = &[
     LEASH,
+    LEASH_RECEIVING,
     HOSTS_UPDATE,
     HAPROXY_BACKEND,
     ADMIN_TOKEN,

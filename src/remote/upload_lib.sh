@@ -1,6 +1,7 @@
 #!/bin/sh
 # upload_lib.sh: functions of the upload programs. The driver sends this text in front of
-# upload_inline.sh, upload_probe.sh and upload_finalize.sh, as one program (one exec).
+# upload_inline.sh, upload_probe.sh and upload_finalize.sh, as one program (one exec), and in
+# front of leash.sh when a command receives its file first (run-script's one exec).
 #
 # They avoid needless processes (`${h%% *}` instead of `cut`, `${1%/*}` instead of `dirname`,
 # no mkdir when the directory exists): on a fleet every fork is paid once per node, and the
@@ -44,4 +45,31 @@ verify_and_move() {
         printf 'cannot move into place: %s\n' "$2" >&2
         exit 1
     fi
+}
+
+# receive FILE TMP SHA256 MODE SIZE: read exactly SIZE bytes of stdin (no more: what follows on
+# stdin is not ours) and put them at FILE as upload_inline.sh does - skipped when FILE already
+# has this content (the bytes are read and dropped), else written to TMP (0600), verified and
+# renamed over FILE - then print `skipped` or `written`. `head -c` stops at SIZE bytes, where
+# `cat` would wait for an end of input that never comes while the stream stays open.
+receive() {
+    make_parent "$1"
+    if [ -f "$1" ]; then
+        have=$(sha256sum <"$1")
+        if [ "${have%% *}" = "$3" ]; then
+            head -c "$5" >/dev/null
+            chmod -- "$4" "$1" || exit 1
+            echo skipped
+            return 0
+        fi
+    fi
+    # Cut short (hangup, termination): no temporary file is left behind.
+    trap 'rm -f -- "$2"; exit 1' HUP INT TERM PIPE
+    if ! (umask 077 && exec head -c "$5" >"$2"); then
+        rm -f -- "$2"
+        exit 1
+    fi
+    verify_and_move "$2" "$1" "$3" "$4"
+    trap - HUP INT TERM PIPE
+    echo written
 }

@@ -83,6 +83,15 @@ impl Transport for BoundedTransport {
         let _p = permit(&self.sessions).await;
         self.inner.download(remote, local, events).await
     }
+    async fn upload_and_exec(
+        &self,
+        file: &UploadFile,
+        cmd: &RemoteCommand,
+        events: &HostEvents,
+    ) -> Result<(UploadResult, ExecOutput)> {
+        let _p = permit(&self.sessions).await;
+        self.inner.upload_and_exec(file, cmd, events).await
+    }
     async fn close(&self) {
         self.inner.close().await
     }

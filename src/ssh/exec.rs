@@ -15,11 +15,11 @@ use std::time::Instant;
 use russh::ChannelMsg;
 
 use super::session::SshSession;
-use crate::command::{Become, RemoteCommand, KILL_AFTER};
+use crate::command::{Become, Receive, RemoteCommand, KILL_AFTER};
 use crate::error::{Error, Result};
 use crate::event::{EventKind, HostEvents};
 use crate::redact::Redactor;
-use crate::transport::ExecOutput;
+use crate::transport::{ExecOutput, Opened, UploadFile, UploadResult};
 
 /// Lines longer than this are emitted in pieces, so a binary blob cannot grow memory unbounded.
 const MAX_LINE: usize = 64 * 1024;
@@ -56,12 +56,90 @@ impl LineSplitter {
     }
 }
 
+/// The first stdout line of a command that received a file first (the leash's `skipped` or
+/// `written`), split off the command's own output as chunks arrive.
+#[derive(Default)]
+struct Verdict {
+    line: Vec<u8>,
+    done: bool,
+}
+
+impl Verdict {
+    /// The verdict is one short word: a longer first line is kept only this far.
+    const MAX: usize = 64;
+
+    /// Take the verdict's bytes from `data`; what is left belongs to the command.
+    fn take<'a>(&mut self, data: &'a [u8]) -> &'a [u8] {
+        if self.done {
+            return data;
+        }
+        let (head, rest) = match data.iter().position(|&b| b == b'\n') {
+            Some(i) => {
+                self.done = true;
+                (&data[..i], &data[i + 1..])
+            }
+            None => (data, &data[data.len()..]),
+        };
+        let room = Self::MAX.saturating_sub(self.line.len());
+        self.line.extend_from_slice(&head[..head.len().min(room)]);
+        rest
+    }
+
+    /// `Some(skipped)` once a whole `skipped` or `written` line came; `None` otherwise.
+    fn skipped(&self) -> Option<bool> {
+        match (self.done, self.line.as_slice()) {
+            (true, b"skipped") => Some(true),
+            (true, b"written") => Some(false),
+            _ => None,
+        }
+    }
+}
+
+/// A file the command receives first, in the same exec (run-script's one round trip).
+pub(super) struct Incoming<'a> {
+    pub file: &'a UploadFile,
+    pub opened: &'a Opened,
+    pub receive: Receive,
+}
+
 /// Run `cmd` and stream its output as events.
 pub async fn exec(session: &SshSession, cmd: &RemoteCommand, ev: &HostEvents) -> Result<ExecOutput> {
+    run(session, cmd, None, ev).await.map(|(_, out)| out)
+}
+
+/// Run `cmd` receiving `inc` first: the file is in place (or was already) before the command
+/// starts, and a file that does not arrive whole is an upload error, the command not run.
+pub(super) async fn exec_receiving(
+    session: &SshSession,
+    cmd: &RemoteCommand,
+    inc: Incoming<'_>,
+    ev: &HostEvents,
+) -> Result<(UploadResult, ExecOutput)> {
+    let (skipped, out) = run(session, cmd, Some(&inc), ev).await?;
+    let bytes = inc.opened.size;
+    match skipped {
+        Some(skipped) => Ok((UploadResult { remote: inc.file.remote.clone(), bytes, skipped }, out)),
+        None => Err(Error::Transfer {
+            node: session.node.clone(),
+            what: inc.file.remote.clone(),
+            message: format!("{}: {}", super::transfer::status(out.code), out.stderr_tail),
+        }),
+    }
+}
+
+async fn run(
+    session: &SshSession,
+    cmd: &RemoteCommand,
+    inc: Option<&Incoming<'_>>,
+    ev: &HostEvents,
+) -> Result<(Option<bool>, ExecOutput)> {
     let (node, grace) = (session.node.as_str(), session.grace);
     let session_err =
         |m: String| Error::Session { node: node.into(), during: format!("command `{}`", cmd.display()), message: m };
-    let wire = cmd.wire()?;
+    let wire = match inc {
+        Some(inc) => cmd.wire_receiving(&inc.receive)?,
+        None => cmd.wire()?,
+    };
     ev.emit(EventKind::Command { command: cmd.display().to_string() });
     let started = Instant::now();
     let mut ch = session.channel().await.map_err(|e| session_err(format!("cannot open channel: {e}")))?;
@@ -72,6 +150,13 @@ pub async fn exec(session: &SshSession, cmd: &RemoteCommand, ev: &HostEvents) ->
             .as_ref()
             .ok_or_else(|| Error::input("inventory", "become_password", "needed for --become but not set"))?;
         ch.data_bytes(format!("{}\n", pw.expose()).into_bytes()).await.map_err(|e| session_err(e.to_string()))?;
+    }
+    // The file goes after the password line, and the leash stays open after it.
+    let mut verdict = inc.map(|_| Verdict::default());
+    if let Some(inc) = inc {
+        super::transfer::send_content(&ch, &inc.file.source, inc.opened, &inc.file.remote, session.stall)
+            .await
+            .map_err(|m| Error::Transfer { node: node.into(), what: inc.file.remote.clone(), message: m })?;
     }
 
     // Local deadline: the remote `timeout` should fire first; this catches a dead link.
@@ -110,11 +195,23 @@ pub async fn exec(session: &SshSession, cmd: &RemoteCommand, ev: &HostEvents) ->
         match msg {
             None | Some(ChannelMsg::Close) => break,
             Some(ChannelMsg::Data { data }) => {
+                let data = match (&mut verdict, inc) {
+                    (Some(v), Some(inc)) if !v.done => {
+                        let rest = v.take(&data);
+                        if let Some(skipped) = v.skipped() {
+                            let (path, bytes) = (inc.file.remote.clone(), inc.opened.size);
+                            let via = if skipped { "none" } else { "exec" };
+                            ev.emit(EventKind::Uploaded { path, bytes, skipped, via });
+                        }
+                        rest
+                    }
+                    _ => &data[..],
+                };
                 if out.stdout.len() < cmd.capture {
                     let room = cmd.capture - out.stdout.len();
                     out.stdout.extend_from_slice(&data[..data.len().min(room)]);
                 }
-                so.push(&data, &mut push_out);
+                so.push(data, &mut push_out);
             }
             Some(ChannelMsg::ExtendedData { data, .. }) => se.push(&data, |l| push_err(l, &mut tail)),
             Some(ChannelMsg::ExitStatus { exit_status }) => {
@@ -137,6 +234,11 @@ pub async fn exec(session: &SshSession, cmd: &RemoteCommand, ev: &HostEvents) ->
     if request_refused && out.code.is_none() {
         return Err(session_err("the server refused the exec request".into()));
     }
+    let skipped = verdict.as_ref().and_then(Verdict::skipped);
+    if verdict.is_some() && skipped.is_none() {
+        // The file did not arrive: the command never ran, and this is not its exit.
+        return Ok((None, out));
+    }
     ev.emit(EventKind::Exit { code: out.code, signal: out.signal.clone(), ms: out.elapsed.as_millis() as u64 });
     // `timeout` that had to KILL the group ends by KILL itself, and the leash ends the same way.
     let killed = out.signal.as_deref() == Some("KILL");
@@ -144,7 +246,7 @@ pub async fn exec(session: &SshSession, cmd: &RemoteCommand, ev: &HostEvents) ->
         ev.emit(EventKind::Timeout { command: cmd.display().to_string(), secs: out.elapsed.as_secs_f64() });
         return Err(Error::Timeout { node: node.into(), command: cmd.display().to_string(), elapsed: out.elapsed });
     }
-    Ok(out)
+    Ok((skipped, out))
 }
 
 impl SshSession {
@@ -173,6 +275,27 @@ mod tests {
         assert_eq!(split(&[b"he", b"llo\nwor", b"ld\r\n", b"tail"]), vec!["hello", "world", "tail"]);
         assert_eq!(split(&[b"\n\n"]), vec!["", ""]);
         assert!(split(&[]).is_empty());
+    }
+
+    #[test]
+    fn the_verdict_line_is_split_off_the_commands_output_across_chunks() {
+        let mut v = Verdict::default();
+        assert_eq!(v.take(b"writ"), b"");
+        assert_eq!(v.skipped(), None);
+        assert_eq!(v.take(b"ten\nran 1\n"), b"ran 1\n");
+        assert_eq!(v.skipped(), Some(false));
+        assert_eq!(v.take(b"skipped\n"), b"skipped\n", "later lines are the command's");
+        let mut v = Verdict::default();
+        assert_eq!((v.take(b"skipped\n"), v.skipped()), (&b""[..], Some(true)));
+        // An upload that failed prints no verdict: whatever came first is not one.
+        for bad in [&b"checksum mismatch\n"[..], b"written", b""] {
+            let mut v = Verdict::default();
+            v.take(bad);
+            assert_eq!(v.skipped(), None, "{}", String::from_utf8_lossy(bad));
+        }
+        let mut v = Verdict::default();
+        v.take(&[b'x'; 1000]);
+        assert!(v.line.len() <= Verdict::MAX);
     }
 
     #[test]

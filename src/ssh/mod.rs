@@ -79,6 +79,23 @@ impl Transport for SshSession {
         self.upload_files(files, events).await
     }
 
+    /// One exec when the file is small: the leash receives it on stdin, then runs the command
+    /// (one round trip and one login shell where an upload and an exec take two of each).
+    async fn upload_and_exec(
+        &self,
+        file: &UploadFile,
+        cmd: &RemoteCommand,
+        events: &HostEvents,
+    ) -> Result<(UploadResult, ExecOutput)> {
+        let opened = self.open_all(std::slice::from_ref(file)).await?;
+        let Some(receive) = SshSession::receivable(file, &opened[0]) else {
+            let mut up = self.upload_files(std::slice::from_ref(file), events).await?;
+            let out = exec::exec(self, cmd, events).await?;
+            return Ok((up.remove(0), out));
+        };
+        exec::exec_receiving(self, cmd, exec::Incoming { file, opened: &opened[0], receive }, events).await
+    }
+
     async fn download(&self, remote: &str, local: &Path, events: &HostEvents) -> Result<u64> {
         if let Some(dir) = local.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(|e| Error::Transfer {

@@ -24,7 +24,7 @@ use russh_sftp::protocol::{FileAttributes, OpenFlags};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::session::SshSession;
-use crate::command::RemoteCommand;
+use crate::command::{Receive, RemoteCommand};
 use crate::error::{Error, Result};
 use crate::event::{EventKind, HostEvents};
 use crate::quote::quote;
@@ -156,15 +156,7 @@ impl SshSession {
         }
         let node = self.node.as_str();
         let terr = |what: &str, m: String| Error::Transfer { node: node.into(), what: what.into(), message: m };
-        let mut opened = Vec::with_capacity(files.len());
-        for f in files {
-            check_remote_path(&f.remote)?;
-            let o = open_source(&f.source).await.map_err(|e| match &f.source {
-                Source::Bytes(_) => terr(&f.remote, e.to_string()),
-                src => Error::input(src.shown(), "source", format!("cannot read: {e}")),
-            })?;
-            opened.push(o);
-        }
+        let opened = self.open_all(files).await?;
         if let ([f], [o]) = (files, opened.as_slice()) {
             if o.size <= INLINE_MAX {
                 let script = inline_script(f, &o.sha256, &temp_name(&f.remote))?;
@@ -246,6 +238,34 @@ impl SshSession {
         Ok(results)
     }
 
+    /// Check every target path and open and hash every source, before anything is sent.
+    pub(super) async fn open_all(&self, files: &[UploadFile]) -> Result<Vec<Opened>> {
+        let mut opened = Vec::with_capacity(files.len());
+        for f in files {
+            check_remote_path(&f.remote)?;
+            let o = open_source(&f.source).await.map_err(|e| match &f.source {
+                Source::Bytes(_) => {
+                    Error::Transfer { node: self.node.clone(), what: f.remote.clone(), message: e.to_string() }
+                }
+                src => Error::input(src.shown(), "source", format!("cannot read: {e}")),
+            })?;
+            opened.push(o);
+        }
+        Ok(opened)
+    }
+
+    /// What the leash needs to receive `f` on stdin in front of a command, when it is small
+    /// enough to go inline (see [`RemoteCommand::wire_receiving`]); `None` otherwise.
+    pub(super) fn receivable(f: &UploadFile, o: &Opened) -> Option<Receive> {
+        (o.size <= INLINE_MAX).then(|| Receive {
+            remote: f.remote.clone(),
+            tmp: temp_name(&f.remote),
+            sha256: o.sha256.clone(),
+            mode: f.mode,
+            size: o.size,
+        })
+    }
+
     /// Stream one file to `tmp` (mode 0600). Returns the method used.
     async fn send_one(&self, f: &UploadFile, o: &Opened, tmp: &str) -> std::result::Result<&'static str, String> {
         if let Some(sftp) = self.sftp().await {
@@ -284,20 +304,7 @@ impl SshSession {
     ) -> std::result::Result<(Option<u32>, Vec<u8>, Vec<u8>), String> {
         let mut ch = self.channel().await.map_err(|e| format!("cannot open channel: {e}"))?;
         step(self.stall, "exec request", ch.exec(true, script.as_bytes().to_vec())).await?;
-        // Sized to the source: a zeroed 256 KiB buffer per node for a 16 KiB script would be
-        // 25 MiB of touched memory when 100 nodes upload at once.
-        let mut buf = vec![0u8; usize::try_from(o.size).unwrap_or(CHUNK).clamp(1, CHUNK)];
-        let mut reader: Box<dyn tokio::io::AsyncRead + Unpin + Send> = match src {
-            Source::Bytes(b) => Box::new(std::io::Cursor::new(b.clone())),
-            src => Box::new(local_file(src, o)?),
-        };
-        loop {
-            let k = reader.read(&mut buf).await.map_err(|e| format!("local read: {e}"))?;
-            if k == 0 {
-                break;
-            }
-            step(self.stall, &format!("sending {what}"), ch.data(&buf[..k])).await?;
-        }
+        send_content(&ch, src, o, what, self.stall).await?;
         step(self.stall, "end of input", ch.eof()).await?;
         let mut out = Capped::new(STDOUT_KEEP);
         let (code, err, _) = drain(&mut ch, &mut out, self.stall).await?;
@@ -358,6 +365,30 @@ impl SshSession {
                 Err(terr(e.to_string()))
             }
         }
+    }
+}
+
+/// Write `src` (as opened: `o`) to the channel's stdin, each chunk within the stall timeout.
+pub(super) async fn send_content(
+    ch: &russh::Channel<russh::client::Msg>,
+    src: &Source,
+    o: &Opened,
+    what: &str,
+    stall: Duration,
+) -> std::result::Result<(), String> {
+    // Sized to the source: a zeroed 256 KiB buffer per node for a 16 KiB script would be
+    // 25 MiB of touched memory when 100 nodes upload at once.
+    let mut buf = vec![0u8; usize::try_from(o.size).unwrap_or(CHUNK).clamp(1, CHUNK)];
+    let mut reader: Box<dyn tokio::io::AsyncRead + Unpin + Send> = match src {
+        Source::Bytes(b) => Box::new(std::io::Cursor::new(b.clone())),
+        src => Box::new(local_file(src, o)?),
+    };
+    loop {
+        let k = reader.read(&mut buf).await.map_err(|e| format!("local read: {e}"))?;
+        if k == 0 {
+            return Ok(());
+        }
+        step(stall, &format!("sending {what}"), ch.data(&buf[..k])).await?;
     }
 }
 
@@ -469,7 +500,7 @@ impl tokio::io::AsyncWrite for Capped {
     }
 }
 
-fn status(code: Option<u32>) -> String {
+pub(super) fn status(code: Option<u32>) -> String {
     code.map_or_else(|| "no exit status".to_string(), |c| format!("exit code {c}"))
 }
 

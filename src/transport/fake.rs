@@ -30,10 +30,27 @@ use crate::transport::{Connector, ExecOutput, Transport, UploadFile, UploadResul
 /// One thing a node was asked to do.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Call {
-    Connect { node: String },
-    Exec { node: String, script: String },
-    Upload { node: String, remotes: Vec<String> },
-    Download { node: String, remote: String },
+    Connect {
+        node: String,
+    },
+    Exec {
+        node: String,
+        script: String,
+    },
+    /// One file put in place and a command run, in one call (run-script): one round trip.
+    UploadExec {
+        node: String,
+        remote: String,
+        script: String,
+    },
+    Upload {
+        node: String,
+        remotes: Vec<String>,
+    },
+    Download {
+        node: String,
+        remote: String,
+    },
 }
 
 #[derive(Clone, Debug)]
@@ -118,7 +135,10 @@ impl FakeConnector {
         self.calls()
             .iter()
             .filter(|c| match c {
-                Call::Exec { node: n, .. } | Call::Upload { node: n, .. } | Call::Download { node: n, .. } => n == node,
+                Call::Exec { node: n, .. }
+                | Call::UploadExec { node: n, .. }
+                | Call::Upload { node: n, .. }
+                | Call::Download { node: n, .. } => n == node,
                 Call::Connect { .. } => false,
             })
             .count()
@@ -130,7 +150,10 @@ impl FakeConnector {
             .calls()
             .into_iter()
             .filter_map(|c| match c {
-                Call::Exec { node, .. } | Call::Upload { node, .. } | Call::Download { node, .. } => Some(node),
+                Call::Exec { node, .. }
+                | Call::UploadExec { node, .. }
+                | Call::Upload { node, .. }
+                | Call::Download { node, .. } => Some(node),
                 Call::Connect { .. } => None,
             })
             .collect();
@@ -148,7 +171,7 @@ impl FakeConnector {
         self.calls()
             .into_iter()
             .filter_map(|c| match c {
-                Call::Exec { node: n, script } if n == node => Some(script),
+                Call::Exec { node: n, script } | Call::UploadExec { node: n, script, .. } if n == node => Some(script),
                 _ => None,
             })
             .collect()
@@ -159,7 +182,9 @@ impl FakeConnector {
         self.calls()
             .into_iter()
             .filter_map(|c| match c {
-                Call::Exec { node, script } => Some(format!("{node}: {script}")),
+                Call::Exec { node, script } | Call::UploadExec { node, script, .. } => {
+                    Some(format!("{node}: {script}"))
+                }
                 _ => None,
             })
             .collect()
@@ -223,16 +248,10 @@ struct FakeTransport {
     calls: AtomicU64,
 }
 
-#[async_trait]
-impl Transport for FakeTransport {
-    fn node(&self) -> &str {
-        &self.node
-    }
-
-    async fn exec(&self, cmd: &RemoteCommand, events: &HostEvents) -> Result<ExecOutput> {
+impl FakeTransport {
+    /// The scripted answer to `cmd`, its output streamed as events as the SSH transport does.
+    fn run(&self, cmd: &RemoteCommand, events: &HostEvents) -> ExecOutput {
         let shown = cmd.display().to_string();
-        self.calls.fetch_add(1, Ordering::Relaxed);
-        self.fake.log(Call::Exec { node: self.node.clone(), script: shown.clone() }).await;
         events.emit(EventKind::Command { command: shown.clone() });
         let mut out = self.fake.answer(&self.node, &shown);
         out.elapsed = Duration::from_millis(1);
@@ -247,7 +266,33 @@ impl Transport for FakeTransport {
         let mut redactor = crate::redact::Redactor::new(cmd.redact.for_stderr());
         let tail: Vec<String> = out.stderr_tail.lines().filter_map(|l| redactor.line(l)).collect();
         out.stderr_tail = tail.join("\n");
-        Ok(out)
+        out
+    }
+}
+
+#[async_trait]
+impl Transport for FakeTransport {
+    fn node(&self) -> &str {
+        &self.node
+    }
+
+    async fn exec(&self, cmd: &RemoteCommand, events: &HostEvents) -> Result<ExecOutput> {
+        self.calls.fetch_add(1, Ordering::Relaxed);
+        self.fake.log(Call::Exec { node: self.node.clone(), script: cmd.display().to_string() }).await;
+        Ok(self.run(cmd, events))
+    }
+
+    /// One call, as the SSH transport does it for a small file: one round trip.
+    async fn upload_and_exec(
+        &self,
+        file: &UploadFile,
+        cmd: &RemoteCommand,
+        events: &HostEvents,
+    ) -> Result<(UploadResult, ExecOutput)> {
+        let (remote, script) = (file.remote.clone(), cmd.display().to_string());
+        self.calls.fetch_add(1, Ordering::Relaxed);
+        self.fake.log(Call::UploadExec { node: self.node.clone(), remote: remote.clone(), script }).await;
+        Ok((UploadResult { remote, bytes: 0, skipped: false }, self.run(cmd, events)))
     }
 
     async fn upload(&self, files: &[UploadFile], _events: &HostEvents) -> Result<Vec<UploadResult>> {

@@ -277,6 +277,21 @@ pub trait Transport: Send + Sync {
     /// Download one remote file to a local path (written to a temp name and renamed).
     async fn download(&self, remote: &str, local: &std::path::Path, events: &HostEvents) -> Result<u64>;
 
+    /// Upload one file as [`upload`](Self::upload) does, then run a command as
+    /// [`exec`](Self::exec) does (run-script: the script, then its run). This default takes two
+    /// round trips; the SSH transport does both in one exec when the file is small.
+    async fn upload_and_exec(
+        &self,
+        file: &UploadFile,
+        cmd: &RemoteCommand,
+        events: &HostEvents,
+    ) -> Result<(UploadResult, ExecOutput)> {
+        let mut up = self.upload(std::slice::from_ref(file), events).await?;
+        let out = self.exec(cmd, events).await?;
+        let r = up.pop().unwrap_or(UploadResult { remote: file.remote.clone(), bytes: 0, skipped: false });
+        Ok((r, out))
+    }
+
     async fn close(&self);
 
     /// The exchanges with the node so far (see [`EventKind::RoundTrips`](crate::event::EventKind)):

@@ -426,6 +426,22 @@ pub fn cases() -> Vec<Case> {
             &["helm_prepare.sh ", " i1@labrepo http://192.0.2.50/charts ", "-- vdu2 i1@labrepo/nginxlab"],
             &["-- labrepo "],
         ),
+        // Two releases of one local chart (Tacker's sample does this): sent and extracted once;
+        // twice, the second move found the file gone and the whole instantiate failed.
+        accepted_inst(
+            "one-local-chart-for-two-releases",
+            {
+                let mut r = local_req("Files/kubernetes/localhelm-0.1.0.tgz");
+                let items = r["additionalParams"]["using_helm_install_param"].as_array_mut().expect("an array");
+                items.push(json!({"exthelmchart": "false", "helmreleasename": "vdu3",
+                                  "helmchartfile_path": "Files/kubernetes/localhelm-0.1.0.tgz"}));
+                r["additionalParams"]["vdu_mapping"]["VDU3"] =
+                    json!({"kind": "Deployment", "name": "vdu3-localhelm", "helmreleasename": "vdu3"});
+                r
+            },
+            &[" 1 .mgmt-driver/run/i1/chart-localhelm-0.1.0.tgz localhelm-0.1.0.tgz localhelm 0 ", "-- vdu3 "],
+            &[" 2 .mgmt-driver/run/i1/chart-localhelm"],
+        ),
         accepted_inst(
             "url-userinfo-becomes-password-stdin",
             set(req(), &format!("{ITEM}/exthelmrepo_url"), json!(format!("http://bob:{REPO_PW}@192.0.2.50/charts"))),

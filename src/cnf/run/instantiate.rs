@@ -273,6 +273,7 @@ type MasterFiles = (Vec<UploadFile>, Vec<helm_prepare::LocalChart>, Vec<helm_pre
 fn master_files(c: &Ctx<'_>) -> Result<MasterFiles> {
     let run = format!(".mgmt-driver/run/{}", c.instance);
     let (mut uploads, mut charts, mut repos) = (Vec::new(), Vec::new(), Vec::new());
+    let mut sent: std::collections::HashMap<String, String> = std::collections::HashMap::new();
     for (i, r) in c.params.releases.iter().enumerate() {
         match &r.source {
             ChartSource::Local { path, chart_dir } => {
@@ -282,6 +283,24 @@ fn master_files(c: &Ctx<'_>) -> Result<MasterFiles> {
                 let local = pkg.file(path, c.req_file, &field)?;
                 let archive = path.rsplit('/').next().unwrap_or(path).to_string();
                 let uploaded = format!("{run}/chart-{archive}");
+                // Releases may share a chart (Tacker's sample deploys one chart twice): it goes
+                // up and is extracted once. Two different files of one name would overwrite
+                // each other's copy on the master: refused, naming the second.
+                match sent.get(&uploaded) {
+                    Some(first) if first == path => continue,
+                    Some(first) => {
+                        return Err(Error::input(
+                            c.req_file,
+                            field,
+                            format!(
+                                "'{path}' has the file name of '{first}', another release's chart; rename one of them"
+                            ),
+                        ))
+                    }
+                    None => {
+                        sent.insert(uploaded.clone(), path.clone());
+                    }
+                }
                 uploads.push(UploadFile { source: local, remote: uploaded.clone(), mode: 0o644 });
                 charts.push(helm_prepare::LocalChart { uploaded, archive, chart: chart_dir.clone() });
             }

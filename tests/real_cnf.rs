@@ -461,7 +461,7 @@ fn services(h: &mut HelmCnf) -> R {
 }
 
 /// Both workers cordoned: vdu3's pod stays Pending, so `helm install --wait` blocks with the
-/// release in pending-install; the driver is killed there, as a VNFM crash would.
+/// release in pending-install; Helm is killed there (-9), then the driver, as a crash would.
 fn interrupt_an_install(h: &mut HelmCnf) -> R {
     let c = &h.c;
     kubectl(c, "cordon worker12 worker13");
@@ -483,9 +483,12 @@ fn interrupt_an_install(h: &mut HelmCnf) -> R {
         || c.on(1, "KUBECONFIG=/etc/kubernetes/admin.conf helm status vdu3 -n cnf -o json 2>/dev/null"),
         |st| st.contains("pending-install"),
     );
+    // Helm dies first, hard (a node's OOM killer or reboot): a Helm that gets TERM cancels its
+    // install and marks the release failed, which needs no recovery; the one-exec node program
+    // hands the driver's end to Helm at once, so killing the driver first leaves `failed`.
+    c.on(1, "pkill -9 -f 'helm.*install.*vdu3' ; true");
     let _ = child.kill();
     let _ = child.wait();
-    c.on(1, "pkill -9 -f 'helm.*install.*vdu3' ; true");
     let stuck = cnf_pods(c, "-l app.kubernetes.io/instance=vdu3");
     kubectl(c, "uncordon worker12 worker13");
     check(pending, || format!("the install never showed pending-install: {st}"))?;

@@ -22,7 +22,7 @@
 #   --work DIR      raw figures and logs (default target/bench/wan; emptied first)
 #   --out FILE      the report (default target/bench/wan.md)
 #
-# Labs: w1..w4 on nets 111..114 (fan-out, cluster, cnf, sites), one at a time. Peers: pyinfra
+# Labs: w1..w4 on nets 116..119 (fan-out, cluster, cnf, sites), one at a time; no test suite uses those nets. Peers: pyinfra
 # and Ansible in target/bench-venv (bench-fanout.sh --with-peers creates it), paramiko from the
 # Tacker venv (scripts/tacker-venv.sh). Run as root. No test asserts a time; this prints them.
 set -euo pipefail
@@ -111,26 +111,26 @@ LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
 for rtt in $RTTS; do
     if want fanout; then
         # shellcheck disable=SC2054 # the comma-separated tool list is one word
-        args=(--name w1 --net 111 --rtt "$rtt" --sizes "$SIZES" --reps "$REPS" --with-peers
+        args=(--name w1 --net 116 --rtt "$rtt" --sizes "$SIZES" --reps "$REPS" --with-peers
             --tools mgmt-driver,mgmt-driver-baseline,pyinfra,ansible
             --work "$WORK/fanout-rtt$rtt" --out "$WORK/fanout-rtt$rtt.md")
         [ -z "$BASE" ] || args+=(--baseline "$BASE")
         part "fanout-rtt$rtt" bash scripts/bench-fanout.sh "${args[@]}"
     fi
     if want cluster; then
-        part "cluster-rtt$rtt" bash scripts/bench-cluster.sh --t 0 --workers 20 --reps "$REPS" --name w2 --net 112 \
+        part "cluster-rtt$rtt" bash scripts/bench-cluster.sh --t 0 --workers 20 --reps "$REPS" --name w2 --net 117 \
             --rtt "$rtt" --tacker "$TACKER_PY" --no-seq --tsv "$WORK/cluster.tsv"
     fi
     if want cnf; then
-        part "cnf-rtt$rtt" bash scripts/bench-cnf.sh --reps "$REPS" --name w3 --net 113 --rtt "$rtt" \
+        part "cnf-rtt$rtt" bash scripts/bench-cnf.sh --reps "$REPS" --name w3 --net 118 --rtt "$rtt" \
             --tacker "$TACKER_PY" --no-seq --tsv "$WORK/cnf.tsv"
     fi
     if want sites; then
-        part "sites-rtt$rtt" bash scripts/bench-sites.sh --sizes 40 --t 0 --name w4 --net 114 --rtt "$rtt" \
+        part "sites-rtt$rtt" bash scripts/bench-sites.sh --sizes 40 --t 0 --name w4 --net 119 --rtt "$rtt" \
             --ways atonce,inturn --tsv "$WORK/sites.tsv"
     fi
     if want sitest; then
-        part "sites-t$SITES_T-rtt$rtt" bash scripts/bench-sites.sh --sizes "1 40" --t "$SITES_T" --name w4 --net 114 \
+        part "sites-t$SITES_T-rtt$rtt" bash scripts/bench-sites.sh --sizes "1 40" --t "$SITES_T" --name w4 --net 119 \
             --rtt "$rtt" --ways atonce --tsv "$WORK/sites-t.tsv"
         printf '%s\n' "$SITES_T" >"$WORK/sites-t.T"
     fi

@@ -95,7 +95,7 @@ if not fan:
 else:
     doc += [
         "bench-fanout.sh's job (upload a fresh 16 KiB script, run it, collect one line per node) on",
-        "lab w1 (net 111), with only the tools of the issue: today's mgmt-driver, the release build of",
+        "lab w1 (net 116), with only the tools of the issue: today's mgmt-driver, the release build of",
         "commit 984cc53 (the fan-out regressed 10-14 % since), pyinfra and Ansible (target/bench-venv).",
         "The tools take turns, in an order that rotates. Round trips per node: mgmt-driver's events",
         "of one more untimed run at the first size (execs + uploads, per node; connections per node).",
@@ -195,7 +195,7 @@ def versus(title, path, intro, ours_label, peer_label, goal_x, goal_text):
 doc += versus(
     "b. Cluster instantiate_end, 3 masters + 20 workers, against Tacker's pattern",
     os.path.join(WORK, "cluster.tsv"),
-    ["bench-cluster.sh on lab w2 (net 112, the lab kit) with the kit's fixed-time install script at",
+    ["bench-cluster.sh on lab w2 (net 117, the lab kit) with the kit's fixed-time install script at",
      "T = 0, so that what is left is the cost of the round trips and processes. Every run starts",
      "on a fresh lab and is checked on the kit's cluster (23 nodes).",
      "The peer row is **a stand-in for Tacker's pattern** (tests/bench/tacker_pattern.py, our own",
@@ -214,7 +214,7 @@ doc += versus(
 doc += versus(
     "c. CNF instantiate, 3 releases on 3 masters, against Tacker's HelmClient pattern",
     os.path.join(WORK, "cnf.tsv"),
-    ["bench-cnf.sh on lab w3 (net 113): a 3-master kit cluster (instantiated once, untimed), real",
+    ["bench-cnf.sh on lab w3 (net 118): a 3-master kit cluster (instantiated once, untimed), real",
      "Helm 3 on the masters, two local charts and one from an HTTP chart repository on the host.",
      "Each run starts from nothing (terminate in between, untimed) and is checked (3 releases",
      "deployed). The peer row is **a stand-in for Tacker's HelmClient pattern**",
@@ -236,7 +236,7 @@ srs = rows(os.path.join(WORK, "sites.tsv"),
 if not srs:
     doc += ["Not run (`--only` left it out).", ""]
 else:
-    doc += ["bench-sites.sh on lab w4 (net 114): 40 sites of 1 master + 1 worker each, each its own kit",
+    doc += ["bench-sites.sh on lab w4 (net 119): 40 sites of 1 master + 1 worker each, each its own kit",
             "cluster, the fixed-time install script at T = 0; every run on a fresh lab, checked on",
             "every site's kit cluster. One run per way: the one-after-another run is itself 40",
             "single-site runs, and its result gives each site's own seconds; the slowest of them is",

@@ -461,7 +461,8 @@ fn services(h: &mut HelmCnf) -> R {
 }
 
 /// Both workers cordoned: vdu3's pod stays Pending, so `helm install --wait` blocks with the
-/// release in pending-install; Helm is killed there (-9), then the driver, as a crash would.
+/// release in pending-install; Helm is killed there (-9), as a node's crash would, and the driver
+/// ends on the failure it reports.
 fn interrupt_an_install(h: &mut HelmCnf) -> R {
     let c = &h.c;
     kubectl(c, "cordon worker12 worker13");
@@ -483,15 +484,26 @@ fn interrupt_an_install(h: &mut HelmCnf) -> R {
         || c.on(1, "KUBECONFIG=/etc/kubernetes/admin.conf helm status vdu3 -n cnf -o json 2>/dev/null"),
         |st| st.contains("pending-install"),
     );
-    // Helm dies first, hard (a node's OOM killer or reboot): a Helm that gets TERM cancels its
-    // install and marks the release failed, which needs no recovery; the one-exec node program
-    // hands the driver's end to Helm at once, so killing the driver first leaves `failed`.
-    c.on(1, "pkill -9 -f 'helm.*install.*vdu3' ; true");
-    let _ = child.kill();
+    // Helm dies first, hard (a node's OOM killer or reboot), and alone: a Helm that gets TERM
+    // cancels its install and marks the release failed, which needs no recovery. So neither the
+    // driver nor the node program's shells may die before it: the leash would hand the TERM of a
+    // lost session to Helm at once (a pattern that also matched the leash's shell once killed
+    // the leash first, and on a loaded CI machine its TERM reached Helm before the KILL did).
+    // `-x helm` matches the Helm binary's own name only; the node program then reports the
+    // failed install and the driver exits by itself.
+    c.on(1, "for i in 1 2 3 4 5 6 7 8 9 10; do pkill -9 -x helm || break; sleep 0.2; done");
+    let (exited, _) = wait_until(Duration::from_secs(30), || child.try_wait().ok().flatten().is_some(), |x| *x);
+    if !exited {
+        let _ = child.kill();
+    }
     let _ = child.wait();
+    let after = c.on(1, "KUBECONFIG=/etc/kubernetes/admin.conf helm status vdu3 -n cnf -o json 2>/dev/null");
     let stuck = cnf_pods(c, "-l app.kubernetes.io/instance=vdu3");
     kubectl(c, "uncordon worker12 worker13");
     check(pending, || format!("the install never showed pending-install: {st}"))?;
+    check(after.contains("\"status\":\"pending-install\""), || {
+        format!("after the kill, not pending-install: {after}")
+    })?;
     check(stuck.values().all(|p| p.1.is_empty() && !p.2), || format!("vdu3's pod was scheduled: {stuck:?}"))?;
     h.req3 = Some(req3);
     Ok(())

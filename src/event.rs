@@ -158,19 +158,28 @@ impl EventRx {
     /// The next event, or None once every sender is gone.
     pub async fn recv(&mut self) -> Option<Event> {
         let ev = self.rx.recv().await?;
+        Some(self.taken(ev))
+    }
+
+    /// The same, blocking the thread: for the renderer's own thread (`render.rs`), never the
+    /// runtime's.
+    pub fn blocking_recv(&mut self) -> Option<Event> {
+        let ev = self.rx.blocking_recv()?;
+        Some(self.taken(ev))
+    }
+
+    /// An event leaves the queue: its output line no longer counts against the queue's bound.
+    fn taken(&self, ev: Event) -> Event {
         if let EventKind::Stdout { line } | EventKind::Stderr { line } = &ev.kind {
             self.shared.queued.fetch_sub(cost(line), Ordering::AcqRel);
         }
-        Some(ev)
+        ev
     }
 
     /// The next event if one is waiting (tests read a finished run's stream this way).
     pub fn try_recv(&mut self) -> Result<Event, tokio::sync::mpsc::error::TryRecvError> {
         let ev = self.rx.try_recv()?;
-        if let EventKind::Stdout { line } | EventKind::Stderr { line } = &ev.kind {
-            self.shared.queued.fetch_sub(cost(line), Ordering::AcqRel);
-        }
-        Ok(ev)
+        Ok(self.taken(ev))
     }
 }
 

@@ -269,6 +269,6 @@ impl Ctx {
             Some(n) => Renderer::new(self.output, self.verbose, n),
             None => Renderer::for_hooks(self.output, self.verbose),
         };
-        (events, tokio::spawn(r.plan(self.run.dry_run).run(rx)))
+        (events, r.plan(self.run.dry_run).spawn(rx))
     }
 }

@@ -184,7 +184,7 @@ pub async fn run(a: VnfmHookArgs, ctx: &Ctx) -> i32 {
     // -o json) on stderr, which a VNFM shows as the operation's error text.
     let mode = if ctx.output == Output::Json { Output::Json } else { Output::Yaml };
     let (events, rx) = Events::channel();
-    let renderer = tokio::spawn(Renderer::for_hooks(mode, ctx.verbose).plan(ctx.run.dry_run).run(rx));
+    let renderer = Renderer::for_hooks(mode, ctx.verbose).plan(ctx.run.dry_run).spawn(rx);
     // The operation's own warnings take the nodes' path: the renderer shows them and hands every
     // warning (a host key learned, a master skipped) back for the response.
     let notes = events.clone();

@@ -75,7 +75,7 @@ pub struct CnfArgs {
     /// Each Helm operation's --timeout and our deadline around it: `300`, `10m`.
     #[arg(long, default_value = "300", global = true, value_parser = parse_duration, value_name = "DURATION")]
     pub timeout: Duration,
-    /// Poll `helm status` this often while a long Helm command runs.
+    /// Report the releases' status (one `helm list`) this often while a long Helm command runs.
     #[arg(long, default_value = "5", global = true, value_parser = parse_duration, value_name = "DURATION")]
     pub status_interval: Duration,
 }

@@ -29,10 +29,13 @@ fn main() {
         .init();
     let (operation, output, dry_run) = (cli.command.name(), cli.output, cli.run.dry_run);
     // One thread: the driver waits on the network and computes little, and a fan-out's many
-    // small tasks (every SSH session's, every host's job, the renderer) hand each other work
-    // all the time. On a multi-thread runtime each hand-off between threads was a futex wake-up,
-    // about 60 % of the controller's CPU in a 240-node profile; on one thread a fan-out costs
-    // 20 to 30 % less CPU per node at the same wall time (docs/benchmarks.md, "Controller CPU").
+    // small tasks (every SSH session's, every host's job) hand each other work all the time; on
+    // a multi-thread runtime each hand-off between threads is a futex wake-up (issue 24's
+    // profile: about 60 % of the controller's CPU on a loaded machine). Measured on this 2-core
+    // lab (docs/benchmarks.md, "One thread"): on a quiet machine the same CPU per node, 5 % less
+    // wall time and 20 % less peak memory at 100 and 240 nodes; on one loaded by a test run,
+    // 20-30 % less CPU (measured before the renderer got a thread of its own, render.rs: it
+    // writes synchronously).
     // Blocking work goes to tokio's blocking pool (known_hosts, file hashes), and the one
     // blocking HTTP client (vim/client.rs) runs before any session is open.
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("tokio runtime");

@@ -8,6 +8,7 @@
 //! plain data to everything here.
 
 pub mod cluster_env;
+pub mod heal_program;
 pub mod helm_apply;
 pub mod helm_cmd;
 pub mod helm_info;

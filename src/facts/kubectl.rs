@@ -114,66 +114,8 @@ impl Fact for ServiceLive<'_> {
     }
 }
 
-/// The label selector of the workload `kind`/`name` (`script`: its `kubectl get -o json`, built
-/// by the heal's kubectl lines): every key and value checked, since the selector goes into the
-/// next command line. Not streamed: the object holds the pod template's env values.
-pub struct WorkloadSelector<'a> {
-    pub script: String,
-    pub kind: &'a str,
-    pub name: &'a str,
-}
-
-impl Fact for WorkloadSelector<'_> {
-    type Value = String;
-
-    fn what(&self) -> String {
-        format!("the selector of {} {}", self.kind, self.name)
-    }
-
-    fn command(&self) -> Result<RemoteCommand> {
-        Ok(RemoteCommand::new(self.script.clone()).with_redact(Redact::All))
-    }
-
-    fn placeholder(&self) -> String {
-        "app=planned".to_string()
-    }
-
-    fn parse(&self, out: &str) -> std::result::Result<String, String> {
-        selector_of(out)
-    }
-}
-
-/// The pods of the workload `kind`/`name` (`script`: `kubectl get pods -l SELECTOR -o json`):
-/// names checked as DNS subdomains, uids as UIDs, phases as words; they are reported. Not
-/// streamed, as the workload's own JSON.
-pub struct WorkloadPods<'a> {
-    pub script: String,
-    pub kind: &'a str,
-    pub name: &'a str,
-}
-
-impl Fact for WorkloadPods<'_> {
-    type Value = Vec<PodState>;
-
-    fn what(&self) -> String {
-        format!("the pods of {} {}", self.kind, self.name)
-    }
-
-    fn command(&self) -> Result<RemoteCommand> {
-        Ok(RemoteCommand::new(self.script.clone()).with_redact(Redact::All))
-    }
-
-    fn placeholder(&self) -> Vec<PodState> {
-        Vec::new()
-    }
-
-    fn parse(&self, out: &str) -> std::result::Result<Vec<PodState>, String> {
-        parse_pods(out)
-    }
-}
-
 /// A workload's `spec.selector.matchLabels` as a `-l` selector, every key and value checked
-/// (they are read back from the cluster and reach a command line).
+/// (they are read back from the cluster; a heal matches pods with them, `cnf/heal_program.rs`).
 pub fn selector_of(workload_json: &str) -> std::result::Result<String, String> {
     let v: Value = serde_json::from_str(workload_json.trim()).map_err(|e| format!("not JSON: {e}"))?;
     let m = v.pointer("/spec/selector/matchLabels").and_then(Value::as_object).ok_or("no spec.selector.matchLabels")?;
@@ -344,34 +286,6 @@ mod tests {
         unreadable(&f, bad_ip).await;
         assert_eq!(f.what(), "service vdu2");
         assert_eq!(planned(&f).await, svc);
-    }
-
-    #[tokio::test]
-    async fn a_workload_selector_checked() {
-        let f =
-            WorkloadSelector { script: "kubectl get deployment/web -o json".into(), kind: "Deployment", name: "web" };
-        let d = r#"{"spec": {"selector": {"matchLabels": {"app": "web"}}}}"#;
-        let (sent, got) = read(&f, d).await;
-        assert_eq!((sent.as_str(), got.unwrap().as_str()), ("kubectl get deployment/web -o json", "app=web"));
-        unreadable(&f, r#"{"spec": {"selector": {"matchLabels": {"a": "x;id"}}}}"#).await;
-        assert_eq!(f.what(), "the selector of Deployment web");
-        assert_eq!(planned(&f).await, "app=planned");
-        assert_eq!(f.command().unwrap().redact, Redact::All);
-    }
-
-    #[tokio::test]
-    async fn a_workloads_pods_checked() {
-        let f = WorkloadPods { script: "kubectl get pods -l app=web -o json".into(), kind: "Deployment", name: "web" };
-        let pods = r#"{"items": [{"metadata": {"name": "web-1", "uid": "0a"}, "status": {"phase": "Running"}}]}"#;
-        let (sent, got) = read(&f, pods).await;
-        assert_eq!(sent, "kubectl get pods -l app=web -o json");
-        assert_eq!(
-            got.unwrap(),
-            vec![PodState { name: "web-1".into(), uid: "0a".into(), phase: "Running".into(), ready: true }]
-        );
-        unreadable(&f, r#"{"items": [{"metadata": {"name": "$(x)", "uid": "1"}}]}"#).await;
-        assert_eq!(f.what(), "the pods of Deployment web");
-        assert!(planned(&f).await.is_empty());
     }
 
     #[test]

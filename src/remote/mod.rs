@@ -67,6 +67,8 @@ pub(crate) const UPLOAD_STREAM: Program = program!("upload_stream.sh");
 // one exec (src/cnf/helm_apply.rs).
 pub(crate) const HELM_APPLY: Program = program!("helm_apply_lib.sh", "helm_apply.sh");
 pub(crate) const HELM_REMOVE: Program = program!("helm_remove.sh");
+// A whole-CNF heal in one exec (src/cnf/heal_program.rs).
+pub(crate) const CNF_HEAL: Program = program!("cnf_heal.sh");
 pub(crate) const HELM_PREPARE: Program =
     program!(["archive_lib.sh", "helm_env_lib.sh", "chart_lib.sh", "helm_apply_lib.sh"], "helm_prepare.sh");
 
@@ -106,6 +108,7 @@ const ALL: &[Program] = &[
     HELM_APPLY,
     HELM_PREPARE,
     HELM_REMOVE,
+    CNF_HEAL,
     AUTHORIZED_KEY,
     PRIMITIVE_RUN,
     PRIMITIVE_RESULT,

@@ -11,11 +11,12 @@
 //! anything connects) and its steps (`pods`, `whole`) side by side; `targets` and the command
 //! lines are pure.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{json, Value};
 
 use crate::cnf::cluster_env::HelmEnv;
+use crate::cnf::heal_program::{self, Workload};
 use crate::cnf::manifest::Resource;
 use crate::cnf::names;
 use crate::cnf::ops::{cnf_releases, CnfState, Ctx, Record};
@@ -23,7 +24,7 @@ use crate::cnf::params::CnfParams;
 use crate::cnf::Inputs;
 use crate::error::{Error, Result};
 use crate::facts::helm::ReleaseManifest;
-use crate::facts::kubectl::{PodState, WorkloadPods, WorkloadSelector};
+use crate::facts::kubectl::PodState;
 use crate::lifecycle::Node;
 use crate::request::{HealRequest, VnfInstance};
 
@@ -137,14 +138,6 @@ pub fn rollout_status(env: &HelmEnv, kind: &str, name: &str, ns: &str, wait: Dur
     kubectl(env, &["rollout", "status", &format!("{}/{name}", kind.to_ascii_lowercase()), "--namespace", ns, &t])
 }
 
-fn get_json(env: &HelmEnv, kind: &str, name: &str, ns: &str) -> Result<String> {
-    kubectl(env, &["get", &format!("{}/{name}", kind.to_ascii_lowercase()), "--namespace", ns, "-o", "json"])
-}
-
-fn pods_json(env: &HelmEnv, selector: &str, ns: &str) -> Result<String> {
-    kubectl(env, &["get", "pods", "--namespace", ns, "-l", selector, "-o", "json"])
-}
-
 /// SOL002: delete each named pod; its controller makes a replacement.
 pub async fn pods(c: &Ctx<'_>, targets: &[VnfcPod]) -> Result<Value> {
     let ns = &c.params.namespace;
@@ -156,15 +149,6 @@ pub async fn pods(c: &Ctx<'_>, targets: &[VnfcPod]) -> Result<Value> {
     Ok(Value::Array(out))
 }
 
-/// The pods of one workload, through its selector.
-async fn workload_pods(c: &Ctx<'_>, kind: &str, name: &str) -> Result<Vec<PodState>> {
-    let (s, ns) = (c.s, c.params.namespace.as_str());
-    let m = s.master();
-    let get = WorkloadSelector { script: get_json(&s.helm.env, kind, name, ns)?, kind, name };
-    let sel = s.rt.read(m, &get).await?;
-    s.rt.read(m, &WorkloadPods { script: pods_json(&s.helm.env, &sel, ns)?, kind, name }).await
-}
-
 fn pods_json_value(pods: &[PodState]) -> Value {
     Value::Array(
         pods.iter().map(|p| json!({"name": p.name, "uid": p.uid, "phase": p.phase, "ready": p.ready})).collect(),
@@ -173,48 +157,72 @@ fn pods_json_value(pods: &[PodState]) -> Value {
 
 /// SOL003: restart every workload of `releases` (name, and the resources recorded for it: the
 /// plan's stand-in for the manifest read now), then wait for each rollout within the
-/// operation's timeout. Reports every workload's pods (new names and uids, all Ready).
+/// operation's timeout: all in one exec on the master (`cnf/heal_program.rs`). Reports every
+/// workload's pods (new names and uids, all Ready).
 pub async fn whole(c: &Ctx<'_>, releases: &[(String, Vec<Resource>)]) -> Result<Value> {
     let s = c.s;
     let ns = c.params.namespace.clone();
     let m = s.master();
-    let t = s.rt.timeouts.command;
-    let mut work: Vec<(String, String, String)> = Vec::new();
+    let mut work: Vec<(String, Workload)> = Vec::new();
     for (rel, recorded) in releases {
         let man = ReleaseManifest { helm: &s.helm, release: rel, namespace: &ns, planned: recorded.clone() };
         let res = s.rt.read(m, &man).await?;
         for r in res.into_iter().filter(|r| WORKLOADS.contains(&r.kind.as_str()) && r.namespace == ns) {
-            work.push((rel.clone(), r.kind, r.name));
+            work.push((rel.clone(), (r.kind, r.name)));
         }
     }
-    s.rt.phase("restart every workload of the releases", &[m], false);
-    let start = Instant::now();
-    for (_, kind, name) in &work {
-        s.run(rollout_restart(&s.helm.env, kind, name, &ns)?, t).await?;
+    if work.is_empty() {
+        return Ok(json!({"heal": "whole VNF", "workloads": []}));
     }
-    s.rt.phase("wait until every pod is Ready again", &[m], false);
-    let mut out: Vec<Value> = Vec::new();
-    for (rel, kind, name) in &work {
-        let left = c.timeout.saturating_sub(start.elapsed()).max(Duration::from_secs(1));
-        let cmd = rollout_status(&s.helm.env, kind, name, &ns, left)?;
-        if let Err(e) = s.run(cmd.clone(), left + Duration::from_secs(30)).await {
-            let pods = workload_pods(c, kind, name).await.unwrap_or_default();
-            let late: Vec<String> =
-                pods.iter().filter(|p| !p.ready).map(|p| format!("{} ({})", p.name, p.phase)).collect();
-            return Err(Error::Remote {
-                node: m.name().into(),
-                command: cmd,
-                status: "heal failed".into(),
-                stderr_tail: format!(
-                    "release {rel}: {kind} {name}: not every pod was Ready again within {}s: {}\n{e}",
+    s.rt.phase("restart every workload of the releases and wait until every pod is Ready again", &[m], false);
+    let workloads: Vec<Workload> = work.iter().map(|(_, w)| w.clone()).collect();
+    let cmd = heal_program::command(&s.helm.env.prefix(), &ns, c.timeout.as_secs(), &workloads)?;
+    // Every restart, every rollout in turn within the timeout, and the read-back.
+    let deadline = c.timeout + s.rt.timeouts.command * (workloads.len() as u32 + 2);
+    let Some((out, shown)) = s.program(m, cmd, deadline).await? else {
+        let planned =
+            work.iter().map(|(rel, (kind, name))| json!({"release": rel, "kind": kind, "name": name, "pods": []}));
+        return Ok(json!({"heal": "whole VNF", "workloads": planned.collect::<Vec<_>>()}));
+    };
+    let healed = heal_program::parse(&out, &workloads)
+        .map_err(|msg| crate::lifecycle::fact::unreadable(m.name(), &shown, "the heal's records", msg))?;
+    let release_of = |w: &Workload| work.iter().find(|(_, x)| x == w).map(|(r, _)| r.clone()).unwrap_or_default();
+    if let Some((w, f)) = healed.stopped {
+        let (kind, name) = &w;
+        let rel = release_of(&w);
+        let (command, stderr_tail) = if f.step == "restart" {
+            (rollout_restart(&s.helm.env, kind, name, &ns)?, format!("release {rel}: {kind} {name}: {}", f.stderr_tail))
+        } else {
+            let at = workloads.iter().position(|x| x == &w).unwrap_or(0);
+            let pods = healed.pods.as_ref().ok().and_then(|p| p.get(at));
+            let late: Vec<String> = pods
+                .map(|p| p.iter().filter(|p| !p.ready).map(|p| format!("{} ({})", p.name, p.phase)).collect())
+                .unwrap_or_default();
+            (
+                rollout_status(&s.helm.env, kind, name, &ns, c.timeout)?,
+                format!(
+                    "release {rel}: {kind} {name}: not every pod was Ready again within {}s: {}\n{}",
                     c.timeout.as_secs(),
-                    if late.is_empty() { "(the pods could not be listed)".to_string() } else { late.join(", ") }
+                    if late.is_empty() { "(the pods could not be listed)".to_string() } else { late.join(", ") },
+                    f.stderr_tail
                 ),
-            });
-        }
-        let pods = workload_pods(c, kind, name).await?;
-        out.push(json!({"release": rel, "kind": kind, "name": name, "pods": pods_json_value(&pods)}));
+            )
+        };
+        return Err(Error::Remote {
+            node: m.name().into(),
+            command,
+            status: if f.step == "restart" { format!("exit {}", f.code) } else { "heal failed".into() },
+            stderr_tail,
+        });
     }
+    let pods = healed
+        .pods
+        .map_err(|msg| crate::lifecycle::fact::unreadable(m.name(), &shown, "the healed workloads' pods", msg))?;
+    let out: Vec<Value> = work
+        .iter()
+        .zip(&pods)
+        .map(|((rel, (kind, name)), p)| json!({"release": rel, "kind": kind, "name": name, "pods": pods_json_value(p)}))
+        .collect();
     Ok(json!({"heal": "whole VNF", "workloads": out}))
 }
 
@@ -314,36 +322,54 @@ mod tests {
         assert!(d.starts_with("export KUBECONFIG=/var/lib/mgmt-driver/helm/east/kubeconfig "), "{d}");
     }
 
-    /// The fake's answers for a whole-CNF heal of vdu2: a Deployment in its manifest, its
-    /// selector and its pods.
-    fn whole_heal_replies(f: &Fixture) {
+    /// A node program's record, framed as `cnf_heal.sh` frames it.
+    fn rec(kind: &str, w: &str, word: &str, body: &str) -> String {
+        format!("@@mgmt-driver {kind} {w} {word} {}\n{body}\n", body.len())
+    }
+
+    /// The fake's answers for a whole-CNF heal of vdu2: a Deployment in its manifest, then the
+    /// heal program's records: restarted, `rollout` (ready, or late with kubectl's error), the
+    /// Deployment with its selector, and the namespace's pods (`pod`: one of vdu2's, and one
+    /// of another workload that the selector must leave out).
+    fn whole_heal_replies(f: &Fixture, rollout: &str, pod: &str) {
+        let w = "deployment/vdu2-nginxlab";
+        let objects = r#"{"kind": "Deployment", "metadata": {"name": "vdu2-nginxlab"}, "spec": {"selector": {"matchLabels": {"app": "vdu2"}}}}"#;
+        let pods = format!(
+            r#"{{"items": [{pod}, {{"metadata": {{"name": "vdu1-x", "uid": "0b", "labels": {{"app": "vdu1"}}}}, "status": {{"phase": "Running"}}}}]}}"#
+        );
+        let late = rollout != "ready";
+        let out = [
+            rec("restarted", w, "-", ""),
+            if late { rec("late", w, "status:1", rollout) } else { rec("ready", w, "-", "") },
+            rec("objects", "-", "get:0", objects),
+            rec("pods", "-", "get:0", &pods),
+        ]
+        .concat();
         f.fake
             .reply(
                 None,
                 "get manifest --namespace cnf -- vdu2",
                 "---\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: vdu2-nginxlab\n",
             )
-            .reply(None, "kubectl get deployment/vdu2-nginxlab", r#"{"spec": {"selector": {"matchLabels": {"app": "vdu2"}}}}"#)
-            .reply(
-                None,
-                "kubectl get pods --namespace cnf -l app=vdu2",
-                r#"{"items": [{"metadata": {"name": "vdu2-nginxlab-6b9c-x1", "uid": "0af1"}, "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}}]}"#,
-            );
+            .reply(None, "cnf_heal.sh cnf ", &out);
     }
 
     #[tokio::test]
     async fn a_whole_cnf_heal_restarts_every_workload_and_waits_for_its_rollout() {
         let f = Fixture::new();
         f.instantiate().await.unwrap();
-        whole_heal_replies(&f);
+        let ready = r#"{"metadata": {"name": "vdu2-nginxlab-6b9c-x1", "uid": "0af1", "labels": {"app": "vdu2"}}, "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}}"#;
+        whole_heal_replies(&f, "ready", ready);
+        let before = f.fake.execs(M1).len();
         let o = run_op(&f, Op::Heal, "cnf1", Some(json!({}))).await.unwrap();
         let execs = f.fake.execs(M1);
-        let pos = |needle: &str| execs.iter().position(|e| e.contains(needle));
-        let restart = pos("kubectl rollout restart deployment/vdu2-nginxlab --namespace cnf").expect("restarted");
-        let status = pos("kubectl rollout status deployment/vdu2-nginxlab --namespace cnf --timeout=").expect("waited");
-        assert!(restart < status, "{execs:?}");
+        // One exec restarts, waits and reads back (after the manifest's read).
+        let heal: Vec<&String> = execs[before..].iter().filter(|e| e.contains("cnf_heal.sh")).collect();
+        assert_eq!(heal.len(), 1, "{execs:?}");
+        assert!(heal[0].ends_with("cnf_heal.sh cnf 300 deployment/vdu2-nginxlab"), "{}", heal[0]);
         let w = &o.result["workloads"][0];
         assert_eq!((w["release"].as_str(), w["kind"].as_str()), (Some("vdu2"), Some("Deployment")), "{}", o.result);
+        assert_eq!(w["pods"].as_array().map(Vec::len), Some(1), "{}", o.result);
         assert_eq!(w["pods"][0]["ready"], true);
     }
 
@@ -351,19 +377,15 @@ mod tests {
     async fn a_pod_that_is_not_ready_again_fails_the_heal_by_name() {
         let f = Fixture::new();
         f.instantiate().await.unwrap();
-        whole_heal_replies(&f);
-        f.fake.fail(None, "kubectl rollout status", 1, "error: timed out waiting for the condition");
-        f.fake.reply(
-            None,
-            "kubectl get pods --namespace cnf -l app=vdu2",
-            r#"{"items": [{"metadata": {"name": "vdu2-nginxlab-6b9c-x2", "uid": "0af2"}, "status": {"phase": "Pending"}}]}"#,
-        );
+        let pending = r#"{"metadata": {"name": "vdu2-nginxlab-6b9c-x2", "uid": "0af2", "labels": {"app": "vdu2"}}, "status": {"phase": "Pending"}}"#;
+        whole_heal_replies(&f, "error: timed out waiting for the condition", pending);
         let e = run_op(&f, Op::Heal, "cnf1", Some(json!({"additionalParams": {"all": true}}))).await.err().unwrap();
         let e = e.to_string();
         assert!(
             e.contains("release vdu2") && e.contains("vdu2-nginxlab-6b9c-x2 (Pending)") && e.contains("timed out"),
             "{e}"
         );
+        assert!(!e.contains("vdu1-x"), "{e}");
     }
 
     #[tokio::test]

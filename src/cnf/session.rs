@@ -143,14 +143,23 @@ impl Session {
         let m = self.master();
         // Room for a release's JSON (`-o json`), which holds its chart.
         let cmd = self.rt.root_cmd(m, script, timeout).with_redact(redact).with_capture(helm_apply::MAX_OUTPUT);
-        let main = self.rt.exec(m, cmd);
+        // The final status is reported by whoever reads it next (`ops::describe`).
+        self.polling(self.rt.exec(m, cmd), || self.report_status(&status_cmd, rel)).await
+    }
+
+    /// Run `main` and, every `status_every` until it ends, `report` (a status poll on a second
+    /// channel).
+    async fn polling<T, R: std::future::Future<Output = ()>>(
+        &self,
+        main: impl std::future::Future<Output = T>,
+        report: impl Fn() -> R,
+    ) -> T {
         let poll = async {
             loop {
                 tokio::time::sleep(self.status_every).await;
-                self.report_status(&status_cmd, rel).await;
+                report().await;
             }
         };
-        // The final status is reported by whoever reads it next (`ops::describe`).
         tokio::select! {
             r = main => r,
             _ = poll => unreachable!("the poll loop never ends"),
@@ -170,17 +179,7 @@ impl Session {
     ) -> Result<Option<(Vec<u8>, String)>> {
         let list = self.helm.list(Some(ns))?;
         let m = self.master();
-        let main = self.program(m, script, timeout);
-        let poll = async {
-            loop {
-                tokio::time::sleep(self.status_every).await;
-                self.report_list(&list, rels).await;
-            }
-        };
-        tokio::select! {
-            r = main => r,
-            _ = poll => unreachable!("the poll loop never ends"),
-        }
+        self.polling(self.program(m, script, timeout), || self.report_list(&list, rels)).await
     }
 
     async fn report_list(&self, list_cmd: &str, rels: &[String]) {

@@ -1,7 +1,8 @@
 #!/bin/sh
 # archive_lib.sh: functions that extract a gzip tar archive from elsewhere (a chart from a
 # package, a survivor's chart root) without letting it write anywhere else. The driver sends
-# this text in front of extract_chart.sh and unpack_charts.sh, as one program (one exec).
+# this text in front of unpack_charts.sh, and of helm_prepare.sh (through chart_lib.sh), as one
+# program (one exec).
 #
 # The archive is checked before anything is extracted, by its own listing: every member is TOP
 # or under TOP/ (so no absolute name and nothing elsewhere), no member has a `..` component or
